@@ -1,0 +1,25 @@
+import { createRequire } from "node:module";
+
+import hardhatToolboxMochaEthers from "@nomicfoundation/hardhat-toolbox-mocha-ethers";
+import { defineConfig } from "hardhat/config";
+
+// Hardhat cannot download compilers on machines without internet access, so the
+// compiler comes from the `solc` npm package pinned in package.json.
+const require = createRequire(import.meta.url);
+const solc = {
+  version: (require("solc/package.json") as { version: string }).version,
+  path: require.resolve("solc/soljson.js"),
+};
+
+export default defineConfig({
+  plugins: [hardhatToolboxMochaEthers],
+  solidity: {
+    profiles: {
+      default: { ...solc, settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun" } },
+      production: { ...solc, settings: { optimizer: { enabled: true, runs: 10_000 }, evmVersion: "cancun" } },
+    },
+  },
+  test: {
+    mocha: { timeout: 120_000 },
+  },
+});
