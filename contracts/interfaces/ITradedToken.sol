@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+
+/**
+ * @title ITradedToken
+ * @notice The traded token as the swap sees it: an ERC-20 whose supply the swap mints and burns.
+ */
+interface ITradedToken is IERC20 {
+    /// @notice Creates `value` tokens for `to`. Emits {IERC20-Transfer} from the zero address.
+    function mint(address to, uint256 value) external;
+
+    /// @notice Destroys `value` tokens of the caller. Emits {IERC20-Transfer} to the zero address.
+    function burn(uint256 value) external;
+}

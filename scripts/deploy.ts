@@ -1,0 +1,109 @@
+/**
+ * The deployment module: deploys the whole suite (token, mock DAI/USDT/USDC, mock price
+ * feeds, swap) on any network, seeds the swap's reserves, and funds and approves the
+ * exchange wallets. Tests, the embedded server (`npm start`) and the CLI
+ * (`scripts/deploy-cli.ts`) all call `deploySuite`.
+ */
+import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
+import { parseUnits, type Signer } from "ethers";
+
+/** Where the suite lives: what the service needs to trade and quote. */
+export interface DeploymentAddresses {
+  token: string;
+  swap: string;
+  stableCoins: { DAI: string; USDT: string; USDC: string };
+  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string };
+}
+
+export interface DeploySuiteOptions {
+  /** Wallet(s) the service signs with: funded with tokens and stable coins, and approved for the swap. */
+  exchangeWallet: Signer | readonly Signer[];
+  /** Owner of the token and swap; defaults to the first signer of `ethers`. */
+  deployer?: Signer;
+  token?: { name: string; symbol: string };
+  /** Feed answers as decimal strings (8 decimals like Chainlink's USD feeds). */
+  prices?: { tokenUsd?: string; eurUsd?: string; chfUsd?: string };
+  /** Oldest feed answer the swap accepts, in seconds. Default 25 hours (Chainlink fiat feeds beat daily). */
+  maxPriceAge?: bigint;
+  /** Stable-coin reserves seeded into the swap, in whole coins of each. */
+  reservesPerStable?: string;
+  /** Tokens and each stable coin given to every exchange wallet, in whole units. Also the approved amount. */
+  walletFunding?: string;
+}
+
+export const FEED_DECIMALS = 8;
+export const DEFAULT_PRICES = { tokenUsd: "1.25", eurUsd: "1.08", chfUsd: "1.12" } as const;
+export const DEFAULT_MAX_PRICE_AGE = 25n * 60n * 60n;
+
+/** Deploys the suite and returns its addresses and connected contracts. */
+export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOptions) {
+  const deployer = options.deployer ?? (await ethers.getSigners())[0];
+  const owner = await deployer.getAddress();
+  const wallets = Array.isArray(options.exchangeWallet)
+    ? (options.exchangeWallet as readonly Signer[])
+    : [options.exchangeWallet as Signer];
+  const prices = { ...DEFAULT_PRICES, ...options.prices };
+  const feedAnswer = (value: string) => parseUnits(value, FEED_DECIMALS);
+
+  const dai = await ethers.deployContract("MockStableCoin", ["Dai Stablecoin", "DAI", 18], deployer);
+  const usdt = await ethers.deployContract("MockUSDT", [], deployer);
+  const usdc = await ethers.deployContract("MockStableCoin", ["USD Coin", "USDC", 6], deployer);
+  const tokenUsdFeed = await ethers.deployContract(
+    "MockAggregator",
+    [FEED_DECIMALS, `${options.token?.symbol ?? "TTK"} / USD`, feedAnswer(prices.tokenUsd)],
+    deployer,
+  );
+  const eurUsdFeed = await ethers.deployContract("MockAggregator", [FEED_DECIMALS, "EUR / USD", feedAnswer(prices.eurUsd)], deployer);
+  const chfUsdFeed = await ethers.deployContract("MockAggregator", [FEED_DECIMALS, "CHF / USD", feedAnswer(prices.chfUsd)], deployer);
+  const token = await ethers.deployContract(
+    "TradedToken",
+    [options.token?.name ?? "Trade Token", options.token?.symbol ?? "TTK", owner],
+    deployer,
+  );
+  const stableCoins = { DAI: dai, USDT: usdt, USDC: usdc };
+  const swap = await ethers.deployContract(
+    "TokenSwap",
+    [
+      await token.getAddress(),
+      await tokenUsdFeed.getAddress(),
+      options.maxPriceAge ?? DEFAULT_MAX_PRICE_AGE,
+      await Promise.all(Object.values(stableCoins).map((coin) => coin.getAddress())),
+      owner,
+    ],
+    deployer,
+  );
+  const swapAddress = await swap.getAddress();
+  await (await token.connect(deployer).setMinter(swapAddress)).wait();
+
+  const reserves = options.reservesPerStable ?? "1000000";
+  const funding = options.walletFunding ?? "1000000";
+  for (const coin of Object.values(stableCoins)) {
+    const decimals = Number(await coin.decimals());
+    await (await coin.connect(deployer).mint(swapAddress, parseUnits(reserves, decimals))).wait();
+  }
+  for (const wallet of wallets) {
+    const address = await wallet.getAddress();
+    const tokenFunding = parseUnits(funding, 18);
+    await (await token.connect(deployer).mint(address, tokenFunding)).wait();
+    await (await token.connect(wallet).approve(swapAddress, tokenFunding)).wait();
+    for (const coin of Object.values(stableCoins)) {
+      const amount = parseUnits(funding, Number(await coin.decimals()));
+      await (await coin.connect(deployer).mint(address, amount)).wait();
+      await (await coin.connect(wallet).approve(swapAddress, amount)).wait();
+    }
+  }
+
+  const addresses: DeploymentAddresses = {
+    token: await token.getAddress(),
+    swap: swapAddress,
+    stableCoins: { DAI: await dai.getAddress(), USDT: await usdt.getAddress(), USDC: await usdc.getAddress() },
+    feeds: {
+      tokenUsd: await tokenUsdFeed.getAddress(),
+      eurUsd: await eurUsdFeed.getAddress(),
+      chfUsd: await chfUsdFeed.getAddress(),
+    },
+  };
+  return { addresses, contracts: { token, swap, stableCoins, feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed } } };
+}
+
+export type DeployedSuite = Awaited<ReturnType<typeof deploySuite>>;
