@@ -1,0 +1,32 @@
+import { PriceUnavailableError } from "../errors.js";
+import type { PricePort } from "../ports/price.port.js";
+import { CASH_CURRENCIES, type PriceRecord } from "../types.js";
+
+/** The price operation as the transports call it. */
+export type PriceUseCase = () => Promise<PriceRecord>;
+
+/** Positive finite rates for exactly CHF, EUR and USD (SPEC 4, rule 3). */
+function hasValidRates(rates: Record<string, unknown>): boolean {
+  const keys = Object.keys(rates);
+  return (
+    keys.length === CASH_CURRENCIES.length &&
+    CASH_CURRENCIES.every((c) => typeof rates[c] === "number" && Number.isFinite(rates[c]) && rates[c] > 0)
+  );
+}
+
+/**
+ * Builds the price use case: ask the port, and refuse to pass on a record whose
+ * rates are not positive finite numbers for exactly CHF, EUR and USD (the discount
+ * rates may also be `{}`). Port errors propagate unchanged.
+ * @throws PriceUnavailableError when the port returns such a record
+ */
+export function priceUseCase(price: PricePort): PriceUseCase {
+  return async () => {
+    const record = await price.getPrice();
+    const discount = record.rateWithDiscountForCashCurrency as Record<string, unknown>;
+    if (!hasValidRates(record.rateForCashCurrency) || (Object.keys(discount).length > 0 && !hasValidRates(discount))) {
+      throw new PriceUnavailableError("the price source returned rates that are not positive numbers for CHF, EUR and USD");
+    }
+    return record;
+  };
+}
