@@ -1,0 +1,124 @@
+/**
+ * The chain adapter's composition: reads the deployment once (stable-coin decimals,
+ * token symbol, chain id), then builds the TradePort and PricePort on one provider.
+ */
+import { Contract, FetchRequest, JsonRpcProvider, Network, Wallet, type Provider } from "ethers";
+
+import { ChainUnavailableError, type PricePort, type StableCoin, type TradePort } from "../../core/index.js";
+import { ERC20_ABI, SWAP_ABI } from "./abi.js";
+import { isChainUnreachable } from "./chain-errors.js";
+import { ChainPriceAdapter } from "./price.adapter.js";
+import { ChainTradeAdapter } from "./trade.adapter.js";
+
+/** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
+export interface DeploymentAddresses {
+  token: string;
+  swap: string;
+  stableCoins: { DAI: string; USDT: string; USDC: string };
+  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string };
+}
+
+export interface ChainAdapterOptions {
+  /**
+   * The chain. It must not cache requests (ethers' default `cacheTimeout` of 250 ms would
+   * serve a stale nonce or a stale preflight); `createRpcProvider` makes one that does not.
+   */
+  provider: Provider;
+  /** Private keys of the exchange wallets the service signs for. Never logged. */
+  privateKeys: readonly string[];
+  addresses: DeploymentAddresses;
+  /** Cash discount in basis points for `rateWithDiscountForCashCurrency` (0 = none). */
+  cashDiscountBps?: number;
+  /** How long a trade waits for its receipt, in ms. */
+  receiptTimeoutMs?: number;
+}
+
+export interface ChainAdapter {
+  trade: TradePort;
+  price: PricePort;
+  stableCoins: StableCoin[];
+  /** Checksummed addresses of the exchange wallets. */
+  wallets: string[];
+  chainId: bigint;
+  /** Ready when the node answers and every exchange wallet holds gas money. */
+  readiness(): Promise<{ ready: boolean; detail: string }>;
+  close(): Promise<void>;
+}
+
+/** A JSON-RPC provider that fails fast instead of retrying network detection forever. */
+export function createRpcProvider(url: string, chainId?: bigint, timeoutMs = 10_000): JsonRpcProvider {
+  const request = new FetchRequest(url);
+  request.timeout = timeoutMs;
+  return new JsonRpcProvider(request, chainId === undefined ? undefined : Network.from(chainId), {
+    staticNetwork: chainId !== undefined,
+    batchMaxCount: 1,
+    cacheTimeout: -1,
+  });
+}
+
+export async function createChainAdapter(options: ChainAdapterOptions): Promise<ChainAdapter> {
+  const { provider, addresses } = options;
+  if (options.privateKeys.length === 0) throw new TypeError("privateKeys: at least one exchange wallet key is required");
+  const wallets = options.privateKeys.map((key) => new Wallet(key));
+
+  let chainId: bigint;
+  let tokenSymbol: string;
+  let stableCoins: StableCoin[];
+  try {
+    chainId = (await provider.getNetwork()).chainId;
+    const token = new Contract(addresses.token, ERC20_ABI, provider);
+    tokenSymbol = (await token.getFunction("symbol")()) as string;
+    stableCoins = await Promise.all(
+      (["DAI", "USDT", "USDC"] as const).map(async (symbol) => {
+        const coin = new Contract(addresses.stableCoins[symbol], ERC20_ABI, provider);
+        const decimals = Number(await coin.getFunction("decimals")());
+        return { symbol, address: addresses.stableCoins[symbol] as `0x${string}`, decimals };
+      }),
+    );
+  } catch (error) {
+    if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
+    throw new Error(`the deployment at ${addresses.swap} could not be read: ${(error as Error).message}`);
+  }
+
+  const trade = new ChainTradeAdapter({
+    provider,
+    chainId,
+    wallets,
+    swap: addresses.swap,
+    token: { address: addresses.token, symbol: tokenSymbol },
+    ...(options.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: options.receiptTimeoutMs }),
+  });
+  const price = new ChainPriceAdapter({
+    provider,
+    swap: addresses.swap,
+    feeds: addresses.feeds,
+    tokenSymbol,
+    cashDiscountBps: options.cashDiscountBps ?? 0,
+  });
+  const swap = new Contract(addresses.swap, SWAP_ABI, provider);
+
+  return {
+    trade,
+    price,
+    stableCoins,
+    wallets: wallets.map((w) => w.address),
+    chainId,
+    async readiness() {
+      try {
+        const [paused, ...balances] = await Promise.all([
+          swap.getFunction("paused")() as Promise<boolean>,
+          ...wallets.map((w) => provider.getBalance(w.address)),
+        ]);
+        const empty = wallets.filter((_, i) => balances[i] === 0n).map((w) => w.address);
+        if (empty.length > 0) return { ready: false, detail: `no gas money in ${empty.join(", ")}` };
+        if (paused) return { ready: false, detail: "the swap is paused" };
+        return { ready: true, detail: "chain reachable, wallets funded" };
+      } catch (error) {
+        return { ready: false, detail: isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable" };
+      }
+    },
+    async close() {
+      provider.destroy();
+    },
+  };
+}
