@@ -24,6 +24,8 @@ describe("deploySuite", function () {
     const { token, swap, stableCoins } = contracts;
     expect(await token.symbol()).to.equal("FRT");
     expect(await token.minter()).to.equal(addresses.swap);
+    expect(await swap.token()).to.equal(addresses.token);
+    expect(await swap.MAX_STABLE_DECIMALS()).to.equal(18n);
     expect(await token.owner()).to.equal(owner.address);
     expect(await swap.owner()).to.equal(owner.address);
     expect(await swap.maxPriceAge()).to.equal(DEFAULT_MAX_PRICE_AGE);
