@@ -7,13 +7,9 @@
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 import { parseUnits, type Signer } from "ethers";
 
-/** Where the suite lives: what the service needs to trade and quote. */
-export interface DeploymentAddresses {
-  token: string;
-  swap: string;
-  stableCoins: { DAI: string; USDT: string; USDC: string };
-  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string };
-}
+import type { DeploymentAddresses } from "../adapters/chain/index.js";
+
+export type { DeploymentAddresses };
 
 export interface DeploySuiteOptions {
   /** Wallet(s) the service signs with: funded with tokens and stable coins, and approved for the swap. */
