@@ -1,0 +1,204 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+
+import { z } from "zod";
+
+import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
+
+/**
+ * The service's configuration, read from environment variables once at start-up.
+ * Every variable is listed (with its default) in .env.example. A bad or missing
+ * value stops start-up with a ConfigError naming the variable; values themselves
+ * (keys!) are never echoed.
+ */
+export interface AppConfig {
+  host: string;
+  port: number;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** Accepted api_key values (API_KEYS and API_KEYS_FILE together). Empty only in embedded mode. */
+  apiKeys: string[];
+  tls?: { cert: Buffer; key: Buffer };
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  limits: { maxSellTokens: bigint; maxUsd: string };
+  /** Cash discount in basis points, when configured. */
+  cashDiscountBps?: number;
+  chain: EmbeddedChainConfig | RpcChainConfig;
+}
+
+/** `npm start` without RPC_URL: an in-process Hardhat chain, served on 127.0.0.1:chainPort. */
+export interface EmbeddedChainConfig {
+  mode: "embedded";
+  chainPort: number;
+}
+
+/** RPC_URL set: an existing chain, with the suite's addresses from a file and the signing keys from the environment. */
+export interface RpcChainConfig {
+  mode: "rpc";
+  rpcUrl: string;
+  deploymentFile: string;
+  /** 0x-prefixed 32-byte hex keys of the exchange wallets. */
+  privateKeys: string[];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** An empty variable counts as unset. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (typeof value === "string" && value.trim() === "" ? undefined : value), schema.optional());
+
+const integer = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name}: must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `${name}: must be an integer from ${min} to ${max}`);
+
+const decimal = (name: string) =>
+  z.string().regex(/^\d+(\.\d+)?$/, `${name}: must be a plain decimal number greater than 0, such as "10000"`)
+    .refine((text) => Number(text) > 0, `${name}: must be greater than 0`);
+
+const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+const schema = z.object({
+  HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default("127.0.0.1"),
+  PORT: optional(integer("PORT", 0, 65535)).default(8080),
+  CHAIN_PORT: optional(integer("CHAIN_PORT", 0, 65535)).default(8545),
+  LOG_LEVEL: optional(
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+      error: "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent",
+    }),
+  ).default("info"),
+  API_KEYS: optional(z.string()),
+  API_KEYS_FILE: optional(z.string()),
+  RPC_URL: optional(z.string().regex(/^https?:\/\/\S+$/, "RPC_URL: must be an http:// or https:// URL")),
+  DEPLOYMENT_FILE: optional(z.string()),
+  EXCHANGE_PRIVATE_KEYS: optional(z.string()),
+  TLS_CERT: optional(z.string()),
+  TLS_KEY: optional(z.string()),
+  MAX_SELL_TOKENS: optional(decimal("MAX_SELL_TOKENS")).default("100000"),
+  MAX_USD: optional(decimal("MAX_USD")).default("100000"),
+  CASH_DISCOUNT_BPS: optional(integer("CASH_DISCOUNT_BPS", 0, 9999)),
+  BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
+  SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
+});
+
+/** Shortest accepted API key: long enough that guessing is hopeless. */
+export const MIN_API_KEY_LENGTH = 16;
+
+function readFile(name: string, path: string, problems: string[]): string | undefined {
+  try {
+    return readFileSync(resolve(path), "utf8");
+  } catch (error) {
+    problems.push(`${name}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    return undefined;
+  }
+}
+
+/** Keys from API_KEYS (comma-separated) and API_KEYS_FILE (one per line, # comments), checked. */
+function apiKeys(env: z.infer<typeof schema>, problems: string[]): string[] {
+  const keys: string[] = [];
+  const check = (name: string, list: string[]) => {
+    for (const key of list) {
+      if (key.length < MIN_API_KEY_LENGTH) {
+        problems.push(`${name}: every key must be at least ${MIN_API_KEY_LENGTH} characters long`);
+        return;
+      }
+      if (/[\s,]/.test(key)) {
+        problems.push(`${name}: keys must not contain spaces or commas`);
+        return;
+      }
+    }
+    keys.push(...list);
+  };
+  if (env.API_KEYS !== undefined) {
+    check("API_KEYS", env.API_KEYS.split(",").map((k) => k.trim()).filter((k) => k !== ""));
+    if (keys.length === 0 && !problems.some((p) => p.startsWith("API_KEYS:"))) problems.push("API_KEYS: holds no key");
+  }
+  if (env.API_KEYS_FILE !== undefined) {
+    const text = readFile("API_KEYS_FILE", env.API_KEYS_FILE, problems);
+    if (text !== undefined) {
+      const list = text
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line !== "" && !line.startsWith("#"));
+      if (list.length === 0) problems.push("API_KEYS_FILE: holds no key");
+      else check("API_KEYS_FILE", list);
+    }
+  }
+  return [...new Set(keys)];
+}
+
+/**
+ * Validates the environment and builds the configuration. Files named by
+ * API_KEYS_FILE, TLS_CERT and TLS_KEY are read here, so a missing file is also
+ * reported at start.
+ *
+ * @throws ConfigError listing every problem, each starting with the variable's name
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0] ?? "environment");
+        return issue.message.startsWith(`${name}:`) ? issue.message : `${name}: ${issue.message}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+
+  const keys = apiKeys(e, problems);
+
+  let tls: AppConfig["tls"];
+  if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
+    problems.push(e.TLS_CERT === undefined ? "TLS_CERT: is required when TLS_KEY is set" : "TLS_KEY: is required when TLS_CERT is set");
+  } else if (e.TLS_CERT !== undefined && e.TLS_KEY !== undefined) {
+    const cert = readFile("TLS_CERT", e.TLS_CERT, problems);
+    const key = readFile("TLS_KEY", e.TLS_KEY, problems);
+    if (cert !== undefined && key !== undefined) tls = { cert: Buffer.from(cert), key: Buffer.from(key) };
+  }
+
+  let chain: AppConfig["chain"];
+  if (e.RPC_URL === undefined) {
+    for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS"] as const) {
+      if (e[name] !== undefined) problems.push(`${name}: is only used with RPC_URL; set RPC_URL to use an existing chain, or unset ${name}`);
+    }
+    chain = { mode: "embedded", chainPort: e.CHAIN_PORT };
+  } else {
+    if (e.DEPLOYMENT_FILE === undefined) problems.push("DEPLOYMENT_FILE: is required when RPC_URL is set (the suite's addresses, see .env.example)");
+    const privateKeys = (e.EXCHANGE_PRIVATE_KEYS ?? "").split(",").map((k) => k.trim()).filter((k) => k !== "");
+    if (e.EXCHANGE_PRIVATE_KEYS === undefined || privateKeys.length === 0) {
+      problems.push("EXCHANGE_PRIVATE_KEYS: is required when RPC_URL is set (comma-separated 0x-prefixed keys)");
+    } else if (!privateKeys.every((k) => PRIVATE_KEY.test(k))) {
+      problems.push("EXCHANGE_PRIVATE_KEYS: every key must be 0x followed by 64 hex digits");
+    }
+    if (keys.length === 0 && !problems.some((p) => p.startsWith("API_KEYS"))) {
+      problems.push("API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE)");
+    }
+    chain = { mode: "rpc", rpcUrl: e.RPC_URL, deploymentFile: e.DEPLOYMENT_FILE ?? "", privateKeys };
+  }
+
+  const maxSellTokens = decimalToBaseUnits(e.MAX_SELL_TOKENS, TOKEN_DECIMALS, "down") ?? 0n;
+  if (maxSellTokens <= 0n) problems.push("MAX_SELL_TOKENS: must be at least 1e-18");
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    host: e.HOST,
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+    apiKeys: keys,
+    ...(tls ? { tls } : {}),
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    limits: { maxSellTokens, maxUsd: e.MAX_USD },
+    ...(e.CASH_DISCOUNT_BPS !== undefined ? { cashDiscountBps: e.CASH_DISCOUNT_BPS } : {}),
+    chain,
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The composition root: reads the configuration, builds the chain adapter (on the
+ * embedded Hardhat chain, or on RPC_URL), wires the use cases, and serves every
+ * protocol on one port. scripts/start.ts is the command line around it.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+
+import type { Logger } from "pino";
+
+import { createUseCases } from "../core/index.js";
+import { createChainAdapter, createRpcProvider, type ChainAdapter, type DeploymentAddresses } from "./chain/index.js";
+import { readDeploymentFile } from "./config/deployment-file.js";
+import { loadConfig, type AppConfig } from "./config/env.js";
+import { createApiKeyVerifier } from "./transport/api-key.js";
+import { createHttpHandler } from "./transport/http-handler.js";
+import { createLogger } from "./transport/logger.js";
+import { startServer, type ApiServer } from "./transport/server.js";
+
+/** Where `npm start` writes what a developer needs to talk to the embedded chain and the API. */
+export const DEV_DEPLOYMENT_FILE = ".dev/deployment.json";
+
+/** The content of .dev/deployment.json (also a valid DEPLOYMENT_FILE for production mode). */
+export interface DevDeployment extends DeploymentAddresses {
+  chainId: number;
+  rpcUrl: string;
+  apiUrl: string;
+  exchangeWallet: string;
+}
+
+export interface RunningService {
+  mode: "embedded" | "rpc";
+  config: AppConfig;
+  apiUrl: string;
+  rpcUrl: string;
+  chainId: number;
+  wallets: string[];
+  addresses: DeploymentAddresses;
+  /** Set when no API_KEYS/API_KEYS_FILE was given (embedded mode only): the key to call the API with. */
+  generatedApiKey?: string;
+  /** Embedded mode: the file written once the API listened. */
+  deploymentFile?: string;
+  deployment?: DevDeployment;
+  server: ApiServer;
+  log: Logger;
+  /** Graceful stop: the API first (in-flight trades finish), then the chain adapter, then the embedded chain. */
+  close(): Promise<void>;
+}
+
+/** A chain brought up by the service itself (npm start without RPC_URL), with the suite deployed. */
+export interface EmbeddedChain {
+  rpcUrl: string;
+  chainId: number;
+  deployer: string;
+  /** The exchange wallet; its key is a public Hardhat test key. */
+  exchangeWallet: { address: string; privateKey: string };
+  addresses: DeploymentAddresses;
+  close(): Promise<void>;
+}
+
+export interface EmbeddedChainOptions {
+  /** Port of the JSON-RPC server on 127.0.0.1; 0 picks a free one. */
+  chainPort: number;
+  log: Logger;
+}
+
+/** Starts an embedded chain. Injected (scripts/embedded-chain.ts) so adapters/ never imports Hardhat or scripts/. */
+export type StartEmbeddedChain = (options: EmbeddedChainOptions) => Promise<EmbeddedChain>;
+
+export interface StartServiceOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Required without RPC_URL; loaded lazily so that production mode never loads Hardhat. */
+  embeddedChain?: () => Promise<StartEmbeddedChain>;
+  /** Defaults to a pino logger at LOG_LEVEL on stdout. */
+  log?: Logger;
+  /** Directory .dev/deployment.json is written under. Default: the working directory. */
+  rootDir?: string;
+}
+
+/**
+ * Starts the whole service.
+ * @throws ConfigError naming the bad or missing variable (nothing is started then)
+ */
+export async function startService(options: StartServiceOptions = {}): Promise<RunningService> {
+  const config = loadConfig(options.env ?? process.env);
+  const log = options.log ?? createLogger({ level: config.logLevel });
+  const closers: Array<() => Promise<void>> = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).reverse()) {
+      await close().catch((error: unknown) => log.error({ err: error }, "error while closing"));
+    }
+  };
+
+  try {
+    let rpcUrl: string;
+    let addresses: DeploymentAddresses;
+    let privateKeys: string[];
+    let embeddedChainId: number | undefined;
+    if (config.chain.mode === "embedded") {
+      log.info({ chainPort: config.chain.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
+      if (options.embeddedChain === undefined) throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
+      const startEmbeddedChain = await options.embeddedChain();
+      const chain = await startEmbeddedChain({ chainPort: config.chain.chainPort, log });
+      closers.push(() => chain.close());
+      rpcUrl = chain.rpcUrl;
+      addresses = chain.addresses;
+      privateKeys = [chain.exchangeWallet.privateKey];
+      embeddedChainId = chain.chainId;
+    } else {
+      rpcUrl = config.chain.rpcUrl;
+      addresses = readDeploymentFile(config.chain.deploymentFile);
+      privateKeys = config.chain.privateKeys;
+      log.info({ rpcUrl: redactUrl(rpcUrl), swap: addresses.swap }, "using an existing chain");
+    }
+
+    const provider = createRpcProvider(rpcUrl, embeddedChainId === undefined ? undefined : BigInt(embeddedChainId));
+    let adapter: ChainAdapter;
+    try {
+      adapter = await createChainAdapter({
+        provider,
+        privateKeys,
+        addresses,
+        ...(config.cashDiscountBps !== undefined ? { cashDiscountBps: config.cashDiscountBps } : {}),
+      });
+    } catch (error) {
+      provider.destroy();
+      throw error;
+    }
+    closers.push(() => adapter.close());
+
+    const useCases = createUseCases({
+      trade: adapter.trade,
+      price: adapter.price,
+      config: { stableCoins: adapter.stableCoins, limits: config.limits },
+    });
+
+    let generatedApiKey: string | undefined;
+    let apiKeys = config.apiKeys;
+    if (apiKeys.length === 0) {
+      generatedApiKey = randomBytes(24).toString("base64url");
+      apiKeys = [generatedApiKey];
+    }
+
+    const handler = createHttpHandler({
+      useCases,
+      verifier: createApiKeyVerifier(apiKeys),
+      readiness: () => adapter.readiness(),
+      log,
+      bodyLimitBytes: config.bodyLimitBytes,
+    });
+    const server = await startServer({
+      handler,
+      host: config.host,
+      port: config.port,
+      ...(config.tls ? { tls: config.tls } : {}),
+      log,
+      shutdownTimeoutMs: config.shutdownTimeoutMs,
+    });
+    closers.push(() => server.close());
+
+    const chainId = Number(adapter.chainId);
+    const service: RunningService = {
+      mode: config.chain.mode,
+      config,
+      apiUrl: server.url,
+      rpcUrl,
+      chainId,
+      wallets: adapter.wallets,
+      addresses,
+      ...(generatedApiKey !== undefined ? { generatedApiKey } : {}),
+      server,
+      log,
+      close: closeAll,
+    };
+
+    if (config.chain.mode === "embedded") {
+      const deployment: DevDeployment = {
+        chainId,
+        rpcUrl,
+        apiUrl: server.url,
+        exchangeWallet: adapter.wallets[0]!,
+        token: addresses.token,
+        swap: addresses.swap,
+        stableCoins: { ...addresses.stableCoins },
+        feeds: { ...addresses.feeds },
+      };
+      const file = resolve(options.rootDir ?? process.cwd(), DEV_DEPLOYMENT_FILE);
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, `${JSON.stringify(deployment, null, 2)}\n`);
+      service.deployment = deployment;
+      service.deploymentFile = file;
+      log.info({ file }, "deployment written");
+    }
+    return service;
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/** An RPC URL for the logs: user info and query (where providers put API keys) removed. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    parsed.search = "";
+    const path = parsed.pathname.length > 1 ? "/…" : "";
+    return `${parsed.protocol}//${parsed.host}${path}`;
+  } catch {
+    return "(unparsable url)";
+  }
+}

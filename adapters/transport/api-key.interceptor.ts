@@ -1,0 +1,20 @@
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+
+import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
+
+/** Which accepted key authenticated the call (its position in the key list), for handlers and logs. */
+export const kCallerKeyIndex = createContextKey<number | undefined>(undefined, { description: "caller key index" });
+
+/**
+ * Refuses every RPC (gRPC, Connect, gRPC-Web) whose `api_key` header or metadata
+ * entry is missing or wrong with Code.Unauthenticated, before the handler runs, so a
+ * refused trade sends nothing. On success the key's index goes into the context.
+ */
+export function apiKeyInterceptor(verifier: ApiKeyVerifier): Interceptor {
+  return (next) => async (req) => {
+    const result = verifier.check(req.header.get(API_KEY_HEADER));
+    if (!result.ok) throw new ConnectError(result.message, Code.Unauthenticated);
+    req.contextValues.set(kCallerKeyIndex, result.keyIndex);
+    return next(req);
+  };
+}

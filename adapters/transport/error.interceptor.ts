@@ -1,0 +1,31 @@
+import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import type { Logger } from "pino";
+
+import { codeName, toConnectError } from "./error-map.js";
+
+/** The request's logger (carrying its request id), set by the HTTP handler for every RPC. */
+export const kRequestLog = createContextKey<Logger | undefined>(undefined, { description: "request logger" });
+
+/**
+ * The one error handler of the RPCs: maps whatever the handler or an inner
+ * interceptor throws with toConnectError, logs it with the request id (the whole
+ * error with its stack for a bug, the code and message otherwise), and rethrows the
+ * mapped error, whose message for a bug is generic.
+ */
+export function errorInterceptor(fallbackLog: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (thrown) {
+      const { error, internal } = toConnectError(thrown);
+      const log = req.contextValues.get(kRequestLog) ?? fallbackLog;
+      const procedure = `${req.service.typeName}/${req.method.name}`;
+      if (internal) {
+        log.error({ err: thrown, procedure }, "rpc failed with an unexpected error");
+      } else {
+        log.info({ code: codeName(error.code), reason: error.rawMessage, procedure }, "rpc refused");
+      }
+      throw error;
+    }
+  };
+}

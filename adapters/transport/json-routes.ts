@@ -1,0 +1,282 @@
+import { Code } from "@connectrpc/connect";
+import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
+import type { Logger } from "pino";
+
+import type { UseCases } from "../../core/index.js";
+import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
+import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
+import { requestContext } from "./logger.js";
+
+/** Largest accepted JSON body by default: a trade request is under 300 bytes. */
+export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
+
+/** What /readyz reports. */
+export interface Readiness {
+  ready: boolean;
+  detail: string;
+}
+
+export interface JsonRoutesOptions {
+  useCases: UseCases;
+  verifier: ApiKeyVerifier;
+  /** Backs GET /readyz (chain reachable, wallet funded). */
+  readiness: () => Promise<Readiness>;
+  /** Bodies larger than this are refused with 413 without being read to the end. */
+  bodyLimitBytes?: number;
+  /** /readyz answers 503 when the check takes longer than this. Default 5000 ms. */
+  readinessTimeoutMs?: number;
+  log: Logger;
+}
+
+/**
+ * An error answered as `{"code": "<connect code>", "message": "..."}`. The status is
+ * Connect's for the code, except for the four HTTP-level refusals that have no code
+ * of their own; each keeps the HTTP status clients expect and a code chosen below.
+ */
+class HttpError extends Error {
+  constructor(
+    readonly code: Code,
+    message: string,
+    readonly status: number = httpStatusFor(code),
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** 404 → not_found (Connect maps not_found to 404 itself). */
+function notFound(method: string, path: string): HttpError {
+  return new HttpError(Code.NotFound, `no route for ${method} ${path.slice(0, 200)}`);
+}
+
+/** 405 → unimplemented: the path exists, the method is not implemented on it. Allow lists the one that is. */
+function methodNotAllowed(method: string, path: string, allowed: string): HttpError {
+  return new HttpError(Code.Unimplemented, `method ${method} is not allowed on ${path}; use ${allowed}`, 405, {
+    allow: allowed,
+  });
+}
+
+/** 415 → invalid_argument: the request is malformed in a way the client must fix. */
+function unsupportedMediaType(): HttpError {
+  return new HttpError(Code.InvalidArgument, "Content-Type: must be application/json", 415);
+}
+
+/** 413 → resource_exhausted: what Connect and gRPC answer for a message over the read limit. */
+function payloadTooLarge(limit: number): HttpError {
+  return new HttpError(Code.ResourceExhausted, `request body: must be at most ${limit} bytes`, 413);
+}
+
+type Handler = (req: NodeServerRequest, context: { body: () => Promise<unknown> }) => Promise<{ status: number; body: unknown }>;
+
+interface Route {
+  method: "GET" | "POST";
+  /** Whether the api_key header is required (every /api/v1 route; not the probes). */
+  authenticated: boolean;
+  /** Whether the body is a JSON document (checked for Content-Type and size). */
+  jsonBody: boolean;
+  handle: Handler;
+}
+
+/** application/json, optionally with a UTF-8 charset parameter. */
+const JSON_CONTENT_TYPE = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && JSON_CONTENT_TYPE.test(value.trim());
+}
+
+/**
+ * Reads the whole body, stopping as soon as it passes `limit` bytes (a declared
+ * Content-Length over the limit is refused before reading anything). The stream is
+ * paused, not destroyed, so the 413 can still be written on the same connection.
+ */
+function readBody(req: NodeServerRequest, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(payloadTooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      total += buffer.length;
+      if (total > limit) {
+        cleanup();
+        req.pause();
+        reject(payloadTooLarge(limit));
+        return;
+      }
+      chunks.push(buffer);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}
+
+/** Most bytes of an unwanted body read and thrown away so the answer reaches the client intact. */
+const DISCARD_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * After an early answer, reads and drops the rest of an HTTP/1.1 body: closing a
+ * socket with unread data makes the kernel send a reset, which can destroy the
+ * answer before the client reads it. A body that keeps coming past
+ * DISCARD_LIMIT_BYTES gets its connection closed.
+ */
+function discardRest(req: NodeServerRequest): void {
+  if (req.httpVersionMajor !== 1 || req.complete || req.destroyed) return;
+  let dropped = 0;
+  req.on("data", (chunk: Buffer | string) => {
+    dropped += chunk.length;
+    if (dropped > DISCARD_LIMIT_BYTES) req.socket.destroy();
+  });
+  req.on("error", () => {});
+  req.resume();
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Parses a JSON body; any syntax or encoding problem is a 400 naming the body. */
+function parseJson(bytes: Buffer): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new HttpError(Code.InvalidArgument, "request body: is not valid UTF-8");
+  }
+  if (text.trim() === "") throw new HttpError(Code.InvalidArgument, "request body: is empty; expected a JSON object");
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new HttpError(Code.InvalidArgument, `request body: is not valid JSON (${(error as Error).message})`);
+  }
+}
+
+function send(req: NodeServerRequest, res: NodeServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.writableEnded) return;
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(payload),
+    ...headers,
+  });
+  res.end(payload);
+  discardRest(req);
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The JSON routes of the SPEC plus the probes, as the `fallback` of the Connect
+ * adapter (every path that is not an RPC comes here):
+ *
+ * | Method | Path                  | Key | Answer                          |
+ * |--------|-----------------------|-----|---------------------------------|
+ * | POST   | /api/v1/token/sell    | yes | receipt (5 logs)                |
+ * | POST   | /api/v1/token/buy     | yes | receipt (3 logs)                |
+ * | POST   | /api/v1/remmitance    | yes | receipt (3 logs); SPEC spelling |
+ * | POST   | /api/v1/remittance    | yes | alias of the above              |
+ * | GET    | /api/v1/token/price   | yes | price record                    |
+ * | GET    | /healthz              | no  | {"status":"ok"}                 |
+ * | GET    | /readyz               | no  | {"status":"ready"} or 503       |
+ *
+ * Checks run in this order, the first failure answering: path (404), method (405),
+ * api_key (401), Content-Type (415), size (413), JSON syntax (400), then the use
+ * case's validation (400 naming the field) and the chain's refusals.
+ */
+export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
+  const { useCases, verifier, readiness, log } = options;
+  const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const readinessTimeoutMs = options.readinessTimeoutMs ?? 5_000;
+
+  const trade = (run: (input: unknown) => Promise<unknown>): Route => ({
+    method: "POST",
+    authenticated: true,
+    jsonBody: true,
+    handle: async (_req, { body }) => ({ status: 200, body: await run(await body()) }),
+  });
+
+  const routes = new Map<string, Route>([
+    ["/api/v1/token/sell", trade(useCases.sell)],
+    ["/api/v1/token/buy", trade(useCases.buy)],
+    ["/api/v1/remmitance", trade(useCases.remittance)],
+    ["/api/v1/remittance", trade(useCases.remittance)],
+    [
+      "/api/v1/token/price",
+      { method: "GET", authenticated: true, jsonBody: false, handle: async () => ({ status: 200, body: await useCases.price() }) },
+    ],
+    ["/healthz", { method: "GET", authenticated: false, jsonBody: false, handle: async () => ({ status: 200, body: { status: "ok" } }) }],
+    [
+      "/readyz",
+      {
+        method: "GET",
+        authenticated: false,
+        jsonBody: false,
+        handle: async (req) => {
+          try {
+            const result = await withTimeout(readiness(), readinessTimeoutMs, `readiness check took over ${readinessTimeoutMs} ms`);
+            if (result.ready) return { status: 200, body: { status: "ready", detail: result.detail } };
+            return { status: 503, body: { code: codeName(Code.Unavailable), message: result.detail } };
+          } catch (error) {
+            requestContext(req, log).log.warn({ err: error }, "readiness check failed");
+            return { status: 503, body: { code: codeName(Code.Unavailable), message: "readiness check failed" } };
+          }
+        },
+      },
+    ],
+  ]);
+
+  return (req, res) => {
+    const { log: reqLog } = requestContext(req, log);
+    const method = req.method ?? "GET";
+    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+
+    const run = async (): Promise<void> => {
+      const route = routes.get(path);
+      if (route === undefined) throw notFound(method, path);
+      if (method !== route.method) throw methodNotAllowed(method, path, route.method);
+      if (route.authenticated) {
+        const raw = req.headers[API_KEY_HEADER];
+        const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+        if (!result.ok) throw new HttpError(Code.Unauthenticated, result.message);
+      }
+      if (route.jsonBody && !isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
+      const body = async () => parseJson(await readBody(req, limit));
+      const answer = await route.handle(req, { body });
+      send(req, res, answer.status, answer.body);
+    };
+
+    run().catch((thrown: unknown) => {
+      if (thrown instanceof HttpError) {
+        reqLog.info({ code: codeName(thrown.code), reason: thrown.message, path }, "request refused");
+        send(req, res, thrown.status, { code: codeName(thrown.code), message: thrown.message }, thrown.headers);
+        return;
+      }
+      const { error, internal } = toConnectError(thrown);
+      if (internal) reqLog.error({ err: thrown, path }, "request failed with an unexpected error");
+      else reqLog.info({ code: codeName(error.code), reason: error.rawMessage, path }, "request refused");
+      send(req, res, httpStatusFor(error.code), { code: codeName(error.code), message: error.rawMessage });
+    });
+  };
+}

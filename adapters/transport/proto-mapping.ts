@@ -1,0 +1,77 @@
+import { create } from "@bufbuild/protobuf";
+
+import type { EventLog, PriceRecord, TransactionReceipt } from "../../core/index.js";
+import {
+  EventLogSchema,
+  PriceRecordSchema,
+  TransactionReceiptSchema,
+  type EventLog as EventLogMessage,
+  type PriceRecord as PriceRecordMessage,
+  type TradeRequest as TradeRequestMessage,
+  type TransactionReceipt as TransactionReceiptMessage,
+} from "../../gen/token/v1/token_pb.js";
+
+/**
+ * The trade body the use cases validate, built from the protobuf request. proto3
+ * cannot tell an unset string from "", so "" is passed as absent and the use case
+ * answers "<field>: is required", as it does for a JSON body without the field.
+ */
+export function tradeInputFromMessage(message: TradeRequestMessage): Record<string, string | undefined> {
+  const orAbsent = (value: string) => (value === "" ? undefined : value);
+  return {
+    userAddress: orAbsent(message.userAddress),
+    destinatary: orAbsent(message.destinatary),
+    amount: orAbsent(message.amount),
+    usdAddress: orAbsent(message.usdAddress),
+  };
+}
+
+function eventLogMessage(log: EventLog): EventLogMessage {
+  return create(EventLogSchema, {
+    address: log.address,
+    blockHash: log.blockHash,
+    blockNumber: BigInt(log.blockNumber),
+    logIndex: log.logIndex,
+    removed: log.removed,
+    transactionHash: log.transactionHash,
+    transactionIndex: log.transactionIndex,
+    id: log.id,
+    returnValues: {},
+    // signature is null in every JSON log: left unset.
+    raw: { data: log.raw.data, topics: [...log.raw.topics] },
+  });
+}
+
+/**
+ * The receipt as a protobuf message. `events` becomes a list in key order
+ * ("0", "1", ... compared as numbers); `contractAddress` (always null) stays unset.
+ */
+export function receiptMessage(receipt: TransactionReceipt): TransactionReceiptMessage {
+  const events = Object.entries(receipt.events)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([, log]) => eventLogMessage(log));
+  return create(TransactionReceiptSchema, {
+    blockHash: receipt.blockHash,
+    blockNumber: BigInt(receipt.blockNumber),
+    cumulativeGasUsed: BigInt(receipt.cumulativeGasUsed),
+    effectiveGasPrice: BigInt(receipt.effectiveGasPrice),
+    from: receipt.from,
+    gasUsed: BigInt(receipt.gasUsed),
+    logsBloom: receipt.logsBloom,
+    status: receipt.status,
+    to: receipt.to,
+    transactionHash: receipt.transactionHash,
+    transactionIndex: receipt.transactionIndex,
+    type: receipt.type,
+    events,
+  });
+}
+
+/** The price record as a protobuf message; the two rate objects become maps. */
+export function priceMessage(record: PriceRecord): PriceRecordMessage {
+  return create(PriceRecordSchema, {
+    cryptoCurrency: record.cryptoCurrency,
+    rateForCashCurrency: { ...record.rateForCashCurrency },
+    rateWithDiscountForCashCurrency: { ...(record.rateWithDiscountForCashCurrency as Record<string, number>) },
+  });
+}

@@ -1,0 +1,224 @@
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import * as net from "node:net";
+
+import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
+import type { Logger } from "pino";
+
+/** The first bytes of every HTTP/2 connection (RFC 9113, section 3.4). */
+const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+export interface TlsOptions {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
+export interface ServerOptions {
+  handler: NodeHandlerFn;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** 0 picks a free port. Default 0. */
+  port?: number;
+  /** With a certificate: TLS with ALPN (h2, http/1.1); without: cleartext HTTP/1.1 and h2c. */
+  tls?: TlsOptions;
+  log: Logger;
+  /** On close, the longest wait for in-flight requests before connections are cut. Default 30 s. */
+  shutdownTimeoutMs?: number;
+  /** A connection that has not sent its first bytes within this time is dropped. Default 10 s. */
+  sniffTimeoutMs?: number;
+}
+
+export interface ApiServer {
+  readonly host: string;
+  readonly port: number;
+  /** e.g. "http://127.0.0.1:8080" (https with TLS). */
+  readonly url: string;
+  /** Requests being answered right now. */
+  inFlight(): number;
+  /**
+   * Graceful stop: no new connections or requests; requests in flight finish and
+   * are answered (HTTP/1.1 with `Connection: close`, HTTP/2 after a GOAWAY); then
+   * connections close. After `shutdownTimeoutMs` the rest are cut. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** Protection against slow or stalled HTTP/1.1 clients. */
+const HTTP1_OPTIONS: http.ServerOptions = {
+  headersTimeout: 20_000,
+  requestTimeout: 60_000,
+  keepAliveTimeout: 5_000,
+};
+
+/**
+ * Starts the API on one port.
+ *
+ * Cleartext: a net.Server accepts each connection and looks at its first bytes.
+ * When they are the HTTP/2 connection preface, the socket goes to an
+ * http2.createServer (h2c: gRPC, Connect); otherwise to an http.createServer
+ * (HTTP/1.1: JSON routes, Connect, gRPC-Web). A cleartext HTTP/2 server cannot
+ * accept HTTP/1.1 itself, hence the sniffing (TOOLCHAIN.md).
+ *
+ * TLS: one http2.createSecureServer with allowHTTP1 and ALPN picks the protocol.
+ *
+ * Both servers call the same handler.
+ */
+export async function startServer(options: ServerOptions): Promise<ApiServer> {
+  const { log } = options;
+  const host = options.host ?? "127.0.0.1";
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30_000;
+  const sniffTimeoutMs = options.sniffTimeoutMs ?? 10_000;
+
+  let closing = false;
+  let inFlight = 0;
+  /** Every accepted TCP socket, cut at the end of the shutdown grace. */
+  const sockets = new Set<net.Socket>();
+  /** Sockets still deciding their protocol. */
+  const sniffing = new Set<net.Socket>();
+  /** HTTP/1.1 sockets and the number of requests each is answering. */
+  const http1Active = new Map<net.Socket, number>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  let drained: (() => void) | undefined;
+
+  const track = (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => {
+      sockets.delete(socket);
+      http1Active.delete(socket);
+      if (closing && sockets.size === 0) drained?.();
+    });
+  };
+
+  const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
+    inFlight++;
+    const http1Socket = req.httpVersionMajor === 1 ? req.socket : undefined;
+    if (http1Socket !== undefined) {
+      http1Active.set(http1Socket, (http1Active.get(http1Socket) ?? 0) + 1);
+      if (closing) res.setHeader("connection", "close");
+    }
+    res.once("close", () => {
+      inFlight--;
+      if (http1Socket !== undefined) {
+        const left = (http1Active.get(http1Socket) ?? 1) - 1;
+        http1Active.set(http1Socket, left);
+        // A response that started before the shutdown had no "Connection: close".
+        if (closing && left === 0) http1Socket.end();
+      }
+    });
+    options.handler(req, res);
+  };
+
+  const trackSession = (session: http2.ServerHttp2Session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    if (closing) session.close();
+  };
+
+  let listener: net.Server;
+  let http1: http.Server | undefined;
+  if (options.tls !== undefined) {
+    const secure = http2.createSecureServer(
+      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"] },
+      onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+    );
+    secure.on("connection", track);
+    secure.on("session", trackSession);
+    secure.on("secureConnection", (socket: net.Socket) => {
+      if ((socket as { alpnProtocol?: string | false }).alpnProtocol !== "h2") http1Active.set(socket, 0);
+    });
+    secure.on("tlsClientError", (error) => log.debug({ err: error }, "TLS handshake failed"));
+    listener = secure;
+  } else {
+    const h1 = http.createServer(HTTP1_OPTIONS, onRequest as http.RequestListener);
+    // The server never listens itself (sockets arrive through "connection"), so start
+    // the connection tracking that enforces headersTimeout/requestTimeout by hand.
+    h1.emit("listening");
+    const h2 = http2.createServer({}, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+    h2.on("session", trackSession);
+    http1 = h1;
+
+    listener = net.createServer((socket) => {
+      track(socket);
+      sniffing.add(socket);
+      socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
+      socket.on("error", (error) => log.debug({ err: error }, "socket error before the protocol was known"));
+      let seen: Buffer = Buffer.alloc(0);
+      const onData = (chunk: Buffer) => {
+        seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+        const n = Math.min(seen.length, HTTP2_PREFACE.length);
+        const looksHttp2 = seen.subarray(0, n).equals(HTTP2_PREFACE.subarray(0, n));
+        if (looksHttp2 && seen.length < HTTP2_PREFACE.length) return; // wait for the whole preface
+        socket.off("data", onData);
+        socket.removeAllListeners("timeout");
+        socket.setTimeout(0);
+        sniffing.delete(socket);
+        socket.pause();
+        socket.unshift(seen);
+        if (looksHttp2) {
+          // The HTTP/2 session reads what is already buffered, then takes over the socket.
+          h2.emit("connection", socket);
+        } else {
+          http1Active.set(socket, 0);
+          h1.emit("connection", socket);
+          socket.resume();
+        }
+      };
+      socket.on("data", onData);
+    });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(options.port ?? 0, host, () => {
+      listener.off("error", reject);
+      resolve();
+    });
+  });
+  listener.on("error", (error) => log.error({ err: error }, "server error"));
+
+  const address = listener.address() as net.AddressInfo;
+  const scheme = options.tls !== undefined ? "https" : "http";
+  const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve) => {
+      closing = true;
+      log.info({ inFlight }, "server closing: no new connections, finishing requests in flight");
+      listener.close();
+      if (http1 !== undefined) {
+        http1.closeIdleConnections();
+        http1.close();
+      }
+      for (const socket of sniffing) socket.destroy();
+      for (const [socket, active] of http1Active) if (active === 0) socket.end();
+      for (const session of sessions) session.close();
+
+      const timer = setTimeout(() => {
+        log.warn({ inFlight, connections: sockets.size }, "shutdown grace over: cutting the remaining connections");
+        for (const socket of sockets) socket.destroy();
+        for (const session of sessions) session.destroy();
+        finish();
+      }, shutdownTimeoutMs);
+      timer.unref();
+      const finish = () => {
+        clearTimeout(timer);
+        drained = undefined;
+        log.info("server closed");
+        resolve();
+      };
+      drained = finish;
+      if (sockets.size === 0) finish();
+    });
+    return closed;
+  };
+
+  log.info({ url: `${scheme}://${urlHost}:${address.port}`, tls: options.tls !== undefined }, "api listening");
+  return {
+    host: address.address,
+    port: address.port,
+    url: `${scheme}://${urlHost}:${address.port}`,
+    inFlight: () => inFlight,
+    close,
+  };
+}

@@ -1,0 +1,195 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { expect } from "chai";
+
+import { readDeploymentFile } from "../../../adapters/config/deployment-file.js";
+import { ConfigError, loadConfig } from "../../../adapters/config/env.js";
+
+const KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const API = "an-api-key-0123456789";
+
+/** Asserts that loading fails and that one problem starts with `name`. */
+function problem(env: NodeJS.ProcessEnv, name: string): string {
+  let thrown: unknown;
+  try {
+    loadConfig(env);
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown, `expected a ConfigError for ${name}`).to.be.instanceOf(ConfigError);
+  const found = (thrown as ConfigError).problems.find((p) => p.startsWith(`${name}:`));
+  expect(found, (thrown as ConfigError).message).to.be.a("string");
+  return found!;
+}
+
+describe("configuration from the environment", function () {
+  let dir: string;
+  before(function () {
+    dir = mkdtempSync(join(tmpdir(), "config-"));
+  });
+  after(function () {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("has working defaults for the embedded chain", function () {
+    const config = loadConfig({});
+    expect(config).to.deep.include({ host: "127.0.0.1", port: 8080, logLevel: "info", apiKeys: [], bodyLimitBytes: 16_384, shutdownTimeoutMs: 30_000 });
+    expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 8545 });
+    expect(config.limits).to.deep.equal({ maxSellTokens: 100_000n * 10n ** 18n, maxUsd: "100000" });
+    expect(config.tls).to.equal(undefined);
+    expect(config.cashDiscountBps).to.equal(undefined);
+  });
+
+  it("reads every variable", function () {
+    const config = loadConfig({
+      HOST: "0.0.0.0",
+      PORT: "9000",
+      CHAIN_PORT: "9545",
+      LOG_LEVEL: "debug",
+      API_KEYS: ` ${API} , second-key-0123456789 `,
+      MAX_SELL_TOKENS: "12.5",
+      MAX_USD: "500",
+      CASH_DISCOUNT_BPS: "250",
+      BODY_LIMIT_BYTES: "4096",
+      SHUTDOWN_TIMEOUT_MS: "1000",
+    });
+    expect(config).to.deep.include({ host: "0.0.0.0", port: 9000, logLevel: "debug", bodyLimitBytes: 4096, shutdownTimeoutMs: 1000, cashDiscountBps: 250 });
+    expect(config.apiKeys).to.deep.equal([API, "second-key-0123456789"]);
+    expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 9545 });
+    expect(config.limits).to.deep.equal({ maxSellTokens: 125n * 10n ** 17n, maxUsd: "500" });
+  });
+
+  it("treats empty variables as unset (as .env.example leaves them)", function () {
+    const config = loadConfig({ PORT: "", API_KEYS: "", RPC_URL: "", TLS_CERT: "", CASH_DISCOUNT_BPS: "" });
+    expect(config.port).to.equal(8080);
+    expect(config.chain.mode).to.equal("embedded");
+  });
+
+  it("names each bad variable", function () {
+    expect(problem({ PORT: "80a" }, "PORT")).to.include("integer");
+    expect(problem({ PORT: "70000" }, "PORT")).to.include("65535");
+    expect(problem({ CHAIN_PORT: "-1" }, "CHAIN_PORT")).to.include("integer");
+    expect(problem({ LOG_LEVEL: "verbose" }, "LOG_LEVEL")).to.include("info");
+    expect(problem({ MAX_USD: "1e6" }, "MAX_USD")).to.include("decimal");
+    expect(problem({ MAX_SELL_TOKENS: "0" }, "MAX_SELL_TOKENS")).to.include("greater than 0");
+    expect(problem({ CASH_DISCOUNT_BPS: "10000" }, "CASH_DISCOUNT_BPS")).to.include("9999");
+    expect(problem({ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES")).to.include("1024");
+    expect(problem({ HOST: "a host" }, "HOST")).to.include("host");
+    expect(problem({ RPC_URL: "ftp://x" }, "RPC_URL")).to.include("http");
+  });
+
+  it("lists every problem at once", function () {
+    let thrown: ConfigError | undefined;
+    try {
+      loadConfig({ PORT: "x", LOG_LEVEL: "y" });
+    } catch (error) {
+      thrown = error as ConfigError;
+    }
+    expect(thrown?.problems.map((p) => p.split(":")[0])).to.have.members(["PORT", "LOG_LEVEL"]);
+  });
+
+  describe("API keys", function () {
+    it("refuses short keys and keys with spaces, without echoing them", function () {
+      const message = problem({ API_KEYS: "short" }, "API_KEYS");
+      expect(message).to.include("16");
+      expect(message).not.to.include("short,");
+      expect(problem({ API_KEYS: "has a space in the key" }, "API_KEYS")).to.include("spaces");
+      expect(problem({ API_KEYS: " , " }, "API_KEYS")).to.include("no key");
+    });
+
+    it("reads API_KEYS_FILE, one key per line with comments, together with API_KEYS", function () {
+      const file = join(dir, "keys.txt");
+      writeFileSync(file, `# service keys\nfile-key-0123456789abc\n\n  other-file-key-0123456789  \n`);
+      const config = loadConfig({ API_KEYS_FILE: file, API_KEYS: API });
+      expect(config.apiKeys).to.deep.equal([API, "file-key-0123456789abc", "other-file-key-0123456789"]);
+    });
+
+    it("names API_KEYS_FILE when it cannot be read or holds no key", function () {
+      expect(problem({ API_KEYS_FILE: join(dir, "missing.txt") }, "API_KEYS_FILE")).to.include("ENOENT");
+      const empty = join(dir, "empty.txt");
+      writeFileSync(empty, "# nothing\n");
+      expect(problem({ API_KEYS_FILE: empty }, "API_KEYS_FILE")).to.include("no key");
+    });
+  });
+
+  describe("TLS", function () {
+    it("needs both TLS_CERT and TLS_KEY", function () {
+      expect(problem({ TLS_CERT: "cert.pem" }, "TLS_KEY")).to.include("required");
+      expect(problem({ TLS_KEY: "key.pem" }, "TLS_CERT")).to.include("required");
+    });
+
+    it("reads both files", function () {
+      writeFileSync(join(dir, "c.pem"), "CERT");
+      writeFileSync(join(dir, "k.pem"), "KEY");
+      const config = loadConfig({ TLS_CERT: join(dir, "c.pem"), TLS_KEY: join(dir, "k.pem") });
+      expect(config.tls?.cert.toString()).to.equal("CERT");
+      expect(config.tls?.key.toString()).to.equal("KEY");
+      expect(problem({ TLS_CERT: join(dir, "c.pem"), TLS_KEY: join(dir, "nope.pem") }, "TLS_KEY")).to.include("ENOENT");
+    });
+  });
+
+  describe("production mode (RPC_URL set)", function () {
+    const complete = { RPC_URL: "https://rpc.example.com/v3/abc", DEPLOYMENT_FILE: "deployment.json", EXCHANGE_PRIVATE_KEYS: KEY, API_KEYS: API };
+
+    it("accepts a complete configuration", function () {
+      const config = loadConfig(complete);
+      expect(config.chain).to.deep.equal({ mode: "rpc", rpcUrl: complete.RPC_URL, deploymentFile: "deployment.json", privateKeys: [KEY] });
+    });
+
+    it("names each missing piece", function () {
+      for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS", "API_KEYS"] as const) {
+        const env: NodeJS.ProcessEnv = { ...complete };
+        delete env[name];
+        expect(problem(env, name)).to.include("required when RPC_URL is set");
+      }
+    });
+
+    it("refuses a malformed private key without echoing it", function () {
+      const bad = `${KEY.slice(0, -1)}z`;
+      const message = problem({ ...complete, EXCHANGE_PRIVATE_KEYS: `${KEY},${bad}` }, "EXCHANGE_PRIVATE_KEYS");
+      expect(message).to.include("64 hex digits");
+      expect(message).not.to.include(bad.slice(2, 20));
+    });
+
+    it("refuses chain settings without RPC_URL rather than ignore them", function () {
+      expect(problem({ EXCHANGE_PRIVATE_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS")).to.include("RPC_URL");
+      expect(problem({ DEPLOYMENT_FILE: "d.json" }, "DEPLOYMENT_FILE")).to.include("RPC_URL");
+    });
+  });
+
+  describe("deployment file", function () {
+    const addresses = {
+      token: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      swap: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+      stableCoins: {
+        DAI: "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+        USDT: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
+        USDC: "0xDc64a140Aa3E981100a9becA4E685f962f0cF6C9",
+      },
+      feeds: {
+        tokenUsd: "0x5FC8d32690cc91D4c39d9d3abcBD16989F875707",
+        eurUsd: "0x0165878A594ca255338adfa4d48449f69242Eb8F",
+        chfUsd: "0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
+      },
+    };
+
+    it("reads the addresses and ignores extra fields (such as those .dev/deployment.json has)", function () {
+      const file = join(dir, "deployment.json");
+      writeFileSync(file, JSON.stringify({ chainId: 31337, rpcUrl: "http://127.0.0.1:8545", ...addresses }));
+      expect(readDeploymentFile(file)).to.deep.equal(addresses);
+    });
+
+    it("names DEPLOYMENT_FILE and the bad field", function () {
+      const file = join(dir, "bad.json");
+      writeFileSync(file, JSON.stringify({ ...addresses, stableCoins: { ...addresses.stableCoins, USDT: "0x12" } }));
+      expect(() => readDeploymentFile(file)).to.throw(ConfigError, /DEPLOYMENT_FILE: .*stableCoins\.USDT/);
+      writeFileSync(file, JSON.stringify({ token: addresses.token }));
+      expect(() => readDeploymentFile(file)).to.throw(ConfigError, /DEPLOYMENT_FILE: .*swap: is required/);
+      writeFileSync(file, "{");
+      expect(() => readDeploymentFile(file)).to.throw(ConfigError, /DEPLOYMENT_FILE: .*not valid JSON/);
+      expect(() => readDeploymentFile(join(dir, "none.json"))).to.throw(ConfigError, /DEPLOYMENT_FILE: .*ENOENT/);
+    });
+  });
+});

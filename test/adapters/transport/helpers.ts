@@ -1,0 +1,268 @@
+/**
+ * Test helpers for the transports: fake ports behind the real use cases, a real
+ * server on port 0, a log sink, and clients for every protocol.
+ */
+import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
+
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { pino, type Logger } from "pino";
+
+import {
+  ChainUnavailableError,
+  InsufficientFundsError,
+  PriceUnavailableError,
+  TradeRevertedError,
+  UnknownWalletError,
+  createUseCases,
+  web3LogId,
+  type EventLog,
+  type PricePort,
+  type PriceRecord,
+  type StableCoin,
+  type TradeConfig,
+  type TradeKind,
+  type TradeOrder,
+  type TradePort,
+  type TransactionReceipt,
+} from "../../../core/index.js";
+import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
+import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
+import type { Readiness } from "../../../adapters/transport/json-routes.js";
+import { REDACT_PATHS } from "../../../adapters/transport/logger.js";
+import { startServer, type ApiServer } from "../../../adapters/transport/server.js";
+
+export const DAI: StableCoin = { symbol: "DAI", address: "0x6B175474E89094C44Da98b954EedeAC495271d0F", decimals: 18 };
+export const USDT: StableCoin = { symbol: "USDT", address: "0xdAC17F958D2ee523a2206206994597C13D831ec7", decimals: 6 };
+export const USDC: StableCoin = { symbol: "USDC", address: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", decimals: 6 };
+
+/** The one wallet the fake chain signs for (EIP-55 test vector). */
+export const WALLET = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
+/** A well-formed wallet the fake chain does not sign for. */
+export const STRANGER = "0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb";
+export const CUSTOMER = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359";
+export const SWAP = "0x000000000000000000000000000000000000c0de";
+
+export const API_KEY = "test-key-0123456789abcdef";
+export const OTHER_KEY = "second-key-fedcba9876543210";
+
+export const CONFIG: TradeConfig = {
+  stableCoins: [DAI, USDT, USDC],
+  limits: { maxSellTokens: 1_000n * 10n ** 18n, maxUsd: "10000" },
+};
+
+export const PRICE: PriceRecord = {
+  cryptoCurrency: "TTK",
+  rateForCashCurrency: { CHF: 1.116071, EUR: 1.157407, USD: 1.25 },
+  rateWithDiscountForCashCurrency: {},
+};
+
+/** A valid JSON trade body; override fields to break it. */
+export function tradeBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { userAddress: WALLET, destinatary: CUSTOMER, amount: "1.5", usdAddress: USDT.address, ...overrides };
+}
+
+/** Logs per receipt, as on the real chain: five for a sell, three for a buy or a remittance. */
+export const LOG_COUNT: Record<TradeKind, number> = { sell: 5, buy: 3, remittance: 3 };
+
+/**
+ * A trade port standing in for the chain. Its `nonce` counts the transactions it
+ * "sent"; a refused trade must leave it unchanged. The wallet holds `balance` of
+ * everything; more than that is insufficient funds. Amount 13 (in any unit) reverts.
+ */
+export class FakeTradePort implements TradePort {
+  nonce = 0;
+  balance = 500n * 10n ** 18n;
+  calls: Array<{ kind: TradeKind; order: TradeOrder }> = [];
+  /** Thrown by the next trade, when set (e.g. a bug or an unreachable chain). */
+  failure: Error | undefined;
+  /** Delays every trade, to test shutdown with a trade in flight. */
+  delayMs = 0;
+
+  sell(order: TradeOrder) {
+    return this.run("sell", order);
+  }
+  buy(order: TradeOrder) {
+    return this.run("buy", order);
+  }
+  remittance(order: TradeOrder) {
+    return this.run("remittance", order);
+  }
+
+  private async run(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {
+    this.calls.push({ kind, order });
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    if (this.failure) throw this.failure;
+    if (order.wallet !== WALLET) throw new UnknownWalletError(order.wallet);
+    const unit = kind === "sell" ? 10n ** 18n : 10n ** BigInt(order.stable.decimals);
+    if (order.amount === 13n * unit) throw new TradeRevertedError("SwapPriceStale()");
+    if (order.amount * (kind === "sell" ? 1n : 10n ** BigInt(18 - order.stable.decimals)) > this.balance) {
+      throw new InsufficientFundsError(`userAddress: ${order.wallet} holds less than the amount`);
+    }
+    this.nonce++;
+    return fakeReceipt(order, LOG_COUNT[kind], this.nonce);
+  }
+}
+
+export function fakeReceipt(order: TradeOrder, logCount: number, nonce: number): TransactionReceipt {
+  const blockHash = `0x${nonce.toString(16).padStart(64, "a")}`;
+  const transactionHash = `0x${nonce.toString(16).padStart(64, "b")}`;
+  const events: Record<string, EventLog> = {};
+  for (let i = 0; i < logCount; i++) {
+    events[String(i)] = {
+      address: i % 2 === 0 ? order.stable.address : "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      blockHash,
+      blockNumber: 100 + nonce,
+      logIndex: i,
+      removed: false,
+      transactionHash,
+      transactionIndex: 0,
+      id: web3LogId(blockHash, transactionHash, i),
+      returnValues: {},
+      signature: null,
+      raw: { data: `0x${i.toString(16).padStart(64, "0")}`, topics: [`0x${"dd".repeat(32)}`, `0x${"00".repeat(12)}${order.wallet.slice(2).toLowerCase()}`] },
+    };
+  }
+  return {
+    blockHash,
+    blockNumber: 100 + nonce,
+    contractAddress: null,
+    cumulativeGasUsed: 123_456,
+    effectiveGasPrice: 1_875_000_000,
+    from: order.wallet.toLowerCase(),
+    gasUsed: 98_765,
+    logsBloom: `0x${"00".repeat(256)}`,
+    status: true,
+    to: SWAP,
+    transactionHash,
+    transactionIndex: 0,
+    type: "0x2",
+    events,
+  };
+}
+
+export class FakePricePort implements PricePort {
+  failure: Error | undefined;
+  record: PriceRecord = PRICE;
+  async getPrice(): Promise<PriceRecord> {
+    if (this.failure) throw this.failure;
+    return this.record;
+  }
+}
+
+export { ChainUnavailableError, PriceUnavailableError };
+
+/** Collects the JSON log lines the server writes. */
+export class LogSink extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void) {
+    this.lines.push(...chunk.toString("utf8").split("\n").filter((line) => line !== ""));
+    callback();
+  }
+  get text(): string {
+    return this.lines.join("\n");
+  }
+  records(): Array<Record<string, unknown>> {
+    return this.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+}
+
+export interface TestServer {
+  server: ApiServer;
+  url: string;
+  trade: FakeTradePort;
+  price: FakePricePort;
+  logs: LogSink;
+  log: Logger;
+  readiness: { result: Readiness | Error };
+  close(): Promise<void>;
+}
+
+/** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
+export async function startTestServer(options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number } = {}): Promise<TestServer> {
+  const trade = new FakeTradePort();
+  const price = new FakePricePort();
+  const logs = new LogSink();
+  const log = pino({ level: "debug", redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, logs);
+  const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" } };
+  const handler = createHttpHandler({
+    useCases: createUseCases({ trade, price, config: CONFIG }),
+    verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
+    readiness: async () => {
+      if (readiness.result instanceof Error) throw readiness.result;
+      return readiness.result;
+    },
+    log,
+    ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
+  });
+  const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000 });
+  return { server, url: server.url, trade, price, logs, log, readiness, close: () => server.close() };
+}
+
+export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
+
+/** A @grpc/grpc-js client for token.v1.TokenService, loaded from the .proto file. */
+export function grpcClient(url: string): grpc.Client & Record<string, Function> {
+  const definition = protoLoader.loadSync("token/v1/token.proto", {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true,
+    longs: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const proto = grpc.loadPackageDefinition(definition) as unknown as {
+    token: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+  };
+  return new proto.token.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure());
+}
+
+/** Calls a unary method of a grpc-js client; resolves with the response or the ServiceError. */
+export function grpcCall(
+  client: grpc.Client & Record<string, Function>,
+  method: string,
+  request: object,
+  apiKey?: string,
+): Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }> {
+  const metadata = new grpc.Metadata();
+  if (apiKey !== undefined) metadata.set("api_key", apiKey);
+  return new Promise((resolve) => {
+    client[method]!(request, metadata, (error: grpc.ServiceError | null, response: Record<string, any>) => {
+      resolve(error ? { error } : { response });
+    });
+  });
+}
+
+/** POSTs JSON (or a raw body) with the key; returns the status, headers and parsed body. */
+export async function postJson(
+  url: string,
+  body: unknown,
+  init: { apiKey?: string | null; contentType?: string | null; raw?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.contentType !== null) headers["content-type"] = init.contentType ?? "application/json";
+  if (init.apiKey !== null) headers["api_key"] = init.apiKey ?? API_KEY;
+  const response = await fetch(url, { method: "POST", headers, body: init.raw ?? JSON.stringify(body) });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+export async function getJson(url: string, init: { apiKey?: string | null; method?: string; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.apiKey !== null) headers["api_key"] = init.apiKey ?? API_KEY;
+  const response = await fetch(url, { method: init.method ?? "GET", headers });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed as any, text };
+}

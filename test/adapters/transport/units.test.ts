@@ -1,0 +1,235 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { expect } from "chai";
+import { pino } from "pino";
+
+import {
+  ChainUnavailableError,
+  InsufficientFundsError,
+  InvalidArgumentError,
+  PriceUnavailableError,
+  TradeRevertedError,
+  UnknownWalletError,
+  createUseCases,
+  type DomainErrorCode,
+} from "../../../core/index.js";
+import { TokenService, TradeRequestSchema } from "../../../gen/token/v1/token_pb.js";
+import { apiKeyInterceptor } from "../../../adapters/transport/api-key.interceptor.js";
+import { MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE, createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
+import { errorInterceptor } from "../../../adapters/transport/error.interceptor.js";
+import { DOMAIN_TO_CONNECT_CODE, INTERNAL_MESSAGE, codeName, httpStatusFor, toConnectError } from "../../../adapters/transport/error-map.js";
+import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
+import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
+import { tokenRoutes } from "../../../adapters/transport/routes.js";
+import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
+import { API_KEY, CONFIG, CUSTOMER, DAI, FakePricePort, FakeTradePort, LogSink, USDT, WALLET, fakeReceipt } from "./helpers.js";
+
+describe("error mapping", function () {
+  it("maps every domain code to one Connect code", function () {
+    const expected: Record<DomainErrorCode, Code> = {
+      invalid_argument: Code.InvalidArgument,
+      unknown_wallet: Code.PermissionDenied,
+      insufficient_funds: Code.FailedPrecondition,
+      trade_reverted: Code.FailedPrecondition,
+      price_unavailable: Code.Unavailable,
+      chain_unavailable: Code.Unavailable,
+    };
+    expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
+  });
+
+  it("keeps the message of a domain error and the error as cause", function () {
+    const errors = [
+      new InvalidArgumentError("amount", "must be greater than 0"),
+      new UnknownWalletError(WALLET),
+      new InsufficientFundsError("userAddress: not enough tokens"),
+      new TradeRevertedError("SwapPaused()"),
+      new PriceUnavailableError("stale"),
+      new ChainUnavailableError("timeout"),
+    ];
+    for (const error of errors) {
+      const mapped = toConnectError(error);
+      expect(mapped.internal).to.equal(false);
+      expect(mapped.error.code).to.equal(DOMAIN_TO_CONNECT_CODE[error.code]);
+      expect(mapped.error.rawMessage).to.equal(error.message);
+      expect(mapped.error.cause).to.equal(error);
+    }
+  });
+
+  it("hides anything else behind a generic internal error", function () {
+    for (const thrown of [new Error("db password is hunter2"), "a string", undefined, { code: "invalid_argument" }]) {
+      const mapped = toConnectError(thrown);
+      expect(mapped.internal).to.equal(true);
+      expect(mapped.error.code).to.equal(Code.Internal);
+      expect(mapped.error.rawMessage).to.equal(INTERNAL_MESSAGE);
+    }
+  });
+
+  it("passes a ConnectError through unchanged", function () {
+    const error = new ConnectError("nope", Code.Unauthenticated);
+    expect(toConnectError(error)).to.deep.equal({ error, internal: false });
+  });
+
+  it("maps codes to HTTP statuses as the Connect protocol does", function () {
+    const table: Array<[Code, number, string]> = [
+      [Code.Canceled, 499, "canceled"],
+      [Code.Unknown, 500, "unknown"],
+      [Code.InvalidArgument, 400, "invalid_argument"],
+      [Code.DeadlineExceeded, 504, "deadline_exceeded"],
+      [Code.NotFound, 404, "not_found"],
+      [Code.AlreadyExists, 409, "already_exists"],
+      [Code.PermissionDenied, 403, "permission_denied"],
+      [Code.ResourceExhausted, 429, "resource_exhausted"],
+      [Code.FailedPrecondition, 400, "failed_precondition"],
+      [Code.Aborted, 409, "aborted"],
+      [Code.OutOfRange, 400, "out_of_range"],
+      [Code.Unimplemented, 501, "unimplemented"],
+      [Code.Internal, 500, "internal"],
+      [Code.Unavailable, 503, "unavailable"],
+      [Code.DataLoss, 500, "data_loss"],
+      [Code.Unauthenticated, 401, "unauthenticated"],
+    ];
+    for (const [code, status, name] of table) {
+      expect(httpStatusFor(code), name).to.equal(status);
+      expect(codeName(code)).to.equal(name);
+    }
+  });
+});
+
+describe("api key verifier", function () {
+  const verifier = createApiKeyVerifier([API_KEY, "another-key-abcdefghijkl"]);
+
+  it("accepts each configured key and says which one", function () {
+    expect(verifier.check(API_KEY)).to.deep.equal({ ok: true, keyIndex: 0 });
+    expect(verifier.check("another-key-abcdefghijkl")).to.deep.equal({ ok: true, keyIndex: 1 });
+  });
+
+  it("refuses a missing, empty, wrong, longer or shorter key", function () {
+    expect(verifier.check(undefined)).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
+    expect(verifier.check(null)).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
+    expect(verifier.check("")).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
+    for (const wrong of ["nope", `${API_KEY}x`, API_KEY.slice(1), API_KEY.toUpperCase(), `${API_KEY},${API_KEY}`]) {
+      expect(verifier.check(wrong), wrong).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
+    }
+  });
+
+  it("never puts the key into its messages", function () {
+    expect(WRONG_KEY_MESSAGE).not.to.include(API_KEY);
+    expect(JSON.stringify(verifier.check("guess-0123456789abcdef"))).not.to.include("guess");
+  });
+
+  it("refuses to be built without keys or with an empty key", function () {
+    expect(() => createApiKeyVerifier([])).to.throw(TypeError);
+    expect(() => createApiKeyVerifier([""])).to.throw(TypeError);
+  });
+});
+
+describe("grpc-message encoding", function () {
+  it("leaves printable ASCII alone and escapes %, control characters and non-ASCII", function () {
+    expect(grpcPercentEncode("amount: is required (DAI, USDT)")).to.equal("amount: is required (DAI, USDT)");
+    expect(grpcPercentEncode("100% sure\n")).to.equal("100%25 sure%0A");
+    expect(grpcPercentEncode("prix: 1,25 €")).to.equal("prix: 1,25 %E2%82%AC");
+  });
+});
+
+describe("proto mapping", function () {
+  const order = { kind: "sell" as const, wallet: WALLET as `0x${string}`, destinatary: CUSTOMER as `0x${string}`, amount: 1n, stable: DAI };
+
+  it("maps every receipt field and keeps the events in key order, numerically", function () {
+    const receipt = fakeReceipt(order, 12, 1);
+    // Insert the keys out of order: "10" and "11" sort before "2" as text.
+    const shuffled = { ...receipt, events: Object.fromEntries(Object.entries(receipt.events).reverse()) };
+    const message = receiptMessage(shuffled);
+    expect(message.blockHash).to.equal(receipt.blockHash);
+    expect(message.blockNumber).to.equal(BigInt(receipt.blockNumber));
+    expect(message.cumulativeGasUsed).to.equal(BigInt(receipt.cumulativeGasUsed));
+    expect(message.effectiveGasPrice).to.equal(BigInt(receipt.effectiveGasPrice));
+    expect(message.gasUsed).to.equal(BigInt(receipt.gasUsed));
+    expect(message.from).to.equal(receipt.from);
+    expect(message.to).to.equal(receipt.to);
+    expect(message.logsBloom).to.equal(receipt.logsBloom);
+    expect(message.status).to.equal(true);
+    expect(message.transactionHash).to.equal(receipt.transactionHash);
+    expect(message.transactionIndex).to.equal(receipt.transactionIndex);
+    expect(message.type).to.equal("0x2");
+    expect(message.contractAddress).to.equal(undefined);
+    expect(message.events.map((e) => e.logIndex)).to.deep.equal([...Array(12).keys()]);
+    const first = message.events[0]!;
+    const log = receipt.events["0"]!;
+    expect([first.address, first.blockHash, first.id, first.transactionHash]).to.deep.equal([log.address, log.blockHash, log.id, log.transactionHash]);
+    expect(first.blockNumber).to.equal(BigInt(log.blockNumber));
+    expect(first.removed).to.equal(false);
+    expect(first.raw?.topics).to.deep.equal(log.raw.topics);
+    expect(first.raw?.data).to.equal(log.raw.data);
+  });
+
+  it("maps the price record's rates into maps", function () {
+    const message = priceMessage({
+      cryptoCurrency: "TTK",
+      rateForCashCurrency: { CHF: 1, EUR: 2, USD: 3 },
+      rateWithDiscountForCashCurrency: { CHF: 0.9, EUR: 1.8, USD: 2.7 },
+    });
+    expect(message.cryptoCurrency).to.equal("TTK");
+    expect(message.rateForCashCurrency).to.deep.equal({ CHF: 1, EUR: 2, USD: 3 });
+    expect(message.rateWithDiscountForCashCurrency).to.deep.equal({ CHF: 0.9, EUR: 1.8, USD: 2.7 });
+  });
+
+  it("turns unset proto3 strings into absent fields so the core says which is required", function () {
+    const input = tradeInputFromMessage(create(TradeRequestSchema, { userAddress: WALLET, amount: "1" }));
+    expect(input).to.deep.equal({ userAddress: WALLET, destinatary: undefined, amount: "1", usdAddress: undefined });
+  });
+});
+
+describe("TokenServiceImpl (a plain class over the use cases)", function () {
+  it("translates a request into a use case call and the receipt into a message", async function () {
+    const trade = new FakeTradePort();
+    const service = new TokenServiceImpl(createUseCases({ trade, price: new FakePricePort(), config: CONFIG }));
+    const receipt = await service.remittance(create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "7", usdAddress: USDT.address }));
+    expect(receipt.events).to.have.length(3);
+    expect(trade.calls[0]!.order.amount).to.equal(7_000_000n);
+    expect(trade.calls[0]!.kind).to.equal("remittance");
+  });
+
+  it("lets domain errors through for the interceptor to map", async function () {
+    const service = new TokenServiceImpl(createUseCases({ trade: new FakeTradePort(), price: new FakePricePort(), config: CONFIG }));
+    let thrown: unknown;
+    try {
+      await service.sell(create(TradeRequestSchema, {}));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).to.be.instanceOf(InvalidArgumentError);
+  });
+});
+
+describe("the RPC routes in memory (createRouterTransport)", function () {
+  function client() {
+    const trade = new FakeTradePort();
+    const logs = new LogSink();
+    const log = pino(logs);
+    const transport = createRouterTransport(tokenRoutes(createUseCases({ trade, price: new FakePricePort(), config: CONFIG })), {
+      router: { interceptors: [errorInterceptor(log), apiKeyInterceptor(createApiKeyVerifier([API_KEY]))] },
+    });
+    return { trade, logs, client: createClient(TokenService, transport) };
+  }
+
+  it("serves a sell with the right key", async function () {
+    const { client: c, trade } = client();
+    const receipt = await c.sell({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address }, { headers: { api_key: API_KEY } });
+    expect(receipt.events).to.have.length(5);
+    expect(trade.nonce).to.equal(1);
+  });
+
+  it("refuses a wrong key before the handler runs, and logs the refusal without the key", async function () {
+    const { client: c, trade, logs } = client();
+    let code: Code | undefined;
+    try {
+      await c.buy({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address }, { headers: { api_key: "guessed-key-1234567890" } });
+    } catch (error) {
+      code = ConnectError.from(error).code;
+    }
+    expect(code).to.equal(Code.Unauthenticated);
+    expect(trade.calls).to.have.length(0);
+    expect(logs.text).to.include("unauthenticated");
+    expect(logs.text).not.to.include("guessed-key");
+  });
+});
