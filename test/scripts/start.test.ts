@@ -1,0 +1,193 @@
+/**
+ * `npm start`'s command line (scripts/start.ts) as a process: configuration errors
+ * stop it with a message naming the variable, production mode serves an existing
+ * chain, and SIGTERM ends it with exit code 0 after in-flight work.
+ * Also the banner's commands.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { expect } from "chai";
+import { JsonRpcProvider } from "ethers";
+import { pino } from "pino";
+
+import { EXAMPLE_CUSTOMER, banner } from "../../scripts/banner.js";
+import type { EmbeddedChain } from "../../adapters/main.js";
+import { startEmbeddedChain } from "../../scripts/embedded-chain.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const KEY = "start-test-key-0123456789";
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** A module hook that reports on stderr every module loaded from the hardhat package. */
+const REPORT_HARDHAT = `data:text/javascript,${encodeURIComponent(`
+import { registerHooks } from "node:module";
+registerHooks({ resolve(specifier, context, next) {
+  const result = next(specifier, context);
+  if (result.url.includes("/node_modules/hardhat/")) process.stderr.write("HARDHAT LOADED " + result.url + "\\n");
+  return result;
+} });`)}`;
+
+/** Runs scripts/start.ts as `npm start` does (node --import tsx), with exactly `env` plus PATH. */
+function run(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, ["--import", REPORT_HARDHAT, "--import", "tsx", "scripts/start.ts"], {
+    cwd: ROOT,
+    env: { PATH: process.env["PATH"] ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+async function waitFor(predicate: () => boolean, what: string, ms = 60_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("npm start (scripts/start.ts)", function () {
+  it("(the Hardhat detector used below does see Hardhat when it is loaded)", async function () {
+    const child = spawn(process.execPath, ["--import", REPORT_HARDHAT, "--input-type=module", "-e", 'await import("hardhat/config")'], {
+      cwd: ROOT,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    await new Promise((resolve) => child.once("exit", resolve));
+    expect(err).to.include("HARDHAT LOADED");
+  });
+
+  describe("with a bad configuration", function () {
+    for (const [env, name] of [
+      [{ PORT: "eighty" }, "PORT"],
+      [{ RPC_URL: "http://127.0.0.1:1", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}`, API_KEYS: KEY }, "DEPLOYMENT_FILE"],
+      [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", API_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS"],
+      [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}` }, "API_KEYS"],
+    ] as const) {
+      it(`stops with exit code 1 and a message naming ${name}`, async function () {
+        const r = run(env);
+        expect(await r.exit).to.equal(1);
+        expect(r.stderr()).to.match(new RegExp(`Cannot start: [^]*${name}:`));
+        expect(r.stderr()).not.to.include("11".repeat(32));
+      });
+    }
+  });
+
+  describe("in production mode on an existing chain", function () {
+    let chain: EmbeddedChain;
+    let dir: string;
+
+    before(async function () {
+      chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) });
+      dir = mkdtempSync(join(tmpdir(), "start-"));
+      writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+    });
+
+    after(async function () {
+      await chain?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("serves the API, then stops on SIGTERM with exit code 0 after answering the trade in flight", async function () {
+      const r = run({
+        RPC_URL: chain.rpcUrl,
+        DEPLOYMENT_FILE: join(dir, "deployment.json"),
+        EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+        API_KEYS: KEY,
+        PORT: "0",
+      });
+      try {
+        await waitFor(() => r.stderr().includes("is ready"), "the banner");
+        const apiUrl = /API: +(http\S+)/.exec(r.stderr())![1]!;
+        expect(r.stderr()).to.include("existing chain");
+        expect(r.stderr()).not.to.include(KEY); // configured keys are not printed
+        const price = await fetch(`${apiUrl}/api/v1/token/price`, { headers: { api_key: KEY } });
+        expect(price.status).to.equal(200);
+
+        // Hold the trade in the mempool: with automine off it stays in flight until we mine.
+        const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true });
+        const pending = () => rpc.getTransactionCount(chain.exchangeWallet.address, "pending");
+        const before = await pending();
+        await rpc.send("evm_setAutomine", [false]);
+        const sell = fetch(`${apiUrl}/api/v1/token/sell`, {
+          method: "POST",
+          headers: { api_key: KEY, "content-type": "application/json" },
+          body: JSON.stringify({ userAddress: chain.exchangeWallet.address, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI }),
+        });
+        const until = Date.now() + 10_000;
+        while ((await pending()) === before && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(await pending()).to.equal(before + 1);
+
+        r.child.kill("SIGTERM");
+        await waitFor(() => r.stdout().includes('"msg":"server closing'), "the shutdown to begin", 10_000);
+        expect(r.stdout()).to.match(/"inFlight":1,"msg":"server closing/);
+        expect(r.child.exitCode).to.equal(null); // still waiting for the trade
+        await rpc.send("evm_mine", []);
+        await rpc.send("evm_setAutomine", [true]);
+        rpc.destroy();
+        const answer = await sell;
+        expect(answer.status).to.equal(200);
+        expect(Object.keys(((await answer.json()) as { events: object }).events)).to.have.length(5);
+        expect(await r.exit).to.equal(0);
+        expect(r.stdout()).to.include('"msg":"stopped"');
+        expect(r.stdout()).not.to.include(KEY);
+        expect(r.stdout()).not.to.include(chain.exchangeWallet.privateKey.slice(2));
+        expect(r.stderr()).not.to.include("HARDHAT LOADED"); // production mode never loads Hardhat
+      } finally {
+        if (r.child.exitCode === null) r.child.kill("SIGKILL");
+      }
+    });
+  });
+});
+
+describe("the start banner", function () {
+  const input = {
+    apiUrl: "http://127.0.0.1:8080",
+    rpcUrl: "http://127.0.0.1:8545",
+    chainId: 31337,
+    mode: "embedded" as const,
+    wallets: ["0x70997970C51812dc3A010C7d01b50e0d17dc79C8"],
+    addresses: {
+      token: "0x0165878A594ca255338adfa4d48449f69242Eb8F",
+      swap: "0xa513E6E4b8f2a923D98304ec87F64353C4D5C853",
+      stableCoins: {
+        DAI: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+        USDT: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+        USDC: "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+      },
+      feeds: { tokenUsd: "0x1", eurUsd: "0x2", chfUsd: "0x3" },
+    },
+  };
+
+  it("prints a curl command for each route of the SPEC and grpcurl commands for the same port", function () {
+    const text = banner({ ...input, generatedApiKey: "gen-key_0123" });
+    expect(text).to.include("export API_KEY='gen-key_0123'");
+    for (const path of ["/api/v1/token/price", "/api/v1/token/sell", "/api/v1/token/buy", "/api/v1/remmitance"]) {
+      expect(text).to.include(`curl -sS -w '\\n' http://127.0.0.1:8080${path} -H "api_key: $API_KEY"`);
+    }
+    expect(text).to.include(`"usdAddress":"${input.addresses.stableCoins.USDT}"`);
+    expect(text).to.include("grpcurl -plaintext -import-path proto -proto token/v1/token.proto");
+    expect(text).to.include("127.0.0.1:8080 token.v1.TokenService/Sell");
+    expect(text).to.include("127.0.0.1:8080 token.v1.TokenService/GetPrice");
+  });
+
+  it("does not print configured keys", function () {
+    const text = banner(input);
+    expect(text).to.include("export API_KEY='<one of your API_KEYS>'");
+  });
+});
