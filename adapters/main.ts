@@ -63,6 +63,8 @@ export interface EmbeddedChainOptions {
   /** Port of the JSON-RPC server on 127.0.0.1; 0 picks a free one. */
   chainPort: number;
   log: Logger;
+  /** How often the mock price feeds are re-posted (default hourly), so they never go stale. */
+  feedHeartbeatMs?: number;
 }
 
 /** Starts an embedded chain. Injected (scripts/embedded-chain.ts) so adapters/ never imports Hardhat or scripts/. */

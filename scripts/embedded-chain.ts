@@ -19,6 +19,9 @@ export function hardhatAccount(index: number): HDNodeWallet {
 export const DEPLOYER_ACCOUNT = 0;
 export const EXCHANGE_ACCOUNT = 1;
 
+/** How often the embedded chain refreshes its mock price feeds. */
+export const FEED_HEARTBEAT_MS = 60 * 60 * 1000;
+
 /**
  * Builds the contracts when needed, starts the chain and its JSON-RPC server, and
  * deploys the suite through that server (so wallets and scripts see the same chain
@@ -45,7 +48,18 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     if (deployer === undefined || exchange === undefined || exchange.address !== exchangeKey.address) {
       throw new Error("the embedded chain does not use Hardhat's default accounts; remove custom accounts from hardhat.config.ts");
     }
-    const { addresses } = await deploySuite(ethers, { exchangeWallet: exchange, deployer });
+    const { addresses, contracts } = await deploySuite(ethers, { exchangeWallet: exchange, deployer });
+    // Like Chainlink's heartbeat: re-post each mock feed's answer hourly, so a long-running
+    // development server never trips the swap's staleness check (25 hours by default).
+    const heartbeat = setInterval(() => {
+      for (const feed of Object.values(contracts.feeds)) {
+        feed
+          .latestRoundData()
+          .then(([, answer]) => feed.connect(deployer).updateAnswer(answer))
+          .catch((error: unknown) => log.warn({ err: error }, "embedded feed heartbeat failed"));
+      }
+    }, options.feedHeartbeatMs ?? FEED_HEARTBEAT_MS);
+    heartbeat.unref();
     const chainId = Number((await ethers.provider.getNetwork()).chainId);
     log.info({ rpcUrl, chainId, swap: addresses.swap, exchangeWallet: exchange.address }, "embedded chain ready");
 
@@ -57,6 +71,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       exchangeWallet: { address: exchange.address, privateKey: exchangeKey.privateKey },
       addresses,
       async close() {
+        clearInterval(heartbeat);
         await opened.close();
         await server.close();
       },

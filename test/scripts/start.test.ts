@@ -11,10 +11,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
-import { JsonRpcProvider } from "ethers";
+import { Contract, JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
 import { EXAMPLE_CUSTOMER, banner } from "../../scripts/banner.js";
+import { AGGREGATOR_ABI } from "../../adapters/chain/index.js";
 import type { EmbeddedChain } from "../../adapters/main.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain.js";
 
@@ -52,9 +53,9 @@ function run(env: Record<string, string>): Run {
   return { child, stdout: () => out, stderr: () => err, exit };
 }
 
-async function waitFor(predicate: () => boolean, what: string, ms = 60_000): Promise<void> {
+async function waitFor(predicate: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> {
   const until = Date.now() + ms;
-  while (!predicate()) {
+  while (!(await predicate())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -86,6 +87,23 @@ describe("npm start (scripts/start.ts)", function () {
         expect(r.stderr()).not.to.include("11".repeat(32));
       });
     }
+  });
+
+  describe("the embedded chain", function () {
+    it("re-posts its mock price feeds on a heartbeat, so the price never goes stale", async function () {
+      const chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }), feedHeartbeatMs: 100 });
+      try {
+        const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true });
+        const feed = new Contract(chain.addresses.feeds.tokenUsd, AGGREGATOR_ABI, rpc);
+        const [firstRound, answer] = (await feed.getFunction("latestRoundData")()) as bigint[];
+        await waitFor(async () => ((await feed.getFunction("latestRoundData")()) as bigint[])[0]! > firstRound!, "a new round");
+        const [, sameAnswer] = (await feed.getFunction("latestRoundData")()) as bigint[];
+        expect(sameAnswer).to.equal(answer);
+        rpc.destroy();
+      } finally {
+        await chain.close();
+      }
+    });
   });
 
   describe("in production mode on an existing chain", function () {
