@@ -9,7 +9,10 @@ export type DomainErrorCode =
   | "insufficient_funds"
   | "trade_reverted"
   | "price_unavailable"
-  | "chain_unavailable";
+  | "chain_unavailable"
+  | "idempotency_mismatch"
+  | "idempotency_in_flight"
+  | "trade_pending";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -69,5 +72,46 @@ export class ChainUnavailableError extends DomainError {
   constructor(reason: string) {
     super(`chain unavailable: ${reason}`);
     this.name = "ChainUnavailableError";
+  }
+}
+
+/** An Idempotency-Key was reused with a different request. */
+export class IdempotencyKeyReusedError extends DomainError {
+  readonly code = "idempotency_mismatch";
+  constructor() {
+    super("Idempotency-Key: was already used with a different request");
+    this.name = "IdempotencyKeyReusedError";
+  }
+}
+
+/** The first request with this Idempotency-Key is still running; retry later. */
+export class IdempotencyInFlightError extends DomainError {
+  readonly code = "idempotency_in_flight";
+  constructor() {
+    super("Idempotency-Key: a request with this key is still in flight; retry later for its result");
+    this.name = "IdempotencyInFlightError";
+  }
+}
+
+/**
+ * The trade's transaction was broadcast but no receipt came in time. It is not resent:
+ * it may still be mined. A retry with the same Idempotency-Key returns its outcome.
+ */
+export class TradePendingError extends DomainError {
+  readonly code = "trade_pending";
+  constructor(readonly txHash: string) {
+    super(`trade pending: transaction ${txHash} was broadcast and is not mined yet; it will not be resent`);
+    this.name = "TradePendingError";
+  }
+}
+
+/** A failure recorded in the trade journal, answered again to a retry with the same key. */
+export class RecordedTradeError extends DomainError {
+  constructor(
+    readonly code: DomainErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "RecordedTradeError";
   }
 }

@@ -1,7 +1,8 @@
 /** The domain's public API. Adapters import from here. */
 export * from "./types.js";
 export * from "./errors.js";
-export type { TradePort } from "./ports/trade.port.js";
+export type { TradePort, TradeHooks, SignedTrade, TradeResolution } from "./ports/trade.port.js";
+export type { TradeJournal, TradeRecord, TradeStatus, NewTrade } from "./ports/journal.port.js";
 export type { PricePort } from "./ports/price.port.js";
 export { parseAddress, type ParseAddressOptions } from "./validation/address.js";
 export {
@@ -20,6 +21,13 @@ export {
   type TradeConfig,
 } from "./validation/trade-request.js";
 export { web3LogId } from "./receipt.js";
-export { tradeUseCase, type TradeUseCase } from "./use-cases/trade.use-case.js";
+export {
+  tradeUseCase,
+  parseIdempotencyKey,
+  type TradeUseCase,
+  type TradeContext,
+  type TradeJournalling,
+} from "./use-cases/trade.use-case.js";
+export { TradeSettlement } from "./use-cases/settlement.js";
 export { priceUseCase, type PriceUseCase } from "./use-cases/price.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";

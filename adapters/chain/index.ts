@@ -7,3 +7,4 @@ export {
   type DeploymentAddresses,
 } from "./chain.adapter.js";
 export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
+export { MemoryNonceStore, type NonceStore } from "./nonce-store.js";

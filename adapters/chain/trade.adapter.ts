@@ -10,24 +10,29 @@ import {
   Interface,
   MaxUint256,
   formatUnits,
+  keccak256,
   type Provider,
   type TransactionReceipt as EthersReceipt,
   type Wallet,
 } from "ethers";
 
 import {
+  ChainUnavailableError,
   InsufficientFundsError,
+  TradePendingError,
   TradeRevertedError,
   UnknownWalletError,
-  ChainUnavailableError,
+  type SignedTrade,
+  type TradeHooks,
   type TradeKind,
   type TradeOrder,
   type TradePort,
+  type TradeResolution,
   type TransactionReceipt,
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
-import { NonceSequencer, SerialQueue } from "./nonce-sequencer.js";
+import { MemoryNonceStore, SerialQueue, isNonceConflict, type NonceStore } from "./nonce-store.js";
 import { toWeb3Receipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
@@ -44,41 +49,48 @@ export interface TradeAdapterOptions {
   receiptTimeoutMs?: number;
   /** Headroom added to estimateGas, in percent. */
   gasHeadroomPercent?: bigint;
-}
-
-interface Signer {
-  wallet: Wallet;
-  nonces: NonceSequencer;
+  /** Where nonces are assigned: in memory by default, or the trade journal's shared sequence. */
+  nonces?: NonceStore;
 }
 
 export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
-  readonly #signers = new Map<string, Signer>();
+  readonly #signers = new Map<string, Wallet>();
   readonly #allowanceQueues = new Map<string, SerialQueue>();
   /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
   readonly #inFlight = new Map<string, bigint>();
   #feeCache?: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> };
 
   constructor(options: TradeAdapterOptions) {
-    this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, ...options };
-    for (const wallet of options.wallets) {
-      this.#signers.set(wallet.address.toLowerCase(), { wallet, nonces: new NonceSequencer(wallet.address, options.provider) });
+    this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, nonces: new MemoryNonceStore(), ...options };
+    for (const wallet of options.wallets) this.#signers.set(wallet.address.toLowerCase(), wallet);
+  }
+
+  sell(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("sell", order, hooks);
+  }
+
+  buy(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("buy", order, hooks);
+  }
+
+  remittance(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("remittance", order, hooks);
+  }
+
+  /** Looks a journalled transaction up: mined, still in the mempool, or unknown (dropped or never sent). */
+  async resolve(tx: SignedTrade): Promise<TradeResolution> {
+    try {
+      const receipt = await this.#opts.provider.getTransactionReceipt(tx.txHash);
+      if (receipt) return { state: "mined", receipt: toWeb3Receipt(receipt) };
+      if (await this.#opts.provider.getTransaction(tx.txHash)) return { state: "pending" };
+      return { state: "dropped" };
+    } catch (error) {
+      throw toDomainError(error);
     }
   }
 
-  sell(order: TradeOrder): Promise<TransactionReceipt> {
-    return this.#trade("sell", order);
-  }
-
-  buy(order: TradeOrder): Promise<TransactionReceipt> {
-    return this.#trade("buy", order);
-  }
-
-  remittance(order: TradeOrder): Promise<TransactionReceipt> {
-    return this.#trade("remittance", order);
-  }
-
-  async #trade(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {
+  async #trade(kind: TradeKind, order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
     const signer = this.#signers.get(order.wallet.toLowerCase());
     if (!signer) throw new UnknownWalletError(order.wallet);
     // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
@@ -95,13 +107,14 @@ export class ChainTradeAdapter implements TradePort {
     ]);
 
     let hash: string;
-    const reservation = `${signer.wallet.address}:${spent.address}`.toLowerCase();
+    const reservation = `${signer.address}:${spent.address}`.toLowerCase();
     let reserved = false;
     try {
       await this.#reserveAllowance(signer, spent, order.amount, reservation);
       reserved = true;
-      const gas = await this.#opts.provider.estimateGas({ from: signer.wallet.address, to: this.#opts.swap, data });
-      hash = await this.#sign(signer, { to: this.#opts.swap, data, gasLimit: (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n });
+      const gas = await this.#opts.provider.estimateGas({ from: signer.address, to: this.#opts.swap, data });
+      const gasLimit = (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
+      hash = await this.#sign(signer, { to: this.#opts.swap, data, gasLimit }, hooks?.onSigned);
     } catch (error) {
       if (reserved) this.#release(reservation, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
@@ -123,12 +136,12 @@ export class ChainTradeAdapter implements TradePort {
    * USDT refuses to change a non-zero allowance, so it is reset to zero first.
    */
   async #reserveAllowance(
-    signer: Signer,
+    signer: Wallet,
     asset: { address: string; symbol: string; decimals: number },
     amount: bigint,
     key: string,
   ): Promise<void> {
-    const owner = signer.wallet.address;
+    const owner = signer.address;
     const contract = new Contract(asset.address, ERC20_ABI, this.#opts.provider);
     let queue = this.#allowanceQueues.get(key);
     if (!queue) this.#allowanceQueues.set(key, (queue = new SerialQueue()));
@@ -160,22 +173,40 @@ export class ChainTradeAdapter implements TradePort {
     else this.#inFlight.delete(key);
   }
 
-  async #approve(signer: Signer, asset: string, value: bigint): Promise<void> {
+  async #approve(signer: Wallet, asset: string, value: bigint): Promise<void> {
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
-    const gas = await this.#opts.provider.estimateGas({ from: signer.wallet.address, to: asset, data });
+    const gas = await this.#opts.provider.estimateGas({ from: signer.address, to: asset, data });
     const hash = await this.#sign(signer, { to: asset, data, gasLimit: (gas * 12n) / 10n });
     const receipt = await this.#waitForReceipt(hash);
     if (receipt.status !== 1) throw new TradeRevertedError(`allowance update ${hash} reverted`);
   }
 
-  /** Signs and broadcasts under the wallet's nonce lock; resolves with the transaction hash. */
-  #sign(signer: Signer, tx: { to: string; data: string; gasLimit: bigint }): Promise<string> {
-    return signer.nonces.send(async (nonce) => {
-      const fees = await this.#fees();
-      const signed = await signer.wallet.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce, value: 0n });
-      const response = await this.#opts.provider.broadcastTransaction(signed);
-      return response.hash;
-    });
+  /**
+   * Signs and broadcasts under the wallet's nonce lock; resolves with the transaction hash.
+   * `onSigned` (the journal) sees the signed transaction before it is broadcast. A nonce the
+   * node refuses is resynced from the chain and the transaction signed again, once.
+   */
+  async #sign(
+    signer: Wallet,
+    tx: { to: string; data: string; gasLimit: bigint },
+    onSigned?: TradeHooks["onSigned"],
+  ): Promise<string> {
+    const chainNonce = () => this.#opts.provider.getTransactionCount(signer.address, "pending");
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.#opts.nonces.withNonce(signer.address, chainNonce, async (nonce) => {
+          const fees = await this.#fees();
+          const rawTx = await signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce, value: 0n });
+          const txHash = keccak256(rawTx);
+          await onSigned?.({ wallet: signer.address, nonce, txHash, rawTx });
+          await this.#opts.provider.broadcastTransaction(rawTx);
+          return txHash;
+        });
+      } catch (error) {
+        if (attempt === 0 && isNonceConflict(error)) continue;
+        throw error;
+      }
+    }
   }
 
   /** EIP-1559 fees, cached for a second: every send in a burst pays the same. */
@@ -199,11 +230,10 @@ export class ChainTradeAdapter implements TradePort {
   async #waitForReceipt(hash: string): Promise<EthersReceipt> {
     const deadline = Date.now() + this.#opts.receiptTimeoutMs;
     for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
-      const receipt = await this.#opts.provider.getTransactionReceipt(hash);
+      // A node that stops answering while we wait does not fail the trade: it was sent.
+      const receipt = await this.#opts.provider.getTransactionReceipt(hash).catch(() => null);
       if (receipt) return receipt;
-      if (Date.now() > deadline) {
-        throw new ChainUnavailableError(`no receipt for ${hash} within ${this.#opts.receiptTimeoutMs} ms; it may still be mined`);
-      }
+      if (Date.now() > deadline) throw new TradePendingError(hash);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }

@@ -7,7 +7,12 @@ export const API_KEY_HEADER = "api_key";
 export const MISSING_KEY_MESSAGE = `missing ${API_KEY_HEADER} header`;
 export const WRONG_KEY_MESSAGE = `invalid ${API_KEY_HEADER}`;
 
-export type ApiKeyCheck = { ok: true; keyIndex: number } | { ok: false; message: string };
+/**
+ * `scope` identifies the caller without revealing its key (the first 16 bytes of the key's
+ * SHA-256, hex): idempotency keys are scoped by it, and it stays the same across restarts
+ * and reordered key lists.
+ */
+export type ApiKeyCheck = { ok: true; keyIndex: number; scope: string } | { ok: false; message: string };
 
 /** Checks a presented key against the accepted ones. */
 export interface ApiKeyVerifier {
@@ -44,7 +49,8 @@ export function createApiKeyVerifier(keys: readonly string[]): ApiKeyVerifier {
       digests.forEach((digest, index) => {
         if (timingSafeEqual(digest, candidate) && match === -1) match = index;
       });
-      return match === -1 ? { ok: false, message: WRONG_KEY_MESSAGE } : { ok: true, keyIndex: match };
+      if (match === -1) return { ok: false, message: WRONG_KEY_MESSAGE };
+      return { ok: true, keyIndex: match, scope: digests[match]!.subarray(0, 16).toString("hex") };
     },
   };
 }

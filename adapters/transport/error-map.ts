@@ -20,6 +20,20 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   price_unavailable: Code.Unavailable,
   // The JSON-RPC endpoint cannot be reached: retry later.
   chain_unavailable: Code.Unavailable,
+  // An Idempotency-Key reused with a different request (HTTP 422, see DOMAIN_HTTP_STATUS).
+  idempotency_mismatch: Code.FailedPrecondition,
+  // The first request with this Idempotency-Key is still running: retry later (HTTP 409).
+  idempotency_in_flight: Code.Aborted,
+  // Broadcast, not mined in time, never resent; it may still complete: retry with the same key.
+  trade_pending: Code.DeadlineExceeded,
+};
+
+/**
+ * The JSON routes' HTTP status for the domain errors whose status is not Connect's for
+ * their code: the Idempotency-Key draft answers a reused key with 422.
+ */
+export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number>>> = {
+  idempotency_mismatch: 422,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */
@@ -30,6 +44,8 @@ export interface MappedError {
   error: ConnectError;
   /** True for anything that is neither a DomainError nor a ConnectError: a bug, logged with its stack. */
   internal: boolean;
+  /** The HTTP status the JSON routes answer with. */
+  status: number;
 }
 
 /**
@@ -40,14 +56,18 @@ export interface MappedError {
  * - anything else becomes `internal` with a generic message, hiding the details.
  */
 export function toConnectError(thrown: unknown): MappedError {
-  if (thrown instanceof ConnectError) return { error: thrown, internal: false };
+  if (thrown instanceof ConnectError) return { error: thrown, internal: false, status: httpStatusFor(thrown.code) };
   if (thrown instanceof DomainError) {
     const code = DOMAIN_TO_CONNECT_CODE[thrown.code] as Code | undefined;
     if (code !== undefined) {
-      return { error: new ConnectError(thrown.message, code, undefined, undefined, thrown), internal: false };
+      return {
+        error: new ConnectError(thrown.message, code, undefined, undefined, thrown),
+        internal: false,
+        status: DOMAIN_HTTP_STATUS[thrown.code] ?? httpStatusFor(code),
+      };
     }
   }
-  return { error: new ConnectError(INTERNAL_MESSAGE, Code.Internal, undefined, undefined, thrown), internal: true };
+  return { error: new ConnectError(INTERNAL_MESSAGE, Code.Internal, undefined, undefined, thrown), internal: true, status: 500 };
 }
 
 /**

@@ -2,10 +2,13 @@ import { Code } from "@connectrpc/connect";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import type { Logger } from "pino";
 
-import type { UseCases } from "../../core/index.js";
+import type { TradeUseCase, UseCases } from "../../core/index.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
 import { requestContext } from "./logger.js";
+
+/** The header (gRPC metadata key) that makes a trade safe to retry. */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 
 /** Largest accepted JSON body by default: a trade request is under 300 bytes. */
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
@@ -66,7 +69,10 @@ function payloadTooLarge(limit: number): HttpError {
   return new HttpError(Code.ResourceExhausted, `request body: must be at most ${limit} bytes`, 413);
 }
 
-type Handler = (req: NodeServerRequest, context: { body: () => Promise<unknown> }) => Promise<{ status: number; body: unknown }>;
+type Handler = (
+  req: NodeServerRequest,
+  context: { body: () => Promise<unknown>; scope: string },
+) => Promise<{ status: number; body: unknown }>;
 
 interface Route {
   method: "GET" | "POST";
@@ -210,11 +216,15 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const readinessTimeoutMs = options.readinessTimeoutMs ?? 5_000;
 
-  const trade = (run: (input: unknown) => Promise<unknown>): Route => ({
+  const trade = (run: TradeUseCase): Route => ({
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (_req, { body }) => ({ status: 200, body: await run(await body()) }),
+    handle: async (req, { body, scope }) => {
+      const key = req.headers[IDEMPOTENCY_KEY_HEADER];
+      const idempotencyKey = Array.isArray(key) ? key.join(",") : key;
+      return { status: 200, body: await run(await body(), { scope, idempotencyKey }) };
+    },
   });
 
   const routes = new Map<string, Route>([
@@ -256,14 +266,16 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
       const route = routes.get(path);
       if (route === undefined) throw notFound(method, path);
       if (method !== route.method) throw methodNotAllowed(method, path, route.method);
+      let scope = "";
       if (route.authenticated) {
         const raw = req.headers[API_KEY_HEADER];
         const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
         if (!result.ok) throw new HttpError(Code.Unauthenticated, result.message);
+        scope = result.scope;
       }
       if (route.jsonBody && !isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
       const body = async () => parseJson(await readBody(req, limit));
-      const answer = await route.handle(req, { body });
+      const answer = await route.handle(req, { body, scope });
       send(req, res, answer.status, answer.body);
     };
 
@@ -273,10 +285,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
         send(req, res, thrown.status, { code: codeName(thrown.code), message: thrown.message }, thrown.headers);
         return;
       }
-      const { error, internal } = toConnectError(thrown);
+      const { error, internal, status } = toConnectError(thrown);
       if (internal) reqLog.error({ err: thrown, path }, "request failed with an unexpected error");
       else reqLog.info({ code: codeName(error.code), reason: error.rawMessage, path }, "request refused");
-      send(req, res, httpStatusFor(error.code), { code: codeName(error.code), message: error.rawMessage });
+      send(req, res, status, { code: codeName(error.code), message: error.rawMessage });
     });
   };
 }

@@ -1,4 +1,4 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 
 import type { UseCases } from "../../core/index.js";
 import type {
@@ -8,7 +8,15 @@ import type {
   TradeRequest,
   TransactionReceipt,
 } from "../../gen/token/v1/token_pb.js";
+import { kCallerScope } from "./api-key.interceptor.js";
+import { IDEMPOTENCY_KEY_HEADER } from "./json-routes.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage } from "./proto-mapping.js";
+
+/** Who calls, and the idempotency key of the call (gRPC metadata `idempotency-key`). */
+function tradeContext(context: HandlerContext | undefined) {
+  if (!context) return {};
+  return { scope: context.values.get(kCallerScope), idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined };
+}
 
 /**
  * TokenService (gRPC, Connect, gRPC-Web) over the use cases. It only translates:
@@ -18,16 +26,16 @@ import { priceMessage, receiptMessage, tradeInputFromMessage } from "./proto-map
 export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
   constructor(private readonly useCases: UseCases) {}
 
-  async sell(request: TradeRequest): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.sell(tradeInputFromMessage(request)));
+  async sell(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return receiptMessage(await this.useCases.sell(tradeInputFromMessage(request), tradeContext(context)));
   }
 
-  async buy(request: TradeRequest): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.buy(tradeInputFromMessage(request)));
+  async buy(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return receiptMessage(await this.useCases.buy(tradeInputFromMessage(request), tradeContext(context)));
   }
 
-  async remittance(request: TradeRequest): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.remittance(tradeInputFromMessage(request)));
+  async remittance(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return receiptMessage(await this.useCases.remittance(tradeInputFromMessage(request), tradeContext(context)));
   }
 
   async getPrice(_request: GetPriceRequest): Promise<PriceRecord> {

@@ -12,6 +12,7 @@ import {
   type TradeKind,
   type TradeOrder,
   type TradePort,
+  type TradeResolution,
 } from "../../core/index.js";
 import { CONFIG, CUSTOMER, USDT, WALLET, fakeReceipt, request } from "./fixtures.js";
 
@@ -38,6 +39,9 @@ class FakeTradePort implements TradePort {
   }
   remittance(order: TradeOrder) {
     return this.record("remittance", order);
+  }
+  async resolve(): Promise<TradeResolution> {
+    return { state: "dropped" };
   }
 }
 

@@ -25,6 +25,7 @@ import {
   type TradeKind,
   type TradeOrder,
   type TradePort,
+  type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
 import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
@@ -88,6 +89,9 @@ export class FakeTradePort implements TradePort {
   }
   remittance(order: TradeOrder) {
     return this.run("remittance", order);
+  }
+  async resolve(): Promise<TradeResolution> {
+    return { state: "dropped" };
   }
 
   private async run(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {

@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { expect } from "chai";
@@ -5,9 +7,12 @@ import { pino } from "pino";
 
 import {
   ChainUnavailableError,
+  IdempotencyInFlightError,
+  IdempotencyKeyReusedError,
   InsufficientFundsError,
   InvalidArgumentError,
   PriceUnavailableError,
+  TradePendingError,
   TradeRevertedError,
   UnknownWalletError,
   createUseCases,
@@ -33,6 +38,9 @@ describe("error mapping", function () {
       trade_reverted: Code.FailedPrecondition,
       price_unavailable: Code.Unavailable,
       chain_unavailable: Code.Unavailable,
+      idempotency_mismatch: Code.FailedPrecondition,
+      idempotency_in_flight: Code.Aborted,
+      trade_pending: Code.DeadlineExceeded,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });
@@ -66,7 +74,14 @@ describe("error mapping", function () {
 
   it("passes a ConnectError through unchanged", function () {
     const error = new ConnectError("nope", Code.Unauthenticated);
-    expect(toConnectError(error)).to.deep.equal({ error, internal: false });
+    expect(toConnectError(error)).to.deep.equal({ error, internal: false, status: 401 });
+  });
+
+  it("answers a reused Idempotency-Key with 422 on the JSON routes and failed_precondition on RPCs", function () {
+    const mapped = toConnectError(new IdempotencyKeyReusedError());
+    expect([mapped.error.code, mapped.status]).to.deep.equal([Code.FailedPrecondition, 422]);
+    expect(toConnectError(new IdempotencyInFlightError()).status).to.equal(409);
+    expect(toConnectError(new TradePendingError("0x01")).status).to.equal(504);
   });
 
   it("maps codes to HTTP statuses as the Connect protocol does", function () {
@@ -99,8 +114,10 @@ describe("api key verifier", function () {
   const verifier = createApiKeyVerifier([API_KEY, "another-key-abcdefghijkl"]);
 
   it("accepts each configured key and says which one", function () {
-    expect(verifier.check(API_KEY)).to.deep.equal({ ok: true, keyIndex: 0 });
-    expect(verifier.check("another-key-abcdefghijkl")).to.deep.equal({ ok: true, keyIndex: 1 });
+    const scope = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 32);
+    expect(verifier.check(API_KEY)).to.deep.equal({ ok: true, keyIndex: 0, scope: scope(API_KEY) });
+    expect(verifier.check("another-key-abcdefghijkl")).to.deep.equal({ ok: true, keyIndex: 1, scope: scope("another-key-abcdefghijkl") });
+    expect(createApiKeyVerifier(["another-key-abcdefghijkl", API_KEY]).check(API_KEY)).to.deep.include({ scope: scope(API_KEY) });
   });
 
   it("refuses a missing, empty, wrong, longer or shorter key", function () {
