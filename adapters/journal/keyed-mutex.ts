@@ -1,0 +1,30 @@
+/**
+ * One task at a time per key, in call order, within this process. Both journals use it
+ * for `withNonce`: SQLite relies on it alone; PostgreSQL uses it so that one process
+ * holds at most one database connection waiting for a wallet's lock.
+ */
+export class KeyedMutex {
+  readonly #tails = new Map<string, Promise<void>>();
+
+  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    const tail = previous.then(() => done);
+    this.#tails.set(key, tail);
+    await previous;
+    try {
+      return await task();
+    } finally {
+      release();
+      // Forget idle keys, so a long-running service does not keep one entry per wallet ever seen.
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    }
+  }
+}
+
+/** A nonce from the chain must be a non-negative safe integer; anything else is a bug upstream. */
+export function checkNonce(nonce: number): number {
+  if (!Number.isSafeInteger(nonce) || nonce < 0) throw new Error(`chainNonce() returned ${String(nonce)}, not a non-negative integer`);
+  return nonce;
+}

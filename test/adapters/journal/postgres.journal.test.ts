@@ -1,0 +1,71 @@
+import { expect } from "chai";
+import pg from "pg";
+
+import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
+import { startPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { describeJournalContract } from "./journal.contract.js";
+
+describe("on a real PostgreSQL server", function () {
+  let server: TestPostgres;
+  let schemas = 0;
+
+  before(async function () {
+    this.timeout(120_000);
+    server = await startPostgres();
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    await server?.stop();
+  });
+
+  async function sql<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query<T>(text)).rows;
+    } finally {
+      await client.end();
+    }
+  }
+
+  // Each test gets its own schema (CREATE DATABASE takes ~0.4 s, a schema nothing), chosen by
+  // search_path in the URL; small pools, so a lock holder starving the pool would deadlock here.
+  describeJournalContract("PostgreSQL", async () => {
+    const schema = `contract_${++schemas}`;
+    await sql(server.url, `CREATE SCHEMA ${schema}`);
+    const url = `${server.url}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    return {
+      open: () => openPostgresJournal(url, { max: 2, nonceConnections: 2 }),
+      shared: true,
+      config: { url, dataDir: "/nonexistent" },
+      dispose: async () => void (await sql(server.url, `DROP SCHEMA ${schema} CASCADE`)),
+    };
+  });
+
+  describe("the PostgreSQL trade journal", function () {
+    it("creates its schema once when several instances start at once", async function () {
+      const url = await server.newDatabase();
+      const journals = await Promise.all(Array.from({ length: 5 }, () => openJournal({ url, dataDir: "/nonexistent" })));
+      await Promise.all(journals.map((journal) => journal.close()));
+      expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }]);
+    });
+
+    it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {
+      const url = await server.newDatabase();
+      await sql(url, `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_in_transaction_session_timeout = '200ms'`);
+      const journal = await openPostgresJournal(url);
+      try {
+        let asked = 0;
+        const chainNonce = async () => (asked++, 3);
+        const slow = async (nonce: number) => (await new Promise((resolve) => setTimeout(resolve, 600)), nonce);
+        expect(await journal.withNonce("0xAbC", chainNonce, slow)).to.equal(3);
+        // Had the server ended the transaction mid-send, nothing would be stored and the chain asked again.
+        expect(await journal.withNonce("0xabc", chainNonce, async (nonce) => nonce)).to.equal(4);
+        expect(asked).to.equal(1);
+      } finally {
+        await journal.close();
+      }
+    });
+  });
+});
