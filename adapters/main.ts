@@ -4,14 +4,16 @@
  * protocol on one port. scripts/start.ts is the command line around it.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 
 import type { Logger } from "pino";
 
 import { createUseCases } from "../core/index.js";
 import { createChainAdapter, createRpcProvider, type ChainAdapter, type DeploymentAddresses } from "./chain/index.js";
 import { readDeploymentFile } from "./config/deployment-file.js";
+import { openJournal } from "./journal/index.js";
 import { loadConfig, type AppConfig } from "./config/env.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
 import { createHttpHandler } from "./transport/http-handler.js";
@@ -65,6 +67,8 @@ export interface EmbeddedChainOptions {
   log: Logger;
   /** How often the mock price feeds are re-posted (default hourly), so they never go stale. */
   feedHeartbeatMs?: number;
+  /** Mine a block every this many ms once deployed (CHAIN_BLOCK_TIME_MS); unset = a block per transaction. */
+  blockTimeMs?: number;
 }
 
 /** Starts an embedded chain. Injected (scripts/embedded-chain.ts) so adapters/ never imports Hardhat or scripts/. */
@@ -103,7 +107,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       log.info({ chainPort: config.chain.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
       if (options.embeddedChain === undefined) throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
       const startEmbeddedChain = await options.embeddedChain();
-      const chain = await startEmbeddedChain({ chainPort: config.chain.chainPort, log });
+      const chain = await startEmbeddedChain({ chainPort: config.chain.chainPort, log, ...(config.chain.blockTimeMs !== undefined ? { blockTimeMs: config.chain.blockTimeMs } : {}) });
       closers.push(() => chain.close());
       rpcUrl = chain.rpcUrl;
       addresses = chain.addresses;
@@ -116,6 +120,19 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       log.info({ rpcUrl: redactUrl(rpcUrl), swap: addresses.swap }, "using an existing chain");
     }
 
+    // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL).
+    let dataDir = config.journal.dataDir;
+    if (config.chain.mode === "embedded" && config.journal.url === undefined) {
+      // The embedded chain is new at each start, so its journal is too: a fresh directory,
+      // removed at shutdown, which also lets several embedded services run side by side.
+      const temporary = await mkdtemp(join(tmpdir(), "token-service-journal-"));
+      closers.push(() => rm(temporary, { recursive: true, force: true }));
+      dataDir = temporary;
+    }
+    const journal = await openJournal({ dataDir, ...(config.journal.url !== undefined ? { url: config.journal.url } : {}) });
+    closers.push(() => journal.close());
+    log.info({ journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" }, "trade journal open");
+
     const provider = createRpcProvider(rpcUrl, embeddedChainId === undefined ? undefined : BigInt(embeddedChainId));
     let adapter: ChainAdapter;
     try {
@@ -124,6 +141,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         privateKeys,
         addresses,
         ...(config.cashDiscountBps !== undefined ? { cashDiscountBps: config.cashDiscountBps } : {}),
+        priceCacheMs: config.priceCacheMs,
+        receiptTimeoutMs: config.receiptTimeoutMs,
+        nonces: journal,
       });
     } catch (error) {
       provider.destroy();
@@ -135,7 +155,13 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       trade: adapter.trade,
       price: adapter.price,
       config: { stableCoins: adapter.stableCoins, limits: config.limits },
+      journal,
+      inFlightWaitMs: config.idempotencyWaitMs,
     });
+    closers.push(() => useCases.close());
+    // Trades a previous run broadcast but never saw mined are resolved from the chain, never resent.
+    const unresolved = await useCases.recover();
+    if (unresolved > 0) log.warn({ trades: unresolved }, "settling trades left unconfirmed by a previous run");
 
     let generatedApiKey: string | undefined;
     let apiKeys = config.apiKeys;

@@ -61,7 +61,16 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     }, options.feedHeartbeatMs ?? FEED_HEARTBEAT_MS);
     heartbeat.unref();
     const chainId = Number((await ethers.provider.getNetwork()).chainId);
-    log.info({ rpcUrl, chainId, swap: addresses.swap, exchangeWallet: exchange.address }, "embedded chain ready");
+    if (options.blockTimeMs !== undefined) {
+      // Only now, so the deployment above was mined instantly: from here on, transactions
+      // wait in the mempool and a block is mined every blockTimeMs, like on a real chain.
+      await connection.provider.request({ method: "evm_setAutomine", params: [false] });
+      await connection.provider.request({ method: "evm_setIntervalMining", params: [options.blockTimeMs] });
+    }
+    log.info(
+      { rpcUrl, chainId, swap: addresses.swap, exchangeWallet: exchange.address, mining: options.blockTimeMs === undefined ? "auto" : `every ${options.blockTimeMs} ms` },
+      "embedded chain ready",
+    );
 
     const opened = connection;
     return {

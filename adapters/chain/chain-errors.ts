@@ -50,6 +50,9 @@ function revertData(error: unknown): string | undefined {
 export function toDomainError(error: unknown, context: { stableDecimals?: number } = {}): unknown {
   if (error instanceof DomainError) return error;
   if (isChainUnreachable(error)) return new ChainUnavailableError("the JSON-RPC node did not answer");
+  if (isError(error, "INSUFFICIENT_FUNDS")) {
+    return new InsufficientFundsError("userAddress: the exchange wallet cannot pay the gas for this transaction");
+  }
   const data = revertData(error);
   if (isError(error, "CALL_EXCEPTION") || data !== undefined) {
     const decoded = data && data !== "0x" ? safeParse(data) : undefined;

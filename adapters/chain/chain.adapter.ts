@@ -6,7 +6,9 @@ import { Contract, FetchRequest, JsonRpcProvider, Network, Wallet, type Provider
 
 import { ChainUnavailableError, type PricePort, type StableCoin, type TradePort } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
+import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
+import type { NonceStore } from "./nonce-store.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
 import { ChainTradeAdapter } from "./trade.adapter.js";
 
@@ -31,7 +33,17 @@ export interface ChainAdapterOptions {
   cashDiscountBps?: number;
   /** How long a trade waits for its receipt, in ms. */
   receiptTimeoutMs?: number;
+  /** Where nonces are assigned: the trade journal's shared sequence, or in memory by default. */
+  nonces?: NonceStore;
+  /**
+   * How long a good price record is served from memory, in ms (default 1000; 0 = every
+   * quote reads the chain). Concurrent quotes share one chain read; errors are not cached.
+   */
+  priceCacheMs?: number;
 }
+
+/** Default of `priceCacheMs`: a quote lags the chain by at most a second. */
+export const DEFAULT_PRICE_CACHE_MS = 1000;
 
 export interface ChainAdapter {
   trade: TradePort;
@@ -87,14 +99,16 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     swap: addresses.swap,
     token: { address: addresses.token, symbol: tokenSymbol },
     ...(options.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: options.receiptTimeoutMs }),
+    ...(options.nonces === undefined ? {} : { nonces: options.nonces }),
   });
-  const price = new ChainPriceAdapter({
+  const chainPrice = new ChainPriceAdapter({
     provider,
     swap: addresses.swap,
     feeds: addresses.feeds,
     tokenSymbol,
     cashDiscountBps: options.cashDiscountBps ?? 0,
   });
+  const price = new CachedPricePort(chainPrice, { ttlMs: options.priceCacheMs ?? DEFAULT_PRICE_CACHE_MS });
   const swap = new Contract(addresses.swap, SWAP_ABI, provider);
 
   return {

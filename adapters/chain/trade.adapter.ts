@@ -8,6 +8,7 @@
 import {
   Contract,
   Interface,
+  JsonRpcApiProvider,
   MaxUint256,
   formatUnits,
   keccak256,
@@ -57,6 +58,7 @@ export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
   readonly #signers = new Map<string, Wallet>();
   readonly #allowanceQueues = new Map<string, SerialQueue>();
+  readonly #erc20s = new Map<string, Contract>();
   /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
   readonly #inFlight = new Map<string, bigint>();
   #feeCache?: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> };
@@ -78,13 +80,24 @@ export class ChainTradeAdapter implements TradePort {
     return this.#trade("remittance", order, hooks);
   }
 
-  /** Looks a journalled transaction up: mined, still in the mempool, or unknown (dropped or never sent). */
+  /**
+   * Looks a journalled transaction up without resending it. It is dropped only once its
+   * nonce is taken by another mined transaction: until then an unknown transaction may
+   * still be on its way (signed and recorded, not yet broadcast), so it counts as pending.
+   */
   async resolve(tx: SignedTrade): Promise<TradeResolution> {
+    const { provider } = this.#opts;
     try {
-      const receipt = await this.#opts.provider.getTransactionReceipt(tx.txHash);
-      if (receipt) return { state: "mined", receipt: toWeb3Receipt(receipt) };
-      if (await this.#opts.provider.getTransaction(tx.txHash)) return { state: "pending" };
-      return { state: "dropped" };
+      const mined = async (): Promise<TradeResolution | undefined> => {
+        const receipt = await provider.getTransactionReceipt(tx.txHash);
+        return receipt ? { state: "mined", receipt: toWeb3Receipt(receipt) } : undefined;
+      };
+      const first = await mined();
+      if (first) return first;
+      if (await provider.getTransaction(tx.txHash)) return { state: "pending" };
+      if ((await provider.getTransactionCount(tx.wallet, "latest")) <= tx.nonce) return { state: "pending" };
+      // The nonce is used: by this transaction if it was mined meanwhile, else by another one.
+      return (await mined()) ?? { state: "dropped" };
     } catch (error) {
       throw toDomainError(error);
     }
@@ -142,7 +155,8 @@ export class ChainTradeAdapter implements TradePort {
     key: string,
   ): Promise<void> {
     const owner = signer.address;
-    const contract = new Contract(asset.address, ERC20_ABI, this.#opts.provider);
+    let contract = this.#erc20s.get(asset.address);
+    if (!contract) this.#erc20s.set(asset.address, (contract = new Contract(asset.address, ERC20_ABI, this.#opts.provider)));
     let queue = this.#allowanceQueues.get(key);
     if (!queue) this.#allowanceQueues.set(key, (queue = new SerialQueue()));
     await queue.run(async () => {
@@ -199,7 +213,7 @@ export class ChainTradeAdapter implements TradePort {
           const rawTx = await signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce, value: 0n });
           const txHash = keccak256(rawTx);
           await onSigned?.({ wallet: signer.address, nonce, txHash, rawTx });
-          await this.#opts.provider.broadcastTransaction(rawTx);
+          await this.#broadcast(rawTx);
           return txHash;
         });
       } catch (error) {
@@ -207,6 +221,17 @@ export class ChainTradeAdapter implements TradePort {
         throw error;
       }
     }
+  }
+
+  /**
+   * Sends a signed transaction. On a JSON-RPC provider this is a bare eth_sendRawTransaction:
+   * ethers' broadcastTransaction would first recover the sender's key from the signature
+   * (milliseconds of secp256k1 per trade, inside the nonce lock) to build a response we do not use.
+   */
+  async #broadcast(rawTx: string): Promise<void> {
+    const provider = this.#opts.provider;
+    if (provider instanceof JsonRpcApiProvider) await provider.send("eth_sendRawTransaction", [rawTx]);
+    else await provider.broadcastTransaction(rawTx);
   }
 
   /** EIP-1559 fees, cached for a second: every send in a burst pays the same. */

@@ -23,6 +23,14 @@ export interface AppConfig {
   limits: { maxSellTokens: bigint; maxUsd: string };
   /** Cash discount in basis points, when configured. */
   cashDiscountBps?: number;
+  /** PRICE_CACHE_MS: how long a price quote is served from memory (0 = never). */
+  priceCacheMs: number;
+  /** The durable trade journal: PostgreSQL at JOURNAL_URL, else SQLite under DATA_DIR. */
+  journal: { url?: string; dataDir: string };
+  /** RECEIPT_TIMEOUT_MS: how long a trade waits for its receipt before answering "pending". */
+  receiptTimeoutMs: number;
+  /** IDEMPOTENCY_WAIT_MS: how long a retry waits for the first request with its key before 409. */
+  idempotencyWaitMs: number;
   chain: EmbeddedChainConfig | RpcChainConfig;
 }
 
@@ -30,6 +38,8 @@ export interface AppConfig {
 export interface EmbeddedChainConfig {
   mode: "embedded";
   chainPort: number;
+  /** CHAIN_BLOCK_TIME_MS: mine a block every this many ms instead of one per transaction (automine). */
+  blockTimeMs?: number;
 }
 
 /** RPC_URL set: an existing chain, with the suite's addresses from a file and the signing keys from the environment. */
@@ -69,6 +79,7 @@ const schema = z.object({
   HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default("127.0.0.1"),
   PORT: optional(integer("PORT", 0, 65535)).default(8080),
   CHAIN_PORT: optional(integer("CHAIN_PORT", 0, 65535)).default(8545),
+  CHAIN_BLOCK_TIME_MS: optional(integer("CHAIN_BLOCK_TIME_MS", 1, 3_600_000)),
   LOG_LEVEL: optional(
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       error: "LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent",
@@ -84,6 +95,11 @@ const schema = z.object({
   MAX_SELL_TOKENS: optional(decimal("MAX_SELL_TOKENS")).default("100000"),
   MAX_USD: optional(decimal("MAX_USD")).default("100000"),
   CASH_DISCOUNT_BPS: optional(integer("CASH_DISCOUNT_BPS", 0, 9999)),
+  PRICE_CACHE_MS: optional(integer("PRICE_CACHE_MS", 0, 60_000)).default(1000),
+  DATA_DIR: optional(z.string()).default("data"),
+  JOURNAL_URL: optional(z.string().regex(/^postgres(ql)?:\/\/\S+$/, "JOURNAL_URL: must be a postgres:// or postgresql:// URL")),
+  RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
+  IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -170,8 +186,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS"] as const) {
       if (e[name] !== undefined) problems.push(`${name}: is only used with RPC_URL; set RPC_URL to use an existing chain, or unset ${name}`);
     }
-    chain = { mode: "embedded", chainPort: e.CHAIN_PORT };
+    chain = { mode: "embedded", chainPort: e.CHAIN_PORT, ...(e.CHAIN_BLOCK_TIME_MS !== undefined ? { blockTimeMs: e.CHAIN_BLOCK_TIME_MS } : {}) };
   } else {
+    if (e.CHAIN_BLOCK_TIME_MS !== undefined) problems.push("CHAIN_BLOCK_TIME_MS: is only used by the embedded chain; unset it with RPC_URL (the chain sets its own block time)");
     if (e.DEPLOYMENT_FILE === undefined) problems.push("DEPLOYMENT_FILE: is required when RPC_URL is set (the suite's addresses, see .env.example)");
     const privateKeys = (e.EXCHANGE_PRIVATE_KEYS ?? "").split(",").map((k) => k.trim()).filter((k) => k !== "");
     if (e.EXCHANGE_PRIVATE_KEYS === undefined || privateKeys.length === 0) {
@@ -199,6 +216,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     limits: { maxSellTokens, maxUsd: e.MAX_USD },
     ...(e.CASH_DISCOUNT_BPS !== undefined ? { cashDiscountBps: e.CASH_DISCOUNT_BPS } : {}),
+    priceCacheMs: e.PRICE_CACHE_MS,
+    journal: { dataDir: e.DATA_DIR, ...(e.JOURNAL_URL !== undefined ? { url: e.JOURNAL_URL } : {}) },
+    receiptTimeoutMs: e.RECEIPT_TIMEOUT_MS,
+    idempotencyWaitMs: e.IDEMPOTENCY_WAIT_MS,
     chain,
   };
 }

@@ -20,7 +20,7 @@ export interface TradeHooks {
 export type TradeResolution =
   | { state: "mined"; receipt: TransactionReceipt }
   | { state: "pending" }
-  /** Unknown to the chain and never to be mined: its nonce is gone, or it was never broadcast. */
+  /** Never to be mined: another mined transaction took its nonce, so nothing was paid. */
   | { state: "dropped" };
 
 /**

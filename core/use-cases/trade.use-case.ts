@@ -2,6 +2,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 
 import {
+  ChainUnavailableError,
   DomainError,
   IdempotencyInFlightError,
   IdempotencyKeyReusedError,
@@ -107,7 +108,12 @@ async function execute(trade: TradePort, journalling: TradeJournalling, order: T
       settlement.watch(id, signed);
       throw error;
     }
-    // Signed, then something failed: only the chain knows whether it went out.
+    if (error instanceof DomainError && !(error instanceof ChainUnavailableError)) {
+      // A definite answer: the node refused the transaction, or it reverted when mined.
+      await journal.markFailed(id, { code: error.code, message: error.message }).catch(() => settlement.watch(id, signed!));
+      throw error;
+    }
+    // Signed, then the node stopped answering (or a bug): only the chain knows whether it went out.
     const settled = await settlement.settleOnce(id, signed).catch(() => false);
     if (!settled) {
       settlement.watch(id, signed);
@@ -129,9 +135,16 @@ async function awaitOutcome(journalling: TradeJournalling, first: TradeRecord): 
     if (record.status === "confirmed" && record.receipt) return record.receipt;
     const failure = recorded(record);
     if (failure) throw failure;
-    if (Date.now() >= until) {
-      throw record.status === "signed" && record.txHash ? new TradePendingError(record.txHash) : new IdempotencyInFlightError();
+    const tx = signedTrade(record);
+    if (tx) {
+      // Broadcast already: the chain may know the outcome before whoever is watching it does.
+      const settled = await journalling.settlement.settleOnce(record.id, tx).catch(() => false);
+      if (settled) {
+        record = await journalling.journal.get(first.id);
+        continue;
+      }
     }
+    if (Date.now() >= until) throw tx ? new TradePendingError(tx.txHash) : new IdempotencyInFlightError();
     await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, until - Date.now()))));
     record = await journalling.journal.get(first.id);
   }
@@ -140,6 +153,13 @@ async function awaitOutcome(journalling: TradeJournalling, first: TradeRecord): 
 function recorded(record: TradeRecord | undefined): DomainError | undefined {
   if (record?.status !== "failed" || !record.error) return undefined;
   return new RecordedTradeError(record.error.code as DomainError["code"], record.error.message);
+}
+
+function signedTrade(record: TradeRecord): SignedTrade | undefined {
+  if (record.status !== "signed" || record.wallet === null || record.nonce === null || record.txHash === null || record.rawTx === null) {
+    return undefined;
+  }
+  return { wallet: record.wallet, nonce: record.nonce, txHash: record.txHash, rawTx: record.rawTx };
 }
 
 function pickRequest(input: TradeRequest): TradeRequest {

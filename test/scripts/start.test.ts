@@ -128,6 +128,7 @@ describe("npm start (scripts/start.ts)", function () {
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
         PORT: "0",
+        DATA_DIR: dir,
       });
       try {
         await waitFor(() => r.stderr().includes("is ready"), "the banner");

@@ -250,7 +250,7 @@ describe("production mode (RPC_URL) on an existing chain", function () {
       const file = join(dir, "deployment.json");
       writeFileSync(file, JSON.stringify(chain.addresses));
       service = await startService({
-        env: { RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file, EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey, API_KEYS: KEY, PORT: "0" },
+        env: { RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file, EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey, API_KEYS: KEY, PORT: "0", DATA_DIR: dir },
         log: pino({ level: "silent" }),
         rootDir: dir,
       });

@@ -1,0 +1,188 @@
+/**
+ * Never lose a trade, never pay twice: the service is killed with SIGKILL between
+ * broadcasting a trade and seeing its receipt, restarted on the same journal, and the
+ * client retries with its Idempotency-Key. Also: two service instances sharing one
+ * PostgreSQL journal trade from one wallet at once.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { expect } from "chai";
+import { JsonRpcProvider } from "ethers";
+import { pino } from "pino";
+
+import { startService, type EmbeddedChain, type RunningService } from "../../adapters/main.js";
+import { startEmbeddedChain } from "../../scripts/embedded-chain.js";
+import { postJson } from "../adapters/transport/helpers.js";
+import { startPostgres, type TestPostgres } from "../helpers/postgres.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const KEY = "crash-test-key-0123456789abcdef";
+const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+
+async function waitFor(predicate: () => boolean | Promise<boolean>, what: string, ms = 60_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await predicate())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Starts the service as `npm start` runs it, and resolves with its API URL once it is ready. */
+async function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; apiUrl: string; output: () => string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    cwd: ROOT,
+    env: { PATH: process.env["PATH"] ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes("is ready") || child.exitCode !== null, "the service to start");
+  const apiUrl = /API: +(http\S+)/.exec(out)?.[1];
+  if (!apiUrl) throw new Error(`the service did not start:\n${out}`);
+  return { child, apiUrl, output: () => out };
+}
+
+describe("crash recovery", function () {
+  let chain: EmbeddedChain;
+  let rpc: JsonRpcProvider;
+  let dir: string;
+
+  before(async function () {
+    dir = mkdtempSync(join(tmpdir(), "crash-"));
+    chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) });
+    writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+    rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  });
+
+  after(async function () {
+    rpc?.destroy();
+    await chain?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const env = () => ({
+    RPC_URL: chain.rpcUrl,
+    DEPLOYMENT_FILE: join(dir, "deployment.json"),
+    EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+    API_KEYS: KEY,
+    PORT: "0",
+    DATA_DIR: join(dir, "data"),
+    IDEMPOTENCY_WAIT_MS: "500",
+    LOG_LEVEL: "warn",
+  });
+  const wallet = () => chain.exchangeWallet.address;
+  const body = { destinatary: CUSTOMER, amount: "3", usdAddress: "" };
+
+  it("after a kill -9 between broadcast and receipt, a retry with the same key gets the original receipt and one transaction exists", async function () {
+    const request = { ...body, userAddress: wallet(), usdAddress: chain.addresses.stableCoins.USDT };
+    const before = await rpc.getTransactionCount(wallet(), "latest");
+    await rpc.send("evm_setAutomine", [false]);
+    let first = await startProcess(env());
+    try {
+      // The trade is broadcast and sits in the mempool: no receipt yet.
+      void postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } }).catch(() => {});
+      await waitFor(async () => (await rpc.getTransactionCount(wallet(), "pending")) === before + 1, "the broadcast");
+      first.child.kill("SIGKILL");
+      await new Promise((resolve) => first.child.once("exit", resolve));
+
+      // Restarted on the same journal while the transaction is still pending: the retry says so.
+      first = await startProcess(env());
+      expect(first.output()).to.match(/settling trades left unconfirmed by a previous run/);
+      const pending = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      expect(pending.status).to.equal(504);
+      expect(pending.body.code).to.equal("deadline_exceeded");
+      expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1); // not resent
+
+      await rpc.send("evm_mine", []);
+      const done = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      expect(done.status).to.equal(200);
+      expect(Object.keys(done.body.events)).to.have.length(5);
+      const block = await rpc.getBlock(done.body.blockNumber, true);
+      const ours = block!.prefetchedTransactions.filter((tx) => tx.from === wallet());
+      expect(ours.map((tx) => tx.hash)).to.deep.equal([done.body.transactionHash]);
+      expect(await rpc.getTransactionCount(wallet(), "latest")).to.equal(before + 1);
+
+      // And once more after the trade is settled: the same receipt, still one transaction.
+      const again = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      expect(again.body).to.deep.equal(done.body);
+      expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1);
+    } finally {
+      await rpc.send("evm_setAutomine", [true]);
+      first.child.kill("SIGKILL");
+    }
+  });
+});
+
+describe("two service instances sharing one PostgreSQL journal", function () {
+  let chain: EmbeddedChain;
+  let postgres: TestPostgres;
+  let rpc: JsonRpcProvider;
+  let dir: string;
+  const services: RunningService[] = [];
+
+  before(async function () {
+    this.timeout(180_000);
+    dir = mkdtempSync(join(tmpdir(), "two-"));
+    [chain, postgres] = await Promise.all([startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) }), startPostgres()]);
+    writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+    for (let i = 0; i < 2; i++) {
+      services.push(
+        await startService({
+          env: {
+            RPC_URL: chain.rpcUrl,
+            DEPLOYMENT_FILE: join(dir, "deployment.json"),
+            EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+            API_KEYS: KEY,
+            PORT: "0",
+            JOURNAL_URL: postgres.url,
+          },
+          log: pino({ level: "silent" }),
+          rootDir: dir,
+        }),
+      );
+    }
+    rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    rpc?.destroy();
+    for (const service of services) await service.close();
+    await chain?.close();
+    await postgres?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("trades from one wallet through both at once: every trade mined, one nonce each, no collisions", async function () {
+    const wallet = chain.exchangeWallet.address;
+    const before = await rpc.getTransactionCount(wallet, "pending");
+    const coins = Object.values(chain.addresses.stableCoins);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        postJson(`${services[i % 2]!.apiUrl}/api/v1/token/buy`, { userAddress: wallet, destinatary: CUSTOMER, amount: `${i + 1}.25`, usdAddress: coins[i % 3] }, { apiKey: KEY }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(40).fill(200));
+    expect(new Set(answers.map((a) => a.body.transactionHash)).size).to.equal(40);
+    expect(await rpc.getTransactionCount(wallet, "pending")).to.equal(before + 40);
+  });
+
+  it("answers the same Idempotency-Key sent to both at once with one transaction", async function () {
+    const wallet = chain.exchangeWallet.address;
+    const before = await rpc.getTransactionCount(wallet, "pending");
+    const request = { userAddress: wallet, destinatary: CUSTOMER, amount: "7", usdAddress: chain.addresses.stableCoins.DAI };
+    const answers = await Promise.all(
+      services.flatMap((service) =>
+        [0, 1, 2].map(() => postJson(`${service.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "shared-1" } })),
+      ),
+    );
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(6).fill(200));
+    expect(new Set(answers.map((a) => a.body.transactionHash)).size).to.equal(1);
+    expect(await rpc.getTransactionCount(wallet, "pending")).to.equal(before + 1);
+  });
+});
