@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 
 import type { Logger } from "pino";
 
-import { createUseCases } from "../core/index.js";
+import { ChainUnavailableError, createUseCases } from "../core/index.js";
 import { createChainAdapter, createRpcProvider, type ChainAdapter, type DeploymentAddresses } from "./chain/index.js";
 import { readDeploymentFile } from "./config/deployment-file.js";
 import { openJournal } from "./journal/index.js";
@@ -133,7 +133,19 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     closers.push(() => journal.close());
     log.info({ journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" }, "trade journal open");
 
-    const provider = createRpcProvider(rpcUrl, embeddedChainId === undefined ? undefined : BigInt(embeddedChainId));
+    // Pin the chain id: an unpinned ethers provider asks eth_chainId again before many calls.
+    let pinnedChainId = embeddedChainId === undefined ? undefined : BigInt(embeddedChainId);
+    if (pinnedChainId === undefined) {
+      const probe = createRpcProvider(rpcUrl);
+      try {
+        pinnedChainId = (await probe.getNetwork()).chainId;
+      } catch {
+        throw new ChainUnavailableError(`the JSON-RPC node at ${redactUrl(rpcUrl)} did not answer at start-up`);
+      } finally {
+        probe.destroy();
+      }
+    }
+    const provider = createRpcProvider(rpcUrl, pinnedChainId);
     let adapter: ChainAdapter;
     try {
       adapter = await createChainAdapter({

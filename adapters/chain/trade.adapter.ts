@@ -125,7 +125,7 @@ export class ChainTradeAdapter implements TradePort {
     try {
       await this.#reserveAllowance(signer, spent, order.amount, reservation);
       reserved = true;
-      const gas = await this.#opts.provider.estimateGas({ from: signer.address, to: this.#opts.swap, data });
+      const gas = await this.#estimateGas({ from: signer.address, to: this.#opts.swap, data });
       const gasLimit = (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
       hash = await this.#sign(signer, { to: this.#opts.swap, data, gasLimit }, hooks?.onSigned);
     } catch (error) {
@@ -157,14 +157,19 @@ export class ChainTradeAdapter implements TradePort {
     const owner = signer.address;
     let contract = this.#erc20s.get(asset.address);
     if (!contract) this.#erc20s.set(asset.address, (contract = new Contract(asset.address, ERC20_ABI, this.#opts.provider)));
+    const read = async () =>
+      (await Promise.all([contract.getFunction("balanceOf")(owner), contract.getFunction("allowance")(owner, this.#opts.swap)])) as [
+        bigint,
+        bigint,
+      ];
+    // Read outside the lock, so concurrent trades do not queue behind each other's round trips.
+    // A trade mined but not yet released is then counted twice: the check errs on the safe side.
+    let [balance, allowance] = await read();
     let queue = this.#allowanceQueues.get(key);
     if (!queue) this.#allowanceQueues.set(key, (queue = new SerialQueue()));
     await queue.run(async () => {
-      const [balance, allowance] = (await Promise.all([
-        contract.getFunction("balanceOf")(owner),
-        contract.getFunction("allowance")(owner, this.#opts.swap),
-      ])) as [bigint, bigint];
       const inFlight = this.#inFlight.get(key) ?? 0n;
+      if (allowance - inFlight < amount) [balance, allowance] = await read(); // a top-up may be needed: look again
       if (balance - inFlight < amount) {
         throw new InsufficientFundsError(
           `userAddress: ${owner} holds ${formatUnits(balance, asset.decimals)} ${asset.symbol}` +
@@ -189,7 +194,7 @@ export class ChainTradeAdapter implements TradePort {
 
   async #approve(signer: Wallet, asset: string, value: bigint): Promise<void> {
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
-    const gas = await this.#opts.provider.estimateGas({ from: signer.address, to: asset, data });
+    const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
     const hash = await this.#sign(signer, { to: asset, data, gasLimit: (gas * 12n) / 10n });
     const receipt = await this.#waitForReceipt(hash);
     if (receipt.status !== 1) throw new TradeRevertedError(`allowance update ${hash} reverted`);
@@ -221,6 +226,17 @@ export class ChainTradeAdapter implements TradePort {
         throw error;
       }
     }
+  }
+
+  /**
+   * Estimates against the latest block. ethers estimates against "pending", which makes the
+   * node replay every waiting transaction first: under interval mining, a burst of trades
+   * would slow each preflight down in proportion to the burst.
+   */
+  async #estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
+    const provider = this.#opts.provider;
+    if (!(provider instanceof JsonRpcApiProvider)) return provider.estimateGas(tx);
+    return BigInt((await provider.send("eth_estimateGas", [tx, "latest"])) as string);
   }
 
   /**

@@ -133,6 +133,21 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     // The server never listens itself (sockets arrive through "connection"), so start
     // the connection tracking that enforces headersTimeout/requestTimeout by hand.
     h1.emit("listening");
+    // Requests Node's HTTP parser refuses (an unknown method, a malformed header, oversized
+    // headers) never reach the handler: answer them with the same {code, message} body.
+    h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => {
+      if (!socket.writable) return socket.destroy();
+      const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+      const body = JSON.stringify(
+        tooLarge
+          ? { code: "resource_exhausted", message: "request headers: too large" }
+          : { code: "invalid_argument", message: "request: not a valid HTTP/1.1 request" },
+      );
+      socket.end(
+        `HTTP/1.1 ${tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\n` +
+          `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    });
     const h2 = http2.createServer({}, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
     h2.on("session", trackSession);
     http1 = h1;
