@@ -1,0 +1,624 @@
+/**
+ * `npm run bench`: throughput of the service against its two natural ceilings, in one run
+ * on one embedded chain, printed as one markdown table.
+ *
+ * - Price: GET /api/v1/token/price through the service, and the same bytes (status,
+ *   headers, body captured from the service) from a bare `node:http` server, both loaded
+ *   with autocannon. Ratio = service requests/s ÷ bare requests/s (target ≥ 0.7).
+ * - Sells: N sells of 1 token through JSON HTTP and through gRPC (@grpc/grpc-js), C at a
+ *   time, and the same `TokenSwap.sell` calls signed directly with ethers by the exchange
+ *   wallet (nonces assigned locally, sent concurrently, receipts awaited): the chain's own
+ *   limit. Ratio = service sells/s ÷ direct sells/s (target ≥ 0.7). Every trade is checked:
+ *   receipt status, log count, one transaction each, and the wallet's token balance.
+ * - Peak RSS of the service process (the API and the embedded chain it runs).
+ *
+ * Two processes, so that the load generators do not steal the service's event loop: this
+ * one forks itself with `--role server` (embedded chain + service on port 0 + the bare
+ * server, logs silent) and drives the load. Each measurement is split into rounds that
+ * alternate service and baseline, so a neighbour's load drifting during the run hits both.
+ *
+ * Options: --duration <s> (price, per target), --connections, --sells (per path),
+ * --concurrency, --rounds, --warmup (sells per path and round, not measured),
+ * --only price|sells, --profile <dir> (a V8 CPU profile of the service process, for
+ * Chrome DevTools). The service reads the rest of its configuration from the environment
+ * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
+ * (DATA_DIR) goes to a fresh temporary directory.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import * as http from "node:http";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import autocannon from "autocannon";
+import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, keccak256, parseUnits } from "ethers";
+
+import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
+
+const SELF = fileURLToPath(import.meta.url);
+const PROTO_ROOT = fileURLToPath(new URL("../proto", import.meta.url));
+/** Hardhat account #2: receives the stable coins. */
+const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+const PRICE_PATH = "/api/v1/token/price";
+const SELL_LOGS = 5;
+const ONE_TOKEN = parseUnits("1", 18);
+const STABLES = ["DAI", "USDT", "USDC"] as const;
+
+const { values: opts } = parseArgs({
+  options: {
+    role: { type: "string", default: "driver" },
+    duration: { type: "string", default: "10" },
+    connections: { type: "string", default: "50" },
+    sells: { type: "string", default: "1000" },
+    concurrency: { type: "string", default: "50" },
+    warmup: { type: "string", default: "50" },
+    /** Each measurement is split into this many rounds, alternating service and baseline (neighbours' load drifts). */
+    rounds: { type: "string", default: "2" },
+    /** Writes a V8 CPU profile of the service process (.cpuprofile) into this directory. */
+    profile: { type: "string" },
+    /** Runs only the price or only the sell measurements (for profiling). */
+    only: { type: "string" },
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Messages between the two processes
+// ---------------------------------------------------------------------------------------------
+
+interface Captured {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: string;
+}
+
+interface Ready {
+  type: "ready";
+  apiUrl: string;
+  bareUrl: string;
+  rpcUrl: string;
+  chainId: number;
+  wallet: string;
+  privateKey: string;
+  addresses: DeploymentAddresses;
+  captured: Captured;
+  config: Record<string, string>;
+}
+
+interface Usage {
+  type: "usage";
+  /** CPU time of the service process so far, in µs. */
+  cpuMicros: number;
+  /** Event-loop utilisation of the service process's main thread since the previous mark (0..1). */
+  elu: number;
+  maxRssBytes: number;
+}
+
+type ToServer = { type: "usage" } | { type: "stop" };
+type FromServer = Ready | Usage | { type: "error"; message: string };
+
+// ---------------------------------------------------------------------------------------------
+// The server process: embedded chain, service, bare server
+// ---------------------------------------------------------------------------------------------
+
+/** Headers node:http writes by itself on both servers; all others are copied verbatim. */
+const AUTOMATIC_HEADERS = new Set(["date", "connection", "keep-alive", "transfer-encoding"]);
+
+async function serve(): Promise<void> {
+  const send = (message: FromServer) => process.send!(message);
+  const { pino } = await import("pino");
+  const { startService } = await import("../adapters/main.js");
+  const { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } = await import("./embedded-chain.js");
+  const apiKey = process.env["BENCH_API_KEY"]!;
+  const dir = mkdtempSync(join(tmpdir(), "bench-"));
+  const log = pino({ level: "silent" });
+  const service = await startService({
+    env: {
+      ...process.env,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      CHAIN_PORT: "0",
+      API_KEYS: apiKey,
+      API_KEYS_FILE: "",
+      RPC_URL: "",
+      DEPLOYMENT_FILE: "",
+      EXCHANGE_PRIVATE_KEYS: "",
+      TLS_CERT: "",
+      TLS_KEY: "",
+      LOG_LEVEL: "silent",
+      DATA_DIR: dir,
+    },
+    embeddedChain: async () => startEmbeddedChain,
+    log,
+    rootDir: dir,
+  });
+
+  const captured = await capture(`${service.apiUrl}${PRICE_PATH}`, apiKey);
+  if (captured.status !== 200) throw new Error(`the price answered ${captured.status}: ${captured.body}`);
+  const headers = Object.entries(captured.headers).filter(([name]) => !AUTOMATIC_HEADERS.has(name));
+  const bare = http.createServer((_req, res) => {
+    res.writeHead(captured.status, headers.flat() as string[]);
+    res.end(captured.body);
+  });
+  await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
+  const bareUrl = `http://127.0.0.1:${(bare.address() as { port: number }).port}`;
+
+  const exchange = hardhatAccount(EXCHANGE_ACCOUNT);
+  if (exchange.address !== service.wallets[0]) throw new Error("the service does not sign for Hardhat account #1");
+  const config: Record<string, string> = { PRICE_CACHE_MS: String(service.config.priceCacheMs) };
+  for (const name of ["CHAIN_BLOCK_TIME_MS", "JOURNAL_URL"]) {
+    if (process.env[name]) config[name] = name === "JOURNAL_URL" ? "(set)" : process.env[name]!;
+  }
+
+  let elu = performance.eventLoopUtilization();
+  process.on("message", (message: ToServer) => {
+    if (message.type === "usage") {
+      const now = performance.eventLoopUtilization();
+      const since = performance.eventLoopUtilization(now, elu);
+      elu = now;
+      const usage = process.resourceUsage();
+      send({ type: "usage", cpuMicros: usage.userCPUTime + usage.systemCPUTime, elu: since.utilization, maxRssBytes: usage.maxRSS * 1024 });
+    } else if (message.type === "stop") {
+      bare.closeAllConnections();
+      bare.close();
+      service
+        .close()
+        .catch(() => {})
+        .finally(() => {
+          rmSync(dir, { recursive: true, force: true });
+          process.disconnect();
+        });
+    }
+  });
+  send({
+    type: "ready",
+    apiUrl: service.apiUrl,
+    bareUrl,
+    rpcUrl: service.rpcUrl,
+    chainId: service.chainId,
+    wallet: exchange.address,
+    privateKey: exchange.privateKey,
+    addresses: service.addresses,
+    captured,
+    config,
+  });
+}
+
+function capture(url: string, apiKey: string): Promise<Captured> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { api_key: apiKey } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const headers: Record<string, string | string[]> = {};
+          for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) headers[name] = value;
+          resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString("utf8") });
+        });
+      })
+      .on("error", reject);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver process: load, checks, the table
+// ---------------------------------------------------------------------------------------------
+
+class ServerProcess {
+  readonly #child: ChildProcess;
+  readonly #waiting: Array<(message: FromServer) => void> = [];
+  readonly #output: Buffer[] = [];
+
+  constructor(apiKey: string) {
+    this.#child = fork(SELF, ["--role", "server"], {
+      execArgv: ["--import", "tsx", ...(opts.profile ? ["--cpu-prof", `--cpu-prof-dir=${opts.profile}`] : [])],
+      env: { ...process.env, BENCH_API_KEY: apiKey },
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    });
+    this.#child.stdout!.on("data", (chunk: Buffer) => this.#output.push(chunk));
+    this.#child.stderr!.on("data", (chunk: Buffer) => this.#output.push(chunk));
+    this.#child.on("message", (message: FromServer) => this.#waiting.shift()?.(message));
+    this.#child.on("exit", (code) => {
+      if (code !== 0 && code !== null) {
+        process.stderr.write(Buffer.concat(this.#output));
+        process.stderr.write(`\nthe service process exited with code ${code}\n`);
+        process.exit(1);
+      }
+    });
+  }
+
+  next<T extends FromServer["type"]>(type: T, timeoutMs = 180_000): Promise<Extract<FromServer, { type: T }>> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no "${type}" from the service process within ${timeoutMs} ms`)), timeoutMs);
+      this.#waiting.push((message) => {
+        clearTimeout(timer);
+        if (message.type === "error") reject(new Error(message.message));
+        else if (message.type !== type) reject(new Error(`expected "${type}" from the service process, got "${message.type}"`));
+        else resolve(message as Extract<FromServer, { type: T }>);
+      });
+    });
+  }
+
+  async usage(): Promise<Usage> {
+    const reply = this.next("usage", 10_000);
+    this.#child.send({ type: "usage" } satisfies ToServer);
+    return reply;
+  }
+
+  /** Stops the service process; kills it (by its pid) when it does not exit within 30 s. */
+  async stop(): Promise<void> {
+    const exited = new Promise<void>((resolve) => {
+      if (this.#child.exitCode !== null) resolve();
+      else this.#child.once("exit", () => resolve());
+    });
+    if (this.#child.connected) this.#child.send({ type: "stop" } satisfies ToServer);
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** What a load run did and what it cost. */
+interface Run {
+  ops: number;
+  seconds: number;
+  p99Ms: number;
+}
+
+interface Load extends Run {
+  /** CPU time the service process spent meanwhile, in µs, and its main thread's event-loop utilisation. */
+  cpuMicros: number;
+  elu: number;
+  /** Event-loop utilisation of this (driver) process while it generated the load. */
+  driverElu: number;
+}
+
+const perSecond = (load: Run) => load.ops / load.seconds;
+
+/** Several rounds of one measurement as one: totals, and p99 and utilisations weighted by their share. */
+function combine(loads: Load[]): Load {
+  const ops = loads.reduce((n, l) => n + l.ops, 0);
+  const seconds = loads.reduce((n, l) => n + l.seconds, 0);
+  return {
+    ops,
+    seconds,
+    p99Ms: loads.reduce((n, l) => n + l.p99Ms * l.ops, 0) / ops,
+    cpuMicros: loads.reduce((n, l) => n + l.cpuMicros, 0),
+    elu: loads.reduce((n, l) => n + l.elu * l.seconds, 0) / seconds,
+    driverElu: loads.reduce((n, l) => n + l.driverElu * l.seconds, 0) / seconds,
+  };
+}
+
+/** Runs `work` between two usage marks of the service process. */
+async function measured(server: ServerProcess, work: () => Promise<Run>): Promise<Load> {
+  const before = await server.usage();
+  const driverBefore = performance.eventLoopUtilization();
+  const run = await work();
+  const driverElu = performance.eventLoopUtilization(driverBefore).utilization;
+  const after = await server.usage();
+  return { ...run, cpuMicros: after.cpuMicros - before.cpuMicros, elu: after.elu, driverElu };
+}
+
+/** Loads `url` for `seconds`; refuses a run with any error or non-2xx answer. */
+async function cannon(url: string, apiKey: string | undefined, seconds: number, connections: number): Promise<Run> {
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    headers: apiKey === undefined ? {} : { api_key: apiKey },
+  });
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
+  }
+  return { ops: result.requests.total, seconds: result.duration, p99Ms: result.latency.p99 };
+}
+
+/** Runs `count` tasks, `concurrency` at a time; returns ops/s and the p99 of one task, in ms. */
+async function pool(count: number, concurrency: number, task: (index: number) => Promise<void>): Promise<Run> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) {
+        const index = next++;
+        const t0 = performance.now();
+        await task(index);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { ops: count, seconds, p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0 };
+}
+
+interface SellTarget {
+  name: string;
+  /** Runs before `count` sells, outside the measured time. */
+  prepare?(count: number): Promise<void>;
+  sell(index: number): Promise<string>;
+  close?(): void;
+}
+
+function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarget {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const url = new URL("/api/v1/token/sell", ready.apiUrl);
+  return {
+    name: "JSON HTTP",
+    sell: (index) =>
+      new Promise((resolve, reject) => {
+        const body = JSON.stringify({
+          userAddress: ready.wallet,
+          destinatary: CUSTOMER,
+          amount: "1",
+          usdAddress: ready.addresses.stableCoins[STABLES[index % STABLES.length]!],
+        });
+        const req = http.request(
+          url,
+          { method: "POST", agent, headers: { api_key: apiKey, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on("data", (chunk: Buffer) => chunks.push(chunk));
+            res.on("end", () => {
+              const text = Buffer.concat(chunks).toString("utf8");
+              try {
+                const receipt = JSON.parse(text) as { status?: unknown; from?: unknown; events?: object; transactionHash?: string };
+                if (res.statusCode !== 200 || receipt.status !== true || receipt.from !== ready.wallet.toLowerCase()) {
+                  throw new Error(`HTTP sell ${index}: ${res.statusCode} ${text.slice(0, 300)}`);
+                }
+                if (Object.keys(receipt.events ?? {}).length !== SELL_LOGS) throw new Error(`HTTP sell ${index}: not ${SELL_LOGS} logs`);
+                resolve(receipt.transactionHash!);
+              } catch (error) {
+                reject(error instanceof SyntaxError ? new Error(`HTTP sell ${index}: ${res.statusCode} ${text.slice(0, 300)}`) : error);
+              }
+            });
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      }),
+    close: () => agent.destroy(),
+  };
+}
+
+function grpcSells(ready: Ready, apiKey: string): SellTarget {
+  const definition = protoLoader.loadSync("token/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
+  const proto = grpc.loadPackageDefinition(definition) as unknown as {
+    token: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+  };
+  const client = new proto.token.v1.TokenService(new URL(ready.apiUrl).host, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("api_key", apiKey);
+  return {
+    name: "gRPC",
+    sell: (index) =>
+      new Promise((resolve, reject) => {
+        const request = {
+          user_address: ready.wallet,
+          destinatary: CUSTOMER,
+          amount: "1",
+          usd_address: ready.addresses.stableCoins[STABLES[index % STABLES.length]!],
+        };
+        client["Sell"]!(request, metadata, (error: grpc.ServiceError | null, receipt: { status: boolean; events: unknown[]; transaction_hash: string }) => {
+          if (error) return reject(new Error(`gRPC sell ${index}: ${error.code} ${error.details}`));
+          if (receipt.status !== true || receipt.events.length !== SELL_LOGS) return reject(new Error(`gRPC sell ${index}: status ${receipt.status}, ${receipt.events.length} logs`));
+          resolve(receipt.transaction_hash);
+        });
+      }),
+    close: () => client.close(),
+  };
+}
+
+/**
+ * The same sells straight to the chain, as an efficient ethers client would make them: signed
+ * by the exchange wallet with locally assigned nonces (before the clock starts, so the chain
+ * and not this process is the limit), sent concurrently with eth_sendRawTransaction, and each
+ * receipt awaited. Automine cannot queue a nonce that arrives ahead of its predecessor (the
+ * sends travel on several sockets), so such a send is retried until its turn comes.
+ */
+async function directSells(ready: Ready): Promise<SellTarget> {
+  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+  const wallet = new Wallet(ready.privateKey);
+  const swap = new Interface(SWAP_ABI);
+  const calls = STABLES.map((symbol) => swap.encodeFunctionData("sell", [ready.addresses.stableCoins[symbol], ONE_TOKEN, CUSTOMER, 0n, MaxUint256]));
+  // Gas estimated once per stable coin, with the service's 20 % headroom; fees read once.
+  const gasLimits = await Promise.all(calls.map(async (data) => ((await provider.estimateGas({ from: wallet.address, to: ready.addresses.swap, data })) * 120n) / 100n));
+  const fees = await provider.getFeeData();
+  let signed: string[] = [];
+  return {
+    name: "direct ethers",
+    async prepare(count) {
+      const nonce = await provider.getTransactionCount(wallet.address, "pending");
+      signed = [];
+      for (let i = 0; i < count; i++) {
+        const k = i % STABLES.length;
+        signed.push(
+          await wallet.signTransaction({
+            type: 2,
+            chainId: ready.chainId,
+            nonce: nonce + i,
+            to: ready.addresses.swap,
+            data: calls[k]!,
+            gasLimit: gasLimits[k]!,
+            maxFeePerGas: fees.maxFeePerGas! * 2n,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas!,
+            value: 0n,
+          }),
+        );
+      }
+    },
+    async sell(index) {
+      const raw = signed[index]!;
+      const hash = keccak256(raw);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await provider.send("eth_sendRawTransaction", [raw]);
+          break;
+        } catch (error) {
+          if (attempt >= 1000 || !/nonce too high/i.test(String((error as Error).message))) throw error;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
+        const receipt = (await provider.send("eth_getTransactionReceipt", [hash])) as { status: string; logs: unknown[] } | null;
+        if (receipt) {
+          if (receipt.status !== "0x1" || receipt.logs.length !== SELL_LOGS) throw new Error(`direct sell ${index}: status ${receipt.status}, ${receipt.logs.length} logs`);
+          return hash;
+        }
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    },
+    close: () => provider.destroy(),
+  };
+}
+
+/** Runs the sells of one target and checks them against the chain. */
+async function sellPhase(server: ServerProcess, ready: Ready, target: SellTarget, count: number, concurrency: number, warmup: number): Promise<Load> {
+  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), { staticNetwork: true, cacheTimeout: -1 });
+  const token = new Contract(ready.addresses.token, ERC20_ABI, provider);
+  try {
+    if (warmup > 0) {
+      await target.prepare?.(warmup);
+      await pool(warmup, concurrency, async (i) => void (await target.sell(i)));
+    }
+    await target.prepare?.(count);
+    const nonceBefore = await provider.getTransactionCount(ready.wallet, "latest");
+    const balanceBefore = (await token.getFunction("balanceOf")(ready.wallet)) as bigint;
+    const hashes = new Set<string>();
+    const load = await measured(server, () => pool(count, concurrency, async (i) => void hashes.add(await target.sell(i))));
+    const nonceAfter = await provider.getTransactionCount(ready.wallet, "latest");
+    const balanceAfter = (await token.getFunction("balanceOf")(ready.wallet)) as bigint;
+    if (hashes.size !== count) throw new Error(`${target.name}: ${hashes.size} distinct transactions for ${count} sells`);
+    if (nonceAfter - nonceBefore !== count) throw new Error(`${target.name}: the wallet sent ${nonceAfter - nonceBefore} transactions for ${count} sells`);
+    if (balanceBefore - balanceAfter !== BigInt(count) * ONE_TOKEN) throw new Error(`${target.name}: the wallet's token balance fell by ${balanceBefore - balanceAfter} base units, not ${count} tokens`);
+    return load;
+  } finally {
+    target.close?.();
+    provider.destroy();
+  }
+}
+
+function machine(): string {
+  const list = cpus();
+  let limit = "";
+  try {
+    const [quota, period] = readFileSync("/sys/fs/cgroup/cpu.max", "utf8").trim().split(/\s+/);
+    if (quota !== undefined && quota !== "max" && period !== undefined) limit = `, cgroup limit ${(Number(quota) / Number(period)).toFixed(1)} CPUs`;
+  } catch {
+    // not Linux cgroup v2
+  }
+  return `${list[0]?.model.trim() ?? "unknown CPU"}, ${list.length} cores${limit}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}/${process.arch}`;
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const verdict = (ratio: number, target: number) => `≥ ${target.toFixed(2)} ${ratio >= target ? "✅ met" : "❌ missed"}`;
+
+async function drive(): Promise<void> {
+  const seconds = Number(opts.duration);
+  const connections = Number(opts.connections);
+  const sells = Number(opts.sells);
+  const concurrency = Number(opts.concurrency);
+  const warmup = Number(opts.warmup);
+  const rounds = Number(opts.rounds);
+  for (const [name, value] of Object.entries({ duration: seconds, connections, sells, concurrency, rounds })) {
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
+  }
+  if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
+  if (opts.only !== undefined && opts.only !== "price" && opts.only !== "sells") throw new Error("--only: must be price or sells");
+
+  const apiKey = randomBytes(24).toString("base64url");
+  const load = loadavg()[0]!;
+  const started = performance.now();
+  process.stderr.write("starting the embedded chain and the service…\n");
+  const server = new ServerProcess(apiKey);
+  const ready = await server.next("ready");
+  const rows = ["| Measure | Through the service | Baseline | Ratio | Target |", "|---|---:|---:|---:|---|"];
+  const where: Array<[string, Load]> = [];
+  try {
+    if (opts.only !== "sells") {
+      process.stderr.write(`price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections…\n`);
+      const priceUrl = `${ready.apiUrl}${PRICE_PATH}`;
+      const bareUrl = `${ready.bareUrl}${PRICE_PATH}`;
+      await cannon(priceUrl, apiKey, 2, connections);
+      await cannon(bareUrl, undefined, 2, connections);
+      const serviceRounds: Load[] = [];
+      const bareRounds: Load[] = [];
+      for (let round = 0; round < rounds; round++) {
+        serviceRounds.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
+        bareRounds.push(await measured(server, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
+      }
+      const service = combine(serviceRounds);
+      const bare = combine(bareRounds);
+      const ratio = perSecond(service) / perSecond(bare);
+      rows.push(
+        `| Price, requests/s (autocannon, ${connections} connections, ${seconds} s) | ${fmt(perSecond(service))} | ${fmt(perSecond(bare))} (bare node:http) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.7)} |`,
+        `| Price, p99 latency | ${fmt(service.p99Ms)} ms | ${fmt(bare.p99Ms)} ms (bare node:http) | | |`,
+      );
+      where.push(["price via the service", service], ["price from bare node:http", bare]);
+    }
+
+    if (opts.only !== "price") {
+      process.stderr.write(`sells: ${sells} per path, ${concurrency} at a time, in ${rounds} rounds (each after ${warmup} warm-up sells)…\n`);
+      const paths = { direct: [] as Load[], http: [] as Load[], grpc: [] as Load[] };
+      for (let round = 0; round < rounds; round++) {
+        const count = Math.floor(sells / rounds) + (round < sells % rounds ? 1 : 0);
+        // Direct first: the service's nonce sequencer (re)reads the wallet's nonce in its warm-up.
+        paths.direct.push(await sellPhase(server, ready, await directSells(ready), count, concurrency, warmup));
+        paths.http.push(await sellPhase(server, ready, httpSells(ready, apiKey, concurrency), count, concurrency, warmup));
+        paths.grpc.push(await sellPhase(server, ready, grpcSells(ready, apiKey), count, concurrency, warmup));
+      }
+      const direct = combine(paths.direct);
+      const viaHttp = combine(paths.http);
+      const viaGrpc = combine(paths.grpc);
+      for (const [name, via] of [["JSON HTTP", viaHttp], ["gRPC", viaGrpc]] as const) {
+        const ratio = perSecond(via) / perSecond(direct);
+        rows.push(
+          `| Sells/s, ${name} (${sells} sells, ${concurrency} at a time) | ${fmt(perSecond(via))} | ${fmt(perSecond(direct))} (direct ethers) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.7)} |`,
+        );
+      }
+      rows.push(`| Sell p99 latency, JSON HTTP / gRPC | ${fmt(viaHttp.p99Ms)} ms / ${fmt(viaGrpc.p99Ms)} ms | ${fmt(direct.p99Ms)} ms (direct ethers) | | |`);
+      where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct]);
+    }
+
+    const { maxRssBytes } = await server.usage();
+    rows.push(`| Peak RSS of the service process (API + embedded chain) | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | |`);
+  } finally {
+    await server.stop();
+  }
+  const totalSeconds = (performance.now() - started) / 1000;
+
+  process.stdout.write(
+    [
+      `Machine: ${machine()}`,
+      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; logs silent`,
+      `Run: ${new Date().toISOString()}, ${fmt(totalSeconds)} s in all, 1-minute load average before it ${load.toFixed(2)}`,
+      "",
+      ...rows,
+      "",
+      "Service-process CPU per operation and its main thread's event-loop utilisation in each phase, and the driver's:",
+      ...where.map(
+        ([name, l]) =>
+          `- ${name}: ${fmt(l.cpuMicros / l.ops)} µs CPU/op, service loop ${(l.elu * 100).toFixed(0)} % busy, driver loop ${(l.driverElu * 100).toFixed(0)} % busy`,
+      ),
+      "",
+    ].join("\n"),
+  );
+}
+
+if (opts.role === "server") {
+  try {
+    await serve();
+  } catch (error) {
+    process.send?.({ type: "error", message: (error as Error).stack ?? String(error) } satisfies FromServer);
+    process.exitCode = 1;
+    process.disconnect?.();
+  }
+} else {
+  await drive();
+}
