@@ -4,12 +4,12 @@
  */
 import { randomUUID } from "node:crypto";
 
+import { MemoryNonceStore } from "../../adapters/chain/index.js";
 import type { NewTrade, TradeJournal, TradeRecord, TransactionReceipt } from "../../core/index.js";
 
 export class MemoryJournal implements TradeJournal {
   readonly records = new Map<string, TradeRecord>();
-  readonly #nonces = new Map<string, number>();
-  #lock: Promise<unknown> = Promise.resolve();
+  readonly #nonces = new MemoryNonceStore();
 
   async open(trade: NewTrade) {
     if (trade.idempotencyKey !== null) {
@@ -55,19 +55,7 @@ export class MemoryJournal implements TradeJournal {
     return [...this.records.values()].filter((r) => r.status === "signed").map((r) => ({ ...r }));
   }
   withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
-    const run = this.#lock.then(async () => {
-      const nonce = this.#nonces.get(wallet) ?? (await chainNonce());
-      try {
-        const result = await send(nonce);
-        this.#nonces.set(wallet, nonce + 1);
-        return result;
-      } catch (error) {
-        this.#nonces.delete(wallet);
-        throw error;
-      }
-    });
-    this.#lock = run.catch(() => undefined);
-    return run;
+    return this.#nonces.withNonce(wallet, chainNonce, send);
   }
   async close() {}
 
