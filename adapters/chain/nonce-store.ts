@@ -13,6 +13,8 @@
  */
 import { isError } from "ethers";
 
+import { KeyedMutex } from "../shared/keyed-mutex.js";
+
 export interface NonceStore {
   /** Runs `send(nonce)` alone for `wallet`; commits nonce + 1 if it resolves, forgets the count if it throws. */
   withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T>;
@@ -20,13 +22,11 @@ export interface NonceStore {
 
 export class MemoryNonceStore implements NonceStore {
   readonly #next = new Map<string, number>();
-  readonly #queues = new Map<string, SerialQueue>();
+  readonly #mutex = new KeyedMutex();
 
   withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
     const key = wallet.toLowerCase();
-    let queue = this.#queues.get(key);
-    if (!queue) this.#queues.set(key, (queue = new SerialQueue()));
-    return queue.run(async () => {
+    return this.#mutex.run(key, async () => {
       const nonce = this.#next.get(key) ?? (await chainNonce());
       try {
         const result = await send(nonce);
@@ -45,15 +45,4 @@ export function isNonceConflict(error: unknown): boolean {
   if (isError(error, "NONCE_EXPIRED") || isError(error, "REPLACEMENT_UNDERPRICED")) return true;
   const message = String((error as { message?: unknown })?.message ?? "");
   return /nonce too (low|high)|nonce has already been used|replacement transaction underpriced/i.test(message);
-}
-
-/** A mutex: runs tasks one after another. */
-export class SerialQueue {
-  #tail: Promise<unknown> = Promise.resolve();
-
-  run<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(task);
-    this.#tail = run.catch(() => undefined);
-    return run;
-  }
 }

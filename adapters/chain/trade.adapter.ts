@@ -33,7 +33,8 @@ import {
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
-import { MemoryNonceStore, SerialQueue, isNonceConflict, type NonceStore } from "./nonce-store.js";
+import { KeyedMutex } from "../shared/keyed-mutex.js";
+import { MemoryNonceStore, isNonceConflict, type NonceStore } from "./nonce-store.js";
 import { toWeb3Receipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
@@ -57,7 +58,7 @@ export interface TradeAdapterOptions {
 export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
   readonly #signers = new Map<string, Wallet>();
-  readonly #allowanceQueues = new Map<string, SerialQueue>();
+  readonly #allowanceLocks = new KeyedMutex();
   readonly #erc20s = new Map<string, Contract>();
   /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
   readonly #inFlight = new Map<string, bigint>();
@@ -165,9 +166,7 @@ export class ChainTradeAdapter implements TradePort {
     // Read outside the lock, so concurrent trades do not queue behind each other's round trips.
     // A trade mined but not yet released is then counted twice: the check errs on the safe side.
     let [balance, allowance] = await read();
-    let queue = this.#allowanceQueues.get(key);
-    if (!queue) this.#allowanceQueues.set(key, (queue = new SerialQueue()));
-    await queue.run(async () => {
+    await this.#allowanceLocks.run(key, async () => {
       const inFlight = this.#inFlight.get(key) ?? 0n;
       if (allowance - inFlight < amount) [balance, allowance] = await read(); // a top-up may be needed: look again
       if (balance - inFlight < amount) {

@@ -16,7 +16,7 @@ import pg from "pg";
 
 import type { NewTrade, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
 import type { TransactionReceipt } from "../../core/types.js";
-import { KeyedMutex, checkNonce } from "./keyed-mutex.js";
+import { KeyedMutex, checkNonce } from "../shared/keyed-mutex.js";
 
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.

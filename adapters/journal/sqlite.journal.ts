@@ -19,7 +19,7 @@ import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
 
 import type { NewTrade, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
 import type { TransactionReceipt } from "../../core/types.js";
-import { KeyedMutex, checkNonce } from "./keyed-mutex.js";
+import { KeyedMutex, checkNonce } from "../shared/keyed-mutex.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 const MIGRATIONS = [

@@ -59,10 +59,6 @@ export class TradeSettlement {
     await Promise.allSettled(this.#watching.values());
   }
 
-  get watching(): number {
-    return this.#watching.size;
-  }
-
   async #settle(id: string, tx: SignedTrade): Promise<void> {
     while (!this.#closed) {
       try {

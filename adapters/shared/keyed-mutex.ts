@@ -1,7 +1,8 @@
 /**
- * One task at a time per key, in call order, within this process. Both journals use it
- * for `withNonce`: SQLite relies on it alone; PostgreSQL uses it so that one process
- * holds at most one database connection waiting for a wallet's lock.
+ * One task at a time per key, in call order, within this process. The nonce stores use it
+ * per wallet (SQLite and memory rely on it alone; PostgreSQL so that one process holds at
+ * most one database connection waiting for a wallet's lock), the chain adapter per
+ * wallet and asset for allowances.
  */
 export class KeyedMutex {
   readonly #tails = new Map<string, Promise<void>>();
