@@ -2,7 +2,7 @@
 export * from "./types.js";
 export * from "./errors.js";
 export type { TradePort, TradeHooks, SignedTrade, TradeResolution } from "./ports/trade.port.js";
-export type { TradeJournal, TradeRecord, TradeStatus, NewTrade } from "./ports/journal.port.js";
+export type { TradeJournal, TradeRecord, TradeStatus, NewTrade, NoncesConsumed } from "./ports/journal.port.js";
 export type { PricePort } from "./ports/price.port.js";
 export { parseAddress, type ParseAddressOptions } from "./validation/address.js";
 export {

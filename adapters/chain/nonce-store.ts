@@ -13,24 +13,30 @@
  */
 import { isError } from "ethers";
 
-import { KeyedMutex } from "../shared/keyed-mutex.js";
+import type { NoncesConsumed } from "../../core/ports/journal.port.js";
+import { KeyedMutex, nextNonce } from "../shared/keyed-mutex.js";
 
 export interface NonceStore {
-  /** Runs `send(nonce)` alone for `wallet`; commits nonce + 1 if it resolves, forgets the count if it throws. */
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T>;
+  /**
+   * Runs `send(nonce)` alone for `wallet`; commits nonce + 1 (or nonce + `consumed(result)`)
+   * if it resolves, forgets the count if it throws (or `consumed` answers null).
+   */
+  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T>;
 }
 
 export class MemoryNonceStore implements NonceStore {
   readonly #next = new Map<string, number>();
   readonly #mutex = new KeyedMutex();
 
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
+  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
     const key = wallet.toLowerCase();
     return this.#mutex.run(key, async () => {
       const nonce = this.#next.get(key) ?? (await chainNonce());
       try {
         const result = await send(nonce);
-        this.#next.set(key, nonce + 1);
+        const next = nextNonce(nonce, result, consumed);
+        if (next === null) this.#next.delete(key);
+        else this.#next.set(key, next);
         return result;
       } catch (error) {
         this.#next.delete(key);

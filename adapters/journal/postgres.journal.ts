@@ -14,9 +14,9 @@ import { randomUUID } from "node:crypto";
 
 import pg from "pg";
 
-import type { NewTrade, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
+import type { NewTrade, NoncesConsumed, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
 import type { TransactionReceipt } from "../../core/types.js";
-import { KeyedMutex, checkNonce } from "../shared/keyed-mutex.js";
+import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -186,7 +186,7 @@ class PostgresJournal implements TradeJournal {
     return rows.map(toRecord);
   }
 
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
+  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
     const key = wallet.toLowerCase();
     // Queue in this process first, so it holds at most one connection per wallet waiting on the database.
     return this.#nonceLocks.run(key, async () => {
@@ -215,7 +215,7 @@ class PostgresJournal implements TradeJournal {
           await client.query(
             `INSERT INTO wallet_nonces (wallet, next_nonce) VALUES ($1, $2)
              ON CONFLICT (wallet) DO UPDATE SET next_nonce = excluded.next_nonce, updated_at = clock_timestamp()`,
-            [key, nonce + 1],
+            [key, nextNonce(nonce, result, consumed)],
           );
           await client.query("COMMIT");
         } catch {

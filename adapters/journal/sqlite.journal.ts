@@ -17,9 +17,9 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
 
-import type { NewTrade, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
+import type { NewTrade, NoncesConsumed, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
 import type { TransactionReceipt } from "../../core/types.js";
-import { KeyedMutex, checkNonce } from "../shared/keyed-mutex.js";
+import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 const MIGRATIONS = [
@@ -173,7 +173,7 @@ class SqliteJournal implements TradeJournal {
     return this.#sql.unresolved.all().map(toRecord);
   }
 
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
+  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
     const key = wallet.toLowerCase();
     // One process owns the file (see the header), so an in-process lock is the wallet's lock.
     return this.#nonceLocks.run(key, async () => {
@@ -183,7 +183,7 @@ class SqliteJournal implements TradeJournal {
       // rather than reusing a nonce that may already be on it. A throwing send leaves it cleared.
       this.#sql.setNonce.run(key, null);
       const result = await send(nonce);
-      this.#sql.setNonce.run(key, nonce + 1);
+      this.#sql.setNonce.run(key, nextNonce(nonce, result, consumed));
       return result;
     });
   }

@@ -1,3 +1,5 @@
+import type { NoncesConsumed } from "../../core/ports/journal.port.js";
+
 /**
  * One task at a time per key, in call order, within this process. The nonce stores use it
  * per wallet (SQLite and memory rely on it alone; PostgreSQL so that one process holds at
@@ -28,4 +30,13 @@ export class KeyedMutex {
 export function checkNonce(nonce: number): number {
   if (!Number.isSafeInteger(nonce) || nonce < 0) throw new Error(`chainNonce() returned ${String(nonce)}, not a non-negative integer`);
   return nonce;
+}
+
+/** The next nonce to store after a `withNonce` send from `nonce`: one on by default, null to resync from the chain. */
+export function nextNonce<T>(nonce: number, result: T, consumed?: NoncesConsumed<T>): number | null {
+  if (consumed === undefined) return nonce + 1;
+  const used = consumed(result);
+  if (used === null) return null;
+  if (!Number.isSafeInteger(used) || used < 0) throw new Error(`consumed() returned ${String(used)}, not a count of nonces`);
+  return nonce + used;
 }

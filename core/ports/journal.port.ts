@@ -45,6 +45,9 @@ export interface NewTrade {
  * Implementations: SQLite (one process) and PostgreSQL (several instances sharing one
  * journal and one nonce sequence per wallet).
  */
+/** How many nonces a `withNonce` send used (from its nonce on), or null to resync from the chain. */
+export type NoncesConsumed<T> = (result: T) => number | null;
+
 export interface TradeJournal {
   /**
    * Records a new trade, or, when (scope, idempotencyKey) already exists, returns that record
@@ -68,7 +71,11 @@ export interface TradeJournal {
    * journal). The nonce is the stored next nonce, or `chainNonce()` when none is stored.
    * When `send` resolves, the stored next nonce becomes nonce + 1; when it throws, the stored
    * nonce is cleared, so the next call resyncs from the chain. Nothing is ever skipped.
+   *
+   * A `send` that broadcasts several transactions (nonce, nonce + 1, …) says how many it
+   * used through `consumed(result)`: the stored next nonce becomes nonce + that count, or is
+   * cleared when it answers null (some went out and some did not: only the chain knows).
    */
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T>;
+  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 
 import { MemoryNonceStore } from "../../adapters/chain/index.js";
-import type { NewTrade, TradeJournal, TradeRecord, TransactionReceipt } from "../../core/index.js";
+import type { NewTrade, NoncesConsumed, TradeJournal, TradeRecord, TransactionReceipt } from "../../core/index.js";
 
 export class MemoryJournal implements TradeJournal {
   readonly records = new Map<string, TradeRecord>();
@@ -54,8 +54,8 @@ export class MemoryJournal implements TradeJournal {
   async unresolved() {
     return [...this.records.values()].filter((r) => r.status === "signed").map((r) => ({ ...r }));
   }
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>): Promise<T> {
-    return this.#nonces.withNonce(wallet, chainNonce, send);
+  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+    return this.#nonces.withNonce(wallet, chainNonce, send, consumed);
   }
   async close() {}
 

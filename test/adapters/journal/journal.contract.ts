@@ -290,6 +290,21 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect(asked).to.equal(2);
       });
 
+      it("counts on by what a batch send says it consumed, and resyncs when it answers null", async function () {
+        let asked = 0;
+        const chainNonce = async () => (asked++, 40);
+        const batch = (size: number) => async (nonce: number) => Array.from({ length: size }, (_, i) => nonce + i);
+        expect(await journal.withNonce(WALLET, chainNonce, batch(3), (sent) => sent.length)).to.deep.equal([40, 41, 42]);
+        expect(await (await peer()).withNonce(WALLET, chainNonce, batch(2), (sent) => sent.length)).to.deep.equal([43, 44]);
+        // Nothing went out: the same nonce again.
+        expect(await journal.withNonce(WALLET, chainNonce, batch(0), (sent) => sent.length)).to.deep.equal([]);
+        expect(await journal.withNonce(WALLET, chainNonce, async (nonce) => nonce, () => null)).to.equal(45);
+        expect(asked).to.equal(1);
+        // null: some of a batch went out and some did not, so the next send asks the chain.
+        expect(await journal.withNonce(WALLET, async () => (asked++, 50), async (nonce) => nonce)).to.equal(50);
+        expect(asked).to.equal(2);
+      });
+
       it("passes on a failing chainNonce without calling send", async function () {
         const failure = new Error("chain unavailable");
         let sent = false;
