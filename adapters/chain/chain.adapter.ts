@@ -2,7 +2,7 @@
  * The chain adapter's composition: reads the deployment once (stable-coin decimals,
  * token symbol, chain id), then builds the TradePort and PricePort on one provider.
  */
-import { Contract, FetchRequest, JsonRpcProvider, Network, Wallet, type Provider } from "ethers";
+import { Contract, Wallet, type Provider } from "ethers";
 
 import { ChainUnavailableError, type PricePort, type StableCoin, type TradePort } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
@@ -10,6 +10,7 @@ import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
 import type { NonceStore } from "./nonce-store.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
+import { RpcProvider } from "./rpc-provider.js";
 import { ChainTradeAdapter } from "./trade.adapter.js";
 
 /** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
@@ -57,15 +58,9 @@ export interface ChainAdapter {
   close(): Promise<void>;
 }
 
-/** A JSON-RPC provider that fails fast instead of retrying network detection forever. */
-export function createRpcProvider(url: string, chainId?: bigint, timeoutMs = 10_000): JsonRpcProvider {
-  const request = new FetchRequest(url);
-  request.timeout = timeoutMs;
-  return new JsonRpcProvider(request, chainId === undefined ? undefined : Network.from(chainId), {
-    staticNetwork: chainId !== undefined,
-    batchMaxCount: 1,
-    cacheTimeout: -1,
-  });
+/** The service's JSON-RPC provider (see rpc-provider.ts): fails fast, never caches, batches. */
+export function createRpcProvider(url: string, chainId?: bigint, timeoutMs = 10_000): RpcProvider {
+  return new RpcProvider(url, { ...(chainId === undefined ? {} : { chainId }), timeoutMs });
 }
 
 export async function createChainAdapter(options: ChainAdapterOptions): Promise<ChainAdapter> {

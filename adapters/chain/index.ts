@@ -8,3 +8,4 @@ export {
 } from "./chain.adapter.js";
 export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
 export { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
+export { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";

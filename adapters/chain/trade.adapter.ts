@@ -2,16 +2,16 @@
  * TradePort on the chain: signs swap calls with the exchange wallets' keys.
  *
  * Every trade is preflighted (wallet known, balance, allowance, estimateGas) and refused
- * with a domain error before anything is sent. Nonces are assigned in-process per wallet
- * (NonceSequencer): signing is serialized, receipts are awaited concurrently.
+ * with a domain error before anything is sent. Then each wallet's SendQueue assigns the
+ * nonce, signs, journals and broadcasts it, batching whatever arrives meanwhile; receipts
+ * are awaited concurrently.
  */
 import {
-  Contract,
   Interface,
   JsonRpcApiProvider,
   MaxUint256,
   formatUnits,
-  keccak256,
+  toQuantity,
   type Provider,
   type TransactionReceipt as EthersReceipt,
   type Wallet,
@@ -34,7 +34,8 @@ import {
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
-import { MemoryNonceStore, isNonceConflict, type NonceStore } from "./nonce-store.js";
+import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
+import { SendQueue } from "./send-queue.js";
 import { toWeb3Receipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
@@ -53,20 +54,42 @@ export interface TradeAdapterOptions {
   gasHeadroomPercent?: bigint;
   /** Where nonces are assigned: in memory by default, or the trade journal's shared sequence. */
   nonces?: NonceStore;
+  /** Most transactions broadcast in one JSON-RPC batch (see send-queue.ts); 1 = one request each. */
+  sendBatchMax?: number;
 }
+
+/** Default of `sendBatchMax`. */
+export const DEFAULT_SEND_BATCH_MAX = 50;
 
 export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
   readonly #signers = new Map<string, Wallet>();
   readonly #allowanceLocks = new KeyedMutex();
-  readonly #erc20s = new Map<string, Contract>();
+  /** The largest gas estimate seen per trade shape (kind and stable coin); see #gasLimit. */
+  readonly #gasEstimates = new Map<string, bigint>();
+  readonly #encodedReads = new Map<string, { balanceOf: string; allowance: string }>();
+  /** One broadcasting queue per wallet: nonces, signing, journalling, sending (send-queue.ts). */
+  readonly #queues = new Map<string, SendQueue>();
   /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
   readonly #inFlight = new Map<string, bigint>();
   #feeCache?: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> };
 
   constructor(options: TradeAdapterOptions) {
-    this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, nonces: new MemoryNonceStore(), ...options };
-    for (const wallet of options.wallets) this.#signers.set(wallet.address.toLowerCase(), wallet);
+    this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, nonces: new MemoryNonceStore(), sendBatchMax: DEFAULT_SEND_BATCH_MAX, ...options };
+    for (const wallet of options.wallets) {
+      this.#signers.set(wallet.address.toLowerCase(), wallet);
+      this.#queues.set(
+        wallet.address.toLowerCase(),
+        new SendQueue({
+          signer: wallet,
+          chainId: options.chainId,
+          provider: options.provider,
+          nonces: this.#opts.nonces,
+          fees: () => this.#fees(),
+          maxBatch: this.#opts.sendBatchMax,
+        }),
+      );
+    }
   }
 
   sell(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
@@ -124,11 +147,16 @@ export class ChainTradeAdapter implements TradePort {
     const reservation = `${signer.address}:${spent.address}`.toLowerCase();
     let reserved = false;
     try {
-      await this.#reserveAllowance(signer, spent, order.amount, reservation);
+      // The estimate runs alongside the balance and allowance reads (one JSON-RPC batch under load).
+      const call = { from: signer.address, to: this.#opts.swap, data };
+      const shape = `${kind}:${order.stable.address}`.toLowerCase();
+      const checked = this.#gasLimit(shape, call);
+      checked.catch(() => {}); // awaited below, unless the reservation fails first
+      const toppedUp = await this.#reserveAllowance(signer, spent, order.amount, reservation);
       reserved = true;
-      const gas = await this.#estimateGas({ from: signer.address, to: this.#opts.swap, data });
-      const gasLimit = (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
-      hash = await this.#sign(signer, { to: this.#opts.swap, data, gasLimit }, hooks?.onSigned);
+      // A check made before an allowance top-up may have failed for want of it: made again.
+      const gasLimit = toppedUp ? await this.#gasLimit(shape, call) : await checked;
+      hash = await this.#queue(signer).send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
     } catch (error) {
       if (reserved) this.#release(reservation, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
@@ -154,19 +182,14 @@ export class ChainTradeAdapter implements TradePort {
     asset: { address: string; symbol: string; decimals: number },
     amount: bigint,
     key: string,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const owner = signer.address;
-    let contract = this.#erc20s.get(asset.address);
-    if (!contract) this.#erc20s.set(asset.address, (contract = new Contract(asset.address, ERC20_ABI, this.#opts.provider)));
-    const read = async () =>
-      (await Promise.all([contract.getFunction("balanceOf")(owner), contract.getFunction("allowance")(owner, this.#opts.swap)])) as [
-        bigint,
-        bigint,
-      ];
+    const calls = this.#readCalls(owner, asset.address);
+    const read = () => Promise.all([this.#readUint(asset.address, calls.balanceOf), this.#readUint(asset.address, calls.allowance)]);
     // Read outside the lock, so concurrent trades do not queue behind each other's round trips.
     // A trade mined but not yet released is then counted twice: the check errs on the safe side.
     let [balance, allowance] = await read();
-    await this.#allowanceLocks.run(key, async () => {
+    return this.#allowanceLocks.run(key, async () => {
       const inFlight = this.#inFlight.get(key) ?? 0n;
       if (allowance - inFlight < amount) [balance, allowance] = await read(); // a top-up may be needed: look again
       if (balance - inFlight < amount) {
@@ -180,9 +203,36 @@ export class ChainTradeAdapter implements TradePort {
         const target = balance > inFlight + amount ? balance : inFlight + amount;
         if (allowance !== 0n) await this.#approve(signer, asset.address, 0n);
         await this.#approve(signer, asset.address, target);
+        this.#inFlight.set(key, inFlight + amount);
+        return true;
       }
       this.#inFlight.set(key, inFlight + amount);
+      return false;
     });
+  }
+
+  /** Calldata of the wallet's balanceOf and allowance reads on an asset, encoded once. */
+  #readCalls(owner: string, asset: string): { balanceOf: string; allowance: string } {
+    const key = `${owner}:${asset}`.toLowerCase();
+    let calls = this.#encodedReads.get(key);
+    if (!calls) {
+      calls = {
+        balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
+        allowance: erc20Interface.encodeFunctionData("allowance", [owner, this.#opts.swap]),
+      };
+      this.#encodedReads.set(key, calls);
+    }
+    return calls;
+  }
+
+  /** An eth_call against the latest block answering one uint256. */
+  async #readUint(to: string, data: string): Promise<bigint> {
+    const provider = this.#opts.provider;
+    const result =
+      provider instanceof JsonRpcApiProvider
+        ? ((await provider.send("eth_call", [{ to, data }, "latest"])) as string)
+        : await provider.call({ to, data });
+    return BigInt(result === "0x" ? "0x0" : result);
   }
 
   #release(key: string, amount: bigint): void {
@@ -194,37 +244,34 @@ export class ChainTradeAdapter implements TradePort {
   async #approve(signer: Wallet, asset: string, value: bigint): Promise<void> {
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
     const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
-    const hash = await this.#sign(signer, { to: asset, data, gasLimit: (gas * 12n) / 10n });
+    const hash = await this.#queue(signer).send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
     const receipt = await this.#waitForReceipt(hash);
     if (receipt.status !== 1) throw new TradeRevertedError(`allowance update ${hash} reverted`);
   }
 
   /**
-   * Signs and broadcasts under the wallet's nonce lock; resolves with the transaction hash.
-   * `onSigned` (the journal) sees the signed transaction before it is broadcast. A nonce the
-   * node refuses is resynced from the chain and the transaction signed again, once.
+   * The gas limit for a trade, proven sufficient against the latest block. The first trade
+   * of each shape (kind and stable coin) is estimated; later ones run as one eth_call with
+   * the gas limit the largest estimate so far gives (plus headroom): if that call succeeds,
+   * the transaction succeeds with that limit on the same state, which is what an estimate
+   * proves, at the cost of one execution instead of an estimate's binary search. If it
+   * fails, a full estimate follows: it names the revert, or finds a larger figure.
    */
-  async #sign(
-    signer: Wallet,
-    tx: { to: string; data: string; gasLimit: bigint },
-    onSigned?: TradeHooks["onSigned"],
-  ): Promise<string> {
-    const chainNonce = () => this.#opts.provider.getTransactionCount(signer.address, "pending");
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await this.#opts.nonces.withNonce(signer.address, chainNonce, async (nonce) => {
-          const fees = await this.#fees();
-          const rawTx = await signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce, value: 0n });
-          const txHash = keccak256(rawTx);
-          await onSigned?.({ wallet: signer.address, nonce, txHash, rawTx });
-          await this.#broadcast(rawTx);
-          return txHash;
-        });
-      } catch (error) {
-        if (attempt === 0 && isNonceConflict(error)) continue;
-        throw error;
-      }
+  async #gasLimit(shape: string, tx: { from: string; to: string; data: string }): Promise<bigint> {
+    const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
+    const known = this.#gasEstimates.get(shape);
+    const provider = this.#opts.provider;
+    if (known !== undefined && provider instanceof JsonRpcApiProvider) {
+      const gasLimit = headroom(known);
+      const passed = await provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]).then(
+        () => true,
+        () => false,
+      );
+      if (passed) return gasLimit;
     }
+    const gas = await this.#estimateGas(tx);
+    if (known === undefined || gas > known) this.#gasEstimates.set(shape, gas);
+    return headroom(gas);
   }
 
   /**
@@ -238,15 +285,8 @@ export class ChainTradeAdapter implements TradePort {
     return BigInt((await provider.send("eth_estimateGas", [tx, "latest"])) as string);
   }
 
-  /**
-   * Sends a signed transaction. On a JSON-RPC provider this is a bare eth_sendRawTransaction:
-   * ethers' broadcastTransaction would first recover the sender's key from the signature
-   * (milliseconds of secp256k1 per trade, inside the nonce lock) to build a response we do not use.
-   */
-  async #broadcast(rawTx: string): Promise<void> {
-    const provider = this.#opts.provider;
-    if (provider instanceof JsonRpcApiProvider) await provider.send("eth_sendRawTransaction", [rawTx]);
-    else await provider.broadcastTransaction(rawTx);
+  #queue(signer: Wallet): SendQueue {
+    return this.#queues.get(signer.address.toLowerCase())!;
   }
 
   /** EIP-1559 fees, cached for a second: every send in a burst pays the same. */

@@ -1,0 +1,232 @@
+/**
+ * Broadcasting for one exchange wallet: nonce assignment, signing, journalling and sending,
+ * pipelined by group commit.
+ *
+ * Trades that arrive while a broadcast is on its way wait in a queue; the next round takes
+ * all of them (up to `maxBatch`), holds the wallet's nonce lock once, signs them with
+ * consecutive nonces, lets each journal itself (`onSigned`), and sends them in one ordered
+ * JSON-RPC batch. A lone trade goes out at once; a burst costs one round trip and one lock
+ * per batch instead of one per trade, and never waits for anyone's receipt.
+ *
+ * No gap is left behind:
+ * - a trade whose journal write fails is not sent, and takes no nonce;
+ * - the stored next nonce moves on by the number sent only when every send was accepted;
+ *   otherwise it is dropped, and the next round re-reads the chain's pending count;
+ * - a send refused for its nonce (someone else used the wallet, or one before it failed) is
+ *   signed again once, in a later round;
+ * - if a send failed and one after it was accepted, the failed nonce is filled with an empty
+ *   transfer to the wallet itself, so the accepted ones do not wait behind it.
+ */
+import { keccak256, type Provider, type Wallet } from "ethers";
+
+import type { SignedTrade } from "../../core/index.js";
+import type { NonceStore } from "./nonce-store.js";
+import { isNonceConflict } from "./nonce-store.js";
+import { RpcProvider, type RpcOutcome } from "./rpc-provider.js";
+
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+export interface Outgoing {
+  to: string;
+  data: string;
+  gasLimit: bigint;
+  /** Sees the signed transaction before it is broadcast (the journal); if it throws, nothing is sent. */
+  onSigned?: ((tx: SignedTrade) => Promise<void>) | undefined;
+}
+
+export interface SendQueueOptions {
+  signer: Wallet;
+  chainId: bigint;
+  provider: Provider;
+  nonces: NonceStore;
+  fees: () => Promise<Fees>;
+  /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
+  maxBatch: number;
+}
+
+interface Queued {
+  tx: Outgoing;
+  resolve: (hash: string) => void;
+  reject: (error: unknown) => void;
+  /** Signed again already after a nonce conflict (a second conflict fails the trade). */
+  retried: boolean;
+}
+
+interface Signed {
+  item: Queued;
+  nonce: number;
+  rawTx: string;
+  txHash: string;
+}
+
+/** An outcome of one send in a round; `unsent`: not tried, because one before it failed. */
+type Outcome = RpcOutcome | { unsent: true };
+
+const FILLER_GAS = 21_000n;
+
+export class SendQueue {
+  readonly #opts: SendQueueOptions;
+  readonly #queue: Queued[] = [];
+  #running = false;
+
+  constructor(options: SendQueueOptions) {
+    if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1) throw new RangeError("maxBatch: must be a positive integer");
+    this.#opts = options;
+  }
+
+  /** Signs and broadcasts `tx`; resolves with its hash once the node accepted it. */
+  send(tx: Outgoing): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ tx, resolve, reject, retried: false });
+      if (!this.#running) void this.#run();
+    });
+  }
+
+  async #run(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#queue.length > 0) {
+        const round = this.#queue.splice(0, this.#opts.maxBatch);
+        const settled = new Set<Queued>();
+        try {
+          await this.#round(round, settled);
+        } catch (error) {
+          // The nonce, the fees or the lock could not be had: nothing of this round was sent.
+          for (const item of round) if (!settled.has(item)) item.reject(error);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #round(round: Queued[], settled: Set<Queued>): Promise<void> {
+    const { signer, nonces, provider } = this.#opts;
+    const wallet = signer.address;
+    const chainNonce = () => provider.getTransactionCount(wallet, "pending");
+    const settle = (item: Queued, outcome: { hash: string } | { error: unknown }) => {
+      settled.add(item);
+      if ("hash" in outcome) item.resolve(outcome.hash);
+      else item.reject(outcome.error);
+    };
+
+    await nonces.withNonce(
+      wallet,
+      chainNonce,
+      async (first) => {
+        const fees = await this.#opts.fees();
+        const signed: Signed[] = [];
+        for (const item of round) {
+          const nonce = first + signed.length;
+          try {
+            const rawTx = await this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
+            const txHash = keccak256(rawTx);
+            await item.tx.onSigned?.({ wallet, nonce, txHash, rawTx });
+            signed.push({ item, nonce, rawTx, txHash });
+          } catch (error) {
+            settle(item, { error }); // not sent, and its nonce goes to the next one
+          }
+        }
+
+        let outcomes: Outcome[];
+        try {
+          outcomes = await this.#broadcast(signed.map((s) => s.rawTx));
+        } catch (error) {
+          // The request failed as a whole: the node may have any of them. The journal knows
+          // them all, and only the chain can say which went out.
+          for (const s of signed) settle(s.item, { error });
+          return { clean: false, sent: signed.length };
+        }
+
+        const requeue: Queued[] = [];
+        let firstFailure = -1;
+        let lastAccepted = -1;
+        outcomes.forEach((outcome, index) => {
+          const { item, txHash } = signed[index]!;
+          if ("result" in outcome) {
+            lastAccepted = index;
+            settle(item, { hash: txHash });
+            return;
+          }
+          if (firstFailure < 0) firstFailure = index;
+          if ("unsent" in outcome) requeue.push(item);
+          else if (!item.retried && isNonceConflict(outcome.error)) {
+            item.retried = true;
+            requeue.push(item);
+          } else settle(item, { error: outcome.error });
+        });
+        // Back to the front, in order: they go out in the next round, with fresh nonces. This
+        // round is done with them (they must not be failed if what follows throws).
+        for (const item of requeue) settled.add(item);
+        this.#queue.unshift(...requeue);
+
+        if (firstFailure >= 0 && lastAccepted > firstFailure) {
+          await this.#fillGaps(signed[lastAccepted]!.nonce, fees, chainNonce);
+        }
+        return { clean: firstFailure < 0, sent: signed.length };
+      },
+      (result) => (result.clean ? result.sent : null),
+    );
+  }
+
+  /**
+   * Sends the signed transactions in order: one JSON-RPC batch on the service's provider,
+   * else one at a time, stopping at the first refusal (the rest are `unsent`).
+   */
+  async #broadcast(rawTxs: string[]): Promise<Outcome[]> {
+    const { provider, maxBatch } = this.#opts;
+    if (rawTxs.length === 0) return [];
+    if (provider instanceof RpcProvider && maxBatch > 1) {
+      return provider.sendBatch(rawTxs.map((raw) => ({ method: "eth_sendRawTransaction", params: [raw] })));
+    }
+    const outcomes: Outcome[] = [];
+    for (const raw of rawTxs) {
+      if (outcomes.some((o) => "error" in o)) {
+        outcomes.push({ unsent: true });
+        continue;
+      }
+      try {
+        outcomes.push({ result: await sendRaw(provider, raw) });
+      } catch (error) {
+        outcomes.push({ error: error as Error });
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * A send failed and one after it was accepted: nodes hold the later one until the nonce
+   * below it is used. Fills each nonce the chain is still missing, up to the last accepted
+   * one, with an empty transfer to the wallet itself (21,000 gas, no value).
+   */
+  async #fillGaps(lastAcceptedNonce: number, fees: Fees, chainNonce: () => Promise<number>): Promise<void> {
+    const wallet = this.#opts.signer.address;
+    for (let attempts = 0; attempts < 16; attempts += 1) {
+      const missing = await chainNonce().catch(() => Number.POSITIVE_INFINITY);
+      if (missing >= lastAcceptedNonce) return;
+      const raw = await this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const sent = await sendRaw(this.#opts.provider, raw).then(
+        () => true,
+        () => false,
+      );
+      if (!sent) return; // the next round resyncs from the chain and fills it with a trade
+    }
+  }
+
+  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): Promise<string> {
+    return this.#opts.signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce });
+  }
+}
+
+/**
+ * A bare eth_sendRawTransaction on a JSON-RPC provider: ethers' broadcastTransaction would
+ * first recover the sender from the signature (a millisecond of secp256k1 per trade) to
+ * build a response nothing here uses.
+ */
+async function sendRaw(provider: Provider, rawTx: string): Promise<unknown> {
+  if ("send" in provider && typeof provider.send === "function") return (provider as RpcProvider).send("eth_sendRawTransaction", [rawTx]);
+  return provider.broadcastTransaction(rawTx);
+}
