@@ -113,7 +113,8 @@ async function serve(): Promise<void> {
   const send = (message: FromServer) => process.send!(message);
   const { pino } = await import("pino");
   const { startService } = await import("../adapters/main.js");
-  const { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } = await import("./embedded-chain.js");
+  const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain.js");
+  const { startEmbeddedChainThread } = await import("./embedded-chain-thread.js");
   const apiKey = process.env["BENCH_API_KEY"]!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
   const log = pino({ level: "silent" });
@@ -133,7 +134,7 @@ async function serve(): Promise<void> {
       LOG_LEVEL: "silent",
       DATA_DIR: dir,
     },
-    embeddedChain: async () => startEmbeddedChain,
+    embeddedChain: async () => startEmbeddedChainThread,
     log,
     rootDir: dir,
   });
