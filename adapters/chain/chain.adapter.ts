@@ -2,7 +2,7 @@
  * The chain adapter's composition: reads the deployment once (stable-coin decimals,
  * token symbol, chain id), then builds the TradePort and PricePort on one provider.
  */
-import { Contract, Wallet, type Provider } from "ethers";
+import { Contract, Wallet, type JsonRpcApiProvider } from "ethers";
 
 import { ChainUnavailableError, type PricePort, type StableCoin, type TradePort } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
@@ -26,7 +26,7 @@ export interface ChainAdapterOptions {
    * The chain. It must not cache requests (ethers' default `cacheTimeout` of 250 ms would
    * serve a stale nonce or a stale preflight); `createRpcProvider` makes one that does not.
    */
-  provider: Provider;
+  provider: JsonRpcApiProvider;
   /** Private keys of the exchange wallets the service signs for. Never logged. */
   privateKeys: readonly string[];
   addresses: DeploymentAddresses;

@@ -12,8 +12,6 @@ import {
   MaxUint256,
   formatUnits,
   toQuantity,
-  type Provider,
-  type TransactionReceipt as EthersReceipt,
   type Wallet,
 } from "ethers";
 
@@ -36,14 +34,15 @@ import { toDomainError } from "./chain-errors.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
 import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
 import { SendQueue } from "./send-queue.js";
-import { toWeb3Receipt } from "./web3-receipt.js";
+import { toWeb3Receipt, type RpcReceipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
 const erc20Interface = new Interface(ERC20_ABI);
 const SWAP_METHOD = { sell: "sell", buy: "buy", remittance: "remit" } as const satisfies Record<TradeKind, string>;
 
 export interface TradeAdapterOptions {
-  provider: Provider;
+  /** A JSON-RPC provider: reads, estimates and receipts are raw calls (createRpcProvider's in the service). */
+  provider: JsonRpcApiProvider;
   chainId: bigint;
   wallets: readonly Wallet[];
   swap: string;
@@ -113,7 +112,7 @@ export class ChainTradeAdapter implements TradePort {
     const { provider } = this.#opts;
     try {
       const mined = async (): Promise<TradeResolution | undefined> => {
-        const receipt = await provider.getTransactionReceipt(tx.txHash);
+        const receipt = await this.#receipt(tx.txHash);
         return receipt ? { state: "mined", receipt: toWeb3Receipt(receipt) } : undefined;
       };
       const first = await mined();
@@ -163,9 +162,9 @@ export class ChainTradeAdapter implements TradePort {
     }
 
     try {
-      const receipt = await this.#waitForReceipt(hash);
-      if (receipt.status !== 1) throw new TradeRevertedError(`transaction ${hash} reverted when mined`);
-      return toWeb3Receipt(receipt);
+      const receipt = toWeb3Receipt(await this.#waitForReceipt(hash));
+      if (!receipt.status) throw new TradeRevertedError(`transaction ${hash} reverted when mined`);
+      return receipt;
     } finally {
       this.#release(reservation, order.amount);
     }
@@ -228,10 +227,7 @@ export class ChainTradeAdapter implements TradePort {
   /** An eth_call against the latest block answering one uint256. */
   async #readUint(to: string, data: string): Promise<bigint> {
     const provider = this.#opts.provider;
-    const result =
-      provider instanceof JsonRpcApiProvider
-        ? ((await provider.send("eth_call", [{ to, data }, "latest"])) as string)
-        : await provider.call({ to, data });
+    const result = (await provider.send("eth_call", [{ to, data }, "latest"])) as string;
     return BigInt(result === "0x" ? "0x0" : result);
   }
 
@@ -246,7 +242,7 @@ export class ChainTradeAdapter implements TradePort {
     const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
     const hash = await this.#queue(signer).send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
     const receipt = await this.#waitForReceipt(hash);
-    if (receipt.status !== 1) throw new TradeRevertedError(`allowance update ${hash} reverted`);
+    if (BigInt(receipt.status) !== 1n) throw new TradeRevertedError(`allowance update ${hash} reverted`);
   }
 
   /**
@@ -261,7 +257,7 @@ export class ChainTradeAdapter implements TradePort {
     const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
     const known = this.#gasEstimates.get(shape);
     const provider = this.#opts.provider;
-    if (known !== undefined && provider instanceof JsonRpcApiProvider) {
+    if (known !== undefined) {
       const gasLimit = headroom(known);
       const passed = await provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]).then(
         () => true,
@@ -280,9 +276,7 @@ export class ChainTradeAdapter implements TradePort {
    * would slow each preflight down in proportion to the burst.
    */
   async #estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
-    const provider = this.#opts.provider;
-    if (!(provider instanceof JsonRpcApiProvider)) return provider.estimateGas(tx);
-    return BigInt((await provider.send("eth_estimateGas", [tx, "latest"])) as string);
+    return BigInt((await this.#opts.provider.send("eth_estimateGas", [tx, "latest"])) as string);
   }
 
   #queue(signer: Wallet): SendQueue {
@@ -307,11 +301,16 @@ export class ChainTradeAdapter implements TradePort {
     return this.#feeCache.fees;
   }
 
-  async #waitForReceipt(hash: string): Promise<EthersReceipt> {
+  /** The node's receipt as it sent it (web3-receipt.ts formats it), or null while unmined. */
+  async #receipt(hash: string): Promise<RpcReceipt | null> {
+    return (await this.#opts.provider.send("eth_getTransactionReceipt", [hash])) as RpcReceipt | null;
+  }
+
+  async #waitForReceipt(hash: string): Promise<RpcReceipt> {
     const deadline = Date.now() + this.#opts.receiptTimeoutMs;
     for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
       // A node that stops answering while we wait does not fail the trade: it was sent.
-      const receipt = await this.#opts.provider.getTransactionReceipt(hash).catch(() => null);
+      const receipt = await this.#receipt(hash).catch(() => null);
       if (receipt) return receipt;
       if (Date.now() > deadline) throw new TradePendingError(hash);
       await new Promise((resolve) => setTimeout(resolve, delay));
