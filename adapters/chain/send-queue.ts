@@ -2,11 +2,12 @@
  * Broadcasting for one exchange wallet: nonce assignment, signing, journalling and sending,
  * pipelined by group commit.
  *
- * Trades that arrive while a broadcast is on its way wait in a queue; the next round takes
- * all of them (up to `maxBatch`), holds the wallet's nonce lock once, signs them with
- * consecutive nonces, lets each journal itself (`onSigned`), and sends them in one ordered
- * JSON-RPC batch. A lone trade goes out at once; a burst costs one round trip and one lock
- * per batch instead of one per trade, and never waits for anyone's receipt.
+ * Trades that arrive while a round is on its way wait in a queue; the next round takes all
+ * of them (up to `maxBatch`), holds the wallet's nonce lock once, signs them with
+ * consecutive nonces, lets each journal itself (`onSigned`), and sends them in ordered
+ * JSON-RPC batches of a few, the first while the rest are still being signed. A lone trade
+ * goes out at once; a burst costs one lock per round and one round trip per few trades
+ * instead of one each, and never waits for anyone's receipt.
  *
  * No gap is left behind:
  * - a trade whose journal write fails is not sent, and takes no nonce;
@@ -17,7 +18,7 @@
  * - if a send failed and one after it was accepted, the failed nonce is filled with an empty
  *   transfer to the wallet itself, so the accepted ones do not wait behind it.
  */
-import { keccak256, type Provider, type Wallet } from "ethers";
+import { keccak256, type JsonRpcApiProvider, type Wallet } from "ethers";
 
 import type { SignedTrade } from "../../core/index.js";
 import type { NonceStore } from "./nonce-store.js";
@@ -40,7 +41,7 @@ export interface Outgoing {
 export interface SendQueueOptions {
   signer: Wallet;
   chainId: bigint;
-  provider: Provider;
+  provider: JsonRpcApiProvider;
   nonces: NonceStore;
   fees: () => Promise<Fees>;
   /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
@@ -66,6 +67,8 @@ interface Signed {
 type Outcome = RpcOutcome | { unsent: true };
 
 const FILLER_GAS = 21_000n;
+/** Transactions per request within a round (see #round). */
+const SEND_CHUNK = 8;
 
 export class SendQueue {
   readonly #opts: SendQueueOptions;
@@ -119,6 +122,22 @@ export class SendQueue {
       async (first) => {
         const fees = await this.#opts.fees();
         const signed: Signed[] = [];
+        // Sent in chunks while the rest is still being signed: a chunk goes out once the one
+        // before it was answered, so the node sees the nonces in order, and the chain mines
+        // one chunk while this thread signs the next.
+        const answers: Array<Promise<Outcome[]>> = [];
+        let sending: Promise<unknown> = Promise.resolve();
+        let unsent = 0;
+        const sendChunk = () => {
+          const rawTxs = signed.slice(unsent).map((s) => s.rawTx);
+          unsent = signed.length;
+          if (rawTxs.length === 0) return;
+          // A request that fails as a whole may have reached the node, or not: each of its
+          // transactions fails with that error. The journal knows them; the chain will tell.
+          const answered = sending.then(() => this.#broadcast(rawTxs)).catch((error: unknown) => rawTxs.map((): Outcome => ({ error: error as Error })));
+          sending = answered;
+          answers.push(answered);
+        };
         for (const item of round) {
           const nonce = first + signed.length;
           try {
@@ -129,17 +148,10 @@ export class SendQueue {
           } catch (error) {
             settle(item, { error }); // not sent, and its nonce goes to the next one
           }
+          if (signed.length - unsent >= SEND_CHUNK) sendChunk();
         }
-
-        let outcomes: Outcome[];
-        try {
-          outcomes = await this.#broadcast(signed.map((s) => s.rawTx));
-        } catch (error) {
-          // The request failed as a whole: the node may have any of them. The journal knows
-          // them all, and only the chain can say which went out.
-          for (const s of signed) settle(s.item, { error });
-          return { clean: false, sent: signed.length };
-        }
+        sendChunk();
+        const outcomes = (await Promise.all(answers)).flat();
 
         const requeue: Queued[] = [];
         let firstFailure = -1;
@@ -174,7 +186,9 @@ export class SendQueue {
 
   /**
    * Sends the signed transactions in order: one JSON-RPC batch on the service's provider,
-   * else one at a time, stopping at the first refusal (the rest are `unsent`).
+   * else one at a time, stopping at the first refusal (the rest are `unsent`). Either way a
+   * bare eth_sendRawTransaction: ethers' broadcastTransaction would first recover the sender
+   * from the signature (a millisecond of secp256k1 per trade) to build a response unused here.
    */
   async #broadcast(rawTxs: string[]): Promise<Outcome[]> {
     const { provider, maxBatch } = this.#opts;
@@ -189,7 +203,7 @@ export class SendQueue {
         continue;
       }
       try {
-        outcomes.push({ result: await sendRaw(provider, raw) });
+        outcomes.push({ result: await provider.send("eth_sendRawTransaction", [raw]) });
       } catch (error) {
         outcomes.push({ error: error as Error });
       }
@@ -208,7 +222,7 @@ export class SendQueue {
       const missing = await chainNonce().catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
       const raw = await this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
-      const sent = await sendRaw(this.#opts.provider, raw).then(
+      const sent = await this.#opts.provider.send("eth_sendRawTransaction", [raw]).then(
         () => true,
         () => false,
       );
@@ -219,14 +233,4 @@ export class SendQueue {
   #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): Promise<string> {
     return this.#opts.signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce });
   }
-}
-
-/**
- * A bare eth_sendRawTransaction on a JSON-RPC provider: ethers' broadcastTransaction would
- * first recover the sender from the signature (a millisecond of secp256k1 per trade) to
- * build a response nothing here uses.
- */
-async function sendRaw(provider: Provider, rawTx: string): Promise<unknown> {
-  if ("send" in provider && typeof provider.send === "function") return (provider as RpcProvider).send("eth_sendRawTransaction", [rawTx]);
-  return provider.broadcastTransaction(rawTx);
 }

@@ -1,0 +1,126 @@
+/**
+ * SendQueue (adapters/chain/send-queue.ts) against a scripted JSON-RPC node: group commit,
+ * ordered batches, no nonce gaps whatever fails, and the gap filler.
+ */
+import { expect } from "chai";
+import { Wallet, keccak256 } from "ethers";
+
+import { MemoryNonceStore, RpcProvider } from "../../../adapters/chain/index.js";
+import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
+import type { SignedTrade } from "../../../core/index.js";
+import { FakeRpcNode } from "../../helpers/fake-rpc.js";
+
+const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const SWAP = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+const FEES = { maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+
+describe("SendQueue", function () {
+  let node: FakeRpcNode;
+  let provider: RpcProvider;
+  let nonces: MemoryNonceStore;
+  let queue: SendQueue;
+
+  const trade = (i: number, onSigned?: Outgoing["onSigned"]): Outgoing => ({ to: SWAP, data: `0x${i.toString(16).padStart(8, "0")}`, gasLimit: 150_000n, onSigned });
+  const nextStored = () => nonces.withNonce(wallet.address, async () => -1, async (nonce) => nonce, () => null);
+
+  beforeEach(async function () {
+    node = await FakeRpcNode.start();
+    node.pendingNonce = 7;
+    provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 0 });
+    nonces = new MemoryNonceStore();
+    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces, fees: async () => FEES, maxBatch: 50 });
+  });
+
+  afterEach(async function () {
+    provider.destroy();
+    await node.close();
+  });
+
+  it("signs a burst with consecutive nonces from the chain's count and sends it in a few ordered batches", async function () {
+    const journalled: SignedTrade[] = [];
+    const hashes = await Promise.all(Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))));
+
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal(Array.from({ length: 30 }, (_, i) => 7 + i));
+    expect(node.accepted.map((tx) => tx.data)).to.deep.equal(Array.from({ length: 30 }, (_, i) => trade(i).data));
+    expect(hashes).to.deep.equal(node.accepted.map((tx) => tx.hash));
+    // Journalled before sending, with the hash of exactly what was sent.
+    expect(journalled.map((tx) => tx.txHash)).to.deep.equal(hashes);
+    expect(journalled.every((tx) => keccak256(tx.rawTx) === tx.txHash && tx.wallet === wallet.address)).to.equal(true);
+    // One lone send, then the rest in batches: far fewer requests than transactions.
+    const sendRequests = node.requests.filter((calls) => calls.some((c) => c.method === "eth_sendRawTransaction"));
+    expect(sendRequests.length).to.be.lessThan(10);
+    expect(node.calls("eth_getTransactionCount")).to.have.length(1);
+    expect(await nextStored()).to.equal(37);
+  });
+
+  it("sends nothing for a trade whose journal write fails, and leaves no gap for the others", async function () {
+    const failure = new Error("journal unavailable");
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        queue.send(
+          trade(i, async () => {
+            if (i === 2) throw failure;
+          }),
+        ),
+      ),
+    );
+    expect(results.map((r) => r.status)).to.deep.equal(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((results[2] as PromiseRejectedResult).reason).to.equal(failure);
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9, 10]);
+    expect(node.accepted.map((tx) => tx.data)).to.deep.equal([0, 1, 3, 4].map((i) => trade(i).data));
+  });
+
+  it("re-reads the nonce and signs again once when someone else used the wallet", async function () {
+    await queue.send(trade(0)); // stores 8 as the next nonce
+    node.pendingNonce = 12; // four transactions from elsewhere
+    const hash = await queue.send(trade(1));
+    expect(node.accepted.at(-1)!.nonce).to.equal(12);
+    expect(hash).to.equal(node.accepted.at(-1)!.hash);
+    expect(node.calls("eth_getTransactionCount")).to.have.length(2);
+  });
+
+  it("fails a trade refused twice for its nonce, and resyncs the next one", async function () {
+    node.onSend = () => ({ error: { code: -32000, message: "nonce too low" } });
+    const thrown = await queue.send(trade(0)).then(() => undefined, (error: unknown) => error);
+    expect(String(thrown)).to.match(/nonce too low/);
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
+    node.onSend = () => ({ accept: true });
+    await queue.send(trade(1));
+    expect(node.accepted[0]!.nonce).to.equal(7);
+  });
+
+  it("fills the nonce of a refused send with an empty transfer when one after it was accepted", async function () {
+    // A node that queues future nonces (a real mempool) and refuses one transaction for itself.
+    node.onSend = (tx) => (tx.data === trade(1).data ? { error: { code: -32000, message: "exceeds block gas limit" } } : { accept: true });
+    // Hold the first send back so that the three others go out in one batch behind it.
+    const first = queue.send(trade(0));
+    const rest = [1, 2, 3].map((i) => queue.send(trade(i)).then((hash) => hash, (error: unknown) => error as Error));
+    await first;
+    const [refused, ...sent] = await Promise.all(rest);
+    expect(String(refused)).to.match(/exceeds block gas limit/);
+    expect(sent.every((hash) => typeof hash === "string")).to.equal(true);
+    // The accepted trades are answered at once; the filler follows within the same round.
+    for (let waited = 0; waited < 2000 && !node.accepted.some((tx) => tx.nonce === 8); waited += 10) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const filler = node.accepted.find((tx) => tx.nonce === 8);
+    expect(filler, "no transaction filled nonce 8").to.not.equal(undefined);
+    expect(filler!.to).to.equal(wallet.address);
+    expect(filler!.value).to.equal(0n);
+    expect(filler!.data).to.equal("0x");
+    expect(filler!.gasLimit).to.equal(21_000n);
+    expect(node.pendingNonce).to.equal(11);
+    expect(node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b)).to.deep.equal([7, 8, 9, 10]);
+  });
+
+  it("fails every trade of a request that breaks, and asks the chain for the nonce afterwards", async function () {
+    await queue.send(trade(0));
+    node.nextRaw = (res) => res.destroy();
+    const thrown = await queue.send(trade(1)).then(() => undefined, (error: unknown) => error);
+    expect(thrown).to.be.instanceOf(Error);
+    expect(node.calls("eth_getTransactionCount")).to.have.length(1);
+    await queue.send(trade(2));
+    expect(node.calls("eth_getTransactionCount")).to.have.length(2);
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8]);
+  });
+});
