@@ -114,7 +114,7 @@ async function serve(): Promise<void> {
   const { pino } = await import("pino");
   const { startService } = await import("../adapters/main.js");
   const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain.js");
-  const { startEmbeddedChainThread } = await import("./embedded-chain-thread.js");
+  const { startEmbeddedChainProcess } = await import("./embedded-chain-process.js");
   const apiKey = process.env["BENCH_API_KEY"]!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
   const log = pino({ level: "silent" });
@@ -134,7 +134,7 @@ async function serve(): Promise<void> {
       LOG_LEVEL: "silent",
       DATA_DIR: dir,
     },
-    embeddedChain: async () => startEmbeddedChainThread,
+    embeddedChain: async () => startEmbeddedChainProcess,
     log,
     rootDir: dir,
   });

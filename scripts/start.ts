@@ -14,7 +14,7 @@ async function main(): Promise<void> {
   let service: RunningService;
   try {
     service = await startService({
-      embeddedChain: async () => (await import("./embedded-chain-thread.js")).startEmbeddedChainThread,
+      embeddedChain: async () => (await import("./embedded-chain-process.js")).startEmbeddedChainProcess,
     });
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -89,6 +89,25 @@ describe("npm start (scripts/start.ts)", function () {
     }
   });
 
+  it("runs its embedded chain in a child process that goes away when the service is killed with -9", async function () {
+    const r = run({ PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY });
+    try {
+      await waitFor(() => r.stderr().includes("is ready"), "the banner");
+      const rpcUrl = /Chain: +(http\S+)/.exec(r.stderr())![1]!;
+      const chainId = async () =>
+        fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' }).then(
+          (res) => res.ok,
+          () => false,
+        );
+      expect(await chainId()).to.equal(true);
+      r.child.kill("SIGKILL");
+      await r.exit;
+      await waitFor(async () => !(await chainId()), "the chain to stop answering", 15_000);
+    } finally {
+      if (r.child.exitCode === null) r.child.kill("SIGKILL");
+    }
+  });
+
   describe("the embedded chain", function () {
     it("re-posts its mock price feeds on a heartbeat, so the price never goes stale", async function () {
       const chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }), feedHeartbeatMs: 100 });
