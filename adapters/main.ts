@@ -41,6 +41,8 @@ export interface RunningService {
   addresses: DeploymentAddresses;
   /** Set when no API_KEYS/API_KEYS_FILE was given (embedded mode only): the key to call the API with. */
   generatedApiKey?: string;
+  /** Embedded mode: the chain's process id, when it runs in its own process. */
+  chainPid?: number;
   /** Embedded mode: the file written once the API listened. */
   deploymentFile?: string;
   deployment?: DevDeployment;
@@ -58,6 +60,8 @@ export interface EmbeddedChain {
   /** The exchange wallet; its key is a public Hardhat test key. */
   exchangeWallet: { address: string; privateKey: string };
   addresses: DeploymentAddresses;
+  /** The chain's own process, when it runs in one (npm start's does). */
+  pid?: number;
   close(): Promise<void>;
 }
 
@@ -103,6 +107,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     let addresses: DeploymentAddresses;
     let privateKeys: string[];
     let embeddedChainId: number | undefined;
+    let chainPid: number | undefined;
     if (config.chain.mode === "embedded") {
       log.info({ chainPort: config.chain.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
       if (options.embeddedChain === undefined) throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
@@ -113,6 +118,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       addresses = chain.addresses;
       privateKeys = [chain.exchangeWallet.privateKey];
       embeddedChainId = chain.chainId;
+      chainPid = chain.pid;
     } else {
       rpcUrl = config.chain.rpcUrl;
       addresses = readDeploymentFile(config.chain.deploymentFile);
@@ -209,6 +215,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       wallets: adapter.wallets,
       addresses,
       ...(generatedApiKey !== undefined ? { generatedApiKey } : {}),
+      ...(chainPid !== undefined ? { chainPid } : {}),
       server,
       log,
       close: closeAll,

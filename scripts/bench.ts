@@ -10,11 +10,12 @@
  *   wallet (nonces assigned locally, sent concurrently, receipts awaited): the chain's own
  *   limit. Ratio = service sells/s ÷ direct sells/s (target ≥ 0.7). Every trade is checked:
  *   receipt status, log count, one transaction each, and the wallet's token balance.
- * - Peak RSS of the service process (the API and the embedded chain it runs).
+ * - Peak RSS of the service process and of the embedded chain's process.
  *
- * Two processes, so that the load generators do not steal the service's event loop: this
- * one forks itself with `--role server` (embedded chain + service on port 0 + the bare
- * server, logs silent) and drives the load. Each measurement is split into rounds that
+ * Three processes, as `npm start` runs them and so that the load generators do not steal
+ * the service's event loop: this one forks itself with `--role server` (the service on
+ * port 0, which starts its embedded chain in a child process, and the bare server; logs
+ * silent) and drives the load. Each measurement is split into rounds that
  * alternate service and baseline, so a neighbour's load drifting during the run hits both.
  *
  * Options: --duration <s> (price, per target), --connections, --sells (per path),
@@ -94,9 +95,13 @@ interface Usage {
   type: "usage";
   /** CPU time of the service process so far, in µs. */
   cpuMicros: number;
+  /** CPU time of the embedded chain's process so far, in µs (0 where /proc cannot tell). */
+  chainCpuMicros: number;
   /** Event-loop utilisation of the service process's main thread since the previous mark (0..1). */
   elu: number;
   maxRssBytes: number;
+  /** Peak RSS of the embedded chain's process (0 where /proc cannot tell). */
+  chainMaxRssBytes: number;
 }
 
 type ToServer = { type: "usage" } | { type: "stop" };
@@ -163,7 +168,15 @@ async function serve(): Promise<void> {
       const since = performance.eventLoopUtilization(now, elu);
       elu = now;
       const usage = process.resourceUsage();
-      send({ type: "usage", cpuMicros: usage.userCPUTime + usage.systemCPUTime, elu: since.utilization, maxRssBytes: usage.maxRSS * 1024 });
+      const chain = procUsage(service.chainPid);
+      send({
+        type: "usage",
+        cpuMicros: usage.userCPUTime + usage.systemCPUTime,
+        chainCpuMicros: chain.cpuMicros,
+        elu: since.utilization,
+        maxRssBytes: usage.maxRSS * 1024,
+        chainMaxRssBytes: chain.maxRssBytes,
+      });
     } else if (message.type === "stop") {
       bare.closeAllConnections();
       bare.close();
@@ -188,6 +201,21 @@ async function serve(): Promise<void> {
     captured,
     config,
   });
+}
+
+/** CPU time and peak RSS of another process, from Linux's /proc (zeros elsewhere). */
+function procUsage(pid: number | undefined): { cpuMicros: number; maxRssBytes: number } {
+  if (pid === undefined) return { cpuMicros: 0, maxRssBytes: 0 };
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat (after the parenthesised name) are utime and stime, in clock ticks (100/s).
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return { cpuMicros: ticks * 10_000, maxRssBytes: hwm ? Number(hwm[1]) * 1024 : 0 };
+  } catch {
+    return { cpuMicros: 0, maxRssBytes: 0 };
+  }
 }
 
 function capture(url: string, apiKey: string): Promise<Captured> {
@@ -274,6 +302,8 @@ interface Run {
 interface Load extends Run {
   /** CPU time the service process spent meanwhile, in µs, and its main thread's event-loop utilisation. */
   cpuMicros: number;
+  /** CPU time the embedded chain's process spent meanwhile, in µs. */
+  chainCpuMicros: number;
   elu: number;
   /** Event-loop utilisation of this (driver) process while it generated the load. */
   driverElu: number;
@@ -290,6 +320,7 @@ function combine(loads: Load[]): Load {
     seconds,
     p99Ms: loads.reduce((n, l) => n + l.p99Ms * l.ops, 0) / ops,
     cpuMicros: loads.reduce((n, l) => n + l.cpuMicros, 0),
+    chainCpuMicros: loads.reduce((n, l) => n + l.chainCpuMicros, 0),
     elu: loads.reduce((n, l) => n + l.elu * l.seconds, 0) / seconds,
     driverElu: loads.reduce((n, l) => n + l.driverElu * l.seconds, 0) / seconds,
   };
@@ -302,7 +333,7 @@ async function measured(server: ServerProcess, work: () => Promise<Run>): Promis
   const run = await work();
   const driverElu = performance.eventLoopUtilization(driverBefore).utilization;
   const after = await server.usage();
-  return { ...run, cpuMicros: after.cpuMicros - before.cpuMicros, elu: after.elu, driverElu };
+  return { ...run, cpuMicros: after.cpuMicros - before.cpuMicros, chainCpuMicros: after.chainCpuMicros - before.chainCpuMicros, elu: after.elu, driverElu };
 }
 
 /** Loads `url` for `seconds`; refuses a run with any error or non-2xx answer. */
@@ -587,8 +618,11 @@ async function drive(): Promise<void> {
       where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct]);
     }
 
-    const { maxRssBytes } = await server.usage();
-    rows.push(`| Peak RSS of the service process (API + embedded chain) | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | |`);
+    const { maxRssBytes, chainMaxRssBytes } = await server.usage();
+    rows.push(
+      `| Peak RSS of the service process | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | |`,
+      `| Peak RSS of the embedded chain's process | ${chainMaxRssBytes > 0 ? `${fmt(chainMaxRssBytes / 2 ** 20)} MiB` : "n/a"} | | | |`,
+    );
   } finally {
     await server.stop();
   }
@@ -602,10 +636,10 @@ async function drive(): Promise<void> {
       "",
       ...rows,
       "",
-      "Service-process CPU per operation and its main thread's event-loop utilisation in each phase, and the driver's:",
+      "CPU per operation of the service process and of the embedded chain's, the service's event-loop utilisation, and the driver's:",
       ...where.map(
         ([name, l]) =>
-          `- ${name}: ${fmt(l.cpuMicros / l.ops)} µs CPU/op, service loop ${(l.elu * 100).toFixed(0)} % busy, driver loop ${(l.driverElu * 100).toFixed(0)} % busy`,
+          `- ${name}: service ${fmt(l.cpuMicros / l.ops)} µs CPU/op, chain ${fmt(l.chainCpuMicros / l.ops)} µs CPU/op, service loop ${(l.elu * 100).toFixed(0)} % busy, driver loop ${(l.driverElu * 100).toFixed(0)} % busy`,
       ),
       "",
     ].join("\n"),

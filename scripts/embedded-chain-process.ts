@@ -71,6 +71,7 @@ export async function startEmbeddedChainProcess(options: EmbeddedChainOptions): 
   }
   return {
     ...chain,
+    ...(child.pid !== undefined ? { pid: child.pid } : {}),
     async close() {
       if (closing) return;
       closing = true;
