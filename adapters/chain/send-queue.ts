@@ -197,8 +197,9 @@ export class SendQueue {
       return provider.sendBatch(rawTxs.map((raw) => ({ method: "eth_sendRawTransaction", params: [raw] })));
     }
     const outcomes: Outcome[] = [];
+    let refused = false;
     for (const raw of rawTxs) {
-      if (outcomes.some((o) => "error" in o)) {
+      if (refused) {
         outcomes.push({ unsent: true });
         continue;
       }
@@ -206,6 +207,7 @@ export class SendQueue {
         outcomes.push({ result: await provider.send("eth_sendRawTransaction", [raw]) });
       } catch (error) {
         outcomes.push({ error: error as Error });
+        refused = true;
       }
     }
     return outcomes;

@@ -8,7 +8,7 @@
  */
 import {
   Interface,
-  JsonRpcApiProvider,
+  type JsonRpcApiProvider,
   MaxUint256,
   formatUnits,
   toQuantity,
@@ -33,7 +33,7 @@ import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
 import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
-import { SendQueue } from "./send-queue.js";
+import { SendQueue, type Fees } from "./send-queue.js";
 import { toWeb3Receipt, type RpcReceipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
@@ -57,37 +57,39 @@ export interface TradeAdapterOptions {
   sendBatchMax?: number;
 }
 
+/** An exchange wallet: its key, and its queue for nonces, signing, journalling and sending (send-queue.ts). */
+interface ExchangeWallet {
+  signer: Wallet;
+  queue: SendQueue;
+}
+
 /** Default of `sendBatchMax`. */
 export const DEFAULT_SEND_BATCH_MAX = 50;
 
 export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
-  readonly #signers = new Map<string, Wallet>();
   readonly #allowanceLocks = new KeyedMutex();
   /** The largest gas estimate seen per trade shape (kind and stable coin); see #gasLimit. */
   readonly #gasEstimates = new Map<string, bigint>();
   readonly #encodedReads = new Map<string, { balanceOf: string; allowance: string }>();
-  /** One broadcasting queue per wallet: nonces, signing, journalling, sending (send-queue.ts). */
-  readonly #queues = new Map<string, SendQueue>();
+  /** The exchange wallets, by lower-case address. */
+  readonly #wallets = new Map<string, ExchangeWallet>();
   /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
   readonly #inFlight = new Map<string, bigint>();
-  #feeCache?: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> };
+  #feeCache?: { at: number; fees: Promise<Fees> };
 
   constructor(options: TradeAdapterOptions) {
     this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, nonces: new MemoryNonceStore(), sendBatchMax: DEFAULT_SEND_BATCH_MAX, ...options };
-    for (const wallet of options.wallets) {
-      this.#signers.set(wallet.address.toLowerCase(), wallet);
-      this.#queues.set(
-        wallet.address.toLowerCase(),
-        new SendQueue({
-          signer: wallet,
-          chainId: options.chainId,
-          provider: options.provider,
-          nonces: this.#opts.nonces,
-          fees: () => this.#fees(),
-          maxBatch: this.#opts.sendBatchMax,
-        }),
-      );
+    for (const signer of options.wallets) {
+      const queue = new SendQueue({
+        signer,
+        chainId: options.chainId,
+        provider: options.provider,
+        nonces: this.#opts.nonces,
+        fees: () => this.#fees(),
+        maxBatch: this.#opts.sendBatchMax,
+      });
+      this.#wallets.set(signer.address.toLowerCase(), { signer, queue });
     }
   }
 
@@ -127,8 +129,9 @@ export class ChainTradeAdapter implements TradePort {
   }
 
   async #trade(kind: TradeKind, order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
-    const signer = this.#signers.get(order.wallet.toLowerCase());
-    if (!signer) throw new UnknownWalletError(order.wallet);
+    const wallet = this.#wallets.get(order.wallet.toLowerCase());
+    if (!wallet) throw new UnknownWalletError(order.wallet);
+    const { signer, queue } = wallet;
     // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
     const spent =
       kind === "sell"
@@ -151,11 +154,11 @@ export class ChainTradeAdapter implements TradePort {
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
       const checked = this.#gasLimit(shape, call);
       checked.catch(() => {}); // awaited below, unless the reservation fails first
-      const toppedUp = await this.#reserveAllowance(signer, spent, order.amount, reservation);
+      const toppedUp = await this.#reserveAllowance(wallet, spent, order.amount, reservation);
       reserved = true;
       // A check made before an allowance top-up may have failed for want of it: made again.
       const gasLimit = toppedUp ? await this.#gasLimit(shape, call) : await checked;
-      hash = await this.#queue(signer).send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
+      hash = await queue.send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
     } catch (error) {
       if (reserved) this.#release(reservation, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
@@ -177,12 +180,12 @@ export class ChainTradeAdapter implements TradePort {
    * USDT refuses to change a non-zero allowance, so it is reset to zero first.
    */
   async #reserveAllowance(
-    signer: Wallet,
+    wallet: ExchangeWallet,
     asset: { address: string; symbol: string; decimals: number },
     amount: bigint,
     key: string,
   ): Promise<boolean> {
-    const owner = signer.address;
+    const owner = wallet.signer.address;
     const calls = this.#readCalls(owner, asset.address);
     const read = () => Promise.all([this.#readUint(asset.address, calls.balanceOf), this.#readUint(asset.address, calls.allowance)]);
     // Read outside the lock, so concurrent trades do not queue behind each other's round trips.
@@ -200,8 +203,8 @@ export class ChainTradeAdapter implements TradePort {
       }
       if (allowance - inFlight < amount) {
         const target = balance > inFlight + amount ? balance : inFlight + amount;
-        if (allowance !== 0n) await this.#approve(signer, asset.address, 0n);
-        await this.#approve(signer, asset.address, target);
+        if (allowance !== 0n) await this.#approve(wallet, asset.address, 0n);
+        await this.#approve(wallet, asset.address, target);
         this.#inFlight.set(key, inFlight + amount);
         return true;
       }
@@ -226,8 +229,7 @@ export class ChainTradeAdapter implements TradePort {
 
   /** An eth_call against the latest block answering one uint256. */
   async #readUint(to: string, data: string): Promise<bigint> {
-    const provider = this.#opts.provider;
-    const result = (await provider.send("eth_call", [{ to, data }, "latest"])) as string;
+    const result = (await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string;
     return BigInt(result === "0x" ? "0x0" : result);
   }
 
@@ -237,10 +239,10 @@ export class ChainTradeAdapter implements TradePort {
     else this.#inFlight.delete(key);
   }
 
-  async #approve(signer: Wallet, asset: string, value: bigint): Promise<void> {
+  async #approve({ signer, queue }: ExchangeWallet, asset: string, value: bigint): Promise<void> {
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
     const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
-    const hash = await this.#queue(signer).send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
+    const hash = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
     const receipt = await this.#waitForReceipt(hash);
     if (BigInt(receipt.status) !== 1n) throw new TradeRevertedError(`allowance update ${hash} reverted`);
   }
@@ -279,12 +281,8 @@ export class ChainTradeAdapter implements TradePort {
     return BigInt((await this.#opts.provider.send("eth_estimateGas", [tx, "latest"])) as string);
   }
 
-  #queue(signer: Wallet): SendQueue {
-    return this.#queues.get(signer.address.toLowerCase())!;
-  }
-
   /** EIP-1559 fees, cached for a second: every send in a burst pays the same. */
-  #fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+  #fees(): Promise<Fees> {
     const now = Date.now();
     if (!this.#feeCache || now - this.#feeCache.at > 1000) {
       const fees = this.#opts.provider.getFeeData().then((data) => {
