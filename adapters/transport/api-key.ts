@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** The request header (gRPC metadata key) that carries the caller's key, as the SPEC names it. */
 export const API_KEY_HEADER = "api_key";
@@ -23,34 +23,45 @@ export interface ApiKeyVerifier {
   check(presented: string | null | undefined): ApiKeyCheck;
 }
 
-function sha256(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
+/**
+ * Whether `presented` equals `key`, in a time that depends on the length of
+ * `presented` alone: every code unit is compared with no early exit, the key is read
+ * cyclically so that a guess of any length costs the same as any other guess of that
+ * length, and a difference in length is folded into the result.
+ */
+function constantTimeEquals(presented: string, key: string): boolean {
+  let difference = presented.length ^ key.length;
+  for (let i = 0; i < presented.length; i++) difference |= presented.charCodeAt(i) ^ key.charCodeAt(i % key.length);
+  return difference === 0;
 }
 
 /**
- * Builds a verifier over the accepted keys. Keys and the presented value are both
- * hashed with SHA-256 and compared with crypto.timingSafeEqual, so the comparison
- * takes the same time whatever the length or content of the presented value, and
- * every accepted key is compared (no early exit) so the time does not tell which
- * key came close.
+ * Builds a verifier over the accepted keys. The presented value is compared with
+ * every accepted key in constant time (constantTimeEquals, no early exit over the
+ * keys either), so the time tells neither how close a guess came nor which key it
+ * came close to; it depends only on the guess's length (bounded by Node's header
+ * limit) and the number of keys. This runs on every request, so it is plain
+ * arithmetic: hashing each presented value cost more than the rest of a cached price
+ * answer.
  * @throws TypeError when there is no key or a key is empty
  */
-export function createApiKeyVerifier(keys: readonly string[]): ApiKeyVerifier {
+export function createApiKeyVerifier(acceptedKeys: readonly string[]): ApiKeyVerifier {
+  const keys = [...acceptedKeys];
   if (keys.length === 0) throw new TypeError("at least one API key is required");
   if (keys.some((key) => key.length === 0)) throw new TypeError("API keys must not be empty");
-  const digests = keys.map(sha256);
+  const accepted = keys.map((key, keyIndex) => ({ ok: true, keyIndex, scope: hash("sha256", key, "hex").slice(0, 32) }) as const);
   return {
     check(presented) {
       if (presented === undefined || presented === null || presented === "") {
         return { ok: false, message: MISSING_KEY_MESSAGE };
       }
-      const candidate = sha256(presented);
       let match = -1;
-      digests.forEach((digest, index) => {
-        if (timingSafeEqual(digest, candidate) && match === -1) match = index;
-      });
-      if (match === -1) return { ok: false, message: WRONG_KEY_MESSAGE };
-      return { ok: true, keyIndex: match, scope: digests[match]!.subarray(0, 16).toString("hex") };
+      for (let index = 0; index < keys.length; index++) {
+        // Both operands are always evaluated: no key is skipped once one has matched.
+        const equal = constantTimeEquals(presented, keys[index]!);
+        if (equal && match === -1) match = index;
+      }
+      return match === -1 ? { ok: false, message: WRONG_KEY_MESSAGE } : accepted[match]!;
     },
   };
 }

@@ -8,9 +8,14 @@ import type { ApiKeyVerifier } from "./api-key.js";
 import { errorInterceptor, kRequestLog } from "./error.interceptor.js";
 import { minimalGrpcMessageEncoding } from "./grpc-message.js";
 import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes, type Readiness } from "./json-routes.js";
-import { bindRequestContext, requestContext, requestIdFrom } from "./logger.js";
+import { TokenService } from "../../gen/token/v1/token_pb.js";
+import { bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn } from "./node-types.js";
+import { requestPath } from "./request-path.js";
 import { tokenRoutes } from "./routes.js";
+
+/** Every RPC's path starts with this; nothing else does. */
+const RPC_PATH_PREFIX = `/${TokenService.typeName}/`;
 
 export interface HttpHandlerOptions {
   useCases: UseCases;
@@ -24,53 +29,60 @@ export interface HttpHandlerOptions {
 /**
  * The one request handler behind every protocol on the port, for HTTP/1.1 and
  * HTTP/2 alike:
- * - RPCs (gRPC, Connect, gRPC-Web) on /token.v1.TokenService/*, through the error
- *   and api_key interceptors;
- * - everything else to the JSON routes (the adapter's fallback).
+ * - RPCs (gRPC, Connect, gRPC-Web) on /token.v1.TokenService/*, to the Connect adapter,
+ *   through the error and api_key interceptors (an unknown method there gets the JSON
+ *   routes' 404, the adapter's fallback);
+ * - everything else straight to the JSON routes.
  *
  * Every request gets a request id (an acceptable incoming x-request-id, else a new
  * UUID), echoed in the x-request-id response header and carried by every log line,
- * and one "request completed" line. Headers, and so api_key, are never logged.
+ * and one "request completed" line when info is logged. Headers, and so api_key, are
+ * never logged.
  */
 export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const { log } = options;
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const json = jsonRoutes({
+    useCases: options.useCases,
+    verifier: options.verifier,
+    readiness: options.readiness,
+    bodyLimitBytes,
+    log,
+  });
   const connect = connectNodeAdapter({
     routes: tokenRoutes(options.useCases),
     // First in the list is outermost: errors from the key check are logged too.
     interceptors: [errorInterceptor(log), apiKeyInterceptor(options.verifier)],
     readMaxBytes: bodyLimitBytes,
     contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
-    fallback: jsonRoutes({
-      useCases: options.useCases,
-      verifier: options.verifier,
-      readiness: options.readiness,
-      bodyLimitBytes,
-      log,
-    }),
+    fallback: json,
   });
 
   return (req, res) => {
-    const id = requestIdFrom(req);
-    const reqLog = log.child({ reqId: id });
-    bindRequestContext(req, { id, log: reqLog });
-    const started = process.hrtime.bigint();
-    res.setHeader("x-request-id", id);
-    res.once("close", () => {
-      const path = new URL(req.url ?? "/", "http://localhost").pathname;
-      reqLog.info(
-        {
-          method: req.method,
-          path,
-          httpVersion: req.httpVersion,
-          status: res.statusCode,
-          completed: res.writableFinished,
-          ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        },
-        "request completed",
-      );
-    });
-    minimalGrpcMessageEncoding(req, res);
-    connect(req, res);
+    const context = bindRequestContext(req, log);
+    res.setHeader("x-request-id", context.id);
+    const path = requestPath(req.url);
+    if (log.isLevelEnabled("info")) {
+      const started = process.hrtime.bigint();
+      res.once("close", () => {
+        context.log.info(
+          {
+            method: req.method,
+            path,
+            httpVersion: req.httpVersion,
+            status: res.statusCode,
+            completed: res.writableFinished,
+            ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+          },
+          "request completed",
+        );
+      });
+    }
+    if (path.startsWith(RPC_PATH_PREFIX)) {
+      minimalGrpcMessageEncoding(req, res);
+      connect(req, res);
+    } else {
+      json(req, res);
+    }
   };
 }

@@ -6,6 +6,7 @@ import type { TradeUseCase, UseCases } from "../../core/index.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
 import { requestContext } from "./logger.js";
+import { requestPath } from "./request-path.js";
 
 /** The header (gRPC metadata key) that makes a trade safe to retry. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
@@ -69,16 +70,17 @@ function payloadTooLarge(limit: number): HttpError {
   return new HttpError(Code.ResourceExhausted, `request body: must be at most ${limit} bytes`, 413);
 }
 
-type Handler = (
-  req: NodeServerRequest,
-  context: { body: () => Promise<unknown>; scope: string },
-) => Promise<{ status: number; body: unknown }>;
+/**
+ * @param body - the parsed JSON body for a route with `jsonBody`, else undefined
+ * @param scope - the caller's scope for an authenticated route, else ""
+ */
+type Handler = (req: NodeServerRequest, body: unknown, scope: string) => Promise<{ status: number; body: unknown }>;
 
 interface Route {
   method: "GET" | "POST";
   /** Whether the api_key header is required (every /api/v1 route; not the probes). */
   authenticated: boolean;
-  /** Whether the body is a JSON document (checked for Content-Type and size). */
+  /** Whether the body is a JSON document (checked for Content-Type and size, read and parsed before `handle`). */
   jsonBody: boolean;
   handle: Handler;
 }
@@ -169,14 +171,13 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
-function send(req: NodeServerRequest, res: NodeServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(req: NodeServerRequest, res: NodeServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   if (res.headersSent || res.writableEnded) return;
   const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(payload),
-    ...headers,
-  });
+  res.setHeader("content-type", "application/json");
+  res.setHeader("content-length", Buffer.byteLength(payload));
+  if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name]!);
+  res.writeHead(status);
   res.end(payload);
   discardRest(req);
 }
@@ -220,10 +221,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (req, { body, scope }) => {
+    handle: async (req, body, scope) => {
       const key = req.headers[IDEMPOTENCY_KEY_HEADER];
       const idempotencyKey = Array.isArray(key) ? key.join(",") : key;
-      return { status: 200, body: await run(await body(), { scope, idempotencyKey }) };
+      return { status: 200, body: await run(body, { scope, idempotencyKey }) };
     },
   });
 
@@ -257,38 +258,43 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
     ],
   ]);
 
-  return (req, res) => {
-    const { log: reqLog } = requestContext(req, log);
+  /** Answers one request; every refusal is thrown, and `refuse` answers it. */
+  const answer = async (req: NodeServerRequest, res: NodeServerResponse, path: string): Promise<void> => {
     const method = req.method ?? "GET";
-    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    const route = routes.get(path);
+    if (route === undefined) throw notFound(method, path);
+    if (method !== route.method) throw methodNotAllowed(method, path, route.method);
+    let scope = "";
+    if (route.authenticated) {
+      const raw = req.headers[API_KEY_HEADER];
+      const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+      if (!result.ok) throw new HttpError(Code.Unauthenticated, result.message);
+      scope = result.scope;
+    }
+    let body: unknown;
+    if (route.jsonBody) {
+      if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
+      body = parseJson(await readBody(req, limit));
+    }
+    const result = await route.handle(req, body, scope);
+    send(req, res, result.status, result.body);
+  };
 
-    const run = async (): Promise<void> => {
-      const route = routes.get(path);
-      if (route === undefined) throw notFound(method, path);
-      if (method !== route.method) throw methodNotAllowed(method, path, route.method);
-      let scope = "";
-      if (route.authenticated) {
-        const raw = req.headers[API_KEY_HEADER];
-        const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
-        if (!result.ok) throw new HttpError(Code.Unauthenticated, result.message);
-        scope = result.scope;
-      }
-      if (route.jsonBody && !isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
-      const body = async () => parseJson(await readBody(req, limit));
-      const answer = await route.handle(req, { body, scope });
-      send(req, res, answer.status, answer.body);
-    };
+  const refuse = (req: NodeServerRequest, res: NodeServerResponse, path: string, thrown: unknown): void => {
+    const reqLog = requestContext(req, log).log;
+    if (thrown instanceof HttpError) {
+      reqLog.info({ code: codeName(thrown.code), reason: thrown.message, path }, "request refused");
+      send(req, res, thrown.status, { code: codeName(thrown.code), message: thrown.message }, thrown.headers);
+      return;
+    }
+    const { error, internal, status } = toConnectError(thrown);
+    if (internal) reqLog.error({ err: thrown, path }, "request failed with an unexpected error");
+    else reqLog.info({ code: codeName(error.code), reason: error.rawMessage, path }, "request refused");
+    send(req, res, status, { code: codeName(error.code), message: error.rawMessage });
+  };
 
-    run().catch((thrown: unknown) => {
-      if (thrown instanceof HttpError) {
-        reqLog.info({ code: codeName(thrown.code), reason: thrown.message, path }, "request refused");
-        send(req, res, thrown.status, { code: codeName(thrown.code), message: thrown.message }, thrown.headers);
-        return;
-      }
-      const { error, internal, status } = toConnectError(thrown);
-      if (internal) reqLog.error({ err: thrown, path }, "request failed with an unexpected error");
-      else reqLog.info({ code: codeName(error.code), reason: error.rawMessage, path }, "request refused");
-      send(req, res, status, { code: codeName(error.code), message: error.rawMessage });
-    });
+  return (req, res) => {
+    const path = requestPath(req.url);
+    answer(req, res, path).catch((thrown: unknown) => refuse(req, res, path, thrown));
   };
 }

@@ -53,7 +53,27 @@ export interface RequestContext {
   readonly log: Logger;
 }
 
-const contexts = new WeakMap<NodeServerRequest, RequestContext>();
+/**
+ * A request's context whose logger is made on first use: most requests log nothing
+ * but their "request completed" line, and a pino child costs more than the rest of
+ * a cached price answer.
+ */
+class LazyRequestContext implements RequestContext {
+  #log: Logger | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly parent: Logger,
+  ) {}
+
+  get log(): Logger {
+    return (this.#log ??= this.parent.child({ reqId: this.id }));
+  }
+}
+
+/** Where a request keeps its context (a property, cheaper per request than a WeakMap entry). */
+const kContext = Symbol("request context");
+type WithContext = NodeServerRequest & { [kContext]?: RequestContext };
 
 /** A client-chosen x-request-id is kept when it is short and plain; anything else is replaced. */
 const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -68,9 +88,11 @@ export function requestIdFrom(req: NodeServerRequest): string {
   return value !== undefined && ACCEPTABLE_REQUEST_ID.test(value) ? value : randomUUID();
 }
 
-/** Attaches the request's context; done once, by the outermost handler. */
-export function bindRequestContext(req: NodeServerRequest, context: RequestContext): void {
-  contexts.set(req, context);
+/** Gives the request its context (id from requestIdFrom, logger made on first use); done once, by the outermost handler. */
+export function bindRequestContext(req: NodeServerRequest, parent: Logger): RequestContext {
+  const context = new LazyRequestContext(requestIdFrom(req), parent);
+  (req as WithContext)[kContext] = context;
+  return context;
 }
 
 /**
@@ -78,11 +100,5 @@ export function bindRequestContext(req: NodeServerRequest, context: RequestConte
  * it (a handler mounted on its own, as in some tests) gets a fresh one.
  */
 export function requestContext(req: NodeServerRequest, fallback: Logger): RequestContext {
-  let context = contexts.get(req);
-  if (context === undefined) {
-    const id = requestIdFrom(req);
-    context = { id, log: fallback.child({ reqId: id }) };
-    contexts.set(req, context);
-  }
-  return context;
+  return (req as WithContext)[kContext] ?? bindRequestContext(req, fallback);
 }

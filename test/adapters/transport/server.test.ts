@@ -119,6 +119,23 @@ describe("the one-port server", function () {
       expect(answer).to.include('{"status":"ok"}');
     });
 
+    it("answers a request target URL parsing refuses (GET /\\) with a JSON 404, and keeps serving", async function () {
+      t = await startTestServer();
+      const raw = (target: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = net.connect(t!.server.port, "127.0.0.1");
+          let answer = "";
+          socket.on("data", (d) => (answer += d.toString()));
+          socket.on("error", reject);
+          socket.on("close", () => resolve(answer));
+          socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+        });
+      const answer = await raw("/\\");
+      expect(answer).to.match(/^HTTP\/1\.1 404 /);
+      expect(answer).to.include('"code":"not_found"');
+      expect(await raw("/healthz")).to.match(/^HTTP\/1\.1 200 OK/);
+    });
+
     it("drops a connection that never says anything", async function () {
       const logs = new LogSink();
       const log = pino(logs);

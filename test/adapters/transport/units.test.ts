@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { expect } from "chai";
+import fc from "fast-check";
 import { pino } from "pino";
 
 import {
@@ -25,6 +26,7 @@ import { errorInterceptor } from "../../../adapters/transport/error.interceptor.
 import { DOMAIN_TO_CONNECT_CODE, INTERNAL_MESSAGE, codeName, httpStatusFor, toConnectError } from "../../../adapters/transport/error-map.js";
 import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
+import { requestPath } from "../../../adapters/transport/request-path.js";
 import { tokenRoutes } from "../../../adapters/transport/routes.js";
 import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
 import { API_KEY, CONFIG, CUSTOMER, DAI, FakePricePort, FakeTradePort, LogSink, USDT, WALLET, fakeReceipt } from "./helpers.js";
@@ -124,7 +126,8 @@ describe("api key verifier", function () {
     expect(verifier.check(undefined)).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
     expect(verifier.check(null)).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
     expect(verifier.check("")).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
-    for (const wrong of ["nope", `${API_KEY}x`, API_KEY.slice(1), API_KEY.toUpperCase(), `${API_KEY},${API_KEY}`]) {
+    // The key twice over matches it code unit for code unit when read cyclically: only its length differs.
+    for (const wrong of ["nope", `${API_KEY}x`, API_KEY.slice(1), API_KEY.toUpperCase(), `${API_KEY},${API_KEY}`, `${API_KEY}${API_KEY}`, `${API_KEY.slice(0, -1)}\u0000`]) {
       expect(verifier.check(wrong), wrong).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
     }
   });
@@ -137,6 +140,48 @@ describe("api key verifier", function () {
   it("refuses to be built without keys or with an empty key", function () {
     expect(() => createApiKeyVerifier([])).to.throw(TypeError);
     expect(() => createApiKeyVerifier([""])).to.throw(TypeError);
+  });
+});
+
+describe("request path", function () {
+  /** What URL parsing gives, or null where URL cannot parse the target. */
+  const byUrl = (target: string) => (URL.canParse(target, "http://localhost") ? new URL(target, "http://localhost").pathname : null);
+
+  it("is the path URL parsing gives, for plain paths and for every other target", function () {
+    for (const target of [
+      "/api/v1/token/price",
+      "/api/v1/token/sell?amount=1&x=%2F",
+      "/healthz",
+      "/",
+      "/api/v1/token/sell/",
+      "/api/v1/token/../token/buy",
+      "/api/v1/token/./buy",
+      "/api/v1//token/buy",
+      "//evil.example/api/v1/token/price",
+      "/api/v1/token/%73ell",
+      "http://localhost/api/v1/token/price",
+      "*",
+    ]) {
+      expect(requestPath(target), target).to.equal(byUrl(target));
+    }
+    expect(requestPath(undefined)).to.equal("/");
+  });
+
+  it("never throws: a target URL cannot parse is returned as it came (and matches no route)", function () {
+    expect(byUrl("/\\")).to.equal(null);
+    expect(requestPath("/\\")).to.equal("/\\");
+    expect(requestPath("/\\?a=1")).to.equal("/\\");
+  });
+
+  it("agrees with URL parsing on arbitrary request targets (fast-check)", function () {
+    const segment = fc.constantFrom("api", "v1", "token", "price", "sell", ".", "..", "", "%2e", "a b", "é", "x?y", "#", "\\");
+    const target = fc.tuple(fc.array(segment, { maxLength: 6 }), fc.option(fc.string({ maxLength: 10 }))).map(
+      ([segments, query]) => `/${segments.join("/")}${query === null ? "" : `?${query}`}`,
+    );
+    fc.assert(
+      fc.property(target, (t) => requestPath(t) === (byUrl(t) ?? t.split("?")[0])),
+      { numRuns: 2000, seed: 20261122 },
+    );
   });
 });
 
