@@ -11,6 +11,7 @@ import { isChainUnreachable } from "./chain-errors.js";
 import type { NonceStore } from "./nonce-store.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
 import { RpcProvider } from "./rpc-provider.js";
+import { WasmSigningKey } from "./signing-key.js";
 import { ChainTradeAdapter } from "./trade.adapter.js";
 
 /** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
@@ -66,7 +67,7 @@ export function createRpcProvider(url: string, chainId?: bigint, timeoutMs = 10_
 export async function createChainAdapter(options: ChainAdapterOptions): Promise<ChainAdapter> {
   const { provider, addresses } = options;
   if (options.privateKeys.length === 0) throw new TypeError("privateKeys: at least one exchange wallet key is required");
-  const wallets = options.privateKeys.map((key) => new Wallet(key));
+  const wallets = options.privateKeys.map((key) => new Wallet(new WasmSigningKey(key)));
 
   let chainId: bigint;
   let tokenSymbol: string;
