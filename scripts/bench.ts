@@ -6,10 +6,12 @@
  *   headers, body captured from the service) from a bare `node:http` server, both loaded
  *   with autocannon. Ratio = service requests/s ÷ bare requests/s (target ≥ 0.7).
  * - Sells: N sells of 1 token through JSON HTTP and through gRPC (@grpc/grpc-js), C at a
- *   time, and the same `TokenSwap.sell` calls signed directly with ethers by the exchange
- *   wallet (nonces assigned locally, sent concurrently, receipts awaited): the chain's own
- *   limit. Ratio = service sells/s ÷ direct sells/s (target ≥ 0.7). Every trade is checked:
- *   receipt status, log count, one transaction each, and the wallet's token balance.
+ *   time, and the same `TokenSwap.sell` calls made directly with ethers by the exchange
+ *   wallet (signed as they are made, nonces assigned locally, sent concurrently, receipts
+ *   awaited). Ratio = service sells/s ÷ direct sells/s (target ≥ 0.7). A second baseline
+ *   replays the same calls signed before the clock starts: the chain's own limit, with its
+ *   ratio beside. Every trade is checked: receipt status, log count, one transaction each,
+ *   and the wallet's token balance.
  * - Peak RSS of the service process and of the embedded chain's process.
  *
  * Three processes, as `npm start` runs them and so that the load generators do not steal
@@ -448,45 +450,51 @@ function grpcSells(ready: Ready, apiKey: string): SellTarget {
 }
 
 /**
- * The same sells straight to the chain, as an efficient ethers client would make them: signed
- * by the exchange wallet with locally assigned nonces (before the clock starts, so the chain
- * and not this process is the limit), sent concurrently with eth_sendRawTransaction, and each
- * receipt awaited. Automine cannot queue a nonce that arrives ahead of its predecessor (the
- * sends travel on several sockets), so such a send is retried until its turn comes.
+ * The same sells straight to the chain, as an efficient ethers client makes them: the
+ * exchange wallet signs each `TokenSwap.sell` call with ethers with a locally assigned
+ * nonce, gas estimated once per stable coin (with the service's 20 % headroom) and fees
+ * read once, sends it with eth_sendRawTransaction, and awaits its receipt, C at a time.
+ *
+ * - `presigned: false` ("direct ethers"): each call is signed when it is made, in this
+ *   process, as a client would; what the issue names as the baseline.
+ * - `presigned: true` ("pre-signed replay"): every transaction is signed before the clock
+ *   starts, so only the chain works while it runs: the chain's own limit.
+ *
+ * Automine cannot queue a nonce that arrives ahead of its predecessor (the sends travel
+ * on several sockets), so such a send is retried until its turn comes.
  */
-async function directSells(ready: Ready): Promise<SellTarget> {
+async function directSells(ready: Ready, presigned: boolean): Promise<SellTarget> {
   const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
   const wallet = new Wallet(ready.privateKey);
   const swap = new Interface(SWAP_ABI);
   const calls = STABLES.map((symbol) => swap.encodeFunctionData("sell", [ready.addresses.stableCoins[symbol], ONE_TOKEN, CUSTOMER, 0n, MaxUint256]));
-  // Gas estimated once per stable coin, with the service's 20 % headroom; fees read once.
   const gasLimits = await Promise.all(calls.map(async (data) => ((await provider.estimateGas({ from: wallet.address, to: ready.addresses.swap, data })) * 120n) / 100n));
   const fees = await provider.getFeeData();
+  let firstNonce = 0;
   let signed: string[] = [];
+  const sign = (index: number) => {
+    const k = index % STABLES.length;
+    return wallet.signTransaction({
+      type: 2,
+      chainId: ready.chainId,
+      nonce: firstNonce + index,
+      to: ready.addresses.swap,
+      data: calls[k]!,
+      gasLimit: gasLimits[k]!,
+      maxFeePerGas: fees.maxFeePerGas! * 2n,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas!,
+      value: 0n,
+    });
+  };
   return {
-    name: "direct ethers",
+    name: presigned ? "pre-signed replay" : "direct ethers",
     async prepare(count) {
-      const nonce = await provider.getTransactionCount(wallet.address, "pending");
+      firstNonce = await provider.getTransactionCount(wallet.address, "pending");
       signed = [];
-      for (let i = 0; i < count; i++) {
-        const k = i % STABLES.length;
-        signed.push(
-          await wallet.signTransaction({
-            type: 2,
-            chainId: ready.chainId,
-            nonce: nonce + i,
-            to: ready.addresses.swap,
-            data: calls[k]!,
-            gasLimit: gasLimits[k]!,
-            maxFeePerGas: fees.maxFeePerGas! * 2n,
-            maxPriorityFeePerGas: fees.maxPriorityFeePerGas!,
-            value: 0n,
-          }),
-        );
-      }
+      if (presigned) for (let i = 0; i < count; i++) signed.push(await sign(i));
     },
     async sell(index) {
-      const raw = signed[index]!;
+      const raw = presigned ? signed[index]! : await sign(index);
       const hash = keccak256(raw);
       for (let attempt = 0; ; attempt++) {
         try {
@@ -597,25 +605,29 @@ async function drive(): Promise<void> {
 
     if (opts.only !== "price") {
       process.stderr.write(`sells: ${sells} per path, ${concurrency} at a time, in ${rounds} rounds (each after ${warmup} warm-up sells)…\n`);
-      const paths = { direct: [] as Load[], http: [] as Load[], grpc: [] as Load[] };
+      const paths = { replay: [] as Load[], direct: [] as Load[], http: [] as Load[], grpc: [] as Load[] };
       for (let round = 0; round < rounds; round++) {
         const count = Math.floor(sells / rounds) + (round < sells % rounds ? 1 : 0);
         // Direct first: the service's nonce sequencer (re)reads the wallet's nonce in its warm-up.
-        paths.direct.push(await sellPhase(server, ready, await directSells(ready), count, concurrency, warmup));
+        paths.replay.push(await sellPhase(server, ready, await directSells(ready, true), count, concurrency, warmup));
+        paths.direct.push(await sellPhase(server, ready, await directSells(ready, false), count, concurrency, warmup));
         paths.http.push(await sellPhase(server, ready, httpSells(ready, apiKey, concurrency), count, concurrency, warmup));
         paths.grpc.push(await sellPhase(server, ready, grpcSells(ready, apiKey), count, concurrency, warmup));
       }
+      const replay = combine(paths.replay);
       const direct = combine(paths.direct);
       const viaHttp = combine(paths.http);
       const viaGrpc = combine(paths.grpc);
       for (const [name, via] of [["JSON HTTP", viaHttp], ["gRPC", viaGrpc]] as const) {
         const ratio = perSecond(via) / perSecond(direct);
+        const ofReplay = perSecond(via) / perSecond(replay);
         rows.push(
           `| Sells/s, ${name} (${sells} sells, ${concurrency} at a time) | ${fmt(perSecond(via))} | ${fmt(perSecond(direct))} (direct ethers) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.7)} |`,
+          `| Sells/s, ${name}, against the chain's own limit | ${fmt(perSecond(via))} | ${fmt(perSecond(replay))} (pre-signed replay) | ${ofReplay.toFixed(2)} | ${verdict(ofReplay, 0.7)} |`,
         );
       }
       rows.push(`| Sell p99 latency, JSON HTTP / gRPC | ${fmt(viaHttp.p99Ms)} ms / ${fmt(viaGrpc.p99Ms)} ms | ${fmt(direct.p99Ms)} ms (direct ethers) | | |`);
-      where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct]);
+      where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct], ["sell as a pre-signed replay", replay]);
     }
 
     const { maxRssBytes, chainMaxRssBytes } = await server.usage();
