@@ -53,7 +53,7 @@ export interface TradeAdapterOptions {
   gasHeadroomPercent?: bigint;
   /** Where nonces are assigned: in memory by default, or the trade journal's shared sequence. */
   nonces?: NonceStore;
-  /** Most transactions broadcast in one JSON-RPC batch (see send-queue.ts); 1 = one request each. */
+  /** Most transactions signed and broadcast in one round (see send-queue.ts); 1 = one request each. */
   sendBatchMax?: number;
 }
 
@@ -63,8 +63,13 @@ interface ExchangeWallet {
   queue: SendQueue;
 }
 
-/** Default of `sendBatchMax`. */
-export const DEFAULT_SEND_BATCH_MAX = 50;
+/**
+ * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: with 50 sells
+ * in flight, rounds of 50 moved every trade in one wave, and the chain idled while the wave
+ * collected its receipts and the next requests arrived (bench: 208 sells/s over HTTP with
+ * rounds of 50, 256 with rounds of 16, 252 with rounds of 8).
+ */
+export const DEFAULT_SEND_BATCH_MAX = 16;
 
 export class ChainTradeAdapter implements TradePort {
   readonly #opts: Required<TradeAdapterOptions>;
