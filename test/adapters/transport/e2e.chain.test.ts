@@ -5,9 +5,11 @@
  * the real chain adapter, and the API on port 0, called over every protocol.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import * as http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
@@ -16,7 +18,7 @@ import { JsonRpcProvider, keccak256, toUtf8Bytes } from "ethers";
 import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService, TradeRequestSchema } from "../../../gen/token/v1/token_pb.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain.js";
 import { LogSink, getJson, grpcCall, grpcClient, postJson } from "./helpers.js";
 
@@ -195,6 +197,41 @@ describe("end to end on the embedded chain (npm start's composition)", function 
         expect(raw?.logs).to.have.length(logCount);
       });
     }
+
+    it("sends a receipt uncompressed although the client accepts gzip", async function () {
+      const request = create(TradeRequestSchema, { userAddress: wallet, destinatary: CUSTOMER, amount: "1", usdAddress: coins.DAI });
+      const message = toBinary(TradeRequestSchema, request);
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), Buffer.from(message)]);
+      frame.writeUInt32BE(message.length, 1);
+      const session = http2.connect(service.apiUrl);
+      try {
+        const { headers, body } = await new Promise<{ headers: http2.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/token.v1.TokenService/Sell",
+            "content-type": "application/grpc",
+            te: "trailers",
+            "grpc-accept-encoding": "gzip",
+            api_key: KEY,
+          });
+          const chunks: Buffer[] = [];
+          let headers: http2.IncomingHttpHeaders = {};
+          stream.on("response", (h) => (headers = h));
+          stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+          stream.on("end", () => resolve({ headers, body: Buffer.concat(chunks) }));
+          stream.on("error", reject);
+          stream.end(frame);
+        });
+        expect(headers[":status"]).to.equal(200);
+        // The stream may name gzip (Connect negotiates it), but the message itself is sent with
+        // the compressed flag 0, although it is large enough that Connect would gzip it by
+        // default (from 1 KiB on).
+        expect(body[0]).to.equal(0);
+        expect(body.readUInt32BE(1)).to.be.greaterThan(1024);
+      } finally {
+        session.close();
+      }
+    });
 
     it("GetPrice returns CHF, EUR and USD", async function () {
       const client = grpcClient(service.apiUrl);
