@@ -11,7 +11,6 @@ import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes, type Readiness } from "./json-rou
 import { TokenService } from "../../gen/token/v1/token_pb.js";
 import { bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn } from "./node-types.js";
-import { requestPath } from "./request-path.js";
 import { tokenRoutes } from "./routes.js";
 
 /** Every RPC's path starts with this; nothing else does. */
@@ -64,7 +63,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   return (req, res) => {
     const context = bindRequestContext(req, log);
     res.setHeader("x-request-id", context.id);
-    const path = requestPath(req.url);
+    const { path } = context;
     if (log.isLevelEnabled("info")) {
       const started = process.hrtime.bigint();
       res.once("close", () => {

@@ -6,7 +6,6 @@ import type { TradeUseCase, UseCases } from "../../core/index.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
 import { requestContext } from "./logger.js";
-import { requestPath } from "./request-path.js";
 
 /** The header (gRPC metadata key) that makes a trade safe to retry. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
@@ -294,7 +293,8 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
   };
 
   return (req, res) => {
-    const path = requestPath(req.url);
+    // The outermost handler has bound the context (and parsed the path) already.
+    const { path } = requestContext(req, log);
     answer(req, res, path).catch((thrown: unknown) => refuse(req, res, path, thrown));
   };
 }

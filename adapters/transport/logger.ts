@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 
 import type { NodeServerRequest } from "./node-types.js";
+import { requestPath } from "./request-path.js";
 
 /**
  * Paths pino blanks out wherever they appear in a log line. Request headers are
@@ -47,9 +48,11 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
-/** What every layer of a request can reach: its id and a logger that carries it. */
+/** What every layer of a request can reach: its id, its path, and a logger that carries the id. */
 export interface RequestContext {
   readonly id: string;
+  /** The request target's path, without the query (requestPath). */
+  readonly path: string;
   readonly log: Logger;
 }
 
@@ -63,6 +66,7 @@ class LazyRequestContext implements RequestContext {
 
   constructor(
     readonly id: string,
+    readonly path: string,
     readonly parent: Logger,
   ) {}
 
@@ -88,9 +92,12 @@ export function requestIdFrom(req: NodeServerRequest): string {
   return value !== undefined && ACCEPTABLE_REQUEST_ID.test(value) ? value : randomUUID();
 }
 
-/** Gives the request its context (id from requestIdFrom, logger made on first use); done once, by the outermost handler. */
+/**
+ * Gives the request its context (id from requestIdFrom, path from requestPath, logger made
+ * on first use); done once, by the outermost handler.
+ */
 export function bindRequestContext(req: NodeServerRequest, parent: Logger): RequestContext {
-  const context = new LazyRequestContext(requestIdFrom(req), parent);
+  const context = new LazyRequestContext(requestIdFrom(req), requestPath(req.url), parent);
   (req as WithContext)[kContext] = context;
   return context;
 }
