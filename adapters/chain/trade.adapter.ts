@@ -34,11 +34,17 @@ import { toDomainError } from "./chain-errors.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
 import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
 import { SendQueue, type Fees } from "./send-queue.js";
+import { staticCallEncoder } from "./static-call.js";
 import { toWeb3Receipt, type RpcReceipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
 const erc20Interface = new Interface(ERC20_ABI);
-const SWAP_METHOD = { sell: "sell", buy: "buy", remittance: "remit" } as const satisfies Record<TradeKind, string>;
+/** Calldata of each trade's TokenSwap call: (stable, amount, destinatary, minimum out, deadline). */
+const SWAP_CALL = {
+  sell: staticCallEncoder(swapInterface, "sell"),
+  buy: staticCallEncoder(swapInterface, "buy"),
+  remittance: staticCallEncoder(swapInterface, "remit"),
+} as const satisfies Record<TradeKind, unknown>;
 
 export interface TradeAdapterOptions {
   /** A JSON-RPC provider: reads, estimates and receipts are raw calls (createRpcProvider's in the service). */
@@ -142,7 +148,7 @@ export class ChainTradeAdapter implements TradePort {
       kind === "sell"
         ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
         : order.stable;
-    const data = swapInterface.encodeFunctionData(SWAP_METHOD[kind], [
+    const data = SWAP_CALL[kind]([
       order.stable.address,
       order.amount,
       order.destinatary,
