@@ -18,9 +18,10 @@
  * - if a send failed and one after it was accepted, the failed nonce is filled with an empty
  *   transfer to the wallet itself, so the accepted ones do not wait behind it.
  */
-import { keccak256, type JsonRpcApiProvider, type Wallet } from "ethers";
+import type { JsonRpcApiProvider, Wallet } from "ethers";
 
 import type { SignedTrade } from "../../core/index.js";
+import { signEip1559, type SignedTransaction } from "./eip1559.js";
 import type { NonceStore } from "./nonce-store.js";
 import { isNonceConflict } from "./nonce-store.js";
 import { RpcProvider, type RpcOutcome } from "./rpc-provider.js";
@@ -141,8 +142,7 @@ export class SendQueue {
         for (const item of round) {
           const nonce = first + signed.length;
           try {
-            const rawTx = await this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
-            const txHash = keccak256(rawTx);
+            const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
             await item.tx.onSigned?.({ wallet, nonce, txHash, rawTx });
             signed.push({ item, nonce, rawTx, txHash });
           } catch (error) {
@@ -223,8 +223,8 @@ export class SendQueue {
     for (let attempts = 0; attempts < 16; attempts += 1) {
       const missing = await chainNonce().catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
-      const raw = await this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
-      const sent = await this.#opts.provider.send("eth_sendRawTransaction", [raw]).then(
+      const { rawTx } = this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const sent = await this.#opts.provider.send("eth_sendRawTransaction", [rawTx]).then(
         () => true,
         () => false,
       );
@@ -232,7 +232,7 @@ export class SendQueue {
     }
   }
 
-  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): Promise<string> {
-    return this.#opts.signer.signTransaction({ ...tx, ...fees, type: 2, chainId: this.#opts.chainId, nonce });
+  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): SignedTransaction {
+    return signEip1559(this.#opts.signer.signingKey, { ...tx, ...fees, chainId: this.#opts.chainId, nonce });
   }
 }
