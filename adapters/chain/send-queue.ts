@@ -3,9 +3,10 @@
  * pipelined by group commit.
  *
  * Trades that arrive while a round is on its way wait in a queue; the next round takes all
- * of them (up to `maxBatch`), holds the wallet's nonce lock once, signs them with
- * consecutive nonces, lets each journal itself (`onSigned`), and sends them in ordered
- * JSON-RPC batches of a few, the first while the rest are still being signed. A lone trade
+ * of them (up to `maxBatch`), holds the wallet's nonce lock once, and goes through them a
+ * chunk of a few at a time: signs the chunk with consecutive nonces, lets each trade journal
+ * itself (`onSigned`, all of the chunk at once, so the journal can commit them together), and
+ * sends the chunk as one ordered JSON-RPC batch while the next chunk is signed. A lone trade
  * goes out at once; a burst costs one lock per round and one round trip per few trades
  * instead of one each, and never waits for anyone's receipt.
  *
@@ -139,18 +140,32 @@ export class SendQueue {
           sending = answered;
           answers.push(answered);
         };
-        for (const item of round) {
-          const nonce = first + signed.length;
-          try {
-            const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
-            await item.tx.onSigned?.({ wallet, nonce, txHash, rawTx });
-            signed.push({ item, nonce, rawTx, txHash });
-          } catch (error) {
-            settle(item, { error }); // not sent, and its nonce goes to the next one
+        // A chunk is signed, then journalled all at once (one group commit in the journal),
+        // then sent. A trade whose write fails takes no nonce: those signed after it in its
+        // chunk are signed again with the next nonces (their records are rewritten before
+        // anything of theirs is sent).
+        const pending = [...round];
+        while (pending.length > 0) {
+          const chunk: Signed[] = [];
+          for (const item of pending.splice(0, SEND_CHUNK)) {
+            const nonce = first + signed.length + chunk.length;
+            try {
+              const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
+              chunk.push({ item, nonce, rawTx, txHash });
+            } catch (error) {
+              settle(item, { error }); // not sent, and its nonce goes to the next one
+            }
           }
-          if (signed.length - unsent >= SEND_CHUNK) sendChunk();
+          const written = await Promise.allSettled(chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned?.({ wallet, nonce, txHash, rawTx })));
+          const failed = written.findIndex((result) => result.status === "rejected");
+          const kept = failed < 0 ? chunk.length : failed;
+          signed.push(...chunk.slice(0, kept));
+          if (failed >= 0) {
+            settle(chunk[failed]!.item, { error: (written[failed] as PromiseRejectedResult).reason });
+            pending.unshift(...chunk.slice(failed + 1).map((s) => s.item));
+          }
+          sendChunk();
         }
-        sendChunk();
         const outcomes = (await Promise.all(answers)).flat();
 
         const requeue: Queued[] = [];

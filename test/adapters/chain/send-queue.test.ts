@@ -70,6 +70,40 @@ describe("SendQueue", function () {
     expect(node.accepted.map((tx) => tx.data)).to.deep.equal([0, 1, 3, 4].map((i) => trade(i).data));
   });
 
+  it("journals a chunk's trades together, and rewrites the records of those signed again after a failed write", async function () {
+    const failure = new Error("journal unavailable");
+    const started: number[] = [];
+    const lastWritten = new Map<number, SignedTrade>();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const results = Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        queue.send(
+          trade(i, async (tx) => {
+            started.push(i);
+            if (i > 0) await gate; // opened once every write of the chunk has started
+            if (i === 1 && tx.nonce === 8) throw failure;
+            lastWritten.set(i, tx);
+          }),
+        ),
+      ),
+    );
+    // Trade 0 goes out alone (the queue was idle); trades 1-3 arrive meanwhile and form one chunk.
+    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(started).to.deep.equal([0, 1, 2, 3]);
+    release();
+    const settled = await results;
+    expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    // Trades 2 and 3 were first signed with nonces 9 and 10, then again with 8 and 9: the
+    // journal holds what was sent.
+    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([[7, trade(0).data], [8, trade(2).data], [9, trade(3).data]]);
+    for (const [i, sent] of [[2, 1], [3, 2]] as const) {
+      expect(lastWritten.get(i)!.txHash).to.equal(node.accepted[sent]!.hash);
+      expect(lastWritten.get(i)!.nonce).to.equal(node.accepted[sent]!.nonce);
+    }
+    expect(started).to.deep.equal([0, 1, 2, 3, 2, 3]);
+  });
+
   it("re-reads the nonce and signs again once when someone else used the wallet", async function () {
     await queue.send(trade(0)); // stores 8 as the next nonce
     node.pendingNonce = 12; // four transactions from elsewhere
