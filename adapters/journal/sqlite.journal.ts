@@ -6,6 +6,12 @@
  * what the service needs. It is not fsynced on each commit, so a power loss or kernel crash
  * may lose the last commits; use synchronous=FULL, or PostgreSQL, if that matters.
  *
+ * Group commit: the writes made during one turn of the event loop (a chunk of trades signed
+ * together, the receipts of one JSON-RPC batch) are committed as one transaction at the end
+ * of that turn, and each write's promise settles only once that commit is done. Committing
+ * costs the event loop more than the statements do (the WAL frames, a write call), and it
+ * runs on the service's only thread.
+ *
  * Locking: the file is opened with locking_mode=EXCLUSIVE, so this process holds an OS lock on
  * it until `close()`. A second process (or a second open in this process) fails at open
  * instead of silently sharing the nonce sequence. The OS drops the lock when the process
@@ -126,42 +132,95 @@ function statements(db: DatabaseSync) {
   };
 }
 
+/** A write waiting for the group commit: it runs in the group's transaction, and settles after its commit. */
+interface QueuedWrite {
+  run: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 class SqliteJournal implements TradeJournal {
   readonly #db: DatabaseSync;
   readonly #nonceLocks = new KeyedMutex();
   readonly #sql: ReturnType<typeof statements>;
+  #writes: QueuedWrite[] = [];
 
   constructor(db: DatabaseSync) {
     this.#db = db;
     this.#sql = statements(db);
   }
 
-  async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
-    // One connection and synchronous calls: nothing runs between the insert and the select.
-    const now = Date.now();
-    const inserted = this.#sql.insert.get(
-      randomUUID(), trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), now, now,
-    );
-    if (inserted) return { created: true, record: toRecord(inserted) };
-    return { created: false, record: toRecord(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
+  open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+    // Synchronous statements on one connection: nothing runs between the insert and the select.
+    return this.#write(() => {
+      const now = Date.now();
+      const inserted = this.#sql.insert.get(
+        randomUUID(), trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), now, now,
+      );
+      if (inserted) return { created: true, record: toRecord(inserted) };
+      return { created: false, record: toRecord(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
+    });
   }
 
-  async markSigned(id: string, tx: { wallet: string; nonce: number; txHash: string; rawTx: string }): Promise<void> {
-    expectOne(this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.rawTx, Date.now(), id).changes, id);
+  markSigned(id: string, tx: { wallet: string; nonce: number; txHash: string; rawTx: string }): Promise<void> {
+    return this.#write(() => expectOne(this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.rawTx, Date.now(), id).changes, id));
   }
 
-  async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    expectOne(this.#sql.confirmed.run(JSON.stringify(receipt), Date.now(), id).changes, id);
+  markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
+    const json = JSON.stringify(receipt);
+    return this.#write(() => expectOne(this.#sql.confirmed.run(json, Date.now(), id).changes, id));
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    expectOne(this.#sql.failed.run(JSON.stringify({ code: error.code, message: error.message }), Date.now(), id).changes, id);
+  markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+    const json = JSON.stringify({ code: error.code, message: error.message });
+    return this.#write(() => expectOne(this.#sql.failed.run(json, Date.now(), id).changes, id));
   }
 
-  async discard(id: string): Promise<void> {
-    if (this.#sql.discard.run(id).changes === 0 && this.#sql.byId.get(id)) {
-      throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
+  discard(id: string): Promise<void> {
+    return this.#write(() => {
+      if (this.#sql.discard.run(id).changes === 0 && this.#sql.byId.get(id)) {
+        throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
+      }
+    });
+  }
+
+  /** Queues `run` for this turn's group commit (see the header). */
+  #write<T>(run: () => T): Promise<T> {
+    if (!this.#db.isOpen) return Promise.reject(new Error("the trade journal is closed"));
+    return new Promise<T>((resolve, reject) => {
+      if (this.#writes.length === 0) setImmediate(() => this.#commit());
+      this.#writes.push({ run, resolve: resolve as (value: unknown) => void, reject });
+    });
+  }
+
+  /**
+   * Runs the queued writes in one transaction. A write that throws is refused alone (SQLite
+   * undoes just its statement); if the transaction itself is lost (the commit fails, or an
+   * I/O error rolled it back), every write of the group is refused.
+   */
+  #commit(): void {
+    const writes = this.#writes;
+    this.#writes = [];
+    if (writes.length === 0) return;
+    const db = this.#db;
+    const done: Array<{ write: QueuedWrite; value: unknown }> = [];
+    try {
+      db.exec("BEGIN IMMEDIATE");
+      for (const write of writes) {
+        if (!db.isTransaction) throw new Error("the trade journal's transaction was rolled back");
+        try {
+          done.push({ write, value: write.run() });
+        } catch (error) {
+          write.reject(error);
+        }
+      }
+      db.exec("COMMIT");
+    } catch (error) {
+      if (db.isOpen && db.isTransaction) db.exec("ROLLBACK");
+      for (const write of writes) write.reject(error); // (a write refused alone already was)
+      return;
     }
+    for (const { write, value } of done) write.resolve(value);
   }
 
   async get(id: string): Promise<TradeRecord | undefined> {
@@ -189,6 +248,7 @@ class SqliteJournal implements TradeJournal {
   }
 
   async close(): Promise<void> {
+    this.#commit(); // what was written before close() is kept
     if (this.#db.isOpen) this.#db.close();
   }
 }

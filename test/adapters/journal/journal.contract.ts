@@ -218,6 +218,20 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         }
       });
 
+      it("keeps the writes made alongside one that is refused", async function () {
+        const [a, b] = await Promise.all([journal.open(trade()), journal.open(trade())]);
+        // Made in one turn of the event loop: the SQLite journal commits them together.
+        const results = await Promise.allSettled([
+          journal.markSigned(a.record.id, signedTx(1)),
+          journal.markSigned("00000000-0000-4000-8000-000000000000", signedTx(2)),
+          journal.markFailed(b.record.id, { code: "reverted", message: "reverted" }),
+          journal.discard(a.record.id), // refused: a's transaction is signed by then
+        ]);
+        expect(results.map((result) => result.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "rejected"]);
+        expect(await (await peer()).get(a.record.id)).to.deep.include({ status: "signed", ...signedTx(1) });
+        expect((await (await peer()).get(b.record.id))!.status).to.equal("failed");
+      });
+
       it("answers undefined for an unknown id, UUID or not", async function () {
         expect(await journal.get("00000000-0000-4000-8000-000000000000")).to.equal(undefined);
         expect(await journal.get("not-a-uuid")).to.equal(undefined);

@@ -36,6 +36,19 @@ describe("the SQLite trade journal file", function () {
     await journal.close(); // closing twice is harmless
   });
 
+  it("keeps a write made just before close()", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const journal = await openSqliteJournal(path);
+    const { record } = await journal.open({ scope: "s", idempotencyKey: null, requestHash: "h", kind: "sell", request: { userAddress: "a", destinatary: "b", amount: "1", usdAddress: "c" } });
+    const marked = journal.markFailed(record.id, { code: "reverted", message: "reverted" });
+    await journal.close();
+    await marked;
+    const reopened = await openSqliteJournal(path);
+    expect((await reopened.get(record.id))!.status).to.equal("failed");
+    await reopened.close();
+    expect(await journal.markFailed(record.id, { code: "x", message: "y" }).then(() => "written", (error: unknown) => String(error))).to.match(/journal is closed/);
+  });
+
   it("cannot be opened twice at once, and can be once closed", async function () {
     const path = join(dataDir, "journal.sqlite");
     const first = await openSqliteJournal(path);
