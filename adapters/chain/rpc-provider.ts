@@ -7,7 +7,9 @@
  * (measured here: 1.4 ms against 0.9 ms per eth_blockNumber, both ends in one process).
  * Batching matters more still: 50 calls in one request cost about what 4 single calls
  * do. Calls made in the same few milliseconds (the preflights of a burst of trades) go
- * out together; a lone call waits `batchStallMs` at most.
+ * out together; a lone call waits `batchStallMs` at most. The batching is this class's own
+ * (`send`): ethers' re-serializes the growing batch once per call it adds, and looks each
+ * answer up with a linear scan, which made it quadratic in the batch's size.
  *
  * `sendBatch` sends JSON-RPC calls in one request, in order, outside ethers' queue: the
  * trade adapter broadcasts a run of consecutive nonces with it, so that they reach the
@@ -41,18 +43,27 @@ export interface RpcProviderOptions {
 /** One answer of `sendBatch`, in the order of the calls. */
 export type RpcOutcome = { result: unknown } | { error: Error };
 
+/** A call waiting for its batch. */
+interface QueuedCall {
+  payload: JsonRpcPayload;
+  resolve: (result: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 export class RpcProvider extends JsonRpcApiProvider {
   readonly #url: URL;
   readonly #agent: http.Agent;
   readonly #timeoutMs: number;
+  readonly #batchMaxCount: number;
+  readonly #batchStallMs: number;
+  readonly #queued: QueuedCall[] = [];
+  #drainTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
 
   constructor(url: string, options: RpcProviderOptions = {}) {
     const network = options.chainId === undefined ? undefined : Network.from(options.chainId);
     super(network, {
       staticNetwork: network ?? false,
-      batchMaxCount: options.batchMaxCount ?? 100,
-      batchStallTime: options.batchStallMs ?? 1,
       // Every read is fresh: a cached nonce or preflight would be stale.
       cacheTimeout: -1,
     });
@@ -63,6 +74,46 @@ export class RpcProvider extends JsonRpcApiProvider {
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 8 };
     this.#agent = this.#url.protocol === "https:" ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#batchMaxCount = Math.max(1, options.batchMaxCount ?? 100);
+    this.#batchStallMs = options.batchStallMs ?? 1;
+  }
+
+  /**
+   * One JSON-RPC call; every ethers method of this provider comes through here. Calls made
+   * within `batchStallMs` of each other share a request (up to `batchMaxCount` of them).
+   */
+  override send(method: string, params: unknown[] | Record<string, unknown>): Promise<unknown> {
+    if (this.destroyed) {
+      return Promise.reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: method }));
+    }
+    return new Promise((resolve, reject) => {
+      this.#queued.push({ payload: { jsonrpc: "2.0", id: this.#nextId++, method, params }, resolve, reject });
+      if (this.#queued.length >= this.#batchMaxCount) this.#drain();
+      else this.#drainTimer ??= setTimeout(() => this.#drain(), this.#batchMaxCount === 1 ? 0 : this.#batchStallMs);
+    });
+  }
+
+  #drain(): void {
+    clearTimeout(this.#drainTimer);
+    this.#drainTimer = undefined;
+    while (this.#queued.length > 0) void this.#sendQueued(this.#queued.splice(0, this.#batchMaxCount));
+  }
+
+  async #sendQueued(calls: QueuedCall[]): Promise<void> {
+    let answers: Array<JsonRpcResult | JsonRpcError>;
+    try {
+      answers = await this._send(calls.length === 1 ? calls[0]!.payload : calls.map((call) => call.payload));
+    } catch (error) {
+      for (const call of calls) call.reject(error);
+      return;
+    }
+    const outcomes = this.#outcomes(calls.map((call) => call.payload), answers);
+    calls.forEach(({ payload, resolve, reject }, i) => {
+      const outcome = outcomes[i]!;
+      if (this.destroyed) reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: payload.method }));
+      else if ("error" in outcome) reject(outcome.error);
+      else resolve(outcome.result);
+    });
   }
 
   /** The transport under ethers' queue (and under `sendBatch`): one POST, one JSON answer. */
@@ -85,7 +136,11 @@ export class RpcProvider extends JsonRpcApiProvider {
   async sendBatch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<RpcOutcome[]> {
     if (calls.length === 0) return [];
     const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({ jsonrpc: "2.0", id: this.#nextId++, method, params }));
-    const answers = await this._send(payloads);
+    return this.#outcomes(payloads, await this._send(payloads));
+  }
+
+  /** Each call's answer, matched by id: its result, or its error as ethers would throw it. */
+  #outcomes(payloads: readonly JsonRpcPayload[], answers: ReadonlyArray<JsonRpcResult | JsonRpcError>): RpcOutcome[] {
     const byId = new Map(answers.map((answer) => [answer.id, answer]));
     return payloads.map((payload) => {
       const answer = byId.get(payload.id);
@@ -96,6 +151,10 @@ export class RpcProvider extends JsonRpcApiProvider {
   }
 
   override destroy(): void {
+    clearTimeout(this.#drainTimer);
+    for (const call of this.#queued.splice(0)) {
+      call.reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: call.payload.method }));
+    }
     this.#agent.destroy();
     super.destroy();
   }

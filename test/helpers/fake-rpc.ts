@@ -25,6 +25,8 @@ export class FakeRpcNode {
   /** Decides each eth_sendRawTransaction; the default takes the next nonce only. */
   onSend: (tx: Transaction, node: FakeRpcNode) => SendAnswer = (tx, node) =>
     tx.nonce === node.pendingNonce ? { accept: true } : { error: { code: -32000, message: `nonce too ${tx.nonce < node.pendingNonce ? "low" : "high"}` } };
+  /** Rewrites the answers to each batch before they are sent (reordered, some left out…). */
+  shapeAnswers: ((answers: object[]) => object[]) | undefined;
   /** Replaces the whole answer to the next request (a broken node). */
   nextRaw: ((res: http.ServerResponse) => void) | undefined;
   readonly #server: http.Server;
@@ -93,6 +95,6 @@ export class FakeRpcNode {
       }
     });
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify(batch ? answers : answers[0]));
+    res.end(JSON.stringify(batch ? (this.shapeAnswers?.(answers) ?? answers) : answers[0]));
   }
 }

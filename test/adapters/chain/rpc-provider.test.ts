@@ -32,6 +32,44 @@ describe("RpcProvider", function () {
     expect(node.requests[0]!.map((c) => c.method)).to.deep.equal(["eth_blockNumber", "eth_getTransactionCount", "eth_blockNumber"]);
   });
 
+  it("matches answers to calls by id, whatever their order, and fails only a call left unanswered", async function () {
+    provider = new RpcProvider(node.url, { chainId: 31337n });
+    node.pendingNonce = 9;
+    node.shapeAnswers = (answers) => answers.reverse().slice(1); // the last call's answer is missing
+    const outcomes = await Promise.allSettled([
+      provider.send("eth_chainId", []),
+      provider.send("eth_getTransactionCount", ["0x0000000000000000000000000000000000000001", "pending"]),
+      provider.send("eth_unscripted", []),
+      provider.send("eth_blockNumber", []),
+    ]);
+    expect(node.requests).to.have.length(1);
+    expect(outcomes.slice(0, 2)).to.deep.equal([
+      { status: "fulfilled", value: "0x7a69" },
+      { status: "fulfilled", value: "0x9" },
+    ]);
+    expect(String((outcomes[2] as PromiseRejectedResult).reason)).to.match(/eth_unscripted is not scripted/);
+    expect(isError((outcomes[3] as PromiseRejectedResult).reason, "BAD_DATA")).to.equal(true);
+  });
+
+  it("splits a burst into requests of at most batchMaxCount calls", async function () {
+    provider = new RpcProvider(node.url, { chainId: 31337n, batchMaxCount: 2 });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => provider!.send("eth_blockNumber", [])));
+    expect(answers).to.deep.equal(Array.from({ length: 5 }, () => "0x10"));
+    expect(node.requests.map((calls) => calls.length)).to.deep.equal([2, 2, 1]);
+  });
+
+  it("refuses calls, queued or new, once destroyed", async function () {
+    provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 50 });
+    const queued = provider.send("eth_blockNumber", []);
+    provider.destroy();
+    for (const call of [queued, provider.send("eth_blockNumber", [])]) {
+      expect(isError(await call.then(() => undefined, (error: unknown) => error), "UNSUPPORTED_OPERATION")).to.equal(true);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(node.requests).to.have.length(0);
+    provider = undefined;
+  });
+
   it("sends one call per request when batching is off", async function () {
     provider = new RpcProvider(node.url, { chainId: 31337n, batchMaxCount: 1 });
     await Promise.all([provider.send("eth_blockNumber", []), provider.send("eth_blockNumber", [])]);
