@@ -17,8 +17,15 @@ const transaction = fc.record({
   gasLimit: quantity(30_000_000n),
   to: fc.uint8Array({ minLength: 20, maxLength: 20 }).map((bytes) => getAddress(hexlify(bytes))),
   value: quantity(2n ** 256n - 1n),
-  // Long enough to cross RLP's 55-byte short-string limit, and empty.
-  data: fc.uint8Array({ maxLength: 600 }).map((bytes) => hexlify(bytes)),
+  // Every RLP length form: empty, one byte (below 0x80 it is its own encoding), up to 55
+  // bytes, and longer ones with a one- and a two-byte length.
+  data: fc
+    .oneof(
+      fc.uint8Array({ maxLength: 60 }),
+      fc.uint8Array({ minLength: 250, maxLength: 600 }),
+      fc.constantFrom(0, 1, 55, 56, 255, 256).chain((length) => fc.uint8Array({ minLength: length, maxLength: length })),
+    )
+    .map((bytes) => hexlify(bytes)),
 });
 
 describe("signEip1559 (type-2 transactions, signed without ethers' Transaction object)", function () {
