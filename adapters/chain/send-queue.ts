@@ -25,7 +25,8 @@ import type { SignedTrade } from "../../core/index.js";
 import { signEip1559, type SignedTransaction } from "./eip1559.js";
 import type { NonceStore } from "./nonce-store.js";
 import { isNonceConflict } from "./nonce-store.js";
-import { RpcProvider, type RpcOutcome } from "./rpc-provider.js";
+import { RpcProvider } from "./rpc-provider.js";
+import type { RpcReceipt } from "./web3-receipt.js";
 
 export interface Fees {
   maxFeePerGas: bigint;
@@ -50,9 +51,19 @@ export interface SendQueueOptions {
   maxBatch: number;
 }
 
+/** A transaction the node accepted. */
+export interface Sent {
+  hash: string;
+  /**
+   * Its receipt, when the node had mined it by the end of the send's batch (automine, or a
+   * block that closed meanwhile); null otherwise: then it is polled for.
+   */
+  receipt: RpcReceipt | null;
+}
+
 interface Queued {
   tx: Outgoing;
-  resolve: (hash: string) => void;
+  resolve: (sent: Sent) => void;
   reject: (error: unknown) => void;
   /** Signed again already after a nonce conflict (a second conflict fails the trade). */
   retried: boolean;
@@ -66,7 +77,7 @@ interface Signed {
 }
 
 /** An outcome of one send in a round; `unsent`: not tried, because one before it failed. */
-type Outcome = RpcOutcome | { unsent: true };
+type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error } | { unsent: true };
 
 const FILLER_GAS = 21_000n;
 /** Transactions per request within a round (see #round). */
@@ -82,8 +93,8 @@ export class SendQueue {
     this.#opts = options;
   }
 
-  /** Signs and broadcasts `tx`; resolves with its hash once the node accepted it. */
-  send(tx: Outgoing): Promise<string> {
+  /** Signs and broadcasts `tx`; resolves once the node accepted it. */
+  send(tx: Outgoing): Promise<Sent> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ tx, resolve, reject, retried: false });
       if (!this.#running) void this.#run();
@@ -112,9 +123,9 @@ export class SendQueue {
     const { signer, nonces, provider } = this.#opts;
     const wallet = signer.address;
     const chainNonce = () => provider.getTransactionCount(wallet, "pending");
-    const settle = (item: Queued, outcome: { hash: string } | { error: unknown }) => {
+    const settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => {
       settled.add(item);
-      if ("hash" in outcome) item.resolve(outcome.hash);
+      if ("sent" in outcome) item.resolve(outcome.sent);
       else item.reject(outcome.error);
     };
 
@@ -126,19 +137,27 @@ export class SendQueue {
         const signed: Signed[] = [];
         // Sent in chunks while the rest is still being signed: a chunk goes out once the one
         // before it was answered, so the node sees the nonces in order, and the chain mines
-        // one chunk while this thread signs the next.
+        // one chunk while this thread signs the next. Accepted trades are answered as soon as
+        // their chunk is; failures are dealt with once the round is over.
         const answers: Array<Promise<Outcome[]>> = [];
         let sending: Promise<unknown> = Promise.resolve();
         let unsent = 0;
         const sendChunk = () => {
-          const rawTxs = signed.slice(unsent).map((s) => s.rawTx);
+          const batch = signed.slice(unsent);
           unsent = signed.length;
-          if (rawTxs.length === 0) return;
+          if (batch.length === 0) return;
           // A request that fails as a whole may have reached the node, or not: each of its
           // transactions fails with that error. The journal knows them; the chain will tell.
-          const answered = sending.then(() => this.#broadcast(rawTxs)).catch((error: unknown) => rawTxs.map((): Outcome => ({ error: error as Error })));
+          const answered = sending.then(() => this.#broadcast(batch)).catch((error: unknown) => batch.map((): Outcome => ({ error: error as Error })));
           sending = answered;
-          answers.push(answered);
+          answers.push(
+            answered.then((outcomes) => {
+              outcomes.forEach((outcome, i) => {
+                if ("accepted" in outcome) settle(batch[i]!.item, { sent: { hash: batch[i]!.txHash, receipt: outcome.receipt } });
+              });
+              return outcomes;
+            }),
+          );
         };
         // A chunk is signed, then journalled all at once (one group commit in the journal),
         // then sent. A trade whose write fails takes no nonce: those signed after it in its
@@ -172,10 +191,9 @@ export class SendQueue {
         let firstFailure = -1;
         let lastAccepted = -1;
         outcomes.forEach((outcome, index) => {
-          const { item, txHash } = signed[index]!;
-          if ("result" in outcome) {
-            lastAccepted = index;
-            settle(item, { hash: txHash });
+          const { item } = signed[index]!;
+          if ("accepted" in outcome) {
+            lastAccepted = index; // answered already, with its chunk
             return;
           }
           if (firstFailure < 0) firstFailure = index;
@@ -204,22 +222,36 @@ export class SendQueue {
    * else one at a time, stopping at the first refusal (the rest are `unsent`). Either way a
    * bare eth_sendRawTransaction: ethers' broadcastTransaction would first recover the sender
    * from the signature (a millisecond of secp256k1 per trade) to build a response unused here.
+   *
+   * The batch asks for the transactions' receipts after the sends: a node that mines on
+   * arrival (automine) has them by then, which saves a poll per trade and its wait. A null
+   * or failed receipt call costs nothing more than that call: the trade polls as usual.
    */
-  async #broadcast(rawTxs: string[]): Promise<Outcome[]> {
+  async #broadcast(batch: readonly Signed[]): Promise<Outcome[]> {
     const { provider, maxBatch } = this.#opts;
-    if (rawTxs.length === 0) return [];
+    if (batch.length === 0) return [];
     if (provider instanceof RpcProvider && maxBatch > 1) {
-      return provider.sendBatch(rawTxs.map((raw) => ({ method: "eth_sendRawTransaction", params: [raw] })));
+      const answers = await provider.sendBatch([
+        ...batch.map(({ rawTx }) => ({ method: "eth_sendRawTransaction", params: [rawTx] })),
+        ...batch.map(({ txHash }) => ({ method: "eth_getTransactionReceipt", params: [txHash] })),
+      ]);
+      return batch.map((_, i): Outcome => {
+        const answer = answers[i]!;
+        if ("error" in answer) return answer;
+        const receipt = answers[batch.length + i]!;
+        return { accepted: true, receipt: "result" in receipt ? (receipt.result as RpcReceipt | null) : null };
+      });
     }
     const outcomes: Outcome[] = [];
     let refused = false;
-    for (const raw of rawTxs) {
+    for (const { rawTx } of batch) {
       if (refused) {
         outcomes.push({ unsent: true });
         continue;
       }
       try {
-        outcomes.push({ result: await provider.send("eth_sendRawTransaction", [raw]) });
+        await provider.send("eth_sendRawTransaction", [rawTx]);
+        outcomes.push({ accepted: true, receipt: null });
       } catch (error) {
         outcomes.push({ error: error as Error });
         refused = true;

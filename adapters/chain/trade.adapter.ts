@@ -33,7 +33,7 @@ import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
 import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
-import { SendQueue, type Fees } from "./send-queue.js";
+import { SendQueue, type Fees, type Sent } from "./send-queue.js";
 import { staticCallEncoder } from "./static-call.js";
 import { toWeb3Receipt, type RpcReceipt } from "./web3-receipt.js";
 
@@ -156,7 +156,7 @@ export class ChainTradeAdapter implements TradePort {
       MaxUint256, // no deadline: the receipt wait bounds the trade instead
     ]);
 
-    let hash: string;
+    let sent: Sent;
     const reservation = `${signer.address}:${spent.address}`.toLowerCase();
     let reserved = false;
     try {
@@ -169,15 +169,15 @@ export class ChainTradeAdapter implements TradePort {
       reserved = true;
       // A check made before an allowance top-up may have failed for want of it: made again.
       const gasLimit = toppedUp ? await this.#gasLimit(shape, call) : await checked;
-      hash = await queue.send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
+      sent = await queue.send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
     } catch (error) {
       if (reserved) this.#release(reservation, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
     }
 
     try {
-      const receipt = toWeb3Receipt(await this.#waitForReceipt(hash));
-      if (!receipt.status) throw new TradeRevertedError(`transaction ${hash} reverted when mined`);
+      const receipt = toWeb3Receipt(sent.receipt ?? (await this.#waitForReceipt(sent.hash)));
+      if (!receipt.status) throw new TradeRevertedError(`transaction ${sent.hash} reverted when mined`);
       return receipt;
     } finally {
       this.#release(reservation, order.amount);
@@ -253,9 +253,9 @@ export class ChainTradeAdapter implements TradePort {
   async #approve({ signer, queue }: ExchangeWallet, asset: string, value: bigint): Promise<void> {
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
     const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
-    const hash = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
-    const receipt = await this.#waitForReceipt(hash);
-    if (BigInt(receipt.status) !== 1n) throw new TradeRevertedError(`allowance update ${hash} reverted`);
+    const sent = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
+    const receipt = sent.receipt ?? (await this.#waitForReceipt(sent.hash));
+    if (BigInt(receipt.status) !== 1n) throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
   }
 
   /**

@@ -25,6 +25,8 @@ export class FakeRpcNode {
   /** Decides each eth_sendRawTransaction; the default takes the next nonce only. */
   onSend: (tx: Transaction, node: FakeRpcNode) => SendAnswer = (tx, node) =>
     tx.nonce === node.pendingNonce ? { accept: true } : { error: { code: -32000, message: `nonce too ${tx.nonce < node.pendingNonce ? "low" : "high"}` } };
+  /** Mines each accepted transaction at once: eth_getTransactionReceipt then answers it (else null). */
+  automine = false;
   /** Rewrites the answers to each batch before they are sent (reordered, some left out…). */
   shapeAnswers: ((answers: object[]) => object[]) | undefined;
   /** Replaces the whole answer to the next request (a broken node). */
@@ -89,6 +91,10 @@ export class FakeRpcNode {
           this.#taken.add(tx.nonce);
           while (this.#taken.has(this.pendingNonce)) this.pendingNonce += 1;
           return reply(tx.hash);
+        }
+        case "eth_getTransactionReceipt": {
+          const mined = this.automine && this.accepted.some((tx) => tx.hash === params[0]);
+          return reply(mined ? { transactionHash: params[0], status: "0x1", logs: [] } : null);
         }
         default:
           return { jsonrpc: "2.0", id, error: { code: -32601, message: `${method} is not scripted` } };

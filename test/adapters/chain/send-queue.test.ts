@@ -38,7 +38,7 @@ describe("SendQueue", function () {
 
   it("signs a burst with consecutive nonces from the chain's count and sends it in a few ordered batches", async function () {
     const journalled: SignedTrade[] = [];
-    const hashes = await Promise.all(Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))));
+    const hashes = (await Promise.all(Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))))).map((sent) => sent.hash);
 
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal(Array.from({ length: 30 }, (_, i) => 7 + i));
     expect(node.accepted.map((tx) => tx.data)).to.deep.equal(Array.from({ length: 30 }, (_, i) => trade(i).data));
@@ -104,10 +104,39 @@ describe("SendQueue", function () {
     expect(started).to.deep.equal([0, 1, 2, 3, 2, 3]);
   });
 
+  it("asks for the receipts in the batch that sends, and answers each trade with its own", async function () {
+    node.automine = true;
+    const first = queue.send(trade(0)); // alone: the next three form one batch
+    const sent = await Promise.all([first, ...[1, 2, 3].map((i) => queue.send(trade(i)))]);
+    expect(sent.map((s) => s.receipt?.transactionHash)).to.deep.equal(node.accepted.map((tx) => tx.hash));
+    expect(sent.map((s) => s.hash)).to.deep.equal(node.accepted.map((tx) => tx.hash));
+    const batch = node.requests.find((calls) => calls.filter((c) => c.method === "eth_sendRawTransaction").length === 3)!;
+    expect(batch.map((c) => c.method)).to.deep.equal([...Array(3).fill("eth_sendRawTransaction"), ...Array(3).fill("eth_getTransactionReceipt")]);
+    expect(batch.slice(3).map((c) => c.params[0])).to.deep.equal(node.accepted.slice(1).map((tx) => tx.hash));
+  });
+
+  it("answers a trade without a receipt when the node has not mined it, or fails the receipt call", async function () {
+    const unmined = await queue.send(trade(0)); // the fake node does not mine by default
+    expect(unmined.receipt).to.equal(null);
+    let failedOne = false; // the first receipt call answered fails
+    node.shapeAnswers = (answers) =>
+      answers.map((answer) => {
+        const { id, result } = answer as { id: number; result?: { transactionHash?: string } | null };
+        if (failedOne || !result?.transactionHash) return answer;
+        failedOne = true;
+        return { jsonrpc: "2.0", id, error: { code: -32000, message: "boom" } };
+      });
+    node.automine = true;
+    const [a, b] = await Promise.all([queue.send(trade(1)), queue.send(trade(2))]);
+    expect(a.hash).to.equal(node.accepted[1]!.hash);
+    expect(a.receipt).to.equal(null); // …its receipt call failed: polled for instead
+    expect(b.receipt?.transactionHash).to.equal(node.accepted[2]!.hash);
+  });
+
   it("re-reads the nonce and signs again once when someone else used the wallet", async function () {
     await queue.send(trade(0)); // stores 8 as the next nonce
     node.pendingNonce = 12; // four transactions from elsewhere
-    const hash = await queue.send(trade(1));
+    const { hash } = await queue.send(trade(1));
     expect(node.accepted.at(-1)!.nonce).to.equal(12);
     expect(hash).to.equal(node.accepted.at(-1)!.hash);
     expect(node.calls("eth_getTransactionCount")).to.have.length(2);
@@ -128,7 +157,7 @@ describe("SendQueue", function () {
     node.onSend = (tx) => (tx.data === trade(1).data ? { error: { code: -32000, message: "exceeds block gas limit" } } : { accept: true });
     // Hold the first send back so that the three others go out in one batch behind it.
     const first = queue.send(trade(0));
-    const rest = [1, 2, 3].map((i) => queue.send(trade(i)).then((hash) => hash, (error: unknown) => error as Error));
+    const rest = [1, 2, 3].map((i) => queue.send(trade(i)).then((sent) => sent.hash, (error: unknown) => error as Error));
     await first;
     const [refused, ...sent] = await Promise.all(rest);
     expect(String(refused)).to.match(/exceeds block gas limit/);
