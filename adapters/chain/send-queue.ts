@@ -6,7 +6,8 @@
  * of them (up to `maxBatch`), holds the wallet's nonce lock once, and goes through them a
  * chunk of a few at a time: signs the chunk with consecutive nonces, lets each trade journal
  * itself (`onSigned`, all of the chunk at once, so the journal can commit them together), and
- * sends the chunk as one ordered JSON-RPC batch while the next chunk is signed. A lone trade
+ * sends the chunk as one ordered JSON-RPC batch while the next chunk is signed. Trades that
+ * arrive while the round sends join it, up to `maxBatch` in all. A lone trade
  * goes out at once; a burst costs one lock per round and one round trip per few trades
  * instead of one each, and never waits for anyone's receipt.
  *
@@ -141,6 +142,7 @@ export class SendQueue {
         // their chunk is; failures are dealt with once the round is over.
         const answers: Array<Promise<Outcome[]>> = [];
         let sending: Promise<unknown> = Promise.resolve();
+        let refused = false;
         let unsent = 0;
         const sendChunk = () => {
           const batch = signed.slice(unsent);
@@ -154,6 +156,7 @@ export class SendQueue {
             answered.then((outcomes) => {
               outcomes.forEach((outcome, i) => {
                 if ("accepted" in outcome) settle(batch[i]!.item, { sent: { hash: batch[i]!.txHash, receipt: outcome.receipt } });
+                else refused = true;
               });
               return outcomes;
             }),
@@ -163,8 +166,19 @@ export class SendQueue {
         // then sent. A trade whose write fails takes no nonce: those signed after it in its
         // chunk are signed again with the next nonces (their records are rewritten before
         // anything of theirs is sent).
+        // The round rolls on: trades that arrive while its last chunk is on its way join it
+        // (up to `maxBatch` in all), so the next chunk is ready when the node answers, and
+        // the node always has sends to work on. It stops taking trades once a send failed.
         const pending = [...round];
-        while (pending.length > 0) {
+        for (;;) {
+          if (pending.length === 0) {
+            if (this.#queue.length === 0) await sending;
+            if (refused) break; // the rest waits for the next round, which first deals with the failure
+            const more = this.#queue.splice(0, this.#opts.maxBatch - round.length);
+            if (more.length === 0) break;
+            round.push(...more);
+            pending.push(...more);
+          }
           const chunk: Signed[] = [];
           for (const item of pending.splice(0, SEND_CHUNK)) {
             const nonce = first + signed.length + chunk.length;

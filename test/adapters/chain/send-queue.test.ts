@@ -104,6 +104,39 @@ describe("SendQueue", function () {
     expect(started).to.deep.equal([0, 1, 2, 3, 2, 3]);
   });
 
+  it("lets trades that arrive while a round sends join it, under the same nonce lock", async function () {
+    let holds = 0;
+    const counted = new MemoryNonceStore();
+    const withNonce = counted.withNonce.bind(counted);
+    counted.withNonce = (...args: Parameters<typeof withNonce>) => {
+      holds += 1;
+      return withNonce(...args);
+    };
+    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces: counted, fees: async () => FEES, maxBatch: 16 });
+    const later: Array<Promise<unknown>> = [];
+    // Trades 1-3 arrive while trade 0 is being journalled, so after its round began.
+    const first = queue.send(trade(0, async () => void later.push(...[1, 2, 3].map((i) => queue.send(trade(i))))));
+    await first;
+    await Promise.all(later);
+    expect(holds).to.equal(1);
+    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([0, 1, 2, 3].map((i) => [7 + i, trade(i).data]));
+
+    // Once a send of the round was refused, later arrivals wait for the next round.
+    // Trade 5 arrives while the node refuses trade 4, so before the round knows it.
+    const more: Array<Promise<unknown>> = [];
+    node.onSend = (tx) => {
+      if (tx.data !== trade(4).data) return { accept: true };
+      more.push(queue.send(trade(5)));
+      return { error: { code: -32000, message: "exceeds block gas limit" } };
+    };
+    const refused = await queue.send(trade(4)).then(() => undefined, (error: unknown) => error);
+    expect(String(refused)).to.match(/exceeds block gas limit/);
+    await Promise.all(more);
+    expect(holds).to.equal(3);
+    expect(node.accepted.at(-1)!.data).to.equal(trade(5).data);
+    expect(node.accepted.at(-1)!.nonce).to.equal(11); // the refused one's nonce: no gap
+  });
+
   it("asks for the receipts in the batch that sends, and answers each trade with its own", async function () {
     node.automine = true;
     const first = queue.send(trade(0)); // alone: the next three form one batch
