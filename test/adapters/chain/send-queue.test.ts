@@ -7,7 +7,7 @@ import { Wallet, keccak256 } from "ethers";
 
 import { MemoryNonceStore, RpcProvider } from "../../../adapters/chain/index.js";
 import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
-import type { SignedTrade } from "../../../core/index.js";
+import type { NoncesConsumed, SignedTrade } from "../../../core/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 
 const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
@@ -105,20 +105,22 @@ describe("SendQueue", function () {
   });
 
   it("lets trades that arrive while a round sends join it, under the same nonce lock", async function () {
-    let holds = 0;
-    const counted = new MemoryNonceStore();
-    const withNonce = counted.withNonce.bind(counted);
-    counted.withNonce = (...args: Parameters<typeof withNonce>) => {
-      holds += 1;
-      return withNonce(...args);
-    };
+    /** Counts the rounds: one nonce-lock hold each. */
+    class CountingNonceStore extends MemoryNonceStore {
+      holds = 0;
+      override withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+        this.holds += 1;
+        return super.withNonce(wallet, chainNonce, send, consumed);
+      }
+    }
+    const counted = new CountingNonceStore();
     queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces: counted, fees: async () => FEES, maxBatch: 16 });
     const later: Array<Promise<unknown>> = [];
     // Trades 1-3 arrive while trade 0 is being journalled, so after its round began.
     const first = queue.send(trade(0, async () => void later.push(...[1, 2, 3].map((i) => queue.send(trade(i))))));
     await first;
     await Promise.all(later);
-    expect(holds).to.equal(1);
+    expect(counted.holds).to.equal(1);
     expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([0, 1, 2, 3].map((i) => [7 + i, trade(i).data]));
 
     // Once a send of the round was refused, later arrivals wait for the next round.
@@ -132,7 +134,7 @@ describe("SendQueue", function () {
     const refused = await queue.send(trade(4)).then(() => undefined, (error: unknown) => error);
     expect(String(refused)).to.match(/exceeds block gas limit/);
     await Promise.all(more);
-    expect(holds).to.equal(3);
+    expect(counted.holds).to.equal(3);
     expect(node.accepted.at(-1)!.data).to.equal(trade(5).data);
     expect(node.accepted.at(-1)!.nonce).to.equal(11); // the refused one's nonce: no gap
   });
