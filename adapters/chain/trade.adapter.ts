@@ -63,6 +63,24 @@ export interface TradeAdapterOptions {
   sendBatchMax?: number;
 }
 
+/**
+ * One exchange wallet's holding of one asset, as its trades see it.
+ * - `inFlight`: the amount of the trades reserved and not yet released (on their way, or
+ *   sent and unmined), which the chain's balance and allowance may not show yet.
+ * - `released`: the amount of all trades released so far. A read made when it stood lower
+ *   may miss the trades released since, which no longer count as in flight: a check on that
+ *   read counts them too.
+ * - `read`: the balance and allowance read that trades arriving now share (one eth_call
+ *   pair for a burst), with `released` as it stood when it was made.
+ */
+interface Holding {
+  key: string;
+  inFlight: bigint;
+  released: bigint;
+  read?: { released: bigint; value: Promise<[bigint, bigint]> };
+  calls: { balanceOf: string; allowance: string };
+}
+
 /** An exchange wallet: its key, and its queue for nonces, signing, journalling and sending (send-queue.ts). */
 interface ExchangeWallet {
   signer: Wallet;
@@ -82,11 +100,10 @@ export class ChainTradeAdapter implements TradePort {
   readonly #allowanceLocks = new KeyedMutex();
   /** The largest gas estimate seen per trade shape (kind and stable coin); see #gasLimit. */
   readonly #gasEstimates = new Map<string, bigint>();
-  readonly #encodedReads = new Map<string, { balanceOf: string; allowance: string }>();
   /** The exchange wallets, by lower-case address. */
   readonly #wallets = new Map<string, ExchangeWallet>();
-  /** Allowance already promised to sent-but-unmined trades, per wallet and asset. */
-  readonly #inFlight = new Map<string, bigint>();
+  /** Per wallet and asset (lower-case "wallet:asset"): see Holding. */
+  readonly #holdings = new Map<string, Holding>();
   #feeCache?: { at: number; fees: Promise<Fees> };
 
   constructor(options: TradeAdapterOptions) {
@@ -157,21 +174,21 @@ export class ChainTradeAdapter implements TradePort {
     ]);
 
     let sent: Sent;
-    const reservation = `${signer.address}:${spent.address}`.toLowerCase();
-    let reserved = false;
+    let holding: Holding | undefined;
     try {
       // The estimate runs alongside the balance and allowance reads (one JSON-RPC batch under load).
       const call = { from: signer.address, to: this.#opts.swap, data };
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
       const checked = this.#gasLimit(shape, call);
       checked.catch(() => {}); // awaited below, unless the reservation fails first
-      const toppedUp = await this.#reserveAllowance(wallet, spent, order.amount, reservation);
-      reserved = true;
+      const reserved = await this.#reserveAllowance(wallet, spent, order.amount);
+      holding = reserved.holding;
+      const toppedUp = reserved.toppedUp;
       // A check made before an allowance top-up may have failed for want of it: made again.
       const gasLimit = toppedUp ? await this.#gasLimit(shape, call) : await checked;
       sent = await queue.send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
     } catch (error) {
-      if (reserved) this.#release(reservation, order.amount);
+      if (holding) this.#release(holding, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
     }
 
@@ -180,7 +197,7 @@ export class ChainTradeAdapter implements TradePort {
       if (!receipt.status) throw new TradeRevertedError(`transaction ${sent.hash} reverted when mined`);
       return receipt;
     } finally {
-      this.#release(reservation, order.amount);
+      this.#release(holding, order.amount);
     }
   }
 
@@ -189,53 +206,91 @@ export class ChainTradeAdapter implements TradePort {
    * in-flight trades already spend, topping the allowance up to the wallet's balance when
    * it falls short. Allowances stay finite, so each sell emits its Approval log.
    * USDT refuses to change a non-zero allowance, so it is reset to zero first.
+   *
+   * The balance and allowance are read outside the lock, so concurrent trades do not queue
+   * behind each other's round trips, and one read serves the trades that arrive together
+   * (see Holding). Every trade that was in flight when the read was made, or reserved since,
+   * counts as unpaid: one that was mined before the read is then counted twice, which errs
+   * on the safe side. Only when that check falls short is the chain read again, in the lock.
    */
   async #reserveAllowance(
     wallet: ExchangeWallet,
     asset: { address: string; symbol: string; decimals: number },
     amount: bigint,
-    key: string,
-  ): Promise<boolean> {
+  ): Promise<{ holding: Holding; toppedUp: boolean }> {
     const owner = wallet.signer.address;
-    const calls = this.#readCalls(owner, asset.address);
-    const read = () => Promise.all([this.#readUint(asset.address, calls.balanceOf), this.#readUint(asset.address, calls.allowance)]);
-    // Read outside the lock, so concurrent trades do not queue behind each other's round trips.
-    // A trade mined but not yet released is then counted twice: the check errs on the safe side.
-    let [balance, allowance] = await read();
-    return this.#allowanceLocks.run(key, async () => {
-      const inFlight = this.#inFlight.get(key) ?? 0n;
-      if (allowance - inFlight < amount) [balance, allowance] = await read(); // a top-up may be needed: look again
-      if (balance - inFlight < amount) {
+    const holding = this.#holding(owner, asset.address);
+    const shared = this.#sharedRead(holding, asset.address);
+    let [balance, allowance] = await shared.value;
+    return this.#allowanceLocks.run(holding.key, async () => {
+      // Trades released since the read may not show in it: they still count.
+      let unpaid = holding.inFlight + (holding.released - shared.released);
+      if (balance - unpaid < amount || allowance - unpaid < amount) {
+        // Short, or a top-up may be needed: look again. Counted before the read is made, so a
+        // trade released meanwhile still counts.
+        unpaid = holding.inFlight;
+        [balance, allowance] = await this.#read(holding, asset.address);
+      }
+      if (balance - unpaid < amount) {
         throw new InsufficientFundsError(
           `userAddress: ${owner} holds ${formatUnits(balance, asset.decimals)} ${asset.symbol}` +
-            (inFlight > 0n ? ` (${formatUnits(inFlight, asset.decimals)} already committed)` : "") +
+            (unpaid > 0n ? ` (${formatUnits(unpaid, asset.decimals)} already committed)` : "") +
             `, the trade needs ${formatUnits(amount, asset.decimals)}`,
         );
       }
-      if (allowance - inFlight < amount) {
-        const target = balance > inFlight + amount ? balance : inFlight + amount;
-        if (allowance !== 0n) await this.#approve(wallet, asset.address, 0n);
-        await this.#approve(wallet, asset.address, target);
-        this.#inFlight.set(key, inFlight + amount);
-        return true;
+      let toppedUp = false;
+      if (allowance - unpaid < amount) {
+        const target = balance > unpaid + amount ? balance : unpaid + amount;
+        try {
+          if (allowance !== 0n) await this.#approve(wallet, asset.address, 0n);
+          await this.#approve(wallet, asset.address, target);
+        } finally {
+          holding.read = undefined; // it shows the allowance before the update: the next trade reads again
+        }
+        toppedUp = true;
       }
-      this.#inFlight.set(key, inFlight + amount);
-      return false;
+      holding.inFlight += amount;
+      return { holding, toppedUp };
     });
   }
 
-  /** Calldata of the wallet's balanceOf and allowance reads on an asset, encoded once. */
-  #readCalls(owner: string, asset: string): { balanceOf: string; allowance: string } {
+  /** The service's bookkeeping of one wallet's holding of one asset, made on first use. */
+  #holding(owner: string, asset: string): Holding {
     const key = `${owner}:${asset}`.toLowerCase();
-    let calls = this.#encodedReads.get(key);
-    if (!calls) {
-      calls = {
-        balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
-        allowance: erc20Interface.encodeFunctionData("allowance", [owner, this.#opts.swap]),
+    let holding = this.#holdings.get(key);
+    if (!holding) {
+      holding = {
+        key,
+        inFlight: 0n,
+        released: 0n,
+        calls: {
+          balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
+          allowance: erc20Interface.encodeFunctionData("allowance", [owner, this.#opts.swap]),
+        },
       };
-      this.#encodedReads.set(key, calls);
+      this.#holdings.set(key, holding);
     }
-    return calls;
+    return holding;
+  }
+
+  /**
+   * The balance and allowance read that a trade arriving now uses: the current one, unless a
+   * trade was released since it was made (then a new one, shared in turn).
+   */
+  #sharedRead(holding: Holding, asset: string): NonNullable<Holding["read"]> {
+    if (holding.read?.released !== holding.released) {
+      const read = { released: holding.released, value: this.#read(holding, asset) };
+      read.value.catch(() => {
+        if (holding.read === read) holding.read = undefined; // a failed read is not shared
+      });
+      holding.read = read;
+    }
+    return holding.read;
+  }
+
+  /** The wallet's balance and the swap's allowance, read now (latest block). */
+  #read(holding: Holding, asset: string): Promise<[bigint, bigint]> {
+    return Promise.all([this.#readUint(asset, holding.calls.balanceOf), this.#readUint(asset, holding.calls.allowance)]);
   }
 
   /** An eth_call against the latest block answering one uint256. */
@@ -244,10 +299,10 @@ export class ChainTradeAdapter implements TradePort {
     return BigInt(result === "0x" ? "0x0" : result);
   }
 
-  #release(key: string, amount: bigint): void {
-    const left = (this.#inFlight.get(key) ?? 0n) - amount;
-    if (left > 0n) this.#inFlight.set(key, left);
-    else this.#inFlight.delete(key);
+  /** The trade is over (mined, or refused before it was sent): its amount no longer counts as in flight. */
+  #release(holding: Holding, amount: bigint): void {
+    holding.inFlight -= amount;
+    holding.released += amount;
   }
 
   async #approve({ signer, queue }: ExchangeWallet, asset: string, value: bigint): Promise<void> {

@@ -233,6 +233,34 @@ describe("the chain adapter", function () {
       }
     });
 
+    it("refuses the sells that 20 concurrent ones would overdraw, sends none that reverts, and shares its balance reads", async function () {
+      const { adapter, coin, order, token, exchange, customer, nonce } = await deployed();
+      await adapter.trade.sell(order("sell", coin("DAI"), 10n ** 18n)); // sets the allowance up
+      // The wallet keeps 10.5 tokens: ten sells of one token fit, the eleventh does not.
+      await (await token.connect(exchange).transfer(customer, (await token.balanceOf(exchange)) - parseUnits("10.5", 18))).wait();
+      const balanceReads = { count: 0 };
+      const request = connection.provider.request.bind(connection.provider);
+      connection.provider.request = async (args) => {
+        const params = args.params as Array<{ data?: string }> | undefined;
+        if (args.method === "eth_call" && params?.[0]?.data?.startsWith("0x70a08231")) balanceReads.count += 1; // balanceOf
+        return request(args);
+      };
+      const start = await nonce();
+      try {
+        const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n))));
+        const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+        expect(outcomes.filter((o) => o.status === "fulfilled")).to.have.length(10);
+        expect(refused).to.have.length(10);
+        for (const { reason } of refused) expect(reason).to.be.instanceOf(InsufficientFundsError);
+        expect(await nonce()).to.equal(start + 10); // nothing sent for the refused ones, nothing reverted
+        expect(await token.balanceOf(exchange)).to.equal(parseUnits("0.5", 18));
+        // Trades that arrive together share one read; a short one looks again before refusing.
+        expect(balanceReads.count).to.be.lessThan(20);
+      } finally {
+        connection.provider.request = request;
+      }
+    });
+
     it("recovers when someone else uses the wallet (nonce too low) without a restart", async function () {
       const { adapter, coin, order, token, swap, exchange, nonce } = await deployed();
       await adapter.trade.buy(order("buy", coin("USDC"), 10n ** 6n));
