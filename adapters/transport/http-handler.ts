@@ -62,7 +62,6 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
 
   return (req, res) => {
     const context = bindRequestContext(req, log);
-    res.setHeader("x-request-id", context.id);
     const { path } = context;
     if (log.isLevelEnabled("info")) {
       const started = process.hrtime.bigint();
@@ -81,10 +80,11 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       });
     }
     if (path.startsWith(RPC_PATH_PREFIX)) {
+      res.setHeader("x-request-id", context.id);
       minimalGrpcMessageEncoding(req, res);
       connect(req, res);
     } else {
-      json(req, res);
+      json(req, res); // which sends the x-request-id header with its others
     }
   };
 }

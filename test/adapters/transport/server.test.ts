@@ -156,14 +156,21 @@ describe("the one-port server", function () {
     it("h2c clients can use the JSON routes too", async function () {
       t = await startTestServer();
       const session = http2.connect(t.url);
-      const status = await new Promise<number>((resolve, reject) => {
-        const stream = session.request({ ":path": "/api/v1/token/price", api_key: API_KEY });
-        stream.on("response", (headers) => resolve(Number(headers[":status"])));
+      const [headers, body] = await new Promise<[http2.IncomingHttpHeaders, string]>((resolve, reject) => {
+        const stream = session.request({ ":path": "/api/v1/token/price", api_key: API_KEY, "x-request-id": "h2-req-1" });
+        const chunks: Buffer[] = [];
+        let response: http2.IncomingHttpHeaders = {};
+        stream.on("response", (h) => (response = h));
+        stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+        stream.on("end", () => resolve([response, Buffer.concat(chunks).toString("utf8")]));
         stream.on("error", reject);
-        stream.resume();
       });
       session.close();
-      expect(status).to.equal(200);
+      expect(headers[":status"]).to.equal(200);
+      expect(headers["x-request-id"]).to.equal("h2-req-1");
+      expect(headers["content-type"]).to.equal("application/json");
+      expect(Number(headers["content-length"])).to.equal(Buffer.byteLength(body));
+      expect(JSON.parse(body)).to.have.property("rateForCashCurrency");
     });
   });
 
