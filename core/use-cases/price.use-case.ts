@@ -21,12 +21,16 @@ function hasValidRates(rates: Record<string, unknown>): boolean {
  * @throws PriceUnavailableError when the port returns such a record
  */
 export function priceUseCase(price: PricePort): PriceUseCase {
+  /** The last record that passed: a caching port hands the same object out again, unchanged. */
+  let checked: PriceRecord | undefined;
   return async () => {
     const record = await price.getPrice();
+    if (record === checked) return record;
     const discount = record.rateWithDiscountForCashCurrency as Record<string, unknown>;
     if (!hasValidRates(record.rateForCashCurrency) || (Object.keys(discount).length > 0 && !hasValidRates(discount))) {
       throw new PriceUnavailableError("the price source returned rates that are not positive numbers for CHF, EUR and USD");
     }
+    checked = record;
     return record;
   };
 }

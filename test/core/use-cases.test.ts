@@ -159,6 +159,18 @@ describe("the use cases", () => {
       });
     }
 
+    it("checks each new record, even after a good one was served from a cache", async () => {
+      const { price, useCases } = setup();
+      const good = { ...PRICE };
+      price.answer = async () => good;
+      expect(await useCases.price()).to.equal(good);
+      expect(await useCases.price()).to.equal(good); // the same object again: checked once
+      price.answer = async () => ({ ...PRICE, rateForCashCurrency: { CHF: 0, EUR: 0.95, USD: 1.02 } });
+      expect(await rejection(useCases.price())).to.be.instanceOf(PriceUnavailableError);
+      price.answer = async () => good;
+      expect(await useCases.price()).to.equal(good);
+    });
+
     it("refuses a record whose discount rates are partly filled", async () => {
       const { price, useCases } = setup();
       price.answer = async () => ({ ...PRICE, rateWithDiscountForCashCurrency: { CHF: 0.9 } }) as unknown as PriceRecord;
