@@ -43,6 +43,11 @@ export interface RpcProviderOptions {
 /** One answer of `sendBatch`, in the order of the calls. */
 export type RpcOutcome = { result: unknown } | { error: Error };
 
+/** What a call gets once the provider is destroyed: ethers' own error for it. */
+function destroyedError(method: string): Error {
+  return makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: method });
+}
+
 /** A call waiting for its batch. */
 interface QueuedCall {
   payload: JsonRpcPayload;
@@ -84,7 +89,7 @@ export class RpcProvider extends JsonRpcApiProvider {
    */
   override send(method: string, params: unknown[] | Record<string, unknown>): Promise<unknown> {
     if (this.destroyed) {
-      return Promise.reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: method }));
+      return Promise.reject(destroyedError(method));
     }
     return new Promise((resolve, reject) => {
       this.#queued.push({ payload: { jsonrpc: "2.0", id: this.#nextId++, method, params }, resolve, reject });
@@ -110,7 +115,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     const outcomes = this.#outcomes(calls.map((call) => call.payload), answers);
     calls.forEach(({ payload, resolve, reject }, i) => {
       const outcome = outcomes[i]!;
-      if (this.destroyed) reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: payload.method }));
+      if (this.destroyed) reject(destroyedError(payload.method));
       else if ("error" in outcome) reject(outcome.error);
       else resolve(outcome.result);
     });
@@ -153,7 +158,7 @@ export class RpcProvider extends JsonRpcApiProvider {
   override destroy(): void {
     clearTimeout(this.#drainTimer);
     for (const call of this.#queued.splice(0)) {
-      call.reject(makeError("provider destroyed; cancelled request", "UNSUPPORTED_OPERATION", { operation: call.payload.method }));
+      call.reject(destroyedError(call.payload.method));
     }
     this.#agent.destroy();
     super.destroy();

@@ -162,11 +162,7 @@ export class SendQueue {
             }),
           );
         };
-        // A chunk is signed, then journalled all at once (one group commit in the journal),
-        // then sent. A trade whose write fails takes no nonce: those signed after it in its
-        // chunk are signed again with the next nonces (their records are rewritten before
-        // anything of theirs is sent).
-        // The round rolls on: trades that arrive while its last chunk is on its way join it
+        // Each chunk is signed and journalled (#prepare), then sent. The round rolls on: trades that arrive while its last chunk is on its way join it
         // (up to `maxBatch` in all), so the next chunk is ready when the node answers, and
         // the node always has sends to work on. It stops taking trades once a send failed.
         const pending = [...round];
@@ -179,24 +175,9 @@ export class SendQueue {
             round.push(...more);
             pending.push(...more);
           }
-          const chunk: Signed[] = [];
-          for (const item of pending.splice(0, SEND_CHUNK)) {
-            const nonce = first + signed.length + chunk.length;
-            try {
-              const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
-              chunk.push({ item, nonce, rawTx, txHash });
-            } catch (error) {
-              settle(item, { error }); // not sent, and its nonce goes to the next one
-            }
-          }
-          const written = await Promise.allSettled(chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned?.({ wallet, nonce, txHash, rawTx })));
-          const failed = written.findIndex((result) => result.status === "rejected");
-          const kept = failed < 0 ? chunk.length : failed;
-          signed.push(...chunk.slice(0, kept));
-          if (failed >= 0) {
-            settle(chunk[failed]!.item, { error: (written[failed] as PromiseRejectedResult).reason });
-            pending.unshift(...chunk.slice(failed + 1).map((s) => s.item));
-          }
+          const { ready, again } = await this.#prepare(pending.splice(0, SEND_CHUNK), first + signed.length, fees, (item, error) => settle(item, { error }));
+          signed.push(...ready);
+          pending.unshift(...again);
           sendChunk();
         }
         const outcomes = (await Promise.all(answers)).flat();
@@ -229,6 +210,36 @@ export class SendQueue {
       },
       (result) => (result.clean ? result.sent : null),
     );
+  }
+
+  /**
+   * Signs `items` with consecutive nonces from `first`, then lets them all journal themselves
+   * at once (one group commit in the journal). A trade whose signing or journal write fails is
+   * refused and takes no nonce: those signed after a failed write come back in `again`, to be
+   * signed with the next nonces (their records are rewritten before anything of theirs is sent).
+   */
+  async #prepare(
+    items: readonly Queued[],
+    first: number,
+    fees: Fees,
+    refuse: (item: Queued, error: unknown) => void,
+  ): Promise<{ ready: Signed[]; again: Queued[] }> {
+    const wallet = this.#opts.signer.address;
+    const chunk: Signed[] = [];
+    for (const item of items) {
+      try {
+        const nonce = first + chunk.length;
+        const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
+        chunk.push({ item, nonce, rawTx, txHash });
+      } catch (error) {
+        refuse(item, error); // not sent, and its nonce goes to the next one
+      }
+    }
+    const written = await Promise.allSettled(chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned?.({ wallet, nonce, txHash, rawTx })));
+    const failed = written.findIndex((result) => result.status === "rejected");
+    if (failed < 0) return { ready: chunk, again: [] };
+    refuse(chunk[failed]!.item, (written[failed] as PromiseRejectedResult).reason);
+    return { ready: chunk.slice(0, failed), again: chunk.slice(failed + 1).map((s) => s.item) };
   }
 
   /**
