@@ -19,6 +19,14 @@ export default defineConfig({
       production: { ...solc, settings: { optimizer: { enabled: true, runs: 10_000 }, evmVersion: "cancun" } },
     },
   },
+  networks: {
+    // The in-process chain of the tests and of `npm start`. Under automine every transaction
+    // is a block, and by default each block's timestamp is one second past the last: a burst of
+    // a few hundred trades would run the chain's clock minutes ahead of the wall clock, past
+    // the deadlines in the trades' calldata. Blocks of one second share its timestamp instead,
+    // as on a real chain.
+    default: { type: "edr-simulated", allowBlocksWithSameTimestamp: true },
+  },
   test: {
     mocha: { timeout: 120_000 },
   },

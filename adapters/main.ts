@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
 import type { Logger } from "pino";
@@ -161,7 +161,11 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         ...(config.cashDiscountBps !== undefined ? { cashDiscountBps: config.cashDiscountBps } : {}),
         priceCacheMs: config.priceCacheMs,
         receiptTimeoutMs: config.receiptTimeoutMs,
-        nonces: journal,
+        journal,
+        trade: config.trade,
+        stuckAfterMs: config.stuckAfterMs,
+        log: log.child({ component: "lifecycle" }),
+        instanceId: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
       });
     } catch (error) {
       provider.destroy();
@@ -176,10 +180,13 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       journal,
       inFlightWaitMs: config.idempotencyWaitMs,
     });
-    closers.push(() => useCases.close());
-    // Trades a previous run broadcast but never saw mined are resolved from the chain, never resent.
-    const unresolved = await useCases.recover();
-    if (unresolved > 0) log.warn({ trades: unresolved }, "settling trades left unconfirmed by a previous run");
+    // Every nonce the journal holds unfinished (a previous run's, another instance's, and from
+    // now on this run's) is seen through to its end: confirmed, re-sent, re-priced, or freed by a no-op.
+    for (const wallet of adapter.wallets) {
+      const open = await journal.openSlots(wallet);
+      if (open.length > 0) log.warn({ wallet, nonces: open.map((slot) => slot.nonce) }, "seeing through transactions left unconfirmed by a previous run");
+    }
+    adapter.start();
 
     let generatedApiKey: string | undefined;
     let apiKeys = config.apiKeys;

@@ -12,7 +12,11 @@ export type DomainErrorCode =
   | "chain_unavailable"
   | "idempotency_mismatch"
   | "idempotency_in_flight"
-  | "trade_pending";
+  | "trade_pending"
+  | "trade_expired"
+  | "trade_dropped"
+  | "trade_not_found"
+  | "fees_too_high";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -94,14 +98,67 @@ export class IdempotencyInFlightError extends DomainError {
 }
 
 /**
- * The trade's transaction was broadcast but no receipt came in time. It is not resent:
- * it may still be mined. A retry with the same Idempotency-Key returns its outcome.
+ * The trade's transaction was broadcast but no receipt came in time. The service sees it
+ * through in the background (the same signed bytes again if a node forgets it, higher fees at
+ * the same nonce if it is slow, a no-op at its deadline): it ends confirmed, or expired with
+ * nothing paid, never paid twice. A retry with the same Idempotency-Key returns its outcome.
  */
 export class TradePendingError extends DomainError {
   readonly code = "trade_pending";
   constructor(readonly txHash: string) {
-    super(`trade pending: transaction ${txHash} was broadcast and is not mined yet; it will not be resent`);
+    super(
+      `trade pending: transaction ${txHash} was broadcast and is not mined yet; the service sees it through ` +
+        "to a receipt, or to its deadline with nothing paid; retry with the same Idempotency-Key for the outcome",
+    );
     this.name = "TradePendingError";
+  }
+}
+
+/**
+ * The trade's transaction was not mined before its deadline. The deadline is in its calldata,
+ * so it can never execute later; its nonce was taken by a no-op. Nothing was paid.
+ */
+export class TradeExpiredError extends DomainError {
+  readonly code = "trade_expired";
+  constructor(
+    readonly deadline: number,
+    readonly nonce: number,
+  ) {
+    super(
+      `trade expired: not mined before its deadline ${new Date(deadline * 1000).toISOString()}; ` +
+        `a no-op took its nonce ${nonce}, so it can never execute; nothing was paid`,
+    );
+    this.name = "TradeExpiredError";
+  }
+}
+
+/** The trade's nonce was used by a transaction the service did not sign for it: it can never be mined. */
+export class TradeDroppedError extends DomainError {
+  readonly code = "trade_dropped";
+  constructor(
+    readonly wallet: string,
+    readonly nonce: number,
+  ) {
+    super(`trade dropped: nonce ${nonce} of ${wallet} was used by a transaction not signed for this trade; nothing was paid`);
+    this.name = "TradeDroppedError";
+  }
+}
+
+/** The chain's base fee is above the service's fee cap: no trade is sent until it falls. */
+export class FeesTooHighError extends DomainError {
+  readonly code = "fees_too_high";
+  constructor(message: string) {
+    super(message);
+    this.name = "FeesTooHighError";
+  }
+}
+
+/** No trade sent with the caller's key broadcast this transaction. */
+export class TradeNotFoundError extends DomainError {
+  readonly code = "trade_not_found";
+  constructor(txHash: string) {
+    super(`transactionHash: no trade of yours broadcast ${txHash}`);
+    this.name = "TradeNotFoundError";
   }
 }
 

@@ -93,10 +93,53 @@ export function toDomainError(error: unknown, context: { stableDecimals?: number
   return error;
 }
 
+/** The name of the swap's custom error a call reverted with, if that is what it did. */
+export function revertName(error: unknown): string | undefined {
+  const data = revertData(error);
+  return data && data !== "0x" ? safeParse(data)?.name : undefined;
+}
+
 function safeParse(data: string) {
   try {
     return swapInterface.parseError(data) ?? undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The node refused the nonce: someone else used it, or the node forgot pending transactions. */
+export function isNonceConflict(error: unknown): boolean {
+  if (isError(error, "NONCE_EXPIRED") || isError(error, "REPLACEMENT_UNDERPRICED")) return true;
+  return /nonce too (low|high)|nonce has already been used|replacement transaction underpriced/i.test(messageOf(error));
+}
+
+/** The node already holds this very transaction: sending it again is a success. */
+export function isAlreadyKnown(error: unknown): boolean {
+  return /already known|known transaction|already imported|transaction already exists/i.test(messageOf(error));
+}
+
+/**
+ * The node answered about this transaction itself (refused it): nothing of it is in its pool.
+ * Not so for a request that failed or an answer that never came: the node may hold it.
+ */
+export function isDefiniteRefusal(error: unknown): boolean {
+  return !isChainUnreachable(error) && !isError(error, "BAD_DATA") && !isError(error, "UNSUPPORTED_OPERATION");
+}
+
+/** The node refused a transaction for its fees: below the base fee, or too little to replace another. */
+export function isUnderpriced(error: unknown): boolean {
+  if (isError(error, "REPLACEMENT_UNDERPRICED")) return true;
+  return /underpriced|fee cap|less than (the )?block base fee|max fee per gas less than|fee too low|feecap/i.test(messageOf(error));
+}
+
+/** The messages of an error and of the errors it wraps (ethers nests the node's). */
+function messageOf(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 4; depth += 1) {
+    const message = (current as { message?: unknown }).message;
+    if (typeof message === "string") parts.push(message);
+    current = (current as { error?: unknown }).error ?? (current as { info?: { error?: unknown } }).info?.error;
+  }
+  return parts.join(" | ");
 }

@@ -4,15 +4,23 @@
  */
 import { Contract, Wallet, type JsonRpcApiProvider } from "ethers";
 
-import { ChainUnavailableError, type PricePort, type StableCoin, type TradePort } from "../../core/index.js";
+import {
+  ChainUnavailableError,
+  type NonceLedger,
+  type NonceStore,
+  type PricePort,
+  type StableCoin,
+  type TradeJournal,
+  type TradePort,
+} from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
-import type { NonceStore } from "./nonce-store.js";
+import type { LifecycleLog } from "./lifecycle/monitor.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
 import { RpcProvider } from "./rpc-provider.js";
 import { WasmSigningKey } from "./signing-key.js";
-import { ChainTradeAdapter } from "./trade.adapter.js";
+import { ChainTradeAdapter, type TradeSettings } from "./trade.adapter.js";
 
 /** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
 export interface DeploymentAddresses {
@@ -35,8 +43,16 @@ export interface ChainAdapterOptions {
   cashDiscountBps?: number;
   /** How long a trade waits for its receipt, in ms. */
   receiptTimeoutMs?: number;
-  /** Where nonces are assigned: the trade journal's shared sequence, or in memory by default. */
-  nonces?: NonceStore;
+  /** The journal: trades, the wallets' nonce assignment and their nonce ledger, in one storage. */
+  journal: TradeJournal & NonceStore & NonceLedger;
+  /** Deadline, slippage, fee cap, confirmations and the lifecycle monitor's timing (defaults: DEFAULT_TRADE_SETTINGS). */
+  trade?: Partial<TradeSettings>;
+  /** A wallet whose oldest unmined nonce is older than this makes the service not ready, in ms. Default 600000. */
+  stuckAfterMs?: number;
+  /** Where the lifecycle monitor writes what it does (one warning per re-send, replacement, expiry, reorg). */
+  log?: LifecycleLog;
+  /** This instance's name in the monitors' leases (several instances share a PostgreSQL journal). */
+  instanceId?: string;
   /**
    * How long a good price record is served from memory, in ms (default 1000; 0 = every
    * quote reads the chain). Concurrent quotes share one chain read; errors are not cached.
@@ -44,17 +60,22 @@ export interface ChainAdapterOptions {
   priceCacheMs?: number;
 }
 
+/** Default of `stuckAfterMs`: ten minutes, twice the default trade lifetime. */
+export const DEFAULT_STUCK_AFTER_MS = 600_000;
+
 /** Default of `priceCacheMs`: a quote lags the chain by at most a second. */
 export const DEFAULT_PRICE_CACHE_MS = 1000;
 
 export interface ChainAdapter {
   trade: TradePort;
+  /** Starts the wallets' lifecycle monitors (call once the service is up). */
+  start(): void;
   price: PricePort;
   stableCoins: StableCoin[];
   /** Checksummed addresses of the exchange wallets. */
   wallets: string[];
   chainId: bigint;
-  /** Ready when the node answers and every exchange wallet holds gas money. */
+  /** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
   readiness(): Promise<{ ready: boolean; detail: string }>;
   close(): Promise<void>;
 }
@@ -94,9 +115,13 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     wallets,
     swap: addresses.swap,
     token: { address: addresses.token, symbol: tokenSymbol },
+    journal: options.journal,
+    ...(options.trade === undefined ? {} : { settings: options.trade }),
     ...(options.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: options.receiptTimeoutMs }),
-    ...(options.nonces === undefined ? {} : { nonces: options.nonces }),
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.instanceId === undefined ? {} : { instanceId: options.instanceId }),
   });
+  const stuckAfterMs = options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS;
   const chainPrice = new ChainPriceAdapter({
     provider,
     swap: addresses.swap,
@@ -113,7 +138,13 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     stableCoins,
     wallets: wallets.map((w) => w.address),
     chainId,
+    start: () => trade.start(),
     async readiness() {
+      const stuck = trade.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
+      if (stuck.length > 0) {
+        const detail = stuck.map(({ wallet, nonce, since }) => `${wallet} has nonce ${nonce} unmined for ${Math.round((Date.now() - since.getTime()) / 1000)} s`);
+        return { ready: false, detail: `stuck: ${detail.join("; ")}` };
+      }
       try {
         const [paused, ...balances] = await Promise.all([
           swap.getFunction("paused")() as Promise<boolean>,
@@ -128,6 +159,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
       }
     },
     async close() {
+      await trade.stop();
       provider.destroy();
     },
   };

@@ -5,7 +5,9 @@ export {
   type ChainAdapter,
   type ChainAdapterOptions,
   type DeploymentAddresses,
+  DEFAULT_STUCK_AFTER_MS,
 } from "./chain.adapter.js";
 export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
-export { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
+export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
+export type { LifecycleLog } from "./lifecycle/monitor.js";
 export { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";

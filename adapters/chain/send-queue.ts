@@ -11,8 +11,12 @@
  * goes out at once; a burst costs one lock per round and one round trip per few trades
  * instead of one each, and never waits for anyone's receipt.
  *
+ * Every transaction is recorded in the wallet's nonce ledger before it is broadcast (a trade's
+ * by its own `onSigned`, which the journal writes), so the lifecycle monitor can follow it.
+ *
  * No gap is left behind:
  * - a trade whose journal write fails is not sent, and takes no nonce;
+ * - a send the node refuses frees its slot in the ledger (nothing of it can be mined);
  * - the stored next nonce moves on by the number sent only when every send was accepted;
  *   otherwise it is dropped, and the next round re-reads the chain's pending count;
  * - a send refused for its nonce (someone else used the wallet, or one before it failed) is
@@ -22,24 +26,24 @@
  */
 import type { JsonRpcApiProvider, Wallet } from "ethers";
 
-import type { SignedTrade } from "../../core/index.js";
+import type { NonceLedger, NonceStore, SignedTradeTx } from "../../core/index.js";
 import { signEip1559, type SignedTransaction } from "./eip1559.js";
-import type { NonceStore } from "./nonce-store.js";
-import { isNonceConflict } from "./nonce-store.js";
+import type { Fees } from "./fees.js";
+import { isAlreadyKnown, isDefiniteRefusal, isNonceConflict } from "./chain-errors.js";
 import { RpcProvider } from "./rpc-provider.js";
 import type { RpcReceipt } from "./web3-receipt.js";
-
-export interface Fees {
-  maxFeePerGas: bigint;
-  maxPriorityFeePerGas: bigint;
-}
 
 export interface Outgoing {
   to: string;
   data: string;
   gasLimit: bigint;
-  /** Sees the signed transaction before it is broadcast (the journal); if it throws, nothing is sent. */
-  onSigned?: ((tx: SignedTrade) => Promise<void>) | undefined;
+  /** Unix seconds after which the call reverts (the calldata's deadline), recorded with it; null: none. */
+  deadline: number | null;
+  /**
+   * Records the signed transaction before it is broadcast (a trade's journal record and slot, or
+   * an approval's slot in the ledger); if it throws, nothing is sent and the nonce goes to the next.
+   */
+  onSigned: (tx: SignedTradeTx) => Promise<void>;
 }
 
 export interface SendQueueOptions {
@@ -47,6 +51,8 @@ export interface SendQueueOptions {
   chainId: bigint;
   provider: JsonRpcApiProvider;
   nonces: NonceStore;
+  /** Where every transaction's slot is (fillers), or is released (a refused send). */
+  ledger: NonceLedger;
   fees: () => Promise<Fees>;
   /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
   maxBatch: number;
@@ -55,6 +61,7 @@ export interface SendQueueOptions {
 /** A transaction the node accepted. */
 export interface Sent {
   hash: string;
+  nonce: number;
   /**
    * Its receipt, when the node had mined it by the end of the send's batch (automine, or a
    * block that closed meanwhile); null otherwise: then it is polled for.
@@ -77,8 +84,12 @@ interface Signed {
   txHash: string;
 }
 
-/** An outcome of one send in a round; `unsent`: not tried, because one before it failed. */
-type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error } | { unsent: true };
+/**
+ * An outcome of one send in a round. An error is `definite` when the node answered the call
+ * itself (it refused this transaction); a failed request may have reached the node, or not.
+ * `unsent`: not tried, because one before it failed.
+ */
+type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error; definite: boolean } | { unsent: true };
 
 const FILLER_GAS = 21_000n;
 /** Transactions per request within a round (see #round). */
@@ -123,7 +134,12 @@ export class SendQueue {
   async #round(round: Queued[], settled: Set<Queued>): Promise<void> {
     const { signer, nonces, provider } = this.#opts;
     const wallet = signer.address;
-    const chainNonce = () => provider.getTransactionCount(wallet, "pending");
+    // Never a nonce the ledger holds a slot for: a transaction recorded there may be on its way
+    // (or known to nodes other than this one) even when the node's pending count misses it.
+    const chainNonce = async () => {
+      const [pending, slots] = await Promise.all([provider.getTransactionCount(wallet, "pending"), this.#opts.ledger.openSlots(wallet)]);
+      return Math.max(pending, (slots.at(-1)?.nonce ?? -1) + 1);
+    };
     const settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => {
       settled.add(item);
       if ("sent" in outcome) item.resolve(outcome.sent);
@@ -150,12 +166,15 @@ export class SendQueue {
           if (batch.length === 0) return;
           // A request that fails as a whole may have reached the node, or not: each of its
           // transactions fails with that error. The journal knows them; the chain will tell.
-          const answered = sending.then(() => this.#broadcast(batch)).catch((error: unknown) => batch.map((): Outcome => ({ error: error as Error })));
+          const answered = sending
+            .then(() => this.#broadcast(batch))
+            .catch((error: unknown) => batch.map((): Outcome => ({ error: error as Error, definite: false })));
           sending = answered;
           answers.push(
             answered.then((outcomes) => {
               outcomes.forEach((outcome, i) => {
-                if ("accepted" in outcome) settle(batch[i]!.item, { sent: { hash: batch[i]!.txHash, receipt: outcome.receipt } });
+                const { item, txHash, nonce } = batch[i]!;
+                if ("accepted" in outcome) settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt } });
                 else refused = true;
               });
               return outcomes;
@@ -185,26 +204,30 @@ export class SendQueue {
         const requeue: Queued[] = [];
         let firstFailure = -1;
         let lastAccepted = -1;
+        const released: Array<Promise<void>> = [];
         outcomes.forEach((outcome, index) => {
-          const { item } = signed[index]!;
+          const { item, nonce, txHash } = signed[index]!;
           if ("accepted" in outcome) {
             lastAccepted = index; // answered already, with its chunk
             return;
           }
           if (firstFailure < 0) firstFailure = index;
+          // Refused, or never tried: nothing of it can be mined, so its slot is free again.
+          if ("unsent" in outcome || outcome.definite) released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
           if ("unsent" in outcome) requeue.push(item);
           else if (!item.retried && isNonceConflict(outcome.error)) {
             item.retried = true;
             requeue.push(item);
           } else settle(item, { error: outcome.error });
         });
+        await Promise.all(released);
         // Back to the front, in order: they go out in the next round, with fresh nonces. This
         // round is done with them (they must not be failed if what follows throws).
         for (const item of requeue) settled.add(item);
         this.#queue.unshift(...requeue);
 
         if (firstFailure >= 0 && lastAccepted > firstFailure) {
-          await this.#fillGaps(signed[lastAccepted]!.nonce, fees, chainNonce);
+          await this.#fillGaps(signed[lastAccepted]!.nonce, fees);
         }
         return { clean: firstFailure < 0, sent: signed.length };
       },
@@ -235,11 +258,18 @@ export class SendQueue {
         refuse(item, error); // not sent, and its nonce goes to the next one
       }
     }
-    const written = await Promise.allSettled(chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned?.({ wallet, nonce, txHash, rawTx })));
+    const written = await Promise.allSettled(
+      chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...fees, deadline: item.tx.deadline ?? 0 })),
+    );
     const failed = written.findIndex((result) => result.status === "rejected");
     if (failed < 0) return { ready: chunk, again: [] };
     refuse(chunk[failed]!.item, (written[failed] as PromiseRejectedResult).reason);
-    return { ready: chunk.slice(0, failed), again: chunk.slice(failed + 1).map((s) => s.item) };
+    // Those after it are signed again with the next nonces: the slots they recorded go first.
+    const again = chunk.slice(failed + 1);
+    await Promise.all(
+      again.map(({ nonce, txHash }, i) => (written[failed + 1 + i]!.status === "fulfilled" ? this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}) : undefined)),
+    );
+    return { ready: chunk.slice(0, failed), again: again.map((s) => s.item) };
   }
 
   /**
@@ -262,7 +292,7 @@ export class SendQueue {
       ]);
       return batch.map((_, i): Outcome => {
         const answer = answers[i]!;
-        if ("error" in answer) return answer;
+        if ("error" in answer && !isAlreadyKnown(answer.error)) return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
         const receipt = answers[batch.length + i]!;
         return { accepted: true, receipt: "result" in receipt ? (receipt.result as RpcReceipt | null) : null };
       });
@@ -275,10 +305,13 @@ export class SendQueue {
         continue;
       }
       try {
-        await provider.send("eth_sendRawTransaction", [rawTx]);
+        await provider.send("eth_sendRawTransaction", [rawTx]).catch((error: unknown) => {
+          if (!isAlreadyKnown(error)) throw error;
+        });
         outcomes.push({ accepted: true, receipt: null });
       } catch (error) {
-        outcomes.push({ error: error as Error });
+        // A JSON-RPC error is the node's answer about this transaction; anything else may not be.
+        outcomes.push({ error: error as Error, definite: isDefiniteRefusal(error) });
         refused = true;
       }
     }
@@ -288,19 +321,27 @@ export class SendQueue {
   /**
    * A send failed and one after it was accepted: nodes hold the later one until the nonce
    * below it is used. Fills each nonce the chain is still missing, up to the last accepted
-   * one, with an empty transfer to the wallet itself (21,000 gas, no value).
+   * one, with an empty transfer to the wallet itself (21,000 gas, no value), recorded in the
+   * ledger first like every other transaction.
    */
-  async #fillGaps(lastAcceptedNonce: number, fees: Fees, chainNonce: () => Promise<number>): Promise<void> {
+  async #fillGaps(lastAcceptedNonce: number, fees: Fees): Promise<void> {
     const wallet = this.#opts.signer.address;
     for (let attempts = 0; attempts < 16; attempts += 1) {
-      const missing = await chainNonce().catch(() => Number.POSITIVE_INFINITY);
+      const missing = await this.#opts.provider.getTransactionCount(wallet, "pending").catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
-      const { rawTx } = this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const { rawTx, txHash } = this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const recorded = await this.#opts.ledger
+        .recordSlot({ wallet, nonce: missing, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() })
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!recorded) return; // the ledger holds this nonce: the lifecycle monitor deals with it
       const sent = await this.#opts.provider.send("eth_sendRawTransaction", [rawTx]).then(
         () => true,
         () => false,
       );
-      if (!sent) return; // the next round resyncs from the chain and fills it with a trade
+      if (!sent) return; // the lifecycle monitor sends it again, or the next round resyncs
     }
   }
 

@@ -1,41 +1,53 @@
 /**
  * TradePort on the chain: signs swap calls with the exchange wallets' keys.
  *
- * Every trade is preflighted (wallet known, balance, allowance, estimateGas) and refused
- * with a domain error before anything is sent. Then each wallet's SendQueue assigns the
- * nonce, signs, journals and broadcasts it, batching whatever arrives meanwhile; receipts
- * are awaited concurrently.
+ * A trade, in order:
+ * 1. fees (fees.ts): refused at once while the chain's base fee is above the cap;
+ * 2. calldata (calldata.ts): the swap call with a deadline (now + the trade's lifetime) and a
+ *    minimum output (the preflight's output less the slippage), so a trade that is not mined
+ *    in time can never execute late, or at a worse price;
+ * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts):
+ *    refused with a domain error before anything is signed;
+ * 4. the wallet's SendQueue (send-queue.ts) assigns the nonce, signs, journals and broadcasts,
+ *    batching whatever arrives meanwhile;
+ * 5. the receipt (receipts.ts) of whatever is mined at that nonce with the required
+ *    confirmations: the transaction, or a replacement, or the no-op of an expired trade. The
+ *    wallet's lifecycle monitor (lifecycle/monitor.ts) re-sends, re-prices and replaces in the
+ *    background, and settles in the journal what the call did not wait for.
  */
-import {
-  Interface,
-  type JsonRpcApiProvider,
-  MaxUint256,
-  formatUnits,
-  toQuantity,
-  type Wallet,
-} from "ethers";
+import { Interface, type JsonRpcApiProvider, type Wallet } from "ethers";
 
 import {
   ChainUnavailableError,
-  InsufficientFundsError,
+  RecordedTradeError,
+  TradeDroppedError,
+  TradeExpiredError,
   TradePendingError,
   TradeRevertedError,
   UnknownWalletError,
-  type SignedTrade,
+  type DomainError,
+  type NonceLedger,
+  type NonceStore,
+  type SignedTradeTx,
   type TradeHooks,
+  type TradeJournal,
   type TradeKind,
+  type TradeOnChain,
   type TradeOrder,
   type TradePort,
   type TradeResolution,
   type TransactionReceipt,
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
-import { toDomainError } from "./chain-errors.js";
-import { KeyedMutex } from "../shared/keyed-mutex.js";
-import { MemoryNonceStore, type NonceStore } from "./nonce-store.js";
-import { SendQueue, type Fees, type Sent } from "./send-queue.js";
-import { staticCallEncoder } from "./static-call.js";
-import { toWeb3Receipt, type RpcReceipt } from "./web3-receipt.js";
+import { Allowances, type Asset } from "./allowances.js";
+import { staticCallEncoder } from "./calldata.js";
+import { revertName, toDomainError } from "./chain-errors.js";
+import { FeeOracle, tradeFees } from "./fees.js";
+import { WalletMonitor, type LifecycleLog, type LifecycleSettings } from "./lifecycle/monitor.js";
+import { Preflight, minimumOut } from "./preflight.js";
+import { Receipts, type NonceLookup } from "./receipts.js";
+import { SendQueue } from "./send-queue.js";
+import { toWeb3Receipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
 const erc20Interface = new Interface(ERC20_ABI);
@@ -46,6 +58,27 @@ const SWAP_CALL = {
   remittance: staticCallEncoder(swapInterface, "remit"),
 } as const satisfies Record<TradeKind, unknown>;
 
+/** What a trade's calldata promises, and the lifecycle of its transaction. */
+export interface TradeSettings extends LifecycleSettings {
+  /** Seconds from signing to the deadline in the calldata, after which the trade cannot execute. */
+  lifetimeS: number;
+  /** How far below the preflight's output the trade may pay out, in basis points (minOut). */
+  slippageBps: number;
+}
+
+/** Defaults of TradeSettings (the README's "On a real chain" explains each). */
+export const DEFAULT_TRADE_SETTINGS: TradeSettings = {
+  lifetimeS: 300,
+  slippageBps: 100,
+  confirmations: 1,
+  reorgDepth: 64,
+  resubmitAfterMs: 30_000,
+  intervalMs: 1_000,
+  leaseMs: 15_000,
+  feeCap: 100n * 10n ** 9n,
+  minAgeMs: 3_000,
+};
+
 export interface TradeAdapterOptions {
   /** A JSON-RPC provider: reads, estimates and receipts are raw calls (createRpcProvider's in the service). */
   provider: JsonRpcApiProvider;
@@ -53,72 +86,106 @@ export interface TradeAdapterOptions {
   wallets: readonly Wallet[];
   swap: string;
   token: { address: string; symbol: string };
-  /** How long to wait for a receipt before giving up, in ms. */
+  /** The journal: trades, nonce assignment and the nonce ledger, in one storage. */
+  journal: TradeJournal & NonceStore & NonceLedger;
+  settings?: Partial<TradeSettings>;
+  /** How long a trade waits for its receipt before answering "pending", in ms. */
   receiptTimeoutMs?: number;
   /** Headroom added to estimateGas, in percent. */
   gasHeadroomPercent?: bigint;
-  /** Where nonces are assigned: in memory by default, or the trade journal's shared sequence. */
-  nonces?: NonceStore;
   /** Most transactions signed and broadcast in one round (see send-queue.ts); 1 = one request each. */
   sendBatchMax?: number;
+  log?: LifecycleLog;
+  /** This instance's name in the monitors' leases. */
+  instanceId?: string;
 }
 
-/**
- * One exchange wallet's holding of one asset, as its trades see it.
- * - `inFlight`: the amount of the trades reserved and not yet released (on their way, or
- *   sent and unmined), which the chain's balance and allowance may not show yet.
- * - `released`: the amount of all trades released so far. A read made when it stood lower
- *   may miss the trades released since, which no longer count as in flight: a check on that
- *   read counts them too.
- * - `read`: the balance and allowance read that trades arriving now share (one eth_call
- *   pair for a burst), with `released` as it stood when it was made.
- */
-interface Holding {
-  key: string;
-  inFlight: bigint;
-  released: bigint;
-  read?: { released: bigint; value: Promise<[bigint, bigint]> };
-  calls: { balanceOf: string; allowance: string };
-}
-
-/** An exchange wallet: its key, and its queue for nonces, signing, journalling and sending (send-queue.ts). */
+/** An exchange wallet: its key, its queue for nonces, signing, journalling and sending, and its lifecycle monitor. */
 interface ExchangeWallet {
   signer: Wallet;
   queue: SendQueue;
+  monitor: WalletMonitor;
 }
 
 /**
  * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: with 50 sells
  * in flight, rounds of 50 moved every trade in one wave, and the chain idled while the wave
- * collected its receipts and the next requests arrived (bench: 208 sells/s over HTTP with
- * rounds of 50, 256 with rounds of 16, 252 with rounds of 8).
+ * collected its receipts and the next requests arrived.
  */
 export const DEFAULT_SEND_BATCH_MAX = 16;
 
+const SILENT: LifecycleLog = { warn() {}, info() {} };
+
 export class ChainTradeAdapter implements TradePort {
-  readonly #opts: Required<TradeAdapterOptions>;
-  readonly #allowanceLocks = new KeyedMutex();
-  /** The largest gas estimate seen per trade shape (kind and stable coin); see #gasLimit. */
-  readonly #gasEstimates = new Map<string, bigint>();
+  readonly #opts: TradeAdapterOptions;
+  readonly #settings: TradeSettings;
+  readonly #fees: FeeOracle;
+  readonly #receipts: Receipts;
+  readonly #preflight: Preflight;
+  readonly #allowances: Allowances;
   /** The exchange wallets, by lower-case address. */
   readonly #wallets = new Map<string, ExchangeWallet>();
-  /** Per wallet and asset (lower-case "wallet:asset"): see Holding. */
-  readonly #holdings = new Map<string, Holding>();
-  #feeCache?: { at: number; fees: Promise<Fees> };
 
   constructor(options: TradeAdapterOptions) {
-    this.#opts = { receiptTimeoutMs: 120_000, gasHeadroomPercent: 20n, nonces: new MemoryNonceStore(), sendBatchMax: DEFAULT_SEND_BATCH_MAX, ...options };
+    this.#opts = options;
+    const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.settings };
+    this.#settings = settings;
+    const { provider, journal } = options;
+    this.#fees = new FeeOracle(provider);
+    this.#receipts = new Receipts({
+      provider,
+      confirmations: settings.confirmations,
+      timeoutMs: options.receiptTimeoutMs ?? 120_000,
+      journalAfterMs: settings.minAgeMs,
+    });
+    this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
+    this.#allowances = new Allowances({ provider, swap: options.swap, approve: (owner, asset, value) => this.#approve(owner, asset, value) });
     for (const signer of options.wallets) {
       const queue = new SendQueue({
         signer,
         chainId: options.chainId,
-        provider: options.provider,
-        nonces: this.#opts.nonces,
-        fees: () => this.#fees(),
-        maxBatch: this.#opts.sendBatchMax,
+        provider,
+        nonces: journal,
+        ledger: journal,
+        fees: async () => tradeFees(await this.#fees.read(), settings.feeCap),
+        maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
       });
-      this.#wallets.set(signer.address.toLowerCase(), { signer, queue });
+      const monitor = new WalletMonitor({
+        signer,
+        chainId: options.chainId,
+        provider,
+        journal,
+        fees: this.#fees,
+        receipts: this.#receipts,
+        settings,
+        log: options.log ?? SILENT,
+        holder: options.instanceId ?? "this-instance",
+      });
+      this.#wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
     }
+  }
+
+  /** Starts every wallet's lifecycle monitor: from now on, every nonce the journal holds is seen through to its end. */
+  start(): void {
+    for (const { monitor } of this.#wallets.values()) monitor.start();
+  }
+
+  /** Stops the monitors (giving their leases up). */
+  async stop(): Promise<void> {
+    await Promise.all([...this.#wallets.values()].map(({ monitor }) => monitor.stop()));
+  }
+
+  /** Each wallet's oldest nonce nothing is mined at yet, as its monitor last saw it. */
+  oldestPending(): Array<{ wallet: string; nonce: number; since: Date }> {
+    return [...this.#wallets.values()].flatMap(({ monitor }) => {
+      const oldest = monitor.oldestPending();
+      return oldest ? [{ wallet: monitor.wallet, ...oldest }] : [];
+    });
+  }
+
+  /** The wallets' monitors, for tests that drive them a look at a time. */
+  monitors(): WalletMonitor[] {
+    return [...this.#wallets.values()].map(({ monitor }) => monitor);
   }
 
   sell(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
@@ -134,22 +201,24 @@ export class ChainTradeAdapter implements TradePort {
   }
 
   /**
-   * Looks a journalled transaction up without resending it. It is dropped only once its
-   * nonce is taken by another mined transaction: until then an unknown transaction may
-   * still be on its way (signed and recorded, not yet broadcast), so it counts as pending.
+   * Looks a journalled trade's transactions up without sending anything: the one of them mined
+   * in the canonical chain now, if any. The nonce counts as taken by another transaction only
+   * once it is used on chain and none of them is mined there.
    */
-  async resolve(tx: SignedTrade): Promise<TradeResolution> {
-    const { provider } = this.#opts;
+  async resolve(trade: TradeOnChain): Promise<TradeResolution> {
+    const { confirmations } = this.#settings;
     try {
       const mined = async (): Promise<TradeResolution | undefined> => {
-        const receipt = await this.#receipt(tx.txHash);
-        return receipt ? { state: "mined", receipt: toWeb3Receipt(receipt) } : undefined;
+        const found = await this.#receipts.find(trade.broadcasts);
+        if (found === undefined) return undefined;
+        const confirmed = found.confirmations >= confirmations;
+        if (found.noop) return confirmed ? { state: "expired" } : { state: "pending" };
+        return { state: "mined", receipt: toWeb3Receipt(found.receipt), confirmations: found.confirmations, confirmed };
       };
       const first = await mined();
       if (first) return first;
-      if (await provider.getTransaction(tx.txHash)) return { state: "pending" };
-      if ((await provider.getTransactionCount(tx.wallet, "latest")) <= tx.nonce) return { state: "pending" };
-      // The nonce is used: by this transaction if it was mined meanwhile, else by another one.
+      if ((await this.#opts.provider.getTransactionCount(trade.wallet, "latest")) <= trade.nonce) return { state: "pending" };
+      // The nonce is used: by one of them if it was mined meanwhile, else by another transaction.
       return (await mined()) ?? { state: "dropped" };
     } catch (error) {
       throw toDomainError(error);
@@ -160,224 +229,97 @@ export class ChainTradeAdapter implements TradePort {
     const wallet = this.#wallets.get(order.wallet.toLowerCase());
     if (!wallet) throw new UnknownWalletError(order.wallet);
     const { signer, queue } = wallet;
+    const { lifetimeS, slippageBps, feeCap } = this.#settings;
     // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
-    const spent =
-      kind === "sell"
-        ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
-        : order.stable;
-    const data = SWAP_CALL[kind]([
-      order.stable.address,
-      order.amount,
-      order.destinatary,
-      0n, // minimum out: the preflight below already refuses a trade that would not pay
-      MaxUint256, // no deadline: the receipt wait bounds the trade instead
-    ]);
+    const spent: Asset = kind === "sell" ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 } : order.stable;
 
-    let sent: Sent;
-    let holding: Holding | undefined;
+    let sent: Awaited<ReturnType<SendQueue["send"]>>;
+    let deadline = 0;
+    let reservation: Awaited<ReturnType<Allowances["reserve"]>> | undefined;
     try {
-      // The estimate runs alongside the balance and allowance reads (one JSON-RPC batch under load).
-      const call = { from: signer.address, to: this.#opts.swap, data };
+      let state = await this.#fees.read();
+      tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
-      const checked = this.#gasLimit(shape, call);
+      const encode = (minOut: bigint) => SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
+      const prove = () => {
+        // By the later of this machine's clock and the chain's: the contract checks the chain's.
+        deadline = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp) + lifetimeS;
+        return this.#preflight.check(shape, { from: signer.address, to: this.#opts.swap, data: encode(0n) });
+      };
+      // The proof runs alongside the balance and allowance reads (one JSON-RPC batch under load).
+      const checked = prove();
       checked.catch(() => {}); // awaited below, unless the reservation fails first
-      const reserved = await this.#reserveAllowance(wallet, spent, order.amount);
-      holding = reserved.holding;
-      const toppedUp = reserved.toppedUp;
+      reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
       // A check made before an allowance top-up may have failed for want of it: made again.
-      const gasLimit = toppedUp ? await this.#gasLimit(shape, call) : await checked;
-      sent = await queue.send({ to: this.#opts.swap, data, gasLimit, onSigned: hooks?.onSigned });
+      const proof = await (reservation.toppedUp ? prove() : checked).catch(async (error: unknown) => {
+        if (revertName(error) !== "SwapDeadlineExpired") throw error;
+        // The chain's clock is ahead of the head last read: read it now, and prove once more.
+        state = await this.#fees.read(true);
+        return prove();
+      });
+      sent = await queue.send({
+        to: this.#opts.swap,
+        data: encode(minimumOut(proof.output, slippageBps)),
+        gasLimit: proof.gasLimit,
+        deadline,
+        onSigned: hooks?.onSigned ?? ((tx) => this.#recordUnjournalled(tx, "trade")),
+      });
     } catch (error) {
-      if (holding) this.#release(holding, order.amount);
+      if (reservation) this.#allowances.release(reservation.holding, order.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
     }
 
     try {
-      const receipt = toWeb3Receipt(sent.receipt ?? (await this.#waitForReceipt(sent.hash)));
-      if (!receipt.status) throw new TradeRevertedError(`transaction ${sent.hash} reverted when mined`);
+      if (sent.receipt === null) hooks?.onSubmitted?.();
+      const outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(signer.address, sent.nonce));
+      if (outcome.noop) throw new TradeExpiredError(deadline, sent.nonce);
+      const receipt = toWeb3Receipt(outcome.receipt);
+      if (!receipt.status) throw new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
       return receipt;
     } finally {
-      this.#release(holding, order.amount);
+      this.#allowances.release(reservation!.holding, order.amount);
     }
   }
 
-  /**
-   * Checks the wallet's balance and makes sure the swap may spend `amount` on top of what
-   * in-flight trades already spend, topping the allowance up to the wallet's balance when
-   * it falls short. Allowances stay finite, so each sell emits its Approval log.
-   * USDT refuses to change a non-zero allowance, so it is reset to zero first.
-   *
-   * The balance and allowance are read outside the lock, so concurrent trades do not queue
-   * behind each other's round trips, and one read serves the trades that arrive together
-   * (see Holding). Every trade that was in flight when the read was made, or reserved since,
-   * counts as unpaid: one that was mined before the read is then counted twice, which errs
-   * on the safe side. Only when that check falls short is the chain read again, in the lock.
-   */
-  async #reserveAllowance(
-    wallet: ExchangeWallet,
-    asset: { address: string; symbol: string; decimals: number },
-    amount: bigint,
-  ): Promise<{ holding: Holding; toppedUp: boolean }> {
-    const owner = wallet.signer.address;
-    const holding = this.#holding(owner, asset.address);
-    const shared = this.#sharedRead(holding, asset.address);
-    let [balance, allowance] = await shared.value;
-    return this.#allowanceLocks.run(holding.key, async () => {
-      // Trades released since the read may not show in it: they still count.
-      let unpaid = holding.inFlight + (holding.released - shared.released);
-      if (balance - unpaid < amount || allowance - unpaid < amount) {
-        // Short, or a top-up may be needed: look again. Counted before the read is made, so a
-        // trade released meanwhile still counts.
-        unpaid = holding.inFlight;
-        [balance, allowance] = await this.#read(holding, asset.address);
-      }
-      if (balance - unpaid < amount) {
-        throw new InsufficientFundsError(
-          `userAddress: ${owner} holds ${formatUnits(balance, asset.decimals)} ${asset.symbol}` +
-            (unpaid > 0n ? ` (${formatUnits(unpaid, asset.decimals)} already committed)` : "") +
-            `, the trade needs ${formatUnits(amount, asset.decimals)}`,
-        );
-      }
-      let toppedUp = false;
-      if (allowance - unpaid < amount) {
-        const target = balance > unpaid + amount ? balance : unpaid + amount;
-        try {
-          if (allowance !== 0n) await this.#approve(wallet, asset.address, 0n);
-          await this.#approve(wallet, asset.address, target);
-        } finally {
-          holding.read = undefined; // it shows the allowance before the update: the next trade reads again
+  /** What the ledger and the journal hold for a nonce now: its broadcasts, or the error its trade ended with. */
+  #lookup(wallet: string, nonce: number): NonceLookup {
+    const { journal } = this.#opts;
+    return async () => {
+      const slot = await journal.slot(wallet, nonce);
+      if (slot === undefined) return {};
+      if (slot.state === "lost") return { error: new TradeDroppedError(wallet, nonce) };
+      if (slot.tradeId !== null) {
+        const record = await journal.get(slot.tradeId);
+        if ((record?.status === "failed" || record?.status === "expired") && record.error) {
+          return { error: new RecordedTradeError(record.error.code as DomainError["code"], record.error.message) };
         }
-        toppedUp = true;
       }
-      holding.inFlight += amount;
-      return { holding, toppedUp };
-    });
+      return { broadcasts: slot.broadcasts };
+    };
   }
 
-  /** The service's bookkeeping of one wallet's holding of one asset, made on first use. */
-  #holding(owner: string, asset: string): Holding {
-    const key = `${owner}:${asset}`.toLowerCase();
-    let holding = this.#holdings.get(key);
-    if (!holding) {
-      holding = {
-        key,
-        inFlight: 0n,
-        released: 0n,
-        calls: {
-          balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
-          allowance: erc20Interface.encodeFunctionData("allowance", [owner, this.#opts.swap]),
-        },
-      };
-      this.#holdings.set(key, holding);
-    }
-    return holding;
+  /** A transaction no trade record carries (an approval, or a trade sent without a journal): its own slot. */
+  #recordUnjournalled(tx: SignedTradeTx, purpose: "trade" | "approval"): Promise<void> {
+    const { wallet, nonce, txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas } = tx;
+    return this.#opts.journal.recordSlot(
+      { wallet, nonce, purpose, deadline: purpose === "trade" ? tx.deadline : null },
+      { hash: txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas, noop: false, sentAt: new Date() },
+    );
   }
 
-  /**
-   * The balance and allowance read that a trade arriving now uses: the current one, unless a
-   * trade was released since it was made (then a new one, shared in turn).
-   */
-  #sharedRead(holding: Holding, asset: string): NonNullable<Holding["read"]> {
-    if (holding.read?.released !== holding.released) {
-      const read = { released: holding.released, value: this.#read(holding, asset) };
-      read.value.catch(() => {
-        if (holding.read === read) holding.read = undefined; // a failed read is not shared
-      });
-      holding.read = read;
-    }
-    return holding.read;
-  }
-
-  /** The wallet's balance and the swap's allowance, read now (latest block). */
-  #read(holding: Holding, asset: string): Promise<[bigint, bigint]> {
-    return Promise.all([this.#readUint(asset, holding.calls.balanceOf), this.#readUint(asset, holding.calls.allowance)]);
-  }
-
-  /** An eth_call against the latest block answering one uint256. */
-  async #readUint(to: string, data: string): Promise<bigint> {
-    const result = (await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string;
-    return BigInt(result === "0x" ? "0x0" : result);
-  }
-
-  /** The trade is over (mined, or refused before it was sent): its amount no longer counts as in flight. */
-  #release(holding: Holding, amount: bigint): void {
-    holding.inFlight -= amount;
-    holding.released += amount;
-  }
-
-  async #approve({ signer, queue }: ExchangeWallet, asset: string, value: bigint): Promise<void> {
+  /** Sets the swap's allowance (allowances.ts), through the wallet's queue like any transaction, and waits until it is mined. */
+  async #approve(owner: string, asset: string, value: bigint): Promise<void> {
+    const { queue } = this.#wallets.get(owner.toLowerCase())!;
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
-    const gas = await this.#estimateGas({ from: signer.address, to: asset, data });
-    const sent = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n });
-    const receipt = sent.receipt ?? (await this.#waitForReceipt(sent.hash));
-    if (BigInt(receipt.status) !== 1n) throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
-  }
-
-  /**
-   * The gas limit for a trade, proven sufficient against the latest block. The first trade
-   * of each shape (kind and stable coin) is estimated; later ones run as one eth_call with
-   * the gas limit the largest estimate so far gives (plus headroom): if that call succeeds,
-   * the transaction succeeds with that limit on the same state, which is what an estimate
-   * proves, at the cost of one execution instead of an estimate's binary search. If it
-   * fails, a full estimate follows: it names the revert, or finds a larger figure.
-   */
-  async #gasLimit(shape: string, tx: { from: string; to: string; data: string }): Promise<bigint> {
-    const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
-    const known = this.#gasEstimates.get(shape);
-    const provider = this.#opts.provider;
-    if (known !== undefined) {
-      const gasLimit = headroom(known);
-      const passed = await provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]).then(
-        () => true,
-        () => false,
-      );
-      if (passed) return gasLimit;
+    const gas = BigInt((await this.#opts.provider.send("eth_estimateGas", [{ from: owner, to: asset, data }, "latest"])) as string);
+    const sent = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n, deadline: null, onSigned: (tx) => this.#recordUnjournalled(tx, "approval") });
+    let outcome;
+    try {
+      outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(owner, sent.nonce));
+    } catch (error) {
+      if (error instanceof TradePendingError) throw new ChainUnavailableError(`the allowance update ${sent.hash} is not mined yet; retry later`);
+      throw error;
     }
-    const gas = await this.#estimateGas(tx);
-    if (known === undefined || gas > known) this.#gasEstimates.set(shape, gas);
-    return headroom(gas);
-  }
-
-  /**
-   * Estimates against the latest block. ethers estimates against "pending", which makes the
-   * node replay every waiting transaction first: under interval mining, a burst of trades
-   * would slow each preflight down in proportion to the burst.
-   */
-  async #estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
-    return BigInt((await this.#opts.provider.send("eth_estimateGas", [tx, "latest"])) as string);
-  }
-
-  /** EIP-1559 fees, cached for a second: every send in a burst pays the same. */
-  #fees(): Promise<Fees> {
-    const now = Date.now();
-    if (!this.#feeCache || now - this.#feeCache.at > 1000) {
-      const fees = this.#opts.provider.getFeeData().then((data) => {
-        if (data.maxFeePerGas === null || data.maxPriorityFeePerGas === null) {
-          throw new ChainUnavailableError("the node reports no EIP-1559 fee data");
-        }
-        return { maxFeePerGas: data.maxFeePerGas, maxPriorityFeePerGas: data.maxPriorityFeePerGas };
-      });
-      fees.catch(() => {
-        if (this.#feeCache?.fees === fees) this.#feeCache = undefined;
-      });
-      this.#feeCache = { at: now, fees };
-    }
-    return this.#feeCache.fees;
-  }
-
-  /** The node's receipt as it sent it (web3-receipt.ts formats it), or null while unmined. */
-  async #receipt(hash: string): Promise<RpcReceipt | null> {
-    return (await this.#opts.provider.send("eth_getTransactionReceipt", [hash])) as RpcReceipt | null;
-  }
-
-  async #waitForReceipt(hash: string): Promise<RpcReceipt> {
-    const deadline = Date.now() + this.#opts.receiptTimeoutMs;
-    for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
-      // A node that stops answering while we wait does not fail the trade: it was sent.
-      const receipt = await this.#receipt(hash).catch(() => null);
-      if (receipt) return receipt;
-      if (Date.now() > deadline) throw new TradePendingError(hash);
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
+    if (BigInt(outcome.receipt.status) !== 1n || outcome.noop) throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
   }
 }

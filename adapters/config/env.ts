@@ -31,6 +31,27 @@ export interface AppConfig {
   receiptTimeoutMs: number;
   /** IDEMPOTENCY_WAIT_MS: how long a retry waits for the first request with its key before 409. */
   idempotencyWaitMs: number;
+  /** A trade's deadline and slippage, the fee cap, confirmations, and the lifecycle monitor's timing. */
+  trade: {
+    /** TRADE_LIFETIME_S: seconds from signing to the calldata's deadline. */
+    lifetimeS: number;
+    /** SLIPPAGE_BPS: how far below the preflight's output a trade may pay out (minOut), in basis points. */
+    slippageBps: number;
+    /** MAX_FEE_PER_GAS_GWEI, in wei: no trade while the base fee is above it; no replacement bids more. */
+    feeCap: bigint;
+    /** CONFIRMATIONS: blocks a receipt needs (its own included) before a trade is answered. */
+    confirmations: number;
+    /** REORG_DEPTH: how deep a mined transaction is watched for reorgs. */
+    reorgDepth: number;
+    /** RESUBMIT_AFTER_MS: unmined this long, a transaction is replaced with higher fees (doubling each time). */
+    resubmitAfterMs: number;
+    /** MONITOR_INTERVAL_MS: how often the lifecycle monitor looks. */
+    intervalMs: number;
+    /** MONITOR_LEASE_MS: how long another instance waits before taking over a dead instance's wallets. */
+    leaseMs: number;
+  };
+  /** STUCK_AFTER_MS: a wallet's nonce unmined for longer makes /readyz answer 503. */
+  stuckAfterMs: number;
   chain: EmbeddedChainConfig | RpcChainConfig;
 }
 
@@ -100,6 +121,17 @@ const schema = z.object({
   JOURNAL_URL: optional(z.string().regex(/^postgres(ql)?:\/\/\S+$/, "JOURNAL_URL: must be a postgres:// or postgresql:// URL")),
   RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
   IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
+  TRADE_LIFETIME_S: optional(integer("TRADE_LIFETIME_S", 10, 86_400)).default(300),
+  SLIPPAGE_BPS: optional(integer("SLIPPAGE_BPS", 0, 5_000)).default(100),
+  MAX_FEE_PER_GAS_GWEI: optional(
+    z.string().regex(/^\d+(\.\d{1,9})?$/, "MAX_FEE_PER_GAS_GWEI: must be a plain decimal number of gwei with at most 9 decimals, such as \"100\""),
+  ).default("100"),
+  CONFIRMATIONS: optional(integer("CONFIRMATIONS", 1, 1_000)).default(1),
+  REORG_DEPTH: optional(integer("REORG_DEPTH", 1, 10_000)).default(64),
+  RESUBMIT_AFTER_MS: optional(integer("RESUBMIT_AFTER_MS", 1_000, 3_600_000)).default(30_000),
+  MONITOR_INTERVAL_MS: optional(integer("MONITOR_INTERVAL_MS", 100, 60_000)).default(1_000),
+  MONITOR_LEASE_MS: optional(integer("MONITOR_LEASE_MS", 1_000, 600_000)).default(15_000),
+  STUCK_AFTER_MS: optional(integer("STUCK_AFTER_MS", 1_000, 86_400_000)).default(600_000),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -204,6 +236,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   const maxSellTokens = decimalToBaseUnits(e.MAX_SELL_TOKENS, TOKEN_DECIMALS, "down") ?? 0n;
   if (maxSellTokens <= 0n) problems.push("MAX_SELL_TOKENS: must be at least 1e-18");
+  const feeCap = decimalToBaseUnits(e.MAX_FEE_PER_GAS_GWEI, 9, "down") ?? 0n;
+  if (feeCap <= 0n) problems.push("MAX_FEE_PER_GAS_GWEI: must be greater than 0");
+  if (e.MONITOR_LEASE_MS < 3 * e.MONITOR_INTERVAL_MS) {
+    problems.push("MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time");
+  }
+  if (e.REORG_DEPTH < e.CONFIRMATIONS) problems.push("REORG_DEPTH: must be at least CONFIRMATIONS");
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -220,6 +258,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     journal: { dataDir: e.DATA_DIR, ...(e.JOURNAL_URL !== undefined ? { url: e.JOURNAL_URL } : {}) },
     receiptTimeoutMs: e.RECEIPT_TIMEOUT_MS,
     idempotencyWaitMs: e.IDEMPOTENCY_WAIT_MS,
+    trade: {
+      lifetimeS: e.TRADE_LIFETIME_S,
+      slippageBps: e.SLIPPAGE_BPS,
+      feeCap,
+      confirmations: e.CONFIRMATIONS,
+      reorgDepth: e.REORG_DEPTH,
+      resubmitAfterMs: e.RESUBMIT_AFTER_MS,
+      intervalMs: e.MONITOR_INTERVAL_MS,
+      leaseMs: e.MONITOR_LEASE_MS,
+    },
+    stuckAfterMs: e.STUCK_AFTER_MS,
     chain,
   };
 }

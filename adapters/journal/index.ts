@@ -1,18 +1,22 @@
 import { join } from "node:path";
 
-import type { TradeJournal } from "../../core/ports/journal.port.js";
+import type { NonceLedger, NonceStore, TradeJournal } from "../../core/index.js";
 import { openPostgresJournal } from "./postgres.journal.js";
 import { openSqliteJournal } from "./sqlite.journal.js";
 
+export { MemoryJournal } from "./memory.journal.js";
 export { openPostgresJournal, type PostgresJournalOptions } from "./postgres.journal.js";
 export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite.journal.js";
+
+/** A journal: the trades, and the exchange wallets' nonces (their assignment and their ledger), in one storage. */
+export type Journal = TradeJournal & NonceStore & NonceLedger;
 
 /**
  * The journal the configuration names: PostgreSQL when `url` is a postgres:// or postgresql://
  * URL (several instances may share it), else SQLite at `<dataDir>/journal.sqlite` (one process).
  * Any other non-empty `url` is refused rather than silently falling back to a per-process file.
  */
-export async function openJournal(config: { url?: string; dataDir: string }): Promise<TradeJournal> {
+export async function openJournal(config: { url?: string; dataDir: string }): Promise<Journal> {
   const url = config.url?.trim() ?? "";
   if (/^postgres(ql)?:\/\//i.test(url)) return openPostgresJournal(url);
   if (url !== "") {

@@ -14,8 +14,21 @@ import { randomUUID } from "node:crypto";
 
 import pg from "pg";
 
-import type { NewTrade, NoncesConsumed, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
-import type { TransactionReceipt } from "../../core/types.js";
+import type {
+  Broadcast,
+  MinedTx,
+  NewTrade,
+  NonceLedger,
+  NonceSlot,
+  NonceStore,
+  NoncesConsumed,
+  SignedTradeTx,
+  SlotPurpose,
+  SlotState,
+  TradeJournal,
+  TradeRecord,
+  TransactionReceipt,
+} from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 /**
@@ -49,10 +62,61 @@ const MIGRATIONS = [
      next_nonce BIGINT,                         -- NULL: ask the chain
      updated_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
    );`,
+  // 2: the trade lifecycle: new statuses and the deadline; each nonce the service uses, and every
+  // transaction broadcast at it; leases (which instance monitors a wallet).
+  `ALTER TABLE trades DROP CONSTRAINT IF EXISTS trades_status_check;
+   ALTER TABLE trades ADD CONSTRAINT trades_status_check
+     CHECK (status IN ('accepted', 'signed', 'submitted', 'mined', 'confirmed', 'failed', 'expired'));
+   ALTER TABLE trades ADD COLUMN deadline BIGINT;   -- unix seconds: the calldata's deadline
+   DROP INDEX IF EXISTS trades_unresolved;
+   CREATE INDEX trades_tx_hash ON trades (tx_hash);
+   CREATE TABLE nonce_slots (
+     wallet TEXT NOT NULL,                      -- lower-case address
+     nonce BIGINT NOT NULL,
+     purpose TEXT NOT NULL CHECK (purpose IN ('trade', 'approval', 'filler')),
+     trade_id TEXT,
+     deadline BIGINT,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'mined', 'final', 'lost')),
+     mined_hash TEXT,
+     block_number BIGINT,
+     block_hash TEXT,
+     created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+     updated_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+     PRIMARY KEY (wallet, nonce)
+   );
+   CREATE INDEX nonce_slots_open ON nonce_slots (wallet, nonce) WHERE state IN ('pending', 'mined');
+   CREATE INDEX nonce_slots_trade ON nonce_slots (trade_id) WHERE trade_id IS NOT NULL;
+   CREATE TABLE broadcasts (
+     seq BIGINT GENERATED ALWAYS AS IDENTITY,   -- order of recording
+     hash TEXT PRIMARY KEY,                     -- lower-case
+     wallet TEXT NOT NULL,
+     nonce BIGINT NOT NULL,
+     raw_tx TEXT NOT NULL,
+     max_fee_per_gas NUMERIC(78, 0) NOT NULL,   -- wei
+     max_priority_fee_per_gas NUMERIC(78, 0) NOT NULL,
+     noop BOOLEAN NOT NULL,
+     sent_at TIMESTAMPTZ NOT NULL
+   );
+   CREATE INDEX broadcasts_slot ON broadcasts (wallet, nonce);
+   CREATE TABLE leases (
+     name TEXT PRIMARY KEY,
+     holder TEXT NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL
+   );
+   -- Trades a previous version left signed: watched like any other (their fees were not kept).
+   INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, state, created_at, updated_at)
+     SELECT DISTINCT ON (lower(wallet), nonce) lower(wallet), nonce, 'trade', id, 'pending', updated_at, updated_at
+     FROM trades WHERE status = 'signed' ORDER BY lower(wallet), nonce, updated_at DESC
+     ON CONFLICT DO NOTHING;
+   INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
+     SELECT lower(t.tx_hash), s.wallet, s.nonce, t.raw_tx, 0, 0, false, t.updated_at
+     FROM trades t JOIN nonce_slots s ON s.trade_id = t.id
+     ON CONFLICT DO NOTHING;`,
 ];
 
 const COLUMNS =
-  "id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, receipt, error, created_at, updated_at";
+  "id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
+const BROADCAST_COLUMNS = "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
 export interface PostgresJournalOptions {
   /** Connections for reads and writes. Default 10. */
@@ -64,7 +128,7 @@ export interface PostgresJournalOptions {
   nonceConnections?: number;
 }
 
-export async function openPostgresJournal(url: string, options: PostgresJournalOptions = {}): Promise<TradeJournal> {
+export async function openPostgresJournal(url: string, options: PostgresJournalOptions = {}): Promise<PostgresJournal> {
   const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
   const lockPool = new pg.Pool({ connectionString: url, max: options.nonceConnections ?? 4 });
   lockPool.on("connect", (client) => {
@@ -118,7 +182,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
   }
 }
 
-class PostgresJournal implements TradeJournal {
+export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   readonly #nonceLocks = new KeyedMutex();
@@ -142,30 +206,82 @@ class PostgresJournal implements TradeJournal {
          RETURNING ${COLUMNS}`,
         [id, trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request)],
       );
-      if (inserted.rows[0]) return { created: true, record: toRecord(inserted.rows[0]) };
+      if (inserted.rows[0]) return { created: true, record: toRecord(inserted.rows[0], []) };
       const existing = await this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`, [
         trade.scope,
         trade.idempotencyKey,
       ]);
-      if (existing.rows[0]) return { created: false, record: toRecord(existing.rows[0]) };
+      const record = existing.rows[0] && (await this.get(existing.rows[0].id));
+      if (record) return { created: false, record };
     }
     throw new Error("trade journal: the record for this idempotency key keeps being discarded; try again");
   }
 
-  async markSigned(id: string, tx: { wallet: string; nonce: number; txHash: string; rawTx: string }): Promise<void> {
-    await this.#updateOne(
-      id,
-      "status = 'signed', wallet = $2, nonce = $3, tx_hash = $4, raw_tx = $5",
-      [tx.wallet, tx.nonce, tx.txHash, tx.rawTx],
+  async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
+    const wallet = tx.wallet.toLowerCase();
+    await this.#transaction(async (client) => {
+      const { rowCount } = await client.query("SELECT 1 FROM trades WHERE id = $1 FOR UPDATE", [id]);
+      if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+      // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
+      await client.query(
+        "DELETE FROM broadcasts b USING nonce_slots s WHERE s.trade_id = $1 AND b.wallet = s.wallet AND b.nonce = s.nonce",
+        [id],
+      );
+      await client.query("DELETE FROM nonce_slots WHERE trade_id = $1", [id]);
+      await client.query("INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state) VALUES ($1, $2, 'trade', $3, $4, 'pending')", [
+        wallet,
+        tx.nonce,
+        id,
+        tx.deadline,
+      ]);
+      await insertBroadcast(client, wallet, tx.nonce, {
+        hash: tx.txHash,
+        rawTx: tx.rawTx,
+        maxFeePerGas: tx.maxFeePerGas,
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+        noop: false,
+        sentAt: new Date(),
+      });
+      await client.query(
+        `UPDATE trades SET status = 'signed', wallet = $2, nonce = $3, tx_hash = $4, raw_tx = $5, deadline = $6,
+         updated_at = clock_timestamp() WHERE id = $1`,
+        [id, tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline],
+      );
+    });
+  }
+
+  async markSubmitted(id: string): Promise<void> {
+    const { rowCount } = await this.#pool.query("UPDATE trades SET status = 'submitted', updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed'", [id]);
+    if (rowCount === 0) await this.#expectTrade(id);
+  }
+
+  async markReorged(id: string): Promise<void> {
+    const { rowCount } = await this.#pool.query(
+      `WITH t AS (
+         UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = clock_timestamp()
+         WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
+       )
+       UPDATE nonce_slots s SET state = 'pending', mined_hash = NULL, block_number = NULL, block_hash = NULL, updated_at = clock_timestamp()
+       FROM t WHERE s.trade_id = t.id AND s.state <> 'final'`,
+      [id],
     );
+    if (rowCount === 0) await this.#expectTrade(id);
+  }
+
+  async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    await this.#mined(id, "mined", receipt);
   }
 
   async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    await this.#updateOne(id, "status = 'confirmed', receipt = $2", [JSON.stringify(receipt)]);
+    await this.#mined(id, "confirmed", receipt);
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
     await this.#updateOne(id, "status = 'failed', error = $2", [JSON.stringify({ code: error.code, message: error.message })]);
+  }
+
+  async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
+    await this.#updateOne(id, "status = 'expired', error = $2", [JSON.stringify({ code: error.code, message: error.message })]);
   }
 
   async discard(id: string): Promise<void> {
@@ -177,13 +293,133 @@ class PostgresJournal implements TradeJournal {
   }
 
   async get(id: string): Promise<TradeRecord | undefined> {
-    const { rows } = await this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE id = $1`, [id]);
-    return rows[0] ? toRecord(rows[0]) : undefined;
+    const [{ rows }, broadcasts] = await Promise.all([
+      this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE id = $1`, [id]),
+      this.#pool.query<BroadcastRow>(
+        `SELECT ${BROADCAST_COLUMNS} FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+         WHERE s.trade_id = $1 ORDER BY b.seq`,
+        [id],
+      ),
+    ]);
+    return rows[0] ? toRecord(rows[0], broadcasts.rows.map(toBroadcast)) : undefined;
   }
 
-  async unresolved(): Promise<TradeRecord[]> {
-    const { rows } = await this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE status = 'signed' ORDER BY created_at, seq`);
-    return rows.map(toRecord);
+  async findByHash(txHash: string): Promise<TradeRecord | undefined> {
+    const { rows } = await this.#pool.query<{ id: string }>(
+      `SELECT s.trade_id AS id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+       WHERE b.hash = $1 AND s.trade_id IS NOT NULL
+       UNION ALL SELECT id FROM trades WHERE tx_hash = $1 LIMIT 1`,
+      [txHash.toLowerCase()],
+    );
+    return rows[0] ? this.get(rows[0].id) : undefined;
+  }
+
+  async recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+    const wallet = slot.wallet.toLowerCase();
+    await this.#transaction(async (client) => {
+      await client.query("INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state) VALUES ($1, $2, $3, $4, 'pending')", [
+        wallet,
+        slot.nonce,
+        slot.purpose,
+        slot.deadline,
+      ]);
+      await insertBroadcast(client, wallet, slot.nonce, first);
+    });
+  }
+
+  async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+    const lower = wallet.toLowerCase();
+    await this.#transaction(async (client) => {
+      const { rows } = await client.query<{ trade_id: string | null }>("SELECT trade_id FROM nonce_slots WHERE wallet = $1 AND nonce = $2 FOR UPDATE", [lower, nonce]);
+      if (rows.length === 0) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
+      await insertBroadcast(client, lower, nonce, broadcast);
+      await client.query("UPDATE nonce_slots SET updated_at = clock_timestamp() WHERE wallet = $1 AND nonce = $2", [lower, nonce]);
+      const tradeId = rows[0]!.trade_id;
+      if (tradeId !== null) {
+        await client.query("UPDATE trades SET tx_hash = $2, raw_tx = $3, updated_at = clock_timestamp() WHERE id = $1", [tradeId, broadcast.hash, broadcast.rawTx]);
+      }
+    });
+  }
+
+  async slot(wallet: string, nonce: number): Promise<NonceSlot | undefined> {
+    const lower = wallet.toLowerCase();
+    const [slots, broadcasts] = await Promise.all([
+      this.#pool.query<SlotRow>(
+        `SELECT wallet, nonce, purpose, trade_id, deadline, state, mined_hash, block_number, block_hash, created_at, updated_at
+         FROM nonce_slots WHERE wallet = $1 AND nonce = $2`,
+        [lower, nonce],
+      ),
+      this.#pool.query<BroadcastRow>(`SELECT ${BROADCAST_COLUMNS} FROM broadcasts b WHERE b.wallet = $1 AND b.nonce = $2 ORDER BY b.seq`, [lower, nonce]),
+    ]);
+    return slots.rows[0] && toSlot(slots.rows[0], broadcasts.rows.map(toBroadcast));
+  }
+
+  async openSlots(wallet: string): Promise<NonceSlot[]> {
+    const lower = wallet.toLowerCase();
+    const [slots, broadcasts] = await Promise.all([
+      this.#pool.query<SlotRow>(
+        `SELECT wallet, nonce, purpose, trade_id, deadline, state, mined_hash, block_number, block_hash, created_at, updated_at
+         FROM nonce_slots WHERE wallet = $1 AND state IN ('pending', 'mined') ORDER BY nonce`,
+        [lower],
+      ),
+      this.#pool.query<BroadcastRow>(
+        `SELECT ${BROADCAST_COLUMNS} FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+         WHERE s.wallet = $1 AND s.state IN ('pending', 'mined') ORDER BY b.nonce, b.seq`,
+        [lower],
+      ),
+    ]);
+    const byNonce = new Map<number, Broadcast[]>();
+    for (const row of broadcasts.rows) {
+      const nonce = Number(row.nonce);
+      let list = byNonce.get(nonce);
+      if (list === undefined) byNonce.set(nonce, (list = []));
+      list.push(toBroadcast(row));
+    }
+    // A slot whose broadcasts were not yet committed when read: left for the next look.
+    return slots.rows.map((row) => toSlot(row, byNonce.get(Number(row.nonce)) ?? [])).filter((slot) => slot.broadcasts.length > 0);
+  }
+
+  async markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void> {
+    const { rowCount } = await this.#pool.query(
+      `UPDATE nonce_slots SET state = $3, mined_hash = $4, block_number = $5, block_hash = $6, updated_at = clock_timestamp()
+       WHERE wallet = $1 AND nonce = $2`,
+      [wallet.toLowerCase(), nonce, state, mined?.hash ?? null, mined?.blockNumber ?? null, mined?.blockHash ?? null],
+    );
+    if (rowCount !== 1) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
+  }
+
+  async finalizeSlots(wallet: string, blockNumber: number): Promise<number> {
+    const { rowCount } = await this.#pool.query(
+      "UPDATE nonce_slots SET state = 'final', updated_at = clock_timestamp() WHERE wallet = $1 AND state = 'mined' AND block_number <= $2",
+      [wallet.toLowerCase(), blockNumber],
+    );
+    return rowCount ?? 0;
+  }
+
+  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+    const lower = wallet.toLowerCase();
+    await this.#transaction(async (client) => {
+      const { rows } = await client.query<{ hash: string }>("SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 FOR UPDATE", [lower, nonce]);
+      if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return;
+      await client.query("DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2", [lower, nonce]);
+      await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
+    });
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    // The database's clock decides, so instances whose clocks differ still agree.
+    const { rows } = await this.#pool.query<{ holder: string }>(
+      `INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3 / 1000.0))
+       ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+       WHERE leases.holder = excluded.holder OR leases.expires_at < clock_timestamp()
+       RETURNING holder`,
+      [name, holder, ttlMs],
+    );
+    return rows[0]?.holder === holder;
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    await this.#pool.query("DELETE FROM leases WHERE name = $1 AND holder = $2", [name, holder]);
   }
 
   async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
@@ -242,6 +478,44 @@ class PostgresJournal implements TradeJournal {
     await Promise.all([this.#pool.end(), this.#lockPool.end()]);
   }
 
+  async #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
+    const { rowCount } = await this.#pool.query(
+      `WITH t AS (
+         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
+       ), s AS (
+         UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($4), block_number = $5, block_hash = $6, updated_at = clock_timestamp()
+         FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
+       )
+       SELECT 1 FROM t`,
+      [id, status, JSON.stringify(receipt), receipt.transactionHash, receipt.blockNumber, receipt.blockHash],
+    );
+    if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+  }
+
+  async #expectTrade(id: string): Promise<void> {
+    const { rowCount } = await this.#pool.query("SELECT 1 FROM trades WHERE id = $1", [id]);
+    if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+  }
+
+  /** Runs `work` in one transaction on one pooled connection. */
+  async #transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await work(client);
+      await client.query("COMMIT");
+      client.release();
+      return result;
+    } catch (error) {
+      const rolledBack = await client.query("ROLLBACK").then(
+        () => true,
+        () => false,
+      );
+      client.release(!rolledBack);
+      throw error;
+    }
+  }
+
   async #updateOne(id: string, set: string, values: unknown[]): Promise<void> {
     const updated = await this.#pool.query(`UPDATE trades SET ${set}, updated_at = clock_timestamp() WHERE id = $1`, [id, ...values]);
     if (updated.rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
@@ -260,13 +534,47 @@ interface Row {
   nonce: string | null; // BIGINT arrives as a string
   tx_hash: string | null;
   raw_tx: string | null;
+  deadline: string | null;
   receipt: TransactionReceipt | null; // json arrives parsed, keys in stored order
   error: TradeRecord["error"];
   created_at: Date;
   updated_at: Date;
 }
 
-function toRecord(row: Row): TradeRecord {
+interface BroadcastRow {
+  hash: string;
+  wallet: string;
+  nonce: string;
+  raw_tx: string;
+  max_fee_per_gas: string;
+  max_priority_fee_per_gas: string;
+  noop: boolean;
+  sent_at: Date;
+}
+
+interface SlotRow {
+  wallet: string;
+  nonce: string;
+  purpose: SlotPurpose;
+  trade_id: string | null;
+  deadline: string | null;
+  state: SlotState;
+  mined_hash: string | null;
+  block_number: string | null;
+  block_hash: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+async function insertBroadcast(client: pg.PoolClient, wallet: string, nonce: number, b: Broadcast): Promise<void> {
+  await client.query(
+    `INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [b.hash.toLowerCase(), wallet, nonce, b.rawTx, b.maxFeePerGas.toString(), b.maxPriorityFeePerGas.toString(), b.noop, b.sentAt],
+  );
+}
+
+function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
   return {
     id: row.id,
     scope: row.scope,
@@ -279,8 +587,36 @@ function toRecord(row: Row): TradeRecord {
     nonce: row.nonce === null ? null : Number(row.nonce),
     txHash: row.tx_hash,
     rawTx: row.raw_tx,
+    deadline: row.deadline === null ? null : Number(row.deadline),
+    broadcasts,
     receipt: row.receipt,
     error: row.error,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toBroadcast(row: BroadcastRow): Broadcast {
+  return {
+    hash: row.hash,
+    rawTx: row.raw_tx,
+    maxFeePerGas: BigInt(row.max_fee_per_gas),
+    maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas),
+    noop: row.noop,
+    sentAt: row.sent_at,
+  };
+}
+
+function toSlot(row: SlotRow, broadcasts: Broadcast[]): NonceSlot {
+  return {
+    wallet: row.wallet,
+    nonce: Number(row.nonce),
+    purpose: row.purpose,
+    tradeId: row.trade_id,
+    deadline: row.deadline === null ? null : Number(row.deadline),
+    state: row.state,
+    broadcasts,
+    mined: row.mined_hash === null ? null : { hash: row.mined_hash, blockNumber: Number(row.block_number), blockHash: row.block_hash ?? "" },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

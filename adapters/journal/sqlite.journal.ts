@@ -23,8 +23,21 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
 
-import type { NewTrade, NoncesConsumed, TradeJournal, TradeRecord } from "../../core/ports/journal.port.js";
-import type { TransactionReceipt } from "../../core/types.js";
+import type {
+  Broadcast,
+  MinedTx,
+  NewTrade,
+  NonceLedger,
+  NonceSlot,
+  NonceStore,
+  NoncesConsumed,
+  SignedTradeTx,
+  SlotPurpose,
+  SlotState,
+  TradeJournal,
+  TradeRecord,
+  TransactionReceipt,
+} from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
@@ -52,6 +65,70 @@ const MIGRATIONS = [
      wallet TEXT PRIMARY KEY,              -- lower-case address
      next_nonce INTEGER                    -- NULL: ask the chain
    );`,
+  // 2: the trade lifecycle. New statuses and the deadline (SQLite cannot change a CHECK
+  // constraint, so the table is rebuilt); each nonce the service uses, and every transaction
+  // broadcast at it; leases (who monitors a wallet).
+  `CREATE TABLE trades_v2 (
+     id TEXT PRIMARY KEY,
+     scope TEXT NOT NULL,
+     idempotency_key TEXT,
+     request_hash TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     request TEXT NOT NULL,
+     status TEXT NOT NULL CHECK (status IN ('accepted', 'signed', 'submitted', 'mined', 'confirmed', 'failed', 'expired')),
+     wallet TEXT,
+     nonce INTEGER,
+     tx_hash TEXT,                         -- the hash that counts: the mined one, else the latest broadcast
+     raw_tx TEXT,
+     deadline INTEGER,                     -- unix seconds: the calldata's deadline
+     receipt TEXT,
+     error TEXT,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   INSERT INTO trades_v2 (id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, receipt, error, created_at, updated_at)
+     SELECT id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, receipt, error, created_at, updated_at FROM trades ORDER BY rowid;
+   DROP TABLE trades;
+   ALTER TABLE trades_v2 RENAME TO trades;
+   CREATE UNIQUE INDEX trades_scope_key ON trades (scope, idempotency_key) WHERE idempotency_key IS NOT NULL;
+   CREATE INDEX trades_tx_hash ON trades (tx_hash);
+   CREATE TABLE nonce_slots (
+     wallet TEXT NOT NULL,                 -- lower-case address
+     nonce INTEGER NOT NULL,
+     purpose TEXT NOT NULL CHECK (purpose IN ('trade', 'approval', 'filler')),
+     trade_id TEXT,
+     deadline INTEGER,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'mined', 'final', 'lost')),
+     mined_hash TEXT,
+     block_number INTEGER,
+     block_hash TEXT,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (wallet, nonce)
+   );
+   CREATE INDEX nonce_slots_open ON nonce_slots (wallet, nonce) WHERE state IN ('pending', 'mined');
+   CREATE INDEX nonce_slots_trade ON nonce_slots (trade_id) WHERE trade_id IS NOT NULL;
+   CREATE TABLE broadcasts (
+     hash TEXT PRIMARY KEY,                -- lower-case
+     wallet TEXT NOT NULL,
+     nonce INTEGER NOT NULL,
+     raw_tx TEXT NOT NULL,
+     max_fee_per_gas TEXT NOT NULL,        -- wei, decimal text
+     max_priority_fee_per_gas TEXT NOT NULL,
+     noop INTEGER NOT NULL,
+     sent_at INTEGER NOT NULL
+   );
+   CREATE INDEX broadcasts_slot ON broadcasts (wallet, nonce);
+   CREATE TABLE leases (
+     name TEXT PRIMARY KEY,
+     holder TEXT NOT NULL,
+     expires_at INTEGER NOT NULL           -- ms since the epoch
+   );
+   -- Trades a previous version left signed: watched like any other (their fees were not kept).
+   INSERT OR IGNORE INTO nonce_slots (wallet, nonce, purpose, trade_id, state, created_at, updated_at)
+     SELECT lower(wallet), nonce, 'trade', id, 'pending', updated_at, updated_at FROM trades WHERE status = 'signed';
+   INSERT OR IGNORE INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
+     SELECT lower(tx_hash), lower(wallet), nonce, raw_tx, '0', '0', 0, updated_at FROM trades WHERE status = 'signed';`,
 ];
 
 export interface SqliteJournalOptions {
@@ -61,7 +138,7 @@ export interface SqliteJournalOptions {
 
 type Row = Record<string, SQLOutputValue>;
 
-export async function openSqliteJournal(path: string, options: SqliteJournalOptions = {}): Promise<TradeJournal> {
+export async function openSqliteJournal(path: string, options: SqliteJournalOptions = {}): Promise<SqliteJournal> {
   mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path);
   try {
@@ -117,18 +194,63 @@ function statements(db: DatabaseSync) {
     ),
     byKey: db.prepare("SELECT * FROM trades WHERE scope = ? AND idempotency_key = ?"),
     byId: db.prepare("SELECT * FROM trades WHERE id = ?"),
+    byTxHash: db.prepare("SELECT * FROM trades WHERE tx_hash = ?"),
+    tradeOfBroadcast: db.prepare("SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?"),
     signed: db.prepare(
-      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = ?, updated_at = ? WHERE id = ?",
+      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = ?, deadline = ?, updated_at = ? WHERE id = ?",
     ),
-    confirmed: db.prepare("UPDATE trades SET status = 'confirmed', receipt = ?, updated_at = ? WHERE id = ?"),
-    failed: db.prepare("UPDATE trades SET status = 'failed', error = ?, updated_at = ? WHERE id = ?"),
+    submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
+    reorged: db.prepare("UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')"),
+    mined: db.prepare("UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, updated_at = ? WHERE id = ?"),
+    ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
+    exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
     // Never deletes a trade with a signed transaction: its money may have left the wallet.
     discard: db.prepare("DELETE FROM trades WHERE id = ? AND tx_hash IS NULL"),
-    unresolved: db.prepare("SELECT * FROM trades WHERE status = 'signed' ORDER BY created_at, rowid"),
     nextNonce: db.prepare("SELECT next_nonce FROM wallet_nonces WHERE wallet = ?"),
     setNonce: db.prepare(
       "INSERT INTO wallet_nonces (wallet, next_nonce) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET next_nonce = excluded.next_nonce",
     ),
+    // The ledger of nonces.
+    dropTradeBroadcasts: db.prepare("DELETE FROM broadcasts WHERE (wallet, nonce) IN (SELECT wallet, nonce FROM nonce_slots WHERE trade_id = ?)"),
+    dropTradeSlot: db.prepare("DELETE FROM nonce_slots WHERE trade_id = ?"),
+    insertSlot: db.prepare(
+      `INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
+    ),
+    insertBroadcast: db.prepare(
+      `INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    slot: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND nonce = ?"),
+    slotBroadcasts: db.prepare("SELECT * FROM broadcasts WHERE wallet = ? AND nonce = ? ORDER BY sent_at, rowid"),
+    tradeBroadcastsOf: db.prepare(
+      `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+       WHERE s.trade_id = ? ORDER BY b.sent_at, b.rowid`,
+    ),
+    setTradeTx: db.prepare("UPDATE trades SET tx_hash = ?, raw_tx = ?, updated_at = ? WHERE id = ?"),
+    openSlots: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND state IN ('pending', 'mined') ORDER BY nonce"),
+    openBroadcasts: db.prepare(
+      `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+       WHERE s.wallet = ? AND s.state IN ('pending', 'mined') ORDER BY b.nonce, b.sent_at, b.rowid`,
+    ),
+    markSlot: db.prepare("UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ?"),
+    markTradeSlot: db.prepare(
+      "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE trade_id = ? AND state <> 'final'",
+    ),
+    finalize: db.prepare("UPDATE nonce_slots SET state = 'final', updated_at = ? WHERE wallet = ? AND state = 'mined' AND block_number <= ?"),
+    release: db.prepare(
+      `DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ?
+       AND (SELECT count(*) FROM broadcasts WHERE wallet = ? AND nonce = ?) = 1
+       AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
+    ),
+    releaseBroadcast: db.prepare("DELETE FROM broadcasts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ?)"),
+    lease: db.prepare(
+      `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+       WHERE leases.holder = excluded.holder OR leases.expires_at < ?
+       RETURNING holder`,
+    ),
+    unlease: db.prepare("DELETE FROM leases WHERE name = ? AND holder = ?"),
   };
 }
 
@@ -139,7 +261,7 @@ interface QueuedWrite {
   reject: (error: unknown) => void;
 }
 
-class SqliteJournal implements TradeJournal {
+export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
   readonly #db: DatabaseSync;
   readonly #nonceLocks = new KeyedMutex();
   readonly #sql: ReturnType<typeof statements>;
@@ -157,23 +279,53 @@ class SqliteJournal implements TradeJournal {
       const inserted = this.#sql.insert.get(
         randomUUID(), trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), now, now,
       );
-      if (inserted) return { created: true, record: toRecord(inserted) };
-      return { created: false, record: toRecord(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
+      if (inserted) return { created: true, record: toRecord(inserted, []) };
+      return { created: false, record: this.#record(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
     });
   }
 
-  markSigned(id: string, tx: { wallet: string; nonce: number; txHash: string; rawTx: string }): Promise<void> {
-    return this.#write(() => expectOne(this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.rawTx, Date.now(), id).changes, id));
+  markSigned(id: string, tx: SignedTradeTx): Promise<void> {
+    return this.#write(() => {
+      if (!this.#sql.exists.get(id)) throw new Error(`trade ${id} is not in the journal`);
+      const now = Date.now();
+      const wallet = tx.wallet.toLowerCase();
+      // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
+      this.#sql.dropTradeBroadcasts.run(id);
+      this.#sql.dropTradeSlot.run(id);
+      this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now);
+      this.#sql.insertBroadcast.run(tx.txHash.toLowerCase(), wallet, tx.nonce, tx.rawTx, tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), 0, now);
+      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline, now, id);
+    });
+  }
+
+  markSubmitted(id: string): Promise<void> {
+    return this.#write(() => {
+      if (Number(this.#sql.submitted.run(Date.now(), id).changes) === 0) this.#expectTrade(id);
+    });
+  }
+
+  markReorged(id: string): Promise<void> {
+    return this.#write(() => {
+      const now = Date.now();
+      if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#expectTrade(id);
+      this.#sql.markTradeSlot.run("pending", null, null, null, now, id);
+    });
+  }
+
+  markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    return this.#mined(id, "mined", receipt);
   }
 
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    const json = JSON.stringify(receipt);
-    return this.#write(() => expectOne(this.#sql.confirmed.run(json, Date.now(), id).changes, id));
+    return this.#mined(id, "confirmed", receipt);
   }
 
   markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    const json = JSON.stringify({ code: error.code, message: error.message });
-    return this.#write(() => expectOne(this.#sql.failed.run(json, Date.now(), id).changes, id));
+    return this.#ended(id, "failed", error);
+  }
+
+  markExpired(id: string, error: { code: string; message: string }): Promise<void> {
+    return this.#ended(id, "expired", error);
   }
 
   discard(id: string): Promise<void> {
@@ -182,6 +334,129 @@ class SqliteJournal implements TradeJournal {
         throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
       }
     });
+  }
+
+  async get(id: string): Promise<TradeRecord | undefined> {
+    const row = this.#sql.byId.get(id);
+    return row ? this.#record(row) : undefined;
+  }
+
+  async findByHash(txHash: string): Promise<TradeRecord | undefined> {
+    const hash = txHash.toLowerCase();
+    const owner = this.#sql.tradeOfBroadcast.get(hash)?.trade_id;
+    if (typeof owner === "string") return this.get(owner);
+    const row = this.#sql.byTxHash.get(hash);
+    return row ? this.#record(row) : undefined;
+  }
+
+  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+    const key = wallet.toLowerCase();
+    // One process owns the file (see the header), so an in-process lock is the wallet's lock.
+    return this.#nonceLocks.run(key, async () => {
+      const stored = this.#sql.nextNonce.get(key)?.next_nonce;
+      const nonce = stored === undefined || stored === null ? checkNonce(await chainNonce()) : Number(stored);
+      // Cleared while `send` runs: if the process dies mid-send, the next call resyncs from the chain
+      // rather than reusing a nonce that may already be on it. A throwing send leaves it cleared.
+      this.#sql.setNonce.run(key, null);
+      const result = await send(nonce);
+      this.#sql.setNonce.run(key, nextNonce(nonce, result, consumed));
+      return result;
+    });
+  }
+
+  recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+    return this.#write(() => {
+      const now = Date.now();
+      const wallet = slot.wallet.toLowerCase();
+      this.#sql.insertSlot.run(wallet, slot.nonce, slot.purpose, null, slot.deadline, now, now);
+      this.#insertBroadcast(wallet, slot.nonce, first);
+    });
+  }
+
+  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+    return this.#write(() => {
+      const lower = wallet.toLowerCase();
+      const slot = this.#sql.slot.get(lower, nonce);
+      if (!slot) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
+      this.#insertBroadcast(lower, nonce, broadcast);
+      if (typeof slot.trade_id === "string") this.#sql.setTradeTx.run(broadcast.hash, broadcast.rawTx, Date.now(), slot.trade_id);
+    });
+  }
+
+  async slot(wallet: string, nonce: number): Promise<NonceSlot | undefined> {
+    const lower = wallet.toLowerCase();
+    const row = this.#sql.slot.get(lower, nonce);
+    return row && toSlot(row, this.#sql.slotBroadcasts.all(lower, nonce).map(toBroadcast));
+  }
+
+  async openSlots(wallet: string): Promise<NonceSlot[]> {
+    const lower = wallet.toLowerCase();
+    const broadcasts = new Map<number, Broadcast[]>();
+    for (const row of this.#sql.openBroadcasts.all(lower)) {
+      const nonce = Number(row.nonce);
+      let list = broadcasts.get(nonce);
+      if (list === undefined) broadcasts.set(nonce, (list = []));
+      list.push(toBroadcast(row));
+    }
+    return this.#sql.openSlots.all(lower).map((row) => toSlot(row, broadcasts.get(Number(row.nonce)) ?? []));
+  }
+
+  markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void> {
+    return this.#write(() => {
+      const changes = this.#sql.markSlot.run(state, mined?.hash ?? null, mined?.blockNumber ?? null, mined?.blockHash ?? null, Date.now(), wallet.toLowerCase(), nonce).changes;
+      if (Number(changes) !== 1) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
+    });
+  }
+
+  finalizeSlots(wallet: string, blockNumber: number): Promise<number> {
+    return this.#write(() => Number(this.#sql.finalize.run(Date.now(), wallet.toLowerCase(), blockNumber).changes));
+  }
+
+  releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+    return this.#write(() => {
+      const lower = wallet.toLowerCase();
+      const h = hash.toLowerCase();
+      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) === 1) this.#sql.releaseBroadcast.run(h, lower, nonce);
+    });
+  }
+
+  acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    return this.#write(() => {
+      const now = Date.now();
+      return this.#sql.lease.get(name, holder, now + ttlMs, now)?.holder === holder;
+    });
+  }
+
+  releaseLease(name: string, holder: string): Promise<void> {
+    return this.#write(() => {
+      this.#sql.unlease.run(name, holder);
+    });
+  }
+
+  #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
+    const json = JSON.stringify(receipt);
+    return this.#write(() => {
+      const now = Date.now();
+      expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, now, id).changes, id);
+      this.#sql.markTradeSlot.run("mined", receipt.transactionHash.toLowerCase(), receipt.blockNumber, receipt.blockHash, now, id);
+    });
+  }
+
+  #ended(id: string, status: "failed" | "expired", error: { code: string; message: string }): Promise<void> {
+    const json = JSON.stringify({ code: error.code, message: error.message });
+    return this.#write(() => expectOne(this.#sql.ended.run(status, json, Date.now(), id).changes, id));
+  }
+
+  #insertBroadcast(wallet: string, nonce: number, b: Broadcast): void {
+    this.#sql.insertBroadcast.run(b.hash.toLowerCase(), wallet, nonce, b.rawTx, b.maxFeePerGas.toString(), b.maxPriorityFeePerGas.toString(), b.noop ? 1 : 0, b.sentAt.getTime());
+  }
+
+  #expectTrade(id: string): void {
+    if (!this.#sql.exists.get(id)) throw new Error(`trade ${id} is not in the journal`);
+  }
+
+  #record(row: Row): TradeRecord {
+    return toRecord(row, this.#sql.tradeBroadcastsOf.all(row.id as string).map(toBroadcast));
   }
 
   /** Queues `run` for this turn's group commit (see the header). */
@@ -223,30 +498,6 @@ class SqliteJournal implements TradeJournal {
     for (const { write, value } of done) write.resolve(value);
   }
 
-  async get(id: string): Promise<TradeRecord | undefined> {
-    const row = this.#sql.byId.get(id);
-    return row ? toRecord(row) : undefined;
-  }
-
-  async unresolved(): Promise<TradeRecord[]> {
-    return this.#sql.unresolved.all().map(toRecord);
-  }
-
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
-    const key = wallet.toLowerCase();
-    // One process owns the file (see the header), so an in-process lock is the wallet's lock.
-    return this.#nonceLocks.run(key, async () => {
-      const stored = this.#sql.nextNonce.get(key)?.next_nonce;
-      const nonce = stored === undefined || stored === null ? checkNonce(await chainNonce()) : Number(stored);
-      // Cleared while `send` runs: if the process dies mid-send, the next call resyncs from the chain
-      // rather than reusing a nonce that may already be on it. A throwing send leaves it cleared.
-      this.#sql.setNonce.run(key, null);
-      const result = await send(nonce);
-      this.#sql.setNonce.run(key, nextNonce(nonce, result, consumed));
-      return result;
-    });
-  }
-
   async close(): Promise<void> {
     this.#commit(); // what was written before close() is kept
     if (this.#db.isOpen) this.#db.close();
@@ -257,7 +508,7 @@ function expectOne(changes: number | bigint, id: string): void {
   if (Number(changes) !== 1) throw new Error(`trade ${id} is not in the journal`);
 }
 
-function toRecord(row: Row): TradeRecord {
+function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
   return {
     id: row.id as string,
     scope: row.scope as string,
@@ -270,8 +521,36 @@ function toRecord(row: Row): TradeRecord {
     nonce: row.nonce === null ? null : Number(row.nonce),
     txHash: row.tx_hash as string | null,
     rawTx: row.raw_tx as string | null,
+    deadline: row.deadline === null ? null : Number(row.deadline),
+    broadcasts,
     receipt: row.receipt === null ? null : (JSON.parse(row.receipt as string) as TransactionReceipt),
     error: row.error === null ? null : (JSON.parse(row.error as string) as TradeRecord["error"]),
+    createdAt: new Date(Number(row.created_at)),
+    updatedAt: new Date(Number(row.updated_at)),
+  };
+}
+
+function toBroadcast(row: Row): Broadcast {
+  return {
+    hash: row.hash as string,
+    rawTx: row.raw_tx as string,
+    maxFeePerGas: BigInt(row.max_fee_per_gas as string),
+    maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas as string),
+    noop: Number(row.noop) === 1,
+    sentAt: new Date(Number(row.sent_at)),
+  };
+}
+
+function toSlot(row: Row, broadcasts: Broadcast[]): NonceSlot {
+  return {
+    wallet: row.wallet as string,
+    nonce: Number(row.nonce),
+    purpose: row.purpose as SlotPurpose,
+    tradeId: row.trade_id as string | null,
+    deadline: row.deadline === null ? null : Number(row.deadline),
+    state: row.state as SlotState,
+    broadcasts,
+    mined: row.mined_hash === null ? null : { hash: row.mined_hash as string, blockNumber: Number(row.block_number), blockHash: row.block_hash as string },
     createdAt: new Date(Number(row.created_at)),
     updatedAt: new Date(Number(row.updated_at)),
   };

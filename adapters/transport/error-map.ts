@@ -24,8 +24,16 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   idempotency_mismatch: Code.FailedPrecondition,
   // The first request with this Idempotency-Key is still running: retry later (HTTP 409).
   idempotency_in_flight: Code.Aborted,
-  // Broadcast, not mined in time, never resent; it may still complete: retry with the same key.
+  // Broadcast, not mined in time; seen through in the background: retry with the same key for the outcome.
   trade_pending: Code.DeadlineExceeded,
+  // Not mined before its deadline; a no-op took its nonce and nothing was paid: a new trade is needed.
+  trade_expired: Code.FailedPrecondition,
+  // Its nonce was taken by a transaction not signed for it (someone else used the wallet); nothing paid.
+  trade_dropped: Code.FailedPrecondition,
+  // No trade of the caller's broadcast that hash (another caller's trade is not shown either).
+  trade_not_found: Code.NotFound,
+  // The chain's base fee is above the service's fee cap: nothing was sent; retry once fees fall.
+  fees_too_high: Code.Unavailable,
 };
 
 /**

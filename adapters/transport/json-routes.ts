@@ -12,6 +12,9 @@ import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./nod
 /** The header (gRPC metadata key) that makes a trade safe to retry. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 
+/** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
+const TRADES_PREFIX = "/api/v1/trades/";
+
 /** Largest accepted JSON body by default: a trade request is under 300 bytes. */
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -77,7 +80,7 @@ function payloadTooLarge(limit: number): HttpError {
  */
 /** A route's answer: `body` as JSON, or `json` when the handler has the text already. */
 type Answer = { status: number; body: unknown } | { status: number; json: string };
-type Handler = (req: NodeServerRequest, body: unknown, scope: string) => Promise<Answer>;
+type Handler = (req: NodeServerRequest, body: unknown, scope: string, param: string) => Promise<Answer>;
 
 interface Route {
   method: "GET" | "POST";
@@ -212,6 +215,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
  * | POST   | /api/v1/remmitance    | yes | receipt (3 logs); SPEC spelling |
  * | POST   | /api/v1/remittance    | yes | alias of the above              |
  * | GET    | /api/v1/token/price   | yes | price record                    |
+ * | GET    | /api/v1/trades/{hash} | yes | the trade as the journal has it |
  * | GET    | /healthz              | no  | {"status":"ok"}                 |
  * | GET    | /readyz               | no  | {"status":"ready"} or 503       |
  *
@@ -277,10 +281,26 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
     ],
   ]);
 
+  /** GET /api/v1/trades/{transactionHash}: any hash the trade broadcast; only the caller's own trades. */
+  const tradeStatus: Route = {
+    method: "GET",
+    authenticated: true,
+    jsonBody: false,
+    handle: async (_req, _body, scope, hash) => ({ status: 200, body: await useCases.trade(hash, { scope }) }),
+  };
+
+  /** The route of a path, and the path parameter of a parameterised one. */
+  const routeOf = (path: string): { route?: Route; param: string } => {
+    const route = routes.get(path);
+    if (route !== undefined) return { route, param: "" };
+    if (path.startsWith(TRADES_PREFIX) && path.length > TRADES_PREFIX.length) return { route: tradeStatus, param: path.slice(TRADES_PREFIX.length) };
+    return { param: "" };
+  };
+
   /** Answers one request; every refusal is thrown, and `refuse` answers it. */
   const answer = async (req: NodeServerRequest, res: NodeServerResponse, path: string, id: string): Promise<void> => {
     const method = req.method ?? "GET";
-    const route = routes.get(path);
+    const { route, param } = routeOf(path);
     if (route === undefined) throw notFound(method, path);
     if (method !== route.method) throw methodNotAllowed(method, path, route.method);
     let scope = "";
@@ -295,7 +315,7 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
       if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
       body = parseJson(await readBody(req, limit));
     }
-    const result = await route.handle(req, body, scope);
+    const result = await route.handle(req, body, scope, param);
     send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
   };
 

@@ -1,10 +1,12 @@
 import { create } from "@bufbuild/protobuf";
 
-import type { EventLog, PriceRecord, TransactionReceipt } from "../../core/index.js";
+import type { EventLog, PriceRecord, TradeView, TransactionReceipt } from "../../core/index.js";
 import {
   EventLogSchema,
   PriceRecordSchema,
+  TradeSchema,
   TransactionReceiptSchema,
+  type Trade as TradeMessage,
   type EventLog as EventLogMessage,
   type PriceRecord as PriceRecordMessage,
   type TradeRequest as TradeRequestMessage,
@@ -73,5 +75,25 @@ export function priceMessage(record: PriceRecord): PriceRecordMessage {
     cryptoCurrency: record.cryptoCurrency,
     rateForCashCurrency: { ...record.rateForCashCurrency },
     rateWithDiscountForCashCurrency: { ...(record.rateWithDiscountForCashCurrency as Record<string, number>) },
+  });
+}
+
+/** A trade as the journal knows it, as a protobuf message; null fields stay unset. */
+export function tradeMessage(trade: TradeView): TradeMessage {
+  return create(TradeSchema, {
+    id: trade.id,
+    kind: trade.kind,
+    status: trade.status,
+    request: { ...trade.request },
+    ...(trade.wallet === null ? {} : { wallet: trade.wallet }),
+    ...(trade.nonce === null ? {} : { nonce: BigInt(trade.nonce) }),
+    ...(trade.deadline === null ? {} : { deadline: BigInt(trade.deadline) }),
+    ...(trade.transactionHash === null ? {} : { transactionHash: trade.transactionHash }),
+    transactions: trade.transactions.map((t) => ({ ...t })),
+    ...(trade.confirmations === null ? {} : { confirmations: BigInt(trade.confirmations) }),
+    ...(trade.receipt === null ? {} : { receipt: receiptMessage(trade.receipt) }),
+    ...(trade.error === null ? {} : { error: { ...trade.error } }),
+    createdAt: trade.createdAt,
+    updatedAt: trade.updatedAt,
   });
 }

@@ -3,14 +3,16 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { UseCases } from "../../core/index.js";
 import type {
   GetPriceRequest,
+  GetTradeRequest,
   PriceRecord,
   TokenService,
+  Trade,
   TradeRequest,
   TransactionReceipt,
 } from "../../gen/token/v1/token_pb.js";
 import { kCallerScope } from "./api-key.interceptor.js";
 import { IDEMPOTENCY_KEY_HEADER } from "./json-routes.js";
-import { priceMessage, receiptMessage, tradeInputFromMessage } from "./proto-mapping.js";
+import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
 
 /** Who calls, and the idempotency key of the call (gRPC metadata `idempotency-key`). */
 function tradeContext(context: HandlerContext | undefined) {
@@ -40,5 +42,9 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
 
   async getPrice(_request: GetPriceRequest): Promise<PriceRecord> {
     return priceMessage(await this.useCases.price());
+  }
+
+  async getTrade(request: GetTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return tradeMessage(await this.useCases.trade(request.transactionHash, tradeContext(context)));
   }
 }

@@ -1,14 +1,24 @@
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
+import type { Broadcast } from "./nonce.port.js";
 
 /**
  * Lifecycle of a journalled trade:
  * - `accepted`: validated and recorded, nothing signed yet;
- * - `signed`: its transaction is signed and recorded (wallet, nonce, hash) and is about to be,
- *   or has been, broadcast; only the chain can tell which;
- * - `confirmed`: mined, with its receipt;
- * - `failed`: refused or reverted, with the error.
+ * - `signed`: its transaction is signed and recorded (wallet, nonce, hash, fees, deadline) and
+ *   is about to be, or has been, broadcast; only the chain can tell which;
+ * - `submitted`: a node accepted its transaction, which is not mined (or was mined in a block
+ *   a reorg removed);
+ * - `mined`: mined, with fewer confirmations than the service requires; receipt recorded;
+ * - `confirmed`: mined with the required confirmations, with its receipt (a replacement's
+ *   receipt when a re-priced replacement was the one mined);
+ * - `failed`: refused with nothing paid (before or at broadcast, or its nonce was taken by a
+ *   transaction the service did not sign for it), or reverted when mined; with the error;
+ * - `expired`: its deadline passed unmined and its nonce was taken by a no-op; nothing paid.
+ *
+ * `confirmed`, `failed` and `expired` are final, except that a reorg can take a confirmed
+ * trade's block away: it is then `submitted` again until it is mined anew.
  */
-export type TradeStatus = "accepted" | "signed" | "confirmed" | "failed";
+export type TradeStatus = "accepted" | "signed" | "submitted" | "mined" | "confirmed" | "failed" | "expired";
 
 export interface TradeRecord {
   id: string;
@@ -22,9 +32,14 @@ export interface TradeRecord {
   status: TradeStatus;
   wallet: string | null;
   nonce: number | null;
+  /** The hash that counts: the mined transaction's once mined, else the latest broadcast's. */
   txHash: string | null;
-  /** The signed transaction, hex. */
+  /** The latest signed transaction, hex. */
   rawTx: string | null;
+  /** Unix time (seconds) after which the trade's call reverts on chain; null until signed. */
+  deadline: number | null;
+  /** Every transaction broadcast at the trade's nonce, oldest first. */
+  broadcasts: Broadcast[];
   receipt: TransactionReceipt | null;
   error: { code: string; message: string } | null;
   createdAt: Date;
@@ -39,15 +54,25 @@ export interface NewTrade {
   request: TradeRequest;
 }
 
-/**
- * The durable trade journal. Every accepted trade is recorded before its transaction
- * is broadcast, so a crash never loses track of money that left the wallet.
- * Implementations: SQLite (one process) and PostgreSQL (several instances sharing one
- * journal and one nonce sequence per wallet).
- */
-/** How many nonces a `withNonce` send used (from its nonce on), or null to resync from the chain. */
-export type NoncesConsumed<T> = (result: T) => number | null;
+/** A trade's transaction as signed, recorded before it is broadcast. */
+export interface SignedTradeTx {
+  wallet: string;
+  nonce: number;
+  txHash: string;
+  rawTx: string;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  /** Unix seconds: the `deadline` in its calldata. */
+  deadline: number;
+}
 
+/**
+ * The durable trade journal. Every accepted trade is recorded before its transaction is
+ * broadcast, so a crash never loses track of money that left the wallet. Its transactions
+ * are the trade's nonce slot in the NonceLedger (nonce.port.ts), which the same storage holds.
+ * Implementations: in memory (tests), SQLite (one process) and PostgreSQL (several instances
+ * sharing one journal).
+ */
 export interface TradeJournal {
   /**
    * Records a new trade, or, when (scope, idempotencyKey) already exists, returns that record
@@ -55,27 +80,28 @@ export interface TradeJournal {
    * A null idempotencyKey always creates.
    */
   open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }>;
-  /** `accepted` → `signed`. Written (and durable) before the transaction is broadcast. */
-  markSigned(id: string, tx: { wallet: string; nonce: number; txHash: string; rawTx: string }): Promise<void>;
-  /** → `confirmed` with its receipt. */
+  /**
+   * `accepted` → `signed`, with the wallet's nonce slot for the trade and its first broadcast,
+   * in one write that is durable before the transaction is broadcast. Signing again at another
+   * nonce (the node refused the first nonce, so nothing of it was broadcast) moves the slot.
+   */
+  markSigned(id: string, tx: SignedTradeTx): Promise<void>;
+  /** `signed` → `submitted`: a node holds its transaction. Does nothing in any other state. */
+  markSubmitted(id: string): Promise<void>;
+  /** `mined` or `confirmed` → `submitted`, its receipt cleared: a reorg took its block away. */
+  markReorged(id: string): Promise<void>;
+  /** → `mined` with its receipt (fewer confirmations than required); the slot is mined too. */
+  markMined(id: string, receipt: TransactionReceipt): Promise<void>;
+  /** → `confirmed` with its receipt; the slot is mined too. */
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void>;
   /** → `failed` with the error. */
   markFailed(id: string, error: { code: string; message: string }): Promise<void>;
+  /** → `expired`, with the error saying why; its no-op took the nonce. */
+  markExpired(id: string, error: { code: string; message: string }): Promise<void>;
   /** Deletes a trade refused before anything was signed, so a retry with its key runs afresh. */
   discard(id: string): Promise<void>;
   get(id: string): Promise<TradeRecord | undefined>;
-  /** Trades signed but neither confirmed nor failed: resolved from the chain at start-up. */
-  unresolved(): Promise<TradeRecord[]>;
-  /**
-   * Runs `send(nonce)` holding the wallet's nonce lock (across every instance sharing the
-   * journal). The nonce is the stored next nonce, or `chainNonce()` when none is stored.
-   * When `send` resolves, the stored next nonce becomes nonce + 1; when it throws, the stored
-   * nonce is cleared, so the next call resyncs from the chain. Nothing is ever skipped.
-   *
-   * A `send` that broadcasts several transactions (nonce, nonce + 1, …) says how many it
-   * used through `consumed(result)`: the stored next nonce becomes nonce + that count, or is
-   * cleared when it answers null (some went out and some did not: only the chain knows).
-   */
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T>;
+  /** The trade that broadcast `txHash` (any of its broadcasts), if any. */
+  findByHash(txHash: string): Promise<TradeRecord | undefined>;
   close(): Promise<void>;
 }

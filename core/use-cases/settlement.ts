@@ -1,72 +1,53 @@
-import { TradeRevertedError } from "../errors.js";
-import type { TradeJournal } from "../ports/journal.port.js";
-import type { SignedTrade, TradePort } from "../ports/trade.port.js";
+import { TradeDroppedError, TradeExpiredError, TradeRevertedError } from "../errors.js";
+import type { TradeJournal, TradeRecord } from "../ports/journal.port.js";
+import type { TradePort, TradeResolution } from "../ports/trade.port.js";
 
 /**
- * Settles journalled trades whose outcome is not known yet (a receipt timeout, or a
- * crash between broadcast and receipt) by asking the chain, never by resending.
- * Each watched trade is polled until it is mined (→ confirmed, or failed if it
- * reverted) or dropped (→ failed: its nonce went to another transaction, or it was
- * never broadcast, so nothing was paid).
+ * Asks the chain about a journalled trade's transactions (never sending anything) and records
+ * what it says: mined (confirmed, or mined with too few confirmations, or failed if it
+ * reverted), expired (its no-op took the nonce), dropped (another transaction took it), or,
+ * for a trade recorded as mined whose block a reorg removed, submitted again.
+ *
+ * @returns the record as journalled now, and what the chain said (undefined for a trade with
+ *   nothing signed)
+ * @throws whatever the port throws when the chain cannot be asked (e.g. ChainUnavailableError)
  */
-export class TradeSettlement {
-  readonly #watching = new Map<string, Promise<void>>();
-  #closed = false;
-
-  constructor(
-    private readonly journal: TradeJournal,
-    private readonly trade: TradePort,
-    private readonly pollMs = 1000,
-  ) {}
-
-  /** Resolves every trade the journal holds as signed but unsettled; returns how many it started watching. */
-  async recover(): Promise<number> {
-    const unresolved = await this.journal.unresolved();
-    for (const record of unresolved) {
-      if (record.wallet === null || record.nonce === null || record.txHash === null || record.rawTx === null) continue;
-      this.watch(record.id, { wallet: record.wallet, nonce: record.nonce, txHash: record.txHash, rawTx: record.rawTx });
-    }
-    return unresolved.length;
-  }
-
-  /** Watches one trade in the background until it is settled. */
-  watch(id: string, tx: SignedTrade): void {
-    if (this.#watching.has(id) || this.#closed) return;
-    const run = this.#settle(id, tx).finally(() => this.#watching.delete(id));
-    this.#watching.set(id, run);
-  }
-
-  /** Settles `id` now if the chain already knows its outcome; true when settled. */
-  async settleOnce(id: string, tx: SignedTrade): Promise<boolean> {
-    const resolution = await this.trade.resolve(tx);
-    if (resolution.state === "pending") return false;
-    if (resolution.state === "mined") {
-      if (resolution.receipt.status) await this.journal.markConfirmed(id, resolution.receipt);
-      else {
-        const error = new TradeRevertedError(`transaction ${tx.txHash} reverted when mined`);
-        await this.journal.markFailed(id, { code: error.code, message: error.message });
+export async function settle(
+  journal: TradeJournal,
+  trade: TradePort,
+  record: TradeRecord,
+): Promise<{ record: TradeRecord; resolution?: TradeResolution }> {
+  if (record.wallet === null || record.nonce === null || record.broadcasts.length === 0) return { record };
+  const resolution = await trade.resolve({ wallet: record.wallet, nonce: record.nonce, broadcasts: record.broadcasts });
+  switch (resolution.state) {
+    case "mined": {
+      const { receipt } = resolution;
+      if (!receipt.status) {
+        const error = new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
+        if (record.status !== "failed") await journal.markFailed(record.id, { code: error.code, message: error.message });
+      } else if (resolution.confirmed) {
+        if (record.status !== "confirmed" || record.receipt?.blockHash !== receipt.blockHash) await journal.markConfirmed(record.id, receipt);
+      } else if (record.status !== "mined" || record.receipt?.blockHash !== receipt.blockHash) {
+        await journal.markMined(record.id, receipt);
       }
-    } else {
-      const error = new TradeRevertedError(`transaction ${tx.txHash} was dropped and never mined; nothing was paid`);
-      await this.journal.markFailed(id, { code: error.code, message: error.message });
+      break;
     }
-    return true;
-  }
-
-  /** Stops watching; trades left unsettled are picked up by `recover()` at the next start. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    await Promise.allSettled(this.#watching.values());
-  }
-
-  async #settle(id: string, tx: SignedTrade): Promise<void> {
-    while (!this.#closed) {
-      try {
-        if (await this.settleOnce(id, tx)) return;
-      } catch {
-        // The chain or the journal is unreachable: try again on the next poll.
+    case "expired":
+      if (record.status !== "expired") {
+        const error = new TradeExpiredError(record.deadline ?? 0, record.nonce);
+        await journal.markExpired(record.id, { code: error.code, message: error.message });
       }
-      await new Promise((resolve) => setTimeout(resolve, this.pollMs));
-    }
+      break;
+    case "dropped":
+      if (record.status !== "failed") {
+        const error = new TradeDroppedError(record.wallet, record.nonce);
+        await journal.markFailed(record.id, { code: error.code, message: error.message });
+      }
+      break;
+    case "pending":
+      // A receipt journalled before is no longer on the canonical chain: a reorg took its block.
+      if (record.status === "mined" || record.status === "confirmed") await journal.markReorged(record.id);
+      break;
   }
+  return { record: (await journal.get(record.id)) ?? record, resolution };
 }

@@ -8,13 +8,14 @@ import {
   IdempotencyKeyReusedError,
   InvalidArgumentError,
   RecordedTradeError,
+  TradeExpiredError,
   TradePendingError,
 } from "../errors.js";
-import type { TradeJournal, TradeRecord } from "../ports/journal.port.js";
-import type { SignedTrade, TradePort } from "../ports/trade.port.js";
+import type { SignedTradeTx, TradeJournal, TradeRecord } from "../ports/journal.port.js";
+import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
-import type { TradeSettlement } from "./settlement.js";
+import { settle } from "./settlement.js";
 
 /** Who is asking, and the key that makes a retry safe. */
 export interface TradeContext {
@@ -29,7 +30,6 @@ export type TradeUseCase = (input: unknown, context?: TradeContext) => Promise<T
 
 export interface TradeJournalling {
   journal: TradeJournal;
-  settlement: TradeSettlement;
   /** How long a retry waits for the first request with its key before answering 409 (or pending). */
   inFlightWaitMs: number;
 }
@@ -77,7 +77,7 @@ export function tradeUseCase(kind: TradeKind, trade: TradePort, config: TradeCon
       const { created, record } = await journal.open({ scope: context.scope ?? "", idempotencyKey: key, requestHash: hash, kind, request });
       if (created) return execute(trade, journalling, order, record.id);
       if (record.requestHash !== hash) throw new IdempotencyKeyReusedError();
-      const outcome = await awaitOutcome(journalling, record);
+      const outcome = await awaitOutcome(trade, journalling, record);
       if (outcome !== "discarded") return outcome;
       // The first attempt was refused before signing and left no record: run this one afresh.
     }
@@ -85,18 +85,21 @@ export function tradeUseCase(kind: TradeKind, trade: TradePort, config: TradeCon
 }
 
 async function execute(trade: TradePort, journalling: TradeJournalling, order: TradeOrder, id: string): Promise<TransactionReceipt> {
-  const { journal, settlement } = journalling;
-  let signed: SignedTrade | undefined;
+  const { journal } = journalling;
+  let signed: SignedTradeTx | undefined;
   try {
     const receipt = await trade[order.kind](order, {
       async onSigned(tx) {
         await journal.markSigned(id, tx);
         signed = tx;
       },
+      onSubmitted() {
+        journal.markSubmitted(id).catch(() => {}); // the lifecycle monitor records it from the chain otherwise
+      },
     });
-    // The money moved: answer with the receipt even if the journal cannot be written now;
-    // the settlement records it once the journal is back.
-    await journal.markConfirmed(id, receipt).catch(() => settlement.watch(id, signed!));
+    // The money moved: answer with the receipt even if the journal cannot be written now; the
+    // lifecycle monitor records it from the chain once the journal is back.
+    await journal.markConfirmed(id, receipt).catch(() => {});
     return receipt;
   } catch (error) {
     if (signed === undefined) {
@@ -104,62 +107,62 @@ async function execute(trade: TradePort, journalling: TradeJournalling, order: T
       await journal.discard(id).catch(() => {});
       throw error;
     }
-    if (error instanceof TradePendingError) {
-      settlement.watch(id, signed);
+    // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or
+    // replaced by a no-op at its deadline); a retry with the same key gets the outcome.
+    if (error instanceof TradePendingError) throw error;
+    if (error instanceof TradeExpiredError) {
+      await journal.markExpired(id, { code: error.code, message: error.message }).catch(() => {});
       throw error;
     }
     if (error instanceof DomainError && !(error instanceof ChainUnavailableError)) {
       // A definite answer: the node refused the transaction, or it reverted when mined.
-      await journal.markFailed(id, { code: error.code, message: error.message }).catch(() => settlement.watch(id, signed!));
+      await journal.markFailed(id, { code: error.code, message: error.message }).catch(() => {});
       throw error;
     }
-    // Signed, then the node stopped answering (or a bug): only the chain knows whether it went out.
-    const settled = await settlement.settleOnce(id, signed).catch(() => false);
-    if (!settled) {
-      settlement.watch(id, signed);
-      throw new TradePendingError(signed.txHash);
-    }
-    const record = await journal.get(id);
-    if (record?.status === "confirmed" && record.receipt) return record.receipt;
-    if (record?.status === "failed" && record.error && error instanceof DomainError) throw error;
-    throw recorded(record) ?? error;
+    // Signed, then the node stopped answering (or a bug): only the chain knows whether it went
+    // out. The lifecycle monitor finds out, and sends the journalled bytes again if it did not.
+    throw new TradePendingError(signed.txHash);
   }
 }
 
-/** Waits for the first request with a key to finish, polling the shared journal. */
-async function awaitOutcome(journalling: TradeJournalling, first: TradeRecord): Promise<TransactionReceipt | "discarded"> {
+/**
+ * Waits for the first request with a key to finish, asking the chain about it meanwhile (and
+ * recording what it says). A confirmed trade is checked against the chain too, so a retry
+ * never gets a receipt whose block a reorg removed.
+ */
+async function awaitOutcome(trade: TradePort, journalling: TradeJournalling, first: TradeRecord): Promise<TransactionReceipt | "discarded"> {
   const until = Date.now() + journalling.inFlightWaitMs;
   let record: TradeRecord | undefined = first;
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     if (record === undefined) return "discarded";
-    if (record.status === "confirmed" && record.receipt) return record.receipt;
     const failure = recorded(record);
     if (failure) throw failure;
-    const tx = signedTrade(record);
-    if (tx) {
-      // Broadcast already: the chain may know the outcome before whoever is watching it does.
-      const settled = await journalling.settlement.settleOnce(record.id, tx).catch(() => false);
-      if (settled) {
-        record = await journalling.journal.get(first.id);
-        continue;
+    if (record.broadcasts.length > 0) {
+      // The chain may know the outcome before whoever is watching the trade does, and only the
+      // chain can say whether a journalled receipt is still canonical: a confirmed trade whose
+      // chain cannot be asked is answered 503, never with a receipt that may be orphaned.
+      const settled = await settle(journalling.journal, trade, record).catch((error: unknown) => {
+        if (record?.status === "confirmed") throw error;
+        return undefined; // still pending: ask again on the next turn
+      });
+      if (settled !== undefined) {
+        record = settled.record;
+        if (record.status === "confirmed" && record.receipt && settled.resolution?.state === "mined") return record.receipt;
+        const outcome = recorded(record);
+        if (outcome) throw outcome;
       }
+    } else if (record.status === "confirmed" && record.receipt) {
+      return record.receipt; // journalled before transactions were (no broadcasts to look up)
     }
-    if (Date.now() >= until) throw tx ? new TradePendingError(tx.txHash) : new IdempotencyInFlightError();
+    if (Date.now() >= until) throw record.txHash && record.status !== "accepted" ? new TradePendingError(record.txHash) : new IdempotencyInFlightError();
     await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, until - Date.now()))));
     record = await journalling.journal.get(first.id);
   }
 }
 
 function recorded(record: TradeRecord | undefined): DomainError | undefined {
-  if (record?.status !== "failed" || !record.error) return undefined;
+  if ((record?.status !== "failed" && record?.status !== "expired") || !record.error) return undefined;
   return new RecordedTradeError(record.error.code as DomainError["code"], record.error.message);
-}
-
-function signedTrade(record: TradeRecord): SignedTrade | undefined {
-  if (record.status !== "signed" || record.wallet === null || record.nonce === null || record.txHash === null || record.rawTx === null) {
-    return undefined;
-  }
-  return { wallet: record.wallet, nonce: record.nonce, txHash: record.txHash, rawTx: record.rawTx };
 }
 
 function pickRequest(input: TradeRequest): TradeRequest {

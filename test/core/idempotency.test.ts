@@ -1,16 +1,19 @@
 import { expect } from "chai";
 
 import {
+  ChainUnavailableError,
   IdempotencyInFlightError,
   IdempotencyKeyReusedError,
   InsufficientFundsError,
   InvalidArgumentError,
+  TradeExpiredError,
   TradePendingError,
   createUseCases,
   type PricePort,
-  type SignedTrade,
+  type SignedTradeTx,
   type TradeHooks,
   type TradeKind,
+  type TradeOnChain,
   type TradeOrder,
   type TradePort,
   type TradeResolution,
@@ -26,13 +29,15 @@ const noPrice: PricePort = { getPrice: () => Promise.reject(new Error("not used"
  * `sent` counts broadcast transactions: a retry must never add one.
  */
 class ScriptedChain implements TradePort {
-  sent: SignedTrade[] = [];
+  sent: SignedTradeTx[] = [];
   nonce = 0;
   /** What happens to the next trades. */
-  mode: "mine" | "refuse" | "pending" | "hang" = "mine";
+  mode: "mine" | "refuse" | "pending" | "hang" | "expire" = "mine";
   release: () => void = () => {};
-  /** What resolve() answers for a pending transaction. */
-  resolution: TradeResolution = { state: "pending" };
+  /** What resolve() answers, or throws; by default what it mined (confirmed), else pending. */
+  resolution: TradeResolution | Error | undefined;
+  resolved = 0;
+  readonly mined = new Map<string, TransactionReceipt>();
 
   sell(order: TradeOrder, hooks?: TradeHooks) {
     return this.#run("sell", order, hooks);
@@ -43,26 +48,41 @@ class ScriptedChain implements TradePort {
   remittance(order: TradeOrder, hooks?: TradeHooks) {
     return this.#run("remittance", order, hooks);
   }
-  async resolve(): Promise<TradeResolution> {
-    return this.resolution;
+  async resolve(trade: TradeOnChain): Promise<TradeResolution> {
+    this.resolved += 1;
+    if (this.resolution instanceof Error) throw this.resolution;
+    if (this.resolution !== undefined) return this.resolution;
+    const receipt = trade.broadcasts.map((b) => this.mined.get(b.hash)).find((r) => r !== undefined);
+    return receipt ? { state: "mined", receipt, confirmations: 1, confirmed: true } : { state: "pending" };
   }
 
   async #run(_kind: TradeKind, order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
     if (this.mode === "refuse") throw new InsufficientFundsError("userAddress: not enough USDT");
     if (this.mode === "hang") await new Promise<void>((resolve) => (this.release = resolve));
-    const tx = { wallet: order.wallet, nonce: this.nonce, txHash: `0x${this.nonce.toString(16).padStart(64, "0")}`, rawTx: "0x02" };
+    const tx: SignedTradeTx = {
+      wallet: order.wallet,
+      nonce: this.nonce,
+      txHash: `0x${this.nonce.toString(16).padStart(64, "0")}`,
+      rawTx: "0x02",
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+      deadline: 1_900_000_000,
+    };
     await hooks?.onSigned?.(tx);
     this.nonce += 1;
     this.sent.push(tx);
     if (this.mode === "pending") throw new TradePendingError(tx.txHash);
-    return { ...fakeReceipt(order), transactionHash: tx.txHash };
+    if (this.mode === "expire") throw new TradeExpiredError(tx.deadline, tx.nonce);
+    const receipt = { ...fakeReceipt(order), transactionHash: tx.txHash };
+    this.mined.set(tx.txHash, receipt);
+    return receipt;
   }
 }
 
 function setup(inFlightWaitMs = 2_000) {
   const chain = new ScriptedChain();
   const journal = new MemoryJournal();
-  const useCases = createUseCases({ trade: chain, price: noPrice, config: CONFIG, journal, inFlightWaitMs, settlementPollMs: 5 });
+  const useCases = createUseCases({ trade: chain, price: noPrice, config: CONFIG, journal, inFlightWaitMs });
   return { chain, journal, useCases };
 }
 
@@ -83,7 +103,7 @@ describe("trades with a journal and Idempotency-Key", function () {
     const receipt = await useCases.buy(request());
     await useCases.buy(request());
     expect(chain.sent).to.have.length(2);
-    const records = [...journal.records.values()];
+    const records = journal.trades();
     expect(records.map((r) => r.status)).to.deep.equal(["confirmed", "confirmed"]);
     expect(records[0]!.receipt).to.deep.equal(receipt);
     expect(records[0]!.txHash).to.equal(receipt.transactionHash);
@@ -147,48 +167,104 @@ describe("trades with a journal and Idempotency-Key", function () {
     const { useCases, chain, journal } = setup();
     chain.mode = "refuse";
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(InsufficientFundsError);
-    expect(journal.records.size).to.equal(0);
+    expect(journal.trades().length).to.equal(0);
     chain.mode = "mine";
     await useCases.buy(request(), A);
     expect(chain.sent).to.have.length(1);
   });
 
-  it("reports a broadcast trade without a receipt as pending, never resends it, and settles it from the chain", async function () {
+  it("reports a broadcast trade without a receipt as pending, never resends it, and a retry settles it from the chain", async function () {
     const { useCases, chain, journal } = setup(20);
     chain.mode = "pending";
     const pending = await rejection(useCases.buy(request(), A));
     expect(pending).to.be.instanceOf(TradePendingError);
     const txHash = (pending as TradePendingError).txHash;
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(TradePendingError);
+    expect(journal.trades()[0]!.status).to.equal("signed");
 
     const receipt = { ...fakeReceipt({ wallet: request().userAddress } as TradeOrder), transactionHash: txHash };
-    chain.resolution = { state: "mined", receipt };
-    for (let i = 0; i < 100 && [...journal.records.values()][0]!.status !== "confirmed"; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    chain.resolution = { state: "mined", receipt, confirmations: 1, confirmed: true };
     expect(await useCases.buy(request(), A)).to.deep.equal(receipt);
+    expect(journal.trades()[0]).to.deep.include({ status: "confirmed", receipt });
     expect(chain.sent).to.have.length(1);
-    await useCases.close();
   });
 
-  it("recovers trades a previous run left signed: mined ones are confirmed, dropped ones fail", async function () {
-    const { useCases, chain, journal } = setup();
+  it("records a trade mined with too few confirmations as mined, and answers pending until it has them", async function () {
+    const { useCases, chain, journal } = setup(20);
     chain.mode = "pending";
     await rejection(useCases.buy(request(), A));
-    await rejection(useCases.buy(request(), { ...A, idempotencyKey: "order-2" }));
-    await useCases.close(); // the process "dies" with two trades signed
+    const receipt = { ...fakeReceipt({ wallet: request().userAddress } as TradeOrder), transactionHash: chain.sent[0]!.txHash };
+    chain.resolution = { state: "mined", receipt, confirmations: 1, confirmed: false };
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(TradePendingError);
+    expect(journal.trades()[0]!.status).to.equal("mined");
+    chain.resolution = { state: "mined", receipt, confirmations: 3, confirmed: true };
+    expect(await useCases.buy(request(), A)).to.deep.equal(receipt);
+  });
 
-    const restarted = createUseCases({ trade: chain, price: noPrice, config: CONFIG, journal, settlementPollMs: 5 });
+  it("never answers a retry with a receipt whose block a reorg removed", async function () {
+    const { useCases, chain, journal } = setup(20);
+    const first = await useCases.buy(request(), A);
+    // The block goes: the chain knows the transaction, unmined.
+    chain.resolution = { state: "pending" };
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(TradePendingError);
+    expect(journal.trades()[0]).to.deep.include({ status: "submitted", receipt: null });
+    // Mined again, in another block: that receipt is the answer from now on.
+    const again = { ...first, blockHash: `0x${"ef".repeat(32)}`, blockNumber: 9 };
+    chain.resolution = { state: "mined", receipt: again, confirmations: 1, confirmed: true };
+    expect(await useCases.buy(request(), A)).to.deep.equal(again);
+    expect(journal.trades()[0]!.receipt).to.deep.equal(again);
+    expect(chain.sent).to.have.length(1);
+  });
+
+  it("answers a retry of a confirmed trade 'unavailable' when the chain cannot say its block is still canonical", async function () {
+    const { useCases, chain } = setup(20);
+    const first = await useCases.buy(request(), A);
+    chain.resolution = new ChainUnavailableError("the JSON-RPC node did not answer");
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(ChainUnavailableError);
+    chain.resolution = { state: "mined", receipt: first, confirmations: 5, confirmed: true };
+    expect(await useCases.buy(request(), A)).to.deep.equal(first);
+  });
+
+  it("records an expired trade, and answers a retry that it expired with nothing paid", async function () {
+    const { useCases, chain, journal } = setup(20);
+    chain.mode = "expire";
+    const expired = await rejection(useCases.buy(request(), A));
+    expect(expired).to.be.instanceOf(TradeExpiredError);
+    expect((expired as Error).message).to.match(/not mined before its deadline .* nothing was paid/);
+    expect(journal.trades()[0]).to.deep.include({ status: "expired" });
+    const retried = await rejection(useCases.buy(request(), A));
+    expect(retried).to.have.property("code", "trade_expired");
+    expect((retried as Error).message).to.equal((expired as Error).message);
+    expect(chain.sent).to.have.length(1);
+  });
+
+  it("answers a retry whose nonce another transaction took: dropped, nothing paid", async function () {
+    const { useCases, chain, journal } = setup(20);
+    chain.mode = "pending";
+    await rejection(useCases.buy(request(), A));
     chain.resolution = { state: "dropped" };
-    expect(await restarted.recover()).to.equal(2);
-    for (let i = 0; i < 100 && [...journal.records.values()].some((r) => r.status === "signed"); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    const error = await rejection(restarted.buy(request(), A));
-    expect(error).to.have.property("code", "trade_reverted");
-    expect((error as Error).message).to.match(/dropped and never mined; nothing was paid/);
-    expect(chain.sent).to.have.length(2);
-    await restarted.close();
+    const error = await rejection(useCases.buy(request(), A));
+    expect(error).to.have.property("code", "trade_dropped");
+    expect((error as Error).message).to.match(/nonce 0 of .* was used by a transaction not signed for this trade; nothing was paid/);
+    expect(journal.trades()[0]!.status).to.equal("failed");
+    // Settled: the chain is not asked again.
+    const asked = chain.resolved;
+    expect(await rejection(useCases.buy(request(), A))).to.have.property("code", "trade_dropped");
+    expect(chain.resolved).to.equal(asked);
+  });
+
+  it("answers the journal's view of a trade by any of its hashes, to its own caller only", async function () {
+    const { useCases, chain } = setup(20);
+    const receipt = await useCases.buy(request(), A);
+    chain.resolution = { state: "mined", receipt, confirmations: 4, confirmed: true };
+    const view = await useCases.trade(chain.sent[0]!.txHash, { scope: A.scope });
+    expect(view).to.deep.include({ kind: "buy", status: "confirmed", nonce: 0, deadline: 1_900_000_000, confirmations: 4, receipt, error: null });
+    expect(view.transactions).to.deep.equal([{ hash: chain.sent[0]!.txHash, maxFeePerGas: "2", maxPriorityFeePerGas: "1", noop: false, sentAt: view.transactions[0]!.sentAt }]);
+    expect(await rejection(useCases.trade(chain.sent[0]!.txHash, { scope: "caller-b" }))).to.have.property("code", "trade_not_found");
+    expect(await rejection(useCases.trade(`0x${"11".repeat(32)}`, { scope: A.scope }))).to.have.property("code", "trade_not_found");
+    const bad = await rejection(useCases.trade("0x1234", { scope: A.scope }));
+    expect(bad).to.be.instanceOf(InvalidArgumentError);
+    expect((bad as Error).message).to.match(/^transactionHash: /);
   });
 
   it("refuses a malformed Idempotency-Key, naming it", async function () {

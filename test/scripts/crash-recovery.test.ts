@@ -92,11 +92,11 @@ describe("crash recovery", function () {
 
       // Restarted on the same journal while the transaction is still pending: the retry says so.
       first = await startProcess(env());
-      expect(first.output()).to.match(/settling trades left unconfirmed by a previous run/);
+      expect(first.output()).to.match(/seeing through transactions left unconfirmed by a previous run/);
       const pending = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
       expect(pending.status).to.equal(504);
       expect(pending.body.code).to.equal("deadline_exceeded");
-      expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1); // not resent
+      expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1); // nothing sent twice
 
       await rpc.send("evm_mine", []);
       const done = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });

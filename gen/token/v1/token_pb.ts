@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file token/v1/token.proto.
  */
 export const file_token_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEiXgoMVHJhZGVSZXF1ZXN0EhQKDHVzZXJfYWRkcmVzcxgBIAEoCRITCgtkZXN0aW5hdGFyeRgCIAEoCRIOCgZhbW91bnQYAyABKAkSEwoLdXNkX2FkZHJlc3MYBCABKAki4wIKElRyYW5zYWN0aW9uUmVjZWlwdBISCgpibG9ja19oYXNoGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoBBIdChBjb250cmFjdF9hZGRyZXNzGAMgASgJSACIAQESGwoTY3VtdWxhdGl2ZV9nYXNfdXNlZBgEIAEoBBIbChNlZmZlY3RpdmVfZ2FzX3ByaWNlGAUgASgEEgwKBGZyb20YBiABKAkSEAoIZ2FzX3VzZWQYByABKAQSEgoKbG9nc19ibG9vbRgIIAEoCRIOCgZzdGF0dXMYCSABKAgSCgoCdG8YCiABKAkSGAoQdHJhbnNhY3Rpb25faGFzaBgLIAEoCRIZChF0cmFuc2FjdGlvbl9pbmRleBgMIAEoDRIMCgR0eXBlGA0gASgJEiIKBmV2ZW50cxgOIAMoCzISLnRva2VuLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIuECCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSOwoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIkLnRva2VuLnYxLkV2ZW50TG9nLlJldHVyblZhbHVlc0VudHJ5EhYKCXNpZ25hdHVyZRgKIAEoCUgAiAEBEh0KA3JhdxgLIAEoCzIQLnRva2VuLnYxLlJhd0xvZxozChFSZXR1cm5WYWx1ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCl9zaWduYXR1cmUiJgoGUmF3TG9nEgwKBGRhdGEYASABKAkSDgoGdG9waWNzGAIgAygJIhEKD0dldFByaWNlUmVxdWVzdCLkAgoLUHJpY2VSZWNvcmQSFwoPY3J5cHRvX2N1cnJlbmN5GAEgASgJEk4KFnJhdGVfZm9yX2Nhc2hfY3VycmVuY3kYAiADKAsyLi50b2tlbi52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSaAokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMjoudG9rZW4udjEuUHJpY2VSZWNvcmQuUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5GjoKGFJhdGVGb3JDYXNoQ3VycmVuY3lFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGkYKJFJhdGVXaXRoRGlzY291bnRGb3JDYXNoQ3VycmVuY3lFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBMosCCgxUb2tlblNlcnZpY2USPAoEU2VsbBIWLnRva2VuLnYxLlRyYWRlUmVxdWVzdBocLnRva2VuLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBI7CgNCdXkSFi50b2tlbi52MS5UcmFkZVJlcXVlc3QaHC50b2tlbi52MS5UcmFuc2FjdGlvblJlY2VpcHQSQgoKUmVtaXR0YW5jZRIWLnRva2VuLnYxLlRyYWRlUmVxdWVzdBocLnRva2VuLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBI8CghHZXRQcmljZRIZLnRva2VuLnYxLkdldFByaWNlUmVxdWVzdBoVLnRva2VuLnYxLlByaWNlUmVjb3JkYgZwcm90bzM");
+  fileDesc("ChR0b2tlbi92MS90b2tlbi5wcm90bxIIdG9rZW4udjEiXgoMVHJhZGVSZXF1ZXN0EhQKDHVzZXJfYWRkcmVzcxgBIAEoCRITCgtkZXN0aW5hdGFyeRgCIAEoCRIOCgZhbW91bnQYAyABKAkSEwoLdXNkX2FkZHJlc3MYBCABKAki4wIKElRyYW5zYWN0aW9uUmVjZWlwdBISCgpibG9ja19oYXNoGAEgASgJEhQKDGJsb2NrX251bWJlchgCIAEoBBIdChBjb250cmFjdF9hZGRyZXNzGAMgASgJSACIAQESGwoTY3VtdWxhdGl2ZV9nYXNfdXNlZBgEIAEoBBIbChNlZmZlY3RpdmVfZ2FzX3ByaWNlGAUgASgEEgwKBGZyb20YBiABKAkSEAoIZ2FzX3VzZWQYByABKAQSEgoKbG9nc19ibG9vbRgIIAEoCRIOCgZzdGF0dXMYCSABKAgSCgoCdG8YCiABKAkSGAoQdHJhbnNhY3Rpb25faGFzaBgLIAEoCRIZChF0cmFuc2FjdGlvbl9pbmRleBgMIAEoDRIMCgR0eXBlGA0gASgJEiIKBmV2ZW50cxgOIAMoCzISLnRva2VuLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIuECCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSOwoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIkLnRva2VuLnYxLkV2ZW50TG9nLlJldHVyblZhbHVlc0VudHJ5EhYKCXNpZ25hdHVyZRgKIAEoCUgAiAEBEh0KA3JhdxgLIAEoCzIQLnRva2VuLnYxLlJhd0xvZxozChFSZXR1cm5WYWx1ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgwKCl9zaWduYXR1cmUiJgoGUmF3TG9nEgwKBGRhdGEYASABKAkSDgoGdG9waWNzGAIgAygJIhEKD0dldFByaWNlUmVxdWVzdCLkAgoLUHJpY2VSZWNvcmQSFwoPY3J5cHRvX2N1cnJlbmN5GAEgASgJEk4KFnJhdGVfZm9yX2Nhc2hfY3VycmVuY3kYAiADKAsyLi50b2tlbi52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSaAokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMjoudG9rZW4udjEuUHJpY2VSZWNvcmQuUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5GjoKGFJhdGVGb3JDYXNoQ3VycmVuY3lFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGkYKJFJhdGVXaXRoRGlzY291bnRGb3JDYXNoQ3VycmVuY3lFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIisKD0dldFRyYWRlUmVxdWVzdBIYChB0cmFuc2FjdGlvbl9oYXNoGAEgASgJIuwDCgVUcmFkZRIKCgJpZBgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRInCgdyZXF1ZXN0GAQgASgLMhYudG9rZW4udjEuVHJhZGVSZXF1ZXN0EhMKBndhbGxldBgFIAEoCUgAiAEBEhIKBW5vbmNlGAYgASgESAGIAQESFQoIZGVhZGxpbmUYByABKANIAogBARIdChB0cmFuc2FjdGlvbl9oYXNoGAggASgJSAOIAQESMAoMdHJhbnNhY3Rpb25zGAkgAygLMhoudG9rZW4udjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESMgoHcmVjZWlwdBgLIAEoCzIcLnRva2VuLnYxLlRyYW5zYWN0aW9uUmVjZWlwdEgFiAEBEigKBWVycm9yGAwgASgLMhQudG9rZW4udjEuVHJhZGVFcnJvckgGiAEBEhIKCmNyZWF0ZWRfYXQYDSABKAkSEgoKdXBkYXRlZF9hdBgOIAEoCUIJCgdfd2FsbGV0QggKBl9ub25jZUILCglfZGVhZGxpbmVCEwoRX3RyYW5zYWN0aW9uX2hhc2hCEAoOX2NvbmZpcm1hdGlvbnNCCgoIX3JlY2VpcHRCCAoGX2Vycm9yInoKEFRyYWRlVHJhbnNhY3Rpb24SDAoEaGFzaBgBIAEoCRIXCg9tYXhfZmVlX3Blcl9nYXMYAiABKAkSIAoYbWF4X3ByaW9yaXR5X2ZlZV9wZXJfZ2FzGAMgASgJEgwKBG5vb3AYBCABKAgSDwoHc2VudF9hdBgFIAEoCSIrCgpUcmFkZUVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCTLDAgoMVG9rZW5TZXJ2aWNlEjwKBFNlbGwSFi50b2tlbi52MS5UcmFkZVJlcXVlc3QaHC50b2tlbi52MS5UcmFuc2FjdGlvblJlY2VpcHQSOwoDQnV5EhYudG9rZW4udjEuVHJhZGVSZXF1ZXN0GhwudG9rZW4udjEuVHJhbnNhY3Rpb25SZWNlaXB0EkIKClJlbWl0dGFuY2USFi50b2tlbi52MS5UcmFkZVJlcXVlc3QaHC50b2tlbi52MS5UcmFuc2FjdGlvblJlY2VpcHQSPAoIR2V0UHJpY2USGS50b2tlbi52MS5HZXRQcmljZVJlcXVlc3QaFS50b2tlbi52MS5QcmljZVJlY29yZBI2CghHZXRUcmFkZRIZLnRva2VuLnYxLkdldFRyYWRlUmVxdWVzdBoPLnRva2VuLnYxLlRyYWRlYgZwcm90bzM");
 
 /**
  * The body of Sell, Buy and Remittance (SPEC 2.1). All four fields are required.
@@ -308,6 +308,206 @@ export const PriceRecordSchema: GenMessage<PriceRecord> = /*@__PURE__*/
   messageDesc(file_token_v1_token, 5);
 
 /**
+ * GetTrade's request.
+ *
+ * @generated from message token.v1.GetTradeRequest
+ */
+export type GetTradeRequest = Message<"token.v1.GetTradeRequest"> & {
+  /**
+   * Any transaction hash the trade broadcast: 0x and 64 hex digits.
+   *
+   * @generated from field: string transaction_hash = 1;
+   */
+  transactionHash: string;
+};
+
+/**
+ * Describes the message token.v1.GetTradeRequest.
+ * Use `create(GetTradeRequestSchema)` to create a new message.
+ */
+export const GetTradeRequestSchema: GenMessage<GetTradeRequest> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 6);
+
+/**
+ * A trade as the service's journal knows it (the JSON GET /api/v1/trades/{transactionHash}).
+ *
+ * @generated from message token.v1.Trade
+ */
+export type Trade = Message<"token.v1.Trade"> & {
+  /**
+   * The journal's id of the trade.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * "sell", "buy" or "remittance".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * accepted, signed, submitted, mined, confirmed, failed or expired.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * The request as the client sent it.
+   *
+   * @generated from field: token.v1.TradeRequest request = 4;
+   */
+  request?: TradeRequest | undefined;
+
+  /**
+   * The exchange wallet that signed it, once signed.
+   *
+   * @generated from field: optional string wallet = 5;
+   */
+  wallet?: string | undefined;
+
+  /**
+   * Its nonce, once signed.
+   *
+   * @generated from field: optional uint64 nonce = 6;
+   */
+  nonce?: bigint | undefined;
+
+  /**
+   * Unix time (seconds) after which it can no longer execute, once signed.
+   *
+   * @generated from field: optional int64 deadline = 7;
+   */
+  deadline?: bigint | undefined;
+
+  /**
+   * The hash that counts: the mined transaction's once mined, else the latest broadcast's.
+   *
+   * @generated from field: optional string transaction_hash = 8;
+   */
+  transactionHash?: string | undefined;
+
+  /**
+   * Every transaction broadcast at its nonce, oldest first.
+   *
+   * @generated from field: repeated token.v1.TradeTransaction transactions = 9;
+   */
+  transactions: TradeTransaction[];
+
+  /**
+   * Blocks on top of (and including) the one that holds it; unset when not mined or unknown.
+   *
+   * @generated from field: optional uint64 confirmations = 10;
+   */
+  confirmations?: bigint | undefined;
+
+  /**
+   * The receipt once mined (as the trade RPCs answer it).
+   *
+   * @generated from field: optional token.v1.TransactionReceipt receipt = 11;
+   */
+  receipt?: TransactionReceipt | undefined;
+
+  /**
+   * Why it failed or expired.
+   *
+   * @generated from field: optional token.v1.TradeError error = 12;
+   */
+  error?: TradeError | undefined;
+
+  /**
+   * When it was accepted and last changed (RFC 3339).
+   *
+   * @generated from field: string created_at = 13;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: string updated_at = 14;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message token.v1.Trade.
+ * Use `create(TradeSchema)` to create a new message.
+ */
+export const TradeSchema: GenMessage<Trade> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 7);
+
+/**
+ * One transaction broadcast for a trade.
+ *
+ * @generated from message token.v1.TradeTransaction
+ */
+export type TradeTransaction = Message<"token.v1.TradeTransaction"> & {
+  /**
+   * @generated from field: string hash = 1;
+   */
+  hash: string;
+
+  /**
+   * Fees in wei, as decimal text.
+   *
+   * @generated from field: string max_fee_per_gas = 2;
+   */
+  maxFeePerGas: string;
+
+  /**
+   * @generated from field: string max_priority_fee_per_gas = 3;
+   */
+  maxPriorityFeePerGas: string;
+
+  /**
+   * A 0-value transfer to the wallet itself that freed the nonce once the deadline passed.
+   *
+   * @generated from field: bool noop = 4;
+   */
+  noop: boolean;
+
+  /**
+   * When it was signed and recorded (RFC 3339).
+   *
+   * @generated from field: string sent_at = 5;
+   */
+  sentAt: string;
+};
+
+/**
+ * Describes the message token.v1.TradeTransaction.
+ * Use `create(TradeTransactionSchema)` to create a new message.
+ */
+export const TradeTransactionSchema: GenMessage<TradeTransaction> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 8);
+
+/**
+ * The error a trade failed or expired with (the same code and message the trade RPC answered).
+ *
+ * @generated from message token.v1.TradeError
+ */
+export type TradeError = Message<"token.v1.TradeError"> & {
+  /**
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message token.v1.TradeError.
+ * Use `create(TradeErrorSchema)` to create a new message.
+ */
+export const TradeErrorSchema: GenMessage<TradeError> = /*@__PURE__*/
+  messageDesc(file_token_v1_token, 9);
+
+/**
  * TokenService trades one ERC-20 token against the DAI, USDT and USDC stable coins
  * and quotes the token's fiat rate.
  *
@@ -355,6 +555,19 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof GetPriceRequestSchema;
     output: typeof PriceRecordSchema;
+  },
+  /**
+   * GetTrade looks a trade up by any transaction hash it broadcast (the first, a re-priced
+   * replacement, or the no-op that freed its nonce), as the service's journal knows it:
+   * status, every transaction with its fees, confirmations, deadline, and the receipt once
+   * mined. Only trades sent with the caller's api_key are found (NOT_FOUND otherwise).
+   *
+   * @generated from rpc token.v1.TokenService.GetTrade
+   */
+  getTrade: {
+    methodKind: "unary";
+    input: typeof GetTradeRequestSchema;
+    output: typeof TradeSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_token_v1_token, 0);

@@ -3,6 +3,7 @@ import { BrowserProvider, HDNodeWallet, parseUnits } from "ethers";
 import { network } from "hardhat";
 
 import { CachedPricePort } from "../../../adapters/chain/cached-price.js";
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { createChainAdapter } from "../../../adapters/chain/index.js";
 import { loadConfig } from "../../../adapters/config/env.js";
 import { PriceUnavailableError, type PricePort, type PriceRecord } from "../../../core/index.js";
@@ -184,6 +185,7 @@ describe("the chain adapter's price", function () {
       provider: new BrowserProvider(connection.provider, undefined, { cacheTimeout: -1 }),
       privateKeys: [EXCHANGE_KEY],
       addresses: suite.addresses,
+      journal: new MemoryJournal(),
       ...(priceCacheMs === undefined ? {} : { priceCacheMs }),
     });
     return { adapter, feeds: suite.feeds };

@@ -3,6 +3,7 @@ import { BrowserProvider, HDNodeWallet, Wallet, getAddress, keccak256, parseUnit
 import { network } from "hardhat";
 
 import { createChainAdapter, createRpcProvider } from "../../../adapters/chain/index.js";
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
   ChainUnavailableError,
   InsufficientFundsError,
@@ -38,7 +39,7 @@ async function deployed() {
   // A new adapter per test: a restored snapshot rewinds the chain but not an adapter's nonce cache.
   // It talks to the chain through a plain ethers provider over the EIP-1193 connection.
   const provider = new BrowserProvider(connection.provider, undefined, { cacheTimeout: -1 });
-  const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses: suite.addresses });
+  const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses: suite.addresses, journal: new MemoryJournal() });
   const coin = (symbol: string) => adapter.stableCoins.find((c) => c.symbol === symbol)!;
   const order = (kind: TradeKind, stable: StableCoin, amount: bigint, destinatary = suite.customer.address): TradeOrder => ({
     kind,
@@ -140,7 +141,7 @@ describe("the chain adapter", function () {
 
     it("fills the discount record when a cash discount is configured", async function () {
       const { provider, addresses } = await deployed();
-      const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, cashDiscountBps: 200 });
+      const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, cashDiscountBps: 200, journal: new MemoryJournal() });
       const price = await adapter.price.getPrice();
       expect(price.rateWithDiscountForCashCurrency).to.deep.equal({ CHF: 1.09374999, EUR: 1.13425925, USD: 1.225 });
     });
@@ -297,7 +298,7 @@ describe("the chain adapter", function () {
     it("refuses to start with ChainUnavailableError", async function () {
       const { addresses } = await deployed();
       const provider = createRpcProvider("http://127.0.0.1:9", 31337n, 2_000);
-      await expectRejected(createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses }), ChainUnavailableError, /did not answer/);
+      await expectRejected(createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, journal: new MemoryJournal() }), ChainUnavailableError, /did not answer/);
       provider.destroy();
     });
   });

@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { BrowserProvider, HDNodeWallet, parseUnits } from "ethers";
 import { network } from "hardhat";
 
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { createChainAdapter } from "../../../adapters/chain/index.js";
 import { InvalidArgumentError, createUseCases } from "../../../core/index.js";
 import { suiteFixture } from "../../helpers/suite.js";
@@ -16,6 +17,7 @@ describe("the core driving the chain adapter", function () {
       provider: new BrowserProvider(connection.provider, undefined, { cacheTimeout: -1 }),
       privateKeys: [HDNodeWallet.fromPhrase("test test test test test test test test test test test junk", undefined, "m/44'/60'/0'/0/1").privateKey],
       addresses: suite.addresses,
+      journal: new MemoryJournal(),
     });
     const useCases = createUseCases({
       trade: chain.trade,

@@ -5,9 +5,10 @@
 import { expect } from "chai";
 import { Wallet, keccak256 } from "ethers";
 
-import { MemoryNonceStore, RpcProvider } from "../../../adapters/chain/index.js";
+import { RpcProvider } from "../../../adapters/chain/index.js";
 import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
-import type { NoncesConsumed, SignedTrade } from "../../../core/index.js";
+import { MemoryJournal } from "../../../adapters/journal/index.js";
+import type { NoncesConsumed, SignedTradeTx } from "../../../core/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 
 const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
@@ -17,18 +18,33 @@ const FEES = { maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000
 describe("SendQueue", function () {
   let node: FakeRpcNode;
   let provider: RpcProvider;
-  let nonces: MemoryNonceStore;
+  let nonces: MemoryJournal;
   let queue: SendQueue;
 
-  const trade = (i: number, onSigned?: Outgoing["onSigned"]): Outgoing => ({ to: SWAP, data: `0x${i.toString(16).padStart(8, "0")}`, gasLimit: 150_000n, onSigned });
+  /** Records the slot in the ledger, as the trade adapter does for a transaction without a trade record. */
+  const record = (tx: SignedTradeTx) =>
+    nonces.recordSlot(
+      { wallet: tx.wallet, nonce: tx.nonce, purpose: "trade", deadline: tx.deadline },
+      { hash: tx.txHash, rawTx: tx.rawTx, maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas, noop: false, sentAt: new Date() },
+    );
+  const trade = (i: number, onSigned?: (tx: SignedTradeTx) => Promise<void>): Outgoing => ({
+    to: SWAP,
+    data: `0x${i.toString(16).padStart(8, "0")}`,
+    gasLimit: 150_000n,
+    deadline: 1_900_000_000,
+    onSigned: async (tx) => {
+      await onSigned?.(tx);
+      await record(tx);
+    },
+  });
   const nextStored = () => nonces.withNonce(wallet.address, async () => -1, async (nonce) => nonce, () => null);
 
   beforeEach(async function () {
     node = await FakeRpcNode.start();
     node.pendingNonce = 7;
     provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 0 });
-    nonces = new MemoryNonceStore();
-    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces, fees: async () => FEES, maxBatch: 50 });
+    nonces = new MemoryJournal();
+    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces, ledger: nonces, fees: async () => FEES, maxBatch: 50 });
   });
 
   afterEach(async function () {
@@ -37,7 +53,7 @@ describe("SendQueue", function () {
   });
 
   it("signs a burst with consecutive nonces from the chain's count and sends it in a few ordered batches", async function () {
-    const journalled: SignedTrade[] = [];
+    const journalled: SignedTradeTx[] = [];
     const hashes = (await Promise.all(Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))))).map((sent) => sent.hash);
 
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal(Array.from({ length: 30 }, (_, i) => 7 + i));
@@ -46,6 +62,10 @@ describe("SendQueue", function () {
     // Journalled before sending, with the hash of exactly what was sent.
     expect(journalled.map((tx) => tx.txHash)).to.deep.equal(hashes);
     expect(journalled.every((tx) => keccak256(tx.rawTx) === tx.txHash && tx.wallet === wallet.address)).to.equal(true);
+    expect(journalled.every((tx) => tx.maxFeePerGas === FEES.maxFeePerGas && tx.maxPriorityFeePerGas === FEES.maxPriorityFeePerGas && tx.deadline === 1_900_000_000)).to.equal(true);
+    // Each is a slot in the ledger, with the bytes that went out.
+    const slots = await nonces.openSlots(wallet.address);
+    expect(slots.map((slot) => [slot.nonce, slot.broadcasts[0]!.hash])).to.deep.equal(node.accepted.map((tx) => [tx.nonce, tx.hash]));
     // One lone send, then the rest in batches: far fewer requests than transactions.
     const sendRequests = node.requests.filter((calls) => calls.some((c) => c.method === "eth_sendRawTransaction"));
     expect(sendRequests.length).to.be.lessThan(10);
@@ -68,12 +88,15 @@ describe("SendQueue", function () {
     expect((results[2] as PromiseRejectedResult).reason).to.equal(failure);
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9, 10]);
     expect(node.accepted.map((tx) => tx.data)).to.deep.equal([0, 1, 3, 4].map((i) => trade(i).data));
+    // The ledger holds exactly what went out: those signed again left no slot at their first nonce.
+    const slots = await nonces.openSlots(wallet.address);
+    expect(slots.map((slot) => [slot.nonce, slot.broadcasts.map((b) => b.hash)])).to.deep.equal(node.accepted.map((tx) => [tx.nonce, [tx.hash]]));
   });
 
   it("journals a chunk's trades together, and rewrites the records of those signed again after a failed write", async function () {
     const failure = new Error("journal unavailable");
     const started: number[] = [];
-    const lastWritten = new Map<number, SignedTrade>();
+    const lastWritten = new Map<number, SignedTradeTx>();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const results = Promise.allSettled(
@@ -106,7 +129,7 @@ describe("SendQueue", function () {
 
   it("lets trades that arrive while a round sends join it, under the same nonce lock", async function () {
     /** Counts the rounds: one nonce-lock hold each. */
-    class CountingNonceStore extends MemoryNonceStore {
+    class CountingNonceStore extends MemoryJournal {
       holds = 0;
       override withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
         this.holds += 1;
@@ -114,7 +137,8 @@ describe("SendQueue", function () {
       }
     }
     const counted = new CountingNonceStore();
-    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces: counted, fees: async () => FEES, maxBatch: 16 });
+    nonces = counted;
+    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces: counted, ledger: counted, fees: async () => FEES, maxBatch: 16 });
     const later: Array<Promise<unknown>> = [];
     // Trades 1-3 arrive while trade 0 is being journalled, so after its round began.
     const first = queue.send(trade(0, async () => void later.push(...[1, 2, 3].map((i) => queue.send(trade(i))))));
@@ -208,17 +232,32 @@ describe("SendQueue", function () {
     expect(filler!.data).to.equal("0x");
     expect(filler!.gasLimit).to.equal(21_000n);
     expect(node.pendingNonce).to.equal(11);
+    // The refused trade's slot was freed, and the filler recorded there before it went out.
+    expect(await nonces.slot(wallet.address, 8)).to.deep.include({ purpose: "filler", tradeId: null, state: "pending" });
+    expect((await nonces.slot(wallet.address, 8))!.broadcasts.map((b) => [b.hash, b.noop])).to.deep.equal([[filler!.hash, true]]);
     expect(node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b)).to.deep.equal([7, 8, 9, 10]);
   });
 
-  it("fails every trade of a request that breaks, and asks the chain for the nonce afterwards", async function () {
+  it("fails every trade of a request that breaks, keeps its slot, and never reuses its nonce", async function () {
+    node.onSend = () => ({ accept: true }); // a real mempool queues a nonce above a gap
     await queue.send(trade(0));
     node.nextRaw = (res) => res.destroy();
     const thrown = await queue.send(trade(1)).then(() => undefined, (error: unknown) => error);
     expect(thrown).to.be.instanceOf(Error);
     expect(node.calls("eth_getTransactionCount")).to.have.length(1);
+    // The node may have it, or not: its slot stays for the lifecycle monitor, which re-sends it.
+    expect((await nonces.slot(wallet.address, 8))!.broadcasts[0]!.rawTx).to.match(/^0x02/);
     await queue.send(trade(2));
     expect(node.calls("eth_getTransactionCount")).to.have.length(2);
-    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8]);
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 9]);
+  });
+
+  it("frees the slot of a send the node refused, so its nonce is used again", async function () {
+    node.onSend = (tx) => (tx.data === trade(0).data ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } } : { accept: true });
+    const refused = await queue.send(trade(0)).then(() => undefined, (error: unknown) => error);
+    expect(String(refused)).to.match(/insufficient funds/);
+    expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
+    await queue.send(trade(1));
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7]);
   });
 });

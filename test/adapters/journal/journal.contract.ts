@@ -7,14 +7,16 @@ import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
 
-import type { NewTrade, TradeJournal } from "../../../core/ports/journal.port.js";
-import type { TradeRequest, TransactionReceipt } from "../../../core/types.js";
+import type { Journal } from "../../../adapters/journal/index.js";
+import type { Broadcast, NewTrade, SignedTradeTx, TradeRequest, TransactionReceipt } from "../../../core/index.js";
 
 export interface JournalStorage {
   /** Opens a journal on this test's storage: each call a separate instance (its own connections). */
-  open(): Promise<TradeJournal>;
+  open(): Promise<Journal>;
   /** PostgreSQL: several instances share the storage. SQLite: only one may have it open. */
   shared: boolean;
+  /** False for memory: nothing survives a close, and no other process can open it. */
+  durable: boolean;
   /** What `openJournal` (adapters/journal/index.ts) needs to open this storage from another process. */
   config: { url?: string; dataDir: string };
   /** Frees the storage after the test. */
@@ -75,8 +77,26 @@ function trade(overrides: Partial<NewTrade> = {}): NewTrade {
   return { scope: "api-key-hash-1", idempotencyKey: null, requestHash: "hash-1", kind: "buy", request: REQUEST, ...overrides };
 }
 
-function signedTx(nonce: number) {
-  return { wallet: WALLET, nonce, txHash: `0x${nonce.toString(16).padStart(64, "0")}`, rawTx: `0x02f8${nonce.toString(16)}` };
+const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+const DEADLINE = 1_900_000_000;
+
+function signedTx(nonce: number): SignedTradeTx {
+  return { wallet: WALLET, nonce, txHash: hashOf(nonce), rawTx: `0x02f8${nonce.toString(16)}`, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, deadline: DEADLINE };
+}
+
+/** What a trade record says about its transaction once signed with `signedTx(nonce)`. */
+function signedFields(nonce: number) {
+  const tx = signedTx(nonce);
+  return { wallet: tx.wallet, nonce, txHash: tx.txHash, rawTx: tx.rawTx, deadline: DEADLINE };
+}
+
+function broadcast(n: number, overrides: Partial<Broadcast> = {}): Broadcast {
+  return { hash: hashOf(n), rawTx: `0x02f9${n.toString(16)}`, maxFeePerGas: BigInt(n) * 10n ** 9n, maxPriorityFeePerGas: BigInt(n), noop: false, sentAt: new Date(), ...overrides };
+}
+
+/** Broadcasts as the ledger gives them back (dates at millisecond precision, as every store keeps them). */
+function stored(b: Broadcast) {
+  return { ...b, sentAt: new Date(Math.trunc(b.sentAt.getTime())) };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -94,15 +114,15 @@ async function within<T>(ms: number, promise: Promise<T>, what: string): Promise
 export function describeJournalContract(name: string, factory: () => Promise<JournalStorage>): void {
   describe(`the ${name} trade journal`, function () {
     let storage: JournalStorage;
-    let opened: TradeJournal[];
-    let journal: TradeJournal;
+    let opened: Journal[];
+    let journal: Journal;
 
     /** A second instance on the same storage when the backend allows it, else the same one. */
-    async function peer(): Promise<TradeJournal> {
+    async function peer(): Promise<Journal> {
       return storage.shared ? track(await storage.open()) : journal;
     }
 
-    function track(instance: TradeJournal): TradeJournal {
+    function track(instance: Journal): Journal {
       opened.push(instance);
       return instance;
     }
@@ -135,6 +155,8 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           nonce: null,
           txHash: null,
           rawTx: null,
+          deadline: null,
+          broadcasts: [],
           receipt: null,
           error: null,
         });
@@ -176,13 +198,63 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     });
 
     describe("as a trade moves through its states", function () {
-      it("records the signed transaction", async function () {
+      it("records the signed transaction, its fees and deadline, and its nonce's slot", async function () {
         const { record } = await journal.open(trade());
         await journal.markSigned(record.id, signedTx(7));
         const signed = (await journal.get(record.id))!;
-        expect(signed).to.deep.include({ status: "signed", ...signedTx(7) });
+        expect(signed).to.deep.include({ status: "signed", ...signedFields(7) });
+        expect(signed.broadcasts).to.have.length(1);
+        expect(signed.broadcasts[0]).to.deep.include({ hash: hashOf(7), rawTx: signedTx(7).rawTx, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, noop: false });
         expect(signed.createdAt).to.deep.equal(record.createdAt);
         expect(signed.updatedAt.getTime()).to.be.at.least(record.createdAt.getTime());
+        const [slot] = await (await peer()).openSlots(WALLET);
+        expect(slot).to.deep.include({ wallet: WALLET.toLowerCase(), nonce: 7, purpose: "trade", tradeId: record.id, deadline: DEADLINE, state: "pending", mined: null });
+        expect(await journal.findByHash(hashOf(7).toUpperCase().replace("0X", "0x"))).to.deep.include({ id: record.id });
+      });
+
+      it("moves the slot when a trade is signed again at another nonce", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(7));
+        await journal.markSigned(record.id, signedTx(9));
+        expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([9]);
+        expect((await journal.get(record.id))!.broadcasts.map((b) => b.hash)).to.deep.equal([hashOf(9)]);
+        expect(await journal.findByHash(hashOf(7))).to.equal(undefined);
+      });
+
+      it("refuses to sign a trade at a nonce another one holds", async function () {
+        const [a, b] = [(await journal.open(trade())).record, (await journal.open(trade())).record];
+        await journal.markSigned(a.id, signedTx(5));
+        const error = await journal.markSigned(b.id, signedTx(5)).then(() => undefined, (caught: unknown) => caught);
+        expect(error).to.be.instanceOf(Error);
+        expect((await journal.get(b.id))!.status).to.equal("accepted");
+        expect((await journal.openSlots(WALLET)).map((slot) => slot.tradeId)).to.deep.equal([a.id]);
+      });
+
+      it("moves signed → submitted only from signed, and a reorg takes mined or confirmed back to submitted", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(3));
+        await journal.markSubmitted(record.id);
+        expect((await journal.get(record.id))!.status).to.equal("submitted");
+        await journal.markConfirmed(record.id, RECEIPT);
+        await journal.markSubmitted(record.id); // late: the confirmation stands
+        expect((await journal.get(record.id))!.status).to.equal("confirmed");
+        expect((await journal.openSlots(WALLET))[0]).to.deep.include({
+          state: "mined",
+          mined: { hash: RECEIPT.transactionHash, blockNumber: RECEIPT.blockNumber, blockHash: RECEIPT.blockHash },
+        });
+        await journal.markReorged(record.id);
+        const reorged = (await journal.get(record.id))!;
+        expect(reorged).to.deep.include({ status: "submitted", receipt: null });
+        expect((await journal.openSlots(WALLET))[0]).to.deep.include({ state: "pending", mined: null });
+        await journal.markMined(record.id, RECEIPT);
+        expect((await journal.get(record.id))!).to.deep.include({ status: "mined", txHash: RECEIPT.transactionHash });
+      });
+
+      it("records an expired trade with its error", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(3));
+        await journal.markExpired(record.id, { code: "trade_expired", message: "expired; nothing was paid" });
+        expect(await journal.get(record.id)).to.deep.include({ status: "expired", error: { code: "trade_expired", message: "expired; nothing was paid" } });
       });
 
       it("returns the receipt and the request exactly as written, key order included", async function () {
@@ -210,8 +282,12 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const unknown = "00000000-0000-4000-8000-000000000000";
         for (const mark of [
           () => journal.markSigned(unknown, signedTx(1)),
+          () => journal.markSubmitted(unknown),
+          () => journal.markReorged(unknown),
+          () => journal.markMined(unknown, RECEIPT),
           () => journal.markConfirmed(unknown, RECEIPT),
           () => journal.markFailed(unknown, { code: "internal", message: "boom" }),
+          () => journal.markExpired(unknown, { code: "trade_expired", message: "boom" }),
         ]) {
           const error = await mark().then(() => undefined, (caught: unknown) => caught);
           expect(error, "marking an unknown trade").to.be.instanceOf(Error);
@@ -228,7 +304,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           journal.discard(a.record.id), // refused: a's transaction is signed by then
         ]);
         expect(results.map((result) => result.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "rejected"]);
-        expect(await (await peer()).get(a.record.id)).to.deep.include({ status: "signed", ...signedTx(1) });
+        expect(await (await peer()).get(a.record.id)).to.deep.include({ status: "signed", ...signedFields(1) });
         expect((await (await peer()).get(b.record.id))!.status).to.equal("failed");
       });
 
@@ -261,21 +337,95 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       });
     });
 
-    describe("unresolved()", function () {
-      it("lists only the signed trades, oldest first", async function () {
-        const ids: string[] = [];
-        for (let i = 0; i < 5; i++) ids.push((await journal.open(trade())).record.id);
-        // Signed out of creation order; one of them then confirmed, one failed.
-        for (const i of [3, 0, 4, 1]) await journal.markSigned(ids[i]!, signedTx(i));
-        await journal.markConfirmed(ids[4]!, RECEIPT);
-        await journal.markFailed(ids[1]!, { code: "reverted", message: "reverted" });
-        const unresolved = await journal.unresolved();
-        expect(unresolved.map((record) => record.id)).to.deep.equal([ids[0], ids[3]]);
-        expect(unresolved[0]).to.deep.include({ status: "signed", ...signedTx(0) });
+    describe("the nonce ledger", function () {
+      it("lists the open slots by nonce, each with its broadcasts oldest first", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(4));
+        await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "approval", deadline: null }, broadcast(20));
+        await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "filler", deadline: null }, broadcast(60, { noop: true }));
+        await journal.recordSlot({ wallet: OTHER_WALLET, nonce: 1, purpose: "filler", deadline: null }, broadcast(10, { noop: true }));
+        const replacement = broadcast(41, { sentAt: new Date(Date.now() + 5) });
+        const noop = broadcast(42, { noop: true, maxFeePerGas: 10n ** 30n, sentAt: new Date(Date.now() + 10) });
+        await journal.recordBroadcast(WALLET, 4, replacement);
+        await journal.recordBroadcast(WALLET.toLowerCase(), 4, noop);
+
+        const slots = await (await peer()).openSlots(WALLET);
+        expect(slots.map((slot) => [slot.nonce, slot.purpose])).to.deep.equal([[2, "approval"], [4, "trade"], [6, "filler"]]);
+        expect(slots[1]!.broadcasts).to.deep.equal([
+          { ...stored(broadcast(4)), rawTx: signedTx(4).rawTx, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, sentAt: slots[1]!.broadcasts[0]!.sentAt },
+          stored(replacement),
+          stored(noop),
+        ]);
+        expect(slots[2]!.broadcasts).to.deep.equal([stored(broadcast(60, { noop: true, sentAt: slots[2]!.broadcasts[0]!.sentAt }))]);
+        // The trade's record shows every broadcast, and the latest as the one that counts.
+        const record4 = (await journal.get(record.id))!;
+        expect(record4.broadcasts.map((b) => b.hash)).to.deep.equal([hashOf(4), hashOf(41), hashOf(42)]);
+        expect(record4).to.deep.include({ txHash: hashOf(42), rawTx: noop.rawTx });
+        for (const hash of [hashOf(4), hashOf(41), hashOf(42)]) expect((await journal.findByHash(hash))?.id).to.equal(record.id);
+        expect(await journal.findByHash(hashOf(20)), "an approval is no trade").to.equal(undefined);
+        expect(await journal.slot(WALLET, 6)).to.deep.include({ purpose: "filler", tradeId: null, state: "pending" });
+        expect(await journal.slot(WALLET, 99)).to.equal(undefined);
       });
 
-      it("is empty for an empty journal", async function () {
-        expect(await journal.unresolved()).to.deep.equal([]);
+      it("refuses a second slot at a nonce, and a broadcast at a nonce without one", async function () {
+        await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "approval", deadline: null }, broadcast(20));
+        const twice = await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "filler", deadline: null }, broadcast(21)).then(() => undefined, (e: unknown) => e);
+        expect(twice).to.be.instanceOf(Error);
+        const orphan = await journal.recordBroadcast(WALLET, 3, broadcast(30)).then(() => undefined, (e: unknown) => e);
+        expect(orphan).to.be.instanceOf(Error);
+        expect((await journal.openSlots(WALLET)).map((slot) => slot.broadcasts.length)).to.deep.equal([1]);
+      });
+
+      it("marks slots mined, final, lost or pending again; only pending and mined ones are open", async function () {
+        for (const nonce of [1, 2, 3, 4]) await journal.recordSlot({ wallet: WALLET, nonce, purpose: "approval", deadline: null }, broadcast(nonce));
+        const mined = (n: number, block: number) => ({ hash: hashOf(n), blockNumber: block, blockHash: hashOf(1000 + block) });
+        await journal.markSlot(WALLET, 1, "mined", mined(1, 10));
+        await journal.markSlot(WALLET, 2, "mined", mined(2, 12));
+        await journal.markSlot(WALLET, 3, "lost", null);
+        expect(await journal.finalizeSlots(WALLET, 11)).to.equal(1);
+        const open = await (await peer()).openSlots(WALLET);
+        expect(open.map((slot) => [slot.nonce, slot.state, slot.mined?.blockNumber ?? null])).to.deep.equal([[2, "mined", 12], [4, "pending", null]]);
+        expect(await journal.slot(WALLET, 1)).to.deep.include({ state: "final", mined: mined(1, 10) });
+        await journal.markSlot(WALLET, 2, "pending", null); // a reorg
+        expect((await journal.slot(WALLET, 2))!.mined).to.equal(null);
+        const unknown = await journal.markSlot(WALLET, 9, "mined", mined(9, 1)).then(() => undefined, (e: unknown) => e);
+        expect(unknown).to.be.instanceOf(Error);
+      });
+
+      it("releases a slot whose only broadcast was refused, and nothing else", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(5));
+        await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "approval", deadline: null }, broadcast(6));
+        await journal.recordBroadcast(WALLET, 6, broadcast(66));
+        await journal.releaseSlot(WALLET, 5, hashOf(99)); // another hash: kept
+        await journal.releaseSlot(WALLET, 6, hashOf(6)); // two broadcasts: kept
+        expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([5, 6]);
+        await journal.releaseSlot(WALLET, 5, hashOf(5));
+        expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([6]);
+        expect((await journal.get(record.id))!.broadcasts).to.deep.equal([]);
+        // The nonce is free again.
+        await journal.recordSlot({ wallet: WALLET, nonce: 5, purpose: "filler", deadline: null }, broadcast(55, { noop: true }));
+      });
+
+      it("gives a lease to one holder at a time, until it lapses or is released", async function () {
+        const other = await peer();
+        expect(await journal.acquireLease("monitor:w", "a", 60_000)).to.equal(true);
+        expect(await other.acquireLease("monitor:w", "b", 60_000)).to.equal(false);
+        expect(await journal.acquireLease("monitor:w", "a", 60_000), "renewed").to.equal(true);
+        expect(await other.acquireLease("monitor:other", "b", 60_000), "another name").to.equal(true);
+        await journal.releaseLease("monitor:w", "b"); // not b's to release
+        expect(await other.acquireLease("monitor:w", "b", 60_000)).to.equal(false);
+        await journal.releaseLease("monitor:w", "a");
+        expect(await other.acquireLease("monitor:w", "b", 300)).to.equal(true);
+        expect(await journal.acquireLease("monitor:w", "a", 60_000)).to.equal(false);
+        await sleep(400);
+        expect(await journal.acquireLease("monitor:w", "a", 60_000), "b's lease ran out").to.equal(true);
+      });
+
+      it("gives a contested lease to exactly one of many holders", async function () {
+        const other = await peer();
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? other : journal).acquireLease("monitor:race", `holder-${i}`, 60_000)));
+        expect(results.filter(Boolean)).to.have.length(1);
       });
     });
 
@@ -375,6 +525,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     });
 
     describe("across a restart", function () {
+      beforeEach(function () {
+        if (!storage.durable) this.skip();
+      });
+
       it("keeps the trades and the next nonce after close and reopen", async function () {
         const { record } = await journal.open(trade({ idempotencyKey: "key-1" }));
         await journal.markSigned(record.id, signedTx(4));
@@ -414,7 +568,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             await child.exited;
           }
           const after = track(await storage.open());
-          expect((await after.unresolved()).map((record) => record.id)).to.include(id);
+          expect((await after.openSlots(WALLET)).map((slot) => slot.tradeId)).to.include(id);
           if (!storage.shared) {
             // The child stored 41 as next nonce, then died sending with it: the chain decides now.
             let asked = 0;
@@ -439,7 +593,8 @@ function spawnHolder(config: { url?: string; dataDir: string }) {
     const { openJournal } = await import(process.env.JOURNAL_MODULE);
     const journal = await openJournal(JSON.parse(process.env.JOURNAL_CONFIG));
     const { record } = await journal.open(${JSON.stringify(trade())});
-    await journal.markSigned(record.id, ${JSON.stringify(signedTx(40))});
+    const signed = ${JSON.stringify({ ...signedTx(40), maxFeePerGas: "2240000000", maxPriorityFeePerGas: "1" })};
+    await journal.markSigned(record.id, { ...signed, maxFeePerGas: BigInt(signed.maxFeePerGas), maxPriorityFeePerGas: BigInt(signed.maxPriorityFeePerGas) });
     await journal.withNonce(${JSON.stringify(WALLET)}, async () => 40, async (nonce) => nonce);
     setInterval(() => {}, 60_000);
     journal.withNonce(${JSON.stringify(WALLET)}, async () => 0, async (nonce) => {

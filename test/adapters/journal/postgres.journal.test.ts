@@ -38,6 +38,7 @@ describe("on a real PostgreSQL server", function () {
     return {
       open: () => openPostgresJournal(url, { max: 2, nonceConnections: 2 }),
       shared: true,
+      durable: true,
       config: { url, dataDir: "/nonexistent" },
       dispose: async () => void (await sql(server.url, `DROP SCHEMA ${schema} CASCADE`)),
     };
@@ -48,7 +49,7 @@ describe("on a real PostgreSQL server", function () {
       const url = await server.newDatabase();
       const journals = await Promise.all(Array.from({ length: 5 }, () => openJournal({ url, dataDir: "/nonexistent" })));
       await Promise.all(journals.map((journal) => journal.close()));
-      expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }]);
+      expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }, { version: 2 }]);
     });
 
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {

@@ -13,6 +13,7 @@ describeJournalContract("SQLite", async () => {
     // The path openJournal uses; a short busy timeout, so a refused second open fails fast.
     open: () => openSqliteJournal(join(dataDir, "journal.sqlite"), { busyTimeoutMs: 200 }),
     shared: false,
+    durable: true,
     config: { dataDir },
     dispose: () => rm(dataDir, { recursive: true, force: true }),
   };

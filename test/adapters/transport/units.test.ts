@@ -8,6 +8,10 @@ import { pino } from "pino";
 
 import {
   ChainUnavailableError,
+  FeesTooHighError,
+  TradeDroppedError,
+  TradeExpiredError,
+  TradeNotFoundError,
   IdempotencyInFlightError,
   IdempotencyKeyReusedError,
   InsufficientFundsError,
@@ -43,6 +47,10 @@ describe("error mapping", function () {
       idempotency_mismatch: Code.FailedPrecondition,
       idempotency_in_flight: Code.Aborted,
       trade_pending: Code.DeadlineExceeded,
+      trade_expired: Code.FailedPrecondition,
+      trade_dropped: Code.FailedPrecondition,
+      trade_not_found: Code.NotFound,
+      fees_too_high: Code.Unavailable,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });
@@ -55,6 +63,10 @@ describe("error mapping", function () {
       new TradeRevertedError("SwapPaused()"),
       new PriceUnavailableError("stale"),
       new ChainUnavailableError("timeout"),
+      new TradeExpiredError(1_900_000_000, 4),
+      new TradeDroppedError(WALLET, 4),
+      new TradeNotFoundError(`0x${"ab".repeat(32)}`),
+      new FeesTooHighError("the chain's base fee is above the cap"),
     ];
     for (const error of errors) {
       const mapped = toConnectError(error);

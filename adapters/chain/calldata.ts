@@ -3,7 +3,7 @@
  * selector, then one 32-byte word per argument. That is the whole ABI encoding of such a
  * call, so it is written directly, instead of through ethers' Interface.encodeFunctionData,
  * which costs about 0.2 ms per call (a coder tree walk, and the selector's keccak on every
- * call) and ran once per trade. test/adapters/chain/static-call.test.ts checks that both
+ * call) and ran once per trade. test/adapters/chain/calldata.test.ts checks that both
  * encodings are the same bytes.
  */
 import { type Interface, MaxUint256 } from "ethers";

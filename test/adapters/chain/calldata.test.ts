@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { Interface, MaxUint256, getAddress, hexlify } from "ethers";
 
 import { ERC20_ABI, SWAP_ABI } from "../../../adapters/chain/abi.js";
-import { staticCallEncoder } from "../../../adapters/chain/static-call.js";
+import { staticCallEncoder } from "../../../adapters/chain/calldata.js";
 
 const swap = new Interface(SWAP_ABI);
 const erc20 = new Interface(ERC20_ABI);

@@ -1,0 +1,374 @@
+/**
+ * The lifecycle monitor of one exchange wallet: it sees every nonce the service used through to
+ * a definite end, as hot-wallet relayers do (OpenZeppelin Relayer's status checker and
+ * replacement rules; Defender's relayer):
+ *
+ * - a nonce used on chain: the broadcast that was mined counts (the first, a re-priced
+ *   replacement, or a no-op); its trade is confirmed (or failed if it reverted, or expired if
+ *   the no-op was mined). None of them: someone else used the wallet, and after three looks
+ *   the trade fails with nothing paid;
+ * - a nonce not used, whose transaction the node no longer knows (evicted in a fee spike,
+ *   dropped, lost in a node restart or a reorg): the same signed bytes are sent again, so
+ *   nothing can be paid twice; if the node refuses them for their fees, they are re-priced;
+ * - not mined within `resubmitAfterMs` (doubling with each broadcast): replaced at the same
+ *   nonce with higher fees (fees.ts: the market's, or the last + 10 % + 1 wei, up to the cap);
+ * - its deadline passed (by the later of the chain's clock and this machine's, as the deadline
+ *   was set): replaced by a no-op, a 0-value transfer to the wallet itself, which may outbid the cap so that a cap can never wedge the wallet. The
+ *   trade's call cannot execute after its deadline anyway; the no-op frees the nonce;
+ * - a gap below the highest nonce used (nothing recorded at it): filled with a no-op;
+ * - mined transactions are watched until they are `reorgDepth` blocks deep: one whose block
+ *   left the canonical chain goes back to pending (its trade to `submitted`) and is dealt with
+ *   as above; one mined again elsewhere gets its new receipt.
+ *
+ * With a journal shared by several instances, exactly one monitors a wallet at a time: the
+ * holder of the lease `monitor:<wallet>`, renewed at every look. When it dies, the lease runs
+ * out and another instance takes over. Every action is recorded in the ledger before it is
+ * broadcast, and each look starts again from the ledger and the chain, so a crash at any point
+ * leaves nothing the next look cannot finish.
+ */
+import { Transaction, type JsonRpcApiProvider, type Wallet } from "ethers";
+
+import {
+  TradeDroppedError,
+  TradeExpiredError,
+  TradeRevertedError,
+  type Broadcast,
+  type NonceLedger,
+  type NonceSlot,
+  type TradeJournal,
+} from "../../../core/index.js";
+import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../chain-errors.js";
+import { signEip1559 } from "../eip1559.js";
+import { gwei, marketFees, noopFees, replacementFees, type ChainState, type FeeOracle, type Fees } from "../fees.js";
+import type { Outcome, Receipts } from "../receipts.js";
+import { toWeb3Receipt } from "../web3-receipt.js";
+
+/** What the monitor tells the operator: one line per action (pino's Logger fits). */
+export interface LifecycleLog {
+  warn(details: object, message: string): void;
+  info(details: object, message: string): void;
+}
+
+export interface LifecycleSettings {
+  /** Confirmations a trade needs to count as confirmed (1 = on inclusion, as web3.js `send()` answers). */
+  confirmations: number;
+  /** How deep (in blocks) a mined transaction is watched for reorgs before it counts as final. */
+  reorgDepth: number;
+  /** How long a transaction may stay unmined before it is replaced; doubles with each broadcast at its nonce. */
+  resubmitAfterMs: number;
+  /** How often the monitor looks, in ms. */
+  intervalMs: number;
+  /** How long a monitor's lease lasts unrenewed; another instance takes the wallet over after it. */
+  leaseMs: number;
+  /** The highest maxFeePerGas of a trade or a replacement, in wei. */
+  feeCap: bigint;
+  /** A broadcast younger than this is left alone: it may still be on its way to the node. */
+  minAgeMs: number;
+}
+
+export interface WalletMonitorOptions {
+  signer: Wallet;
+  chainId: bigint;
+  provider: JsonRpcApiProvider;
+  journal: TradeJournal & NonceLedger;
+  fees: FeeOracle;
+  receipts: Receipts;
+  settings: LifecycleSettings;
+  log: LifecycleLog;
+  /** This instance's name in leases. */
+  holder: string;
+}
+
+/** A no-op: a 0-value transfer to the wallet itself. */
+const NOOP_GAS = 21_000n;
+/** Looks in a row that find a nonce used but none of its broadcasts mined, before it counts as lost. */
+const LOST_AFTER_LOOKS = 3;
+
+export class WalletMonitor {
+  readonly #opts: WalletMonitorOptions;
+  readonly #wallet: string;
+  readonly #lease: string;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = true;
+  #leader = false;
+  #oldestPending: { nonce: number; since: Date } | undefined;
+  /** Per nonce: looks in a row that found it used on chain with none of its broadcasts mined. */
+  readonly #unexplained = new Map<number, number>();
+  /** Mined transactions already recorded as confirmed (hash:block), when confirmations > 1. */
+  readonly #confirmed = new Set<string>();
+  /** Nonces whose replacement the cap stopped, logged once each. */
+  readonly #capped = new Set<string>();
+
+  constructor(options: WalletMonitorOptions) {
+    this.#opts = options;
+    this.#wallet = options.signer.address;
+    this.#lease = `monitor:${this.#wallet.toLowerCase()}`;
+  }
+
+  get wallet(): string {
+    return this.#wallet;
+  }
+
+  /** The oldest nonce nothing is mined at yet, and since when, as of the last look. */
+  oldestPending(): { nonce: number; since: Date } | undefined {
+    return this.#oldestPending;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#schedule(0);
+  }
+
+  /** Stops looking (a look under way finishes) and gives the lease up, so another instance takes over at once. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+    if (this.#leader) await this.#opts.journal.releaseLease(this.#lease, this.#opts.holder).catch(() => {});
+    this.#leader = false;
+  }
+
+  #schedule(delay: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.look()
+        .catch((error: unknown) => this.#opts.log.warn({ wallet: this.#wallet, err: error }, "lifecycle monitor: look failed; trying again"))
+        .finally(() => {
+          this.#running = undefined;
+          this.#schedule(this.#opts.settings.intervalMs);
+        });
+    }, delay);
+    this.#timer.unref();
+  }
+
+  /** One look at every open nonce of the wallet (exposed for tests; `start()` runs it periodically). */
+  async look(): Promise<void> {
+    const { journal, settings, holder, provider } = this.#opts;
+    const slots = await journal.openSlots(this.#wallet);
+    const pending = slots.filter((slot) => slot.state === "pending");
+    this.#oldestPending = pending[0] && { nonce: pending[0].nonce, since: pending[0].createdAt };
+    if (slots.length === 0) return;
+    const leader = await journal.acquireLease(this.#lease, holder, settings.leaseMs);
+    if (leader !== this.#leader) {
+      this.#opts.log.info({ wallet: this.#wallet, holder }, leader ? "lifecycle monitor: watching the wallet" : "lifecycle monitor: another instance watches the wallet");
+      this.#leader = leader;
+    }
+    if (!leader) return;
+
+    const [state, latestNonce] = await Promise.all([this.#opts.fees.read(), provider.getTransactionCount(this.#wallet, "latest")]);
+    await this.#watchMined(slots.filter((slot) => slot.state === "mined"), state);
+    for (const slot of pending) await this.#advance(slot, state, latestNonce);
+    await this.#fillGaps(slots, latestNonce, state);
+  }
+
+  /** Mined nonces: final once deep enough; a reorg sends them back to pending, or to their new block. */
+  async #watchMined(mined: NonceSlot[], state: ChainState): Promise<void> {
+    const { journal, settings, receipts } = this.#opts;
+    const finalAt = state.head.number - Math.max(settings.reorgDepth, settings.confirmations) + 1;
+    if (mined.some((slot) => slot.mined!.blockNumber <= finalAt)) await journal.finalizeSlots(this.#wallet, finalAt);
+    const watched = mined.filter((slot) => slot.mined!.blockNumber > finalAt);
+    if (watched.length === 0) return;
+    // A reorg that removed any watched block removed the highest one too: one receipt tells.
+    const top = watched.reduce((a, b) => (b.mined!.blockNumber > a.mined!.blockNumber ? b : a));
+    const topReceipt = await receipts.receipt(top.mined!.hash);
+    if (topReceipt === null || topReceipt.blockHash !== top.mined!.blockHash) {
+      for (const slot of watched) await this.#recheck(slot);
+      return;
+    }
+    if (settings.confirmations > 1) {
+      for (const slot of watched) {
+        const depth = state.head.number - slot.mined!.blockNumber + 1;
+        const key = `${slot.mined!.hash}:${slot.mined!.blockHash}`;
+        if (slot.tradeId === null || depth < settings.confirmations || this.#confirmed.has(key)) continue;
+        const found = await receipts.find(slot.broadcasts);
+        if (found !== undefined) await this.#settle(slot, found);
+        this.#confirmed.add(key);
+      }
+    }
+  }
+
+  /** A watched nonce whose block may have left the canonical chain. */
+  async #recheck(slot: NonceSlot): Promise<void> {
+    const { journal, receipts, log } = this.#opts;
+    const found = await receipts.find(slot.broadcasts);
+    const was = slot.mined!;
+    if (found !== undefined && found.receipt.blockHash === was.blockHash) return;
+    if (found !== undefined) {
+      log.warn(
+        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: found.receipt.transactionHash, orphanedBlock: was.blockHash, block: Number(found.receipt.blockNumber) },
+        "reorg: transaction mined again in another block",
+      );
+      await this.#settle(slot, found);
+      return;
+    }
+    log.warn(
+      { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: was.hash, orphanedBlock: was.blockHash },
+      "reorg: transaction's block left the canonical chain; watching it again",
+    );
+    await journal.markSlot(this.#wallet, slot.nonce, "pending", null);
+    if (slot.tradeId !== null) await journal.markReorged(slot.tradeId);
+  }
+
+  /** A nonce nothing is mined at, as far as the ledger knows. */
+  async #advance(slot: NonceSlot, state: ChainState, latestNonce: number): Promise<void> {
+    const { receipts, journal, log, settings } = this.#opts;
+    if (slot.nonce < latestNonce) {
+      // The nonce is used: by one of its broadcasts, or by a transaction not signed for it.
+      const found = await receipts.find(slot.broadcasts);
+      if (found !== undefined) {
+        this.#unexplained.delete(slot.nonce);
+        await this.#settle(slot, found);
+        return;
+      }
+      const looks = (this.#unexplained.get(slot.nonce) ?? 0) + 1;
+      this.#unexplained.set(slot.nonce, looks);
+      if (looks < LOST_AFTER_LOOKS) return;
+      this.#unexplained.delete(slot.nonce);
+      log.warn(
+        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hashes: slot.broadcasts.map((b) => b.hash) },
+        "nonce used by a transaction this service did not sign for it; nothing of it was paid",
+      );
+      await journal.markSlot(this.#wallet, slot.nonce, "lost", null);
+      if (slot.tradeId !== null) {
+        const error = new TradeDroppedError(this.#wallet, slot.nonce);
+        await journal.markFailed(slot.tradeId, { code: error.code, message: error.message });
+      }
+      return;
+    }
+    this.#unexplained.delete(slot.nonce);
+    const last = slot.broadcasts.at(-1)!;
+    const age = Date.now() - last.sentAt.getTime();
+    if (age < settings.minAgeMs) return;
+    const market = marketFees(state);
+
+    // By the later of the chain's clock and this machine's, as the deadline was set: a chain that
+    // stopped making blocks must not keep a trade alive that would execute late once they resume.
+    const now = Math.max(state.head.timestamp, Math.floor(Date.now() / 1000));
+    if (slot.deadline !== null && !last.noop && now >= slot.deadline) {
+      // Its call can no longer succeed: free the nonce, so the wallet's later transactions go on.
+      await this.#replace(slot, last, noopFees(last, market, settings.feeCap), true, "deadline passed: freeing the nonce with a no-op");
+      return;
+    }
+    const known = await Promise.all(slot.broadcasts.map((b) => this.#opts.provider.send("eth_getTransactionByHash", [b.hash]).catch(() => undefined)));
+    if (known.every((tx) => tx === null)) {
+      // The node has forgotten it (evicted, dropped, restarted, reorged away): the same bytes again.
+      try {
+        await this.#opts.provider.send("eth_sendRawTransaction", [last.rawTx]);
+        log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash }, "re-sent a transaction the node no longer knew (same signed bytes)");
+        return;
+      } catch (error) {
+        if (isAlreadyKnown(error) || isNonceConflict(error)) return; // in the pool after all, or the nonce was just used
+        if (!isUnderpriced(error)) {
+          log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash, err: error }, "could not re-send a transaction; trying again");
+          return;
+        }
+        // It can never be mined at its fees now: re-priced at once.
+      }
+      await this.#reprice(slot, last, market, "re-priced a transaction the node refused for its fees");
+      return;
+    }
+    if (age >= settings.resubmitAfterMs * 2 ** (slot.broadcasts.length - 1)) {
+      await this.#reprice(slot, last, market, "replaced a transaction not mined in time, with higher fees");
+    }
+  }
+
+  async #reprice(slot: NonceSlot, last: Broadcast, market: Fees, message: string): Promise<void> {
+    const cap = this.#opts.settings.feeCap;
+    const fees = last.noop ? noopFees(last, market, cap) : replacementFees(last, market, cap);
+    if (fees === null) {
+      const key = `${slot.nonce}:${slot.broadcasts.length}`;
+      if (!this.#capped.has(key)) {
+        this.#capped.add(key);
+        this.#opts.log.warn(
+          { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash, maxFeePerGasGwei: gwei(last.maxFeePerGas), capGwei: gwei(cap) },
+          "not replacing a transaction: the fee cap leaves no room for a higher bid; it waits for fees to fall",
+        );
+      }
+      return;
+    }
+    await this.#replace(slot, last, fees, last.noop, message);
+  }
+
+  /** Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced, or a no-op. */
+  async #replace(slot: NonceSlot, last: Broadcast, fees: Fees, noop: boolean, message: string): Promise<void> {
+    const { signer, chainId, journal, provider, log } = this.#opts;
+    const call = noop ? { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
+    const { rawTx, txHash } = signEip1559(signer.signingKey, { ...call, ...fees, chainId, nonce: slot.nonce });
+    await journal.recordBroadcast(this.#wallet, slot.nonce, { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() });
+    const details = {
+      tradeId: slot.tradeId,
+      wallet: this.#wallet,
+      nonce: slot.nonce,
+      previousHash: last.hash,
+      hash: txHash,
+      maxFeePerGasGwei: gwei(fees.maxFeePerGas),
+      maxPriorityFeePerGasGwei: gwei(fees.maxPriorityFeePerGas),
+    };
+    try {
+      await provider.send("eth_sendRawTransaction", [rawTx]);
+      log.warn(details, message);
+    } catch (error) {
+      if (isAlreadyKnown(error)) return;
+      // Recorded, so it is re-sent or re-priced at a later look.
+      log.warn({ ...details, err: error }, `${message}: the node refused it for now`);
+    }
+  }
+
+  /** Records what was mined at the slot's nonce, and what it means for its trade. */
+  async #settle(slot: NonceSlot, found: Outcome): Promise<void> {
+    const { journal, settings, log } = this.#opts;
+    const { receipt } = found;
+    await journal.markSlot(this.#wallet, slot.nonce, "mined", {
+      hash: receipt.transactionHash.toLowerCase(),
+      blockNumber: Number(receipt.blockNumber),
+      blockHash: receipt.blockHash,
+    });
+    if (slot.tradeId === null) return;
+    const confirmed = found.confirmations >= settings.confirmations;
+    if (found.noop) {
+      if (!confirmed) return;
+      const error = new TradeExpiredError(slot.deadline ?? 0, slot.nonce);
+      log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: receipt.transactionHash }, "trade expired: its no-op was mined; nothing was paid");
+      await journal.markExpired(slot.tradeId, { code: error.code, message: error.message });
+      return;
+    }
+    const web3 = toWeb3Receipt(receipt);
+    if (!web3.status) {
+      const error = new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
+      await journal.markFailed(slot.tradeId, { code: error.code, message: error.message });
+    } else if (confirmed) await journal.markConfirmed(slot.tradeId, web3);
+    else await journal.markMined(slot.tradeId, web3);
+  }
+
+  /** Nonces below the highest one used that the ledger holds nothing at: a no-op each, so later ones can be mined. */
+  async #fillGaps(slots: NonceSlot[], latestNonce: number, state: ChainState): Promise<void> {
+    const { journal, settings, signer, chainId, provider, log } = this.#opts;
+    const top = slots.at(-1);
+    if (top === undefined || top.nonce <= latestNonce) return;
+    const used = new Set(slots.map((slot) => slot.nonce));
+    for (let nonce = latestNonce; nonce < top.nonce; nonce++) {
+      if (used.has(nonce)) continue;
+      // A sender may be recording this nonce right now: only once the nonces above it are old.
+      const above = slots.find((slot) => slot.nonce > nonce)!;
+      if (Date.now() - above.createdAt.getTime() < settings.minAgeMs) return;
+      if ((await journal.slot(this.#wallet, nonce)) !== undefined) continue;
+      const fees = noopFees({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n }, marketFees(state), settings.feeCap);
+      const { rawTx, txHash } = signEip1559(signer.signingKey, { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n, ...fees, chainId, nonce });
+      await journal.recordSlot({ wallet: this.#wallet, nonce, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() });
+      const sent = await provider.send("eth_sendRawTransaction", [rawTx]).then(
+        () => true,
+        () => false,
+      );
+      log.warn({ wallet: this.#wallet, nonce, hash: txHash, sent }, "filled a nonce gap with a no-op");
+    }
+  }
+}
+
+/** The call a signed transaction makes, to sign it again with other fees. */
+function decodeCall(rawTx: string): { to: string; data: string; gasLimit: bigint; value: bigint } {
+  const tx = Transaction.from(rawTx);
+  if (tx.to === null) throw new TypeError("a recorded transaction has no recipient");
+  return { to: tx.to, data: tx.data, gasLimit: tx.gasLimit, value: tx.value };
+}

@@ -1,0 +1,72 @@
+/**
+ * Proves, before anything is signed, that a trade succeeds against the latest block, with
+ * which gas limit, and what it pays out.
+ */
+import { type JsonRpcApiProvider, toQuantity } from "ethers";
+
+export interface PreflightOptions {
+  provider: JsonRpcApiProvider;
+  /** Headroom added to estimateGas, in percent. */
+  gasHeadroomPercent: bigint;
+}
+
+export interface Proof {
+  gasLimit: bigint;
+  /** The call's return value: what the trade pays out at the latest block. */
+  output: bigint;
+}
+
+export class Preflight {
+  readonly #opts: PreflightOptions;
+  /** The largest gas estimate seen per trade shape (kind and stable coin). */
+  readonly #estimates = new Map<string, bigint>();
+
+  constructor(options: PreflightOptions) {
+    this.#opts = options;
+  }
+
+  /**
+   * The first trade of each shape (kind and stable coin) is estimated, alongside an eth_call for
+   * its output; later ones run as one eth_call with the gas limit the largest estimate so far
+   * gives (plus headroom): if that call succeeds, the transaction succeeds with that limit on
+   * the same state, which is what an estimate proves, at the cost of one execution instead of an
+   * estimate's binary search. If it fails, a full estimate follows: it names the revert, or
+   * finds a larger figure.
+   */
+  async check(shape: string, tx: { from: string; to: string; data: string }): Promise<Proof> {
+    const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
+    const known = this.#estimates.get(shape);
+    const provider = this.#opts.provider;
+    if (known !== undefined) {
+      const gasLimit = headroom(known);
+      const output = await (provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]) as Promise<string>).catch(() => undefined);
+      if (output !== undefined) return { gasLimit, output: uint(output) };
+    }
+    const [gas, output] = await Promise.all([this.#estimateGas(tx), provider.send("eth_call", [tx, "latest"]) as Promise<string>]);
+    if (known === undefined || gas > known) this.#estimates.set(shape, gas);
+    return { gasLimit: headroom(gas), output: uint(output) };
+  }
+
+  /**
+   * Estimates against the latest block. ethers estimates against "pending", which makes the
+   * node replay every waiting transaction first: under interval mining, a burst of trades
+   * would slow each preflight down in proportion to the burst.
+   */
+  async #estimateGas(tx: { from: string; to: string; data: string }): Promise<bigint> {
+    return BigInt((await this.#opts.provider.send("eth_estimateGas", [tx, "latest"])) as string);
+  }
+}
+
+/** A call's first 32-byte word as an unsigned integer (0 for an empty answer). */
+function uint(result: string): bigint {
+  return BigInt(result.length <= 2 ? "0x0" : result.slice(0, 66));
+}
+
+/**
+ * The least output a trade accepts: `expected` less `slippageBps` basis points, rounded up, so
+ * the tolerance is never wider than configured.
+ */
+export function minimumOut(expected: bigint, slippageBps: number): bigint {
+  const kept = expected * BigInt(10_000 - slippageBps);
+  return (kept + 9_999n) / 10_000n;
+}

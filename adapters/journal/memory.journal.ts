@@ -1,0 +1,262 @@
+/**
+ * The trade journal in memory: for tests and for a service that may forget everything when it
+ * stops. It passes the same conformance suite as SQLite and PostgreSQL
+ * (test/adapters/journal/journal.contract.ts), except what only durable storage can do.
+ */
+import { randomUUID } from "node:crypto";
+
+import type {
+  Broadcast,
+  MinedTx,
+  NewTrade,
+  NonceLedger,
+  NonceSlot,
+  NonceStore,
+  NoncesConsumed,
+  SignedTradeTx,
+  SlotPurpose,
+  SlotState,
+  TradeJournal,
+  TradeRecord,
+  TransactionReceipt,
+} from "../../core/index.js";
+import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
+
+type StoredTrade = Omit<TradeRecord, "broadcasts">;
+
+interface StoredSlot extends Omit<NonceSlot, "broadcasts"> {
+  broadcasts: Broadcast[];
+}
+
+const slotKey = (wallet: string, nonce: number) => `${wallet.toLowerCase()}:${nonce}`;
+
+export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
+  readonly #trades = new Map<string, StoredTrade>();
+  readonly #slots = new Map<string, StoredSlot>();
+  readonly #hashes = new Map<string, string>(); // tx hash → slot key
+  readonly #next = new Map<string, number>();
+  readonly #nonceLocks = new KeyedMutex();
+  readonly #leases = new Map<string, { holder: string; expiresAt: number }>();
+
+  async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+    if (trade.idempotencyKey !== null) {
+      for (const stored of this.#trades.values()) {
+        if (stored.scope === trade.scope && stored.idempotencyKey === trade.idempotencyKey) return { created: false, record: this.#record(stored) };
+      }
+    }
+    const now = new Date();
+    const stored: StoredTrade = {
+      ...trade,
+      id: randomUUID(),
+      status: "accepted",
+      wallet: null,
+      nonce: null,
+      txHash: null,
+      rawTx: null,
+      deadline: null,
+      receipt: null,
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.#trades.set(stored.id, stored);
+    return { created: true, record: this.#record(stored) };
+  }
+
+  async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
+    const stored = this.#trade(id);
+    const wallet = tx.wallet.toLowerCase();
+    const key = slotKey(wallet, tx.nonce);
+    const existing = this.#slots.get(key);
+    if (existing && existing.tradeId !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
+    // Signed again at another nonce: the first was refused, so its slot goes.
+    if (stored.wallet !== null && stored.nonce !== null && slotKey(stored.wallet, stored.nonce) !== key) this.#dropSlot(slotKey(stored.wallet, stored.nonce), id);
+    const now = new Date();
+    const first: Broadcast = { hash: tx.txHash, rawTx: tx.rawTx, maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas, noop: false, sentAt: now };
+    this.#dropSlot(key, id);
+    this.#slots.set(key, { wallet, nonce: tx.nonce, purpose: "trade", tradeId: id, deadline: tx.deadline, state: "pending", broadcasts: [first], mined: null, createdAt: now, updatedAt: now });
+    this.#hashes.set(tx.txHash.toLowerCase(), key);
+    Object.assign(stored, { status: "signed", wallet: tx.wallet, nonce: tx.nonce, txHash: tx.txHash, rawTx: tx.rawTx, deadline: tx.deadline, updatedAt: now });
+  }
+
+  async markSubmitted(id: string): Promise<void> {
+    const stored = this.#trade(id);
+    if (stored.status === "signed") this.#update(stored, { status: "submitted" });
+  }
+
+  async markReorged(id: string): Promise<void> {
+    const stored = this.#trade(id);
+    if (stored.status !== "mined" && stored.status !== "confirmed") return;
+    this.#update(stored, { status: "submitted", receipt: null });
+    const slot = this.#tradeSlot(stored);
+    if (slot) Object.assign(slot, { state: "pending", mined: null, updatedAt: new Date() });
+  }
+
+  async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    this.#mined(this.#trade(id), "mined", receipt);
+  }
+
+  async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
+    this.#mined(this.#trade(id), "confirmed", receipt);
+  }
+
+  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+    this.#update(this.#trade(id), { status: "failed", error: { code: error.code, message: error.message } });
+  }
+
+  async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
+    this.#update(this.#trade(id), { status: "expired", error: { code: error.code, message: error.message } });
+  }
+
+  async discard(id: string): Promise<void> {
+    const stored = this.#trades.get(id);
+    if (stored === undefined) return;
+    if (stored.txHash !== null) throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
+    this.#trades.delete(id);
+  }
+
+  async get(id: string): Promise<TradeRecord | undefined> {
+    const stored = this.#trades.get(id);
+    return stored && this.#record(stored);
+  }
+
+  async findByHash(txHash: string): Promise<TradeRecord | undefined> {
+    const key = this.#hashes.get(txHash.toLowerCase());
+    const tradeId = key === undefined ? undefined : this.#slots.get(key)?.tradeId;
+    if (tradeId) return this.get(tradeId);
+    for (const stored of this.#trades.values()) if (stored.txHash?.toLowerCase() === txHash.toLowerCase()) return this.#record(stored);
+    return undefined;
+  }
+
+  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+    const key = wallet.toLowerCase();
+    return this.#nonceLocks.run(key, async () => {
+      const nonce = this.#next.get(key) ?? checkNonce(await chainNonce());
+      this.#next.delete(key);
+      const result = await send(nonce);
+      const next = nextNonce(nonce, result, consumed);
+      if (next !== null) this.#next.set(key, next);
+      return result;
+    });
+  }
+
+  async recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+    const wallet = slot.wallet.toLowerCase();
+    const key = slotKey(wallet, slot.nonce);
+    if (this.#slots.has(key)) throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
+    const now = new Date();
+    this.#slots.set(key, { ...slot, wallet, tradeId: null, state: "pending", broadcasts: [{ ...first }], mined: null, createdAt: now, updatedAt: now });
+    this.#hashes.set(first.hash.toLowerCase(), key);
+  }
+
+  async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+    const key = slotKey(wallet, nonce);
+    const slot = this.#slots.get(key);
+    if (slot === undefined) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
+    slot.broadcasts.push({ ...broadcast });
+    slot.updatedAt = new Date();
+    this.#hashes.set(broadcast.hash.toLowerCase(), key);
+    if (slot.tradeId !== null) {
+      const stored = this.#trades.get(slot.tradeId);
+      if (stored) this.#update(stored, { txHash: broadcast.hash, rawTx: broadcast.rawTx });
+    }
+  }
+
+  async slot(wallet: string, nonce: number): Promise<NonceSlot | undefined> {
+    const slot = this.#slots.get(slotKey(wallet, nonce));
+    return slot && copySlot(slot);
+  }
+
+  async openSlots(wallet: string): Promise<NonceSlot[]> {
+    const lower = wallet.toLowerCase();
+    return [...this.#slots.values()]
+      .filter((slot) => slot.wallet === lower && (slot.state === "pending" || slot.state === "mined"))
+      .sort((a, b) => a.nonce - b.nonce)
+      .map(copySlot);
+  }
+
+  async markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void> {
+    const slot = this.#slots.get(slotKey(wallet, nonce));
+    if (slot === undefined) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
+    Object.assign(slot, { state, mined: mined && { ...mined }, updatedAt: new Date() });
+  }
+
+  async finalizeSlots(wallet: string, blockNumber: number): Promise<number> {
+    let count = 0;
+    for (const slot of this.#slots.values()) {
+      if (slot.wallet === wallet.toLowerCase() && slot.state === "mined" && slot.mined !== null && slot.mined.blockNumber <= blockNumber) {
+        Object.assign(slot, { state: "final", updatedAt: new Date() });
+        count += 1;
+      }
+    }
+    return count;
+  }
+
+  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+    const key = slotKey(wallet, nonce);
+    const slot = this.#slots.get(key);
+    if (slot?.broadcasts.length === 1 && slot.broadcasts[0]!.hash.toLowerCase() === hash.toLowerCase()) {
+      this.#slots.delete(key);
+      this.#hashes.delete(hash.toLowerCase());
+    }
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const lease = this.#leases.get(name);
+    if (lease !== undefined && lease.holder !== holder && lease.expiresAt > now) return false;
+    this.#leases.set(name, { holder, expiresAt: now + ttlMs });
+    return true;
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    if (this.#leases.get(name)?.holder === holder) this.#leases.delete(name);
+  }
+
+  async close(): Promise<void> {}
+
+  /** Every trade recorded, oldest first (for tests). */
+  trades(): TradeRecord[] {
+    return [...this.#trades.values()].map((stored) => this.#record(stored));
+  }
+
+  #trade(id: string): StoredTrade {
+    const stored = this.#trades.get(id);
+    if (stored === undefined) throw new Error(`trade ${id} is not in the journal`);
+    return stored;
+  }
+
+  #update(stored: StoredTrade, change: Partial<StoredTrade>): void {
+    Object.assign(stored, change, { updatedAt: new Date() });
+  }
+
+  #mined(stored: StoredTrade, status: "mined" | "confirmed", receipt: TransactionReceipt): void {
+    this.#update(stored, { status, receipt: structuredClone(receipt), txHash: receipt.transactionHash });
+    const slot = this.#tradeSlot(stored);
+    if (slot && slot.state !== "final") {
+      Object.assign(slot, { state: "mined", mined: { hash: receipt.transactionHash, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash }, updatedAt: new Date() });
+    }
+  }
+
+  #tradeSlot(stored: StoredTrade): StoredSlot | undefined {
+    if (stored.wallet === null || stored.nonce === null) return undefined;
+    const slot = this.#slots.get(slotKey(stored.wallet, stored.nonce));
+    return slot?.tradeId === stored.id ? slot : undefined;
+  }
+
+  #dropSlot(key: string, tradeId: string): void {
+    const slot = this.#slots.get(key);
+    if (slot?.tradeId !== tradeId) return;
+    for (const broadcast of slot.broadcasts) this.#hashes.delete(broadcast.hash.toLowerCase());
+    this.#slots.delete(key);
+  }
+
+  #record(stored: StoredTrade): TradeRecord {
+    const slot = this.#tradeSlot(stored);
+    return structuredClone({ ...stored, broadcasts: slot ? slot.broadcasts : [] });
+  }
+}
+
+function copySlot(slot: StoredSlot): NonceSlot {
+  return structuredClone(slot);
+}

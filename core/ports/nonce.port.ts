@@ -1,0 +1,106 @@
+/**
+ * The exchange wallets' nonces: who may use the next one (NonceStore), and what the service
+ * sent at each one until it is final (NonceLedger). The journals implement both, in the same
+ * storage as the trades, so that a trade and its transactions are written together.
+ */
+
+/** How many nonces a `withNonce` send used (from its nonce on), or null to resync from the chain. */
+export type NoncesConsumed<T> = (result: T) => number | null;
+
+/** Nonce assignment: one sender per wallet at a time (across every instance sharing the store). */
+export interface NonceStore {
+  /**
+   * Runs `send(nonce)` holding the wallet's nonce lock. The nonce is the stored next nonce, or
+   * `chainNonce()` when none is stored. When `send` resolves, the stored next nonce becomes
+   * nonce + 1; when it throws, the stored nonce is cleared, so the next call resyncs from the
+   * chain. Nothing is ever skipped.
+   *
+   * A `send` that broadcasts several transactions (nonce, nonce + 1, …) says how many it
+   * used through `consumed(result)`: the stored next nonce becomes nonce + that count, or is
+   * cleared when it answers null (some went out and some did not: only the chain knows).
+   */
+  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T>;
+}
+
+/** One transaction broadcast at a nonce: the first, a re-priced replacement, or a no-op. */
+export interface Broadcast {
+  hash: string;
+  /** The signed transaction, hex: sent again, byte for byte, when a node has forgotten it. */
+  rawTx: string;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  /** A 0-value transfer to the wallet itself, sent to free the nonce: it pays for nothing. */
+  noop: boolean;
+  sentAt: Date;
+}
+
+/** What a nonce is used for. */
+export type SlotPurpose = "trade" | "approval" | "filler";
+
+/**
+ * - `pending`: nothing of it is mined (or a reorg removed what was);
+ * - `mined`: one of its broadcasts is mined, and is watched for reorgs;
+ * - `final`: mined deep enough that the service stops watching it;
+ * - `lost`: the nonce was used by a transaction the service did not sign for it.
+ */
+export type SlotState = "pending" | "mined" | "final" | "lost";
+
+export interface MinedTx {
+  hash: string;
+  blockNumber: number;
+  blockHash: string;
+}
+
+/** A nonce of an exchange wallet the service used, with everything it broadcast there. */
+export interface NonceSlot {
+  /** Lower-case address. */
+  wallet: string;
+  nonce: number;
+  purpose: SlotPurpose;
+  /** The trade it carries (purpose `trade`), else null. */
+  tradeId: string | null;
+  /** Unix seconds after which its call reverts on chain (a trade's deadline); null: none. */
+  deadline: number | null;
+  state: SlotState;
+  /** Oldest first. Never empty. */
+  broadcasts: Broadcast[];
+  mined: MinedTx | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * What the service sent at each nonce of its wallets, and what became of it: the record the
+ * lifecycle monitor works from (re-send, replace, no-op, reorg). A journalled trade's slot is
+ * written by TradeJournal.markSigned; every other transaction's by `recordSlot`.
+ */
+export interface NonceLedger {
+  /**
+   * Records a new slot with its first broadcast, durable before the broadcast. Refused if the
+   * nonce has a slot. (A journalled trade's slot is written by TradeJournal.markSigned, with
+   * its trade; this one has none.)
+   */
+  recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void>;
+  /** Records another broadcast at an open slot's nonce (a replacement or a no-op), durable before it is broadcast. */
+  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void>;
+  /** The slot of a wallet's nonce, in any state. */
+  slot(wallet: string, nonce: number): Promise<NonceSlot | undefined>;
+  /** The wallet's slots that are `pending` or `mined`, by nonce. */
+  openSlots(wallet: string): Promise<NonceSlot[]>;
+  /** Sets a slot's state, with the mined transaction for `mined` and `final` (else null). */
+  markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void>;
+  /** Marks `final` every `mined` slot of the wallet mined at or below `blockNumber`; returns how many. */
+  finalizeSlots(wallet: string, blockNumber: number): Promise<number>;
+  /**
+   * Forgets a slot whose only broadcast the node refused (nothing of it can be mined), so its
+   * nonce is free again. A slot with several broadcasts, or another hash, is kept.
+   */
+  releaseSlot(wallet: string, nonce: number, hash: string): Promise<void>;
+  /**
+   * Takes or renews the lease `name` for `holder` for `ttlMs`: true when `holder` holds it now.
+   * Of several holders asking, one holds it until it stops renewing and the lease runs out.
+   */
+  acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+  /** Gives the lease up, if `holder` holds it. */
+  releaseLease(name: string, holder: string): Promise<void>;
+}

@@ -1,0 +1,92 @@
+import { InvalidArgumentError, TradeNotFoundError } from "../errors.js";
+import type { TradeJournal, TradeRecord, TradeStatus } from "../ports/journal.port.js";
+import type { TradePort } from "../ports/trade.port.js";
+import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
+import type { TradeContext } from "./trade.use-case.js";
+import { settle } from "./settlement.js";
+
+/** One transaction broadcast for a trade, with its fees in wei as decimal text. */
+export interface BroadcastView {
+  hash: string;
+  maxFeePerGas: string;
+  maxPriorityFeePerGas: string;
+  /** A 0-value transfer to the wallet itself that freed the nonce once the deadline passed. */
+  noop: boolean;
+  sentAt: string;
+}
+
+/** A trade as the journal knows it (GET /api/v1/trades/{transactionHash}, gRPC GetTrade). */
+export interface TradeView {
+  id: string;
+  kind: TradeKind;
+  status: TradeStatus;
+  request: TradeRequest;
+  wallet: string | null;
+  nonce: number | null;
+  /** Unix seconds after which the trade can no longer execute; null before it was signed. */
+  deadline: number | null;
+  /** The hash that counts: the mined transaction's once mined, else the latest broadcast's. */
+  transactionHash: string | null;
+  /** Every transaction broadcast at the trade's nonce, oldest first. */
+  transactions: BroadcastView[];
+  /** Blocks on top of (and including) the one that holds it; null when not mined or the chain cannot be asked. */
+  confirmations: number | null;
+  /** The receipt (web3.js 1.x shape) once mined; null before. */
+  receipt: TransactionReceipt | null;
+  error: { code: string; message: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type TradeStatusUseCase = (txHash: unknown, context?: TradeContext) => Promise<TradeView>;
+
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * Looks a trade up by any hash it broadcast. A caller sees only the trades sent with its own
+ * key: any other is "not found", as an unknown hash is. An unsettled (or confirmed) trade is
+ * asked about on the chain first, so the view is current; if the chain cannot be asked, the
+ * journal's view is answered with `confirmations` null.
+ */
+export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): TradeStatusUseCase {
+  return async (txHash, context = {}) => {
+    if (typeof txHash !== "string" || !TX_HASH.test(txHash)) throw new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits");
+    const found = await journal.findByHash(txHash.toLowerCase());
+    if (found === undefined || found.scope !== (context.scope ?? "")) throw new TradeNotFoundError(txHash);
+    let record = found;
+    let confirmations: number | null = null;
+    if (record.broadcasts.length > 0 && record.status !== "failed") {
+      const settled = await settle(journal, trade, record).catch(() => undefined);
+      if (settled !== undefined) {
+        record = settled.record;
+        if (settled.resolution?.state === "mined") confirmations = settled.resolution.confirmations;
+      }
+    }
+    return view(record, confirmations);
+  };
+}
+
+function view(record: TradeRecord, confirmations: number | null): TradeView {
+  return {
+    id: record.id,
+    kind: record.kind,
+    status: record.status,
+    request: record.request,
+    wallet: record.wallet,
+    nonce: record.nonce,
+    deadline: record.deadline,
+    transactionHash: record.txHash,
+    transactions: record.broadcasts.map((b) => ({
+      hash: b.hash,
+      maxFeePerGas: b.maxFeePerGas.toString(),
+      maxPriorityFeePerGas: b.maxPriorityFeePerGas.toString(),
+      noop: b.noop,
+      sentAt: b.sentAt.toISOString(),
+    })),
+    confirmations,
+    receipt: record.receipt,
+    error: record.error,
+    createdAt: record.createdAt.toISOString(),
+    updatedAt: record.updatedAt.toISOString(),
+  };
+}
