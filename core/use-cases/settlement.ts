@@ -5,8 +5,9 @@ import type { TradePort, TradeResolution } from "../ports/trade.port.js";
 /**
  * Asks the chain about a journalled trade's transactions (never sending anything) and records
  * what it says: mined (confirmed, or mined with too few confirmations, or failed if it
- * reverted), expired (its no-op took the nonce), dropped (another transaction took it), or,
- * for a trade recorded as mined whose block a reorg removed, submitted again.
+ * reverted), expired (its no-op took the nonce), or dropped (another transaction took it). A
+ * trade journalled as mined that the chain says is not is left to the lifecycle monitor,
+ * which records the reorg; the caller must not answer its receipt.
  *
  * @returns the record as journalled now, and what the chain said (undefined for a trade with
  *   nothing signed)
@@ -45,8 +46,9 @@ export async function settle(
       }
       break;
     case "pending":
-      // A receipt journalled before is no longer on the canonical chain: a reorg took its block.
-      if (record.status === "mined" || record.status === "confirmed") await journal.markReorged(record.id);
+      // A receipt journalled before may no longer be on the canonical chain (a reorg took its
+      // block): it is not answered. The wallet's lifecycle monitor records the reorg, logs it,
+      // and sends the transaction again.
       break;
   }
   return { record: (await journal.get(record.id)) ?? record, resolution };

@@ -60,6 +60,10 @@ export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): Tra
       if (settled !== undefined) {
         record = settled.record;
         if (settled.resolution?.state === "mined") confirmations = settled.resolution.confirmations;
+        // Journalled as mined, but its block left the canonical chain: shown as the chain has it.
+        if (settled.resolution?.state === "pending" && (record.status === "mined" || record.status === "confirmed")) {
+          record = { ...record, status: "submitted", receipt: null };
+        }
       }
     }
     return view(record, confirmations);

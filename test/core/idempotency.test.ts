@@ -204,10 +204,11 @@ describe("trades with a journal and Idempotency-Key", function () {
   it("never answers a retry with a receipt whose block a reorg removed", async function () {
     const { useCases, chain, journal } = setup(20);
     const first = await useCases.buy(request(), A);
-    // The block goes: the chain knows the transaction, unmined.
+    // The block goes: the chain knows the transaction, unmined. (The lifecycle monitor records
+    // the reorg in the journal; the retry only must not answer the orphaned receipt.)
     chain.resolution = { state: "pending" };
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(TradePendingError);
-    expect(journal.trades()[0]).to.deep.include({ status: "submitted", receipt: null });
+    expect((await useCases.trade(chain.sent[0]!.txHash, { scope: A.scope })).status).to.equal("submitted");
     // Mined again, in another block: that receipt is the answer from now on.
     const again = { ...first, blockHash: `0x${"ef".repeat(32)}`, blockNumber: 9 };
     chain.resolution = { state: "mined", receipt: again, confirmations: 1, confirmed: true };

@@ -99,6 +99,8 @@ export class WalletMonitor {
   readonly #confirmed = new Set<string>();
   /** Nonces whose replacement the cap stopped, logged once each. */
   readonly #capped = new Set<string>();
+  /** When each nonce's latest broadcast was last sent again (a re-send restarts its clock). */
+  readonly #resent = new Map<number, number>();
 
   constructor(options: WalletMonitorOptions) {
     this.#opts = options;
@@ -239,7 +241,7 @@ export class WalletMonitor {
     }
     this.#unexplained.delete(slot.nonce);
     const last = slot.broadcasts.at(-1)!;
-    const age = Date.now() - last.sentAt.getTime();
+    const age = Date.now() - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0);
     if (age < settings.minAgeMs) return;
     const market = marketFees(state);
 
@@ -256,6 +258,7 @@ export class WalletMonitor {
       // The node has forgotten it (evicted, dropped, restarted, reorged away): the same bytes again.
       try {
         await this.#opts.provider.send("eth_sendRawTransaction", [last.rawTx]);
+        this.#resent.set(slot.nonce, Date.now());
         log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash }, "re-sent a transaction the node no longer knew (same signed bytes)");
         return;
       } catch (error) {
@@ -319,6 +322,7 @@ export class WalletMonitor {
   /** Records what was mined at the slot's nonce, and what it means for its trade. */
   async #settle(slot: NonceSlot, found: Outcome): Promise<void> {
     const { journal, settings, log } = this.#opts;
+    this.#resent.delete(slot.nonce);
     const { receipt } = found;
     await journal.markSlot(this.#wallet, slot.nonce, "mined", {
       hash: receipt.transactionHash.toLowerCase(),
