@@ -36,7 +36,7 @@ import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
  * request, receipt and error are `json`, not `jsonb`: json keeps the text as written, so the
  * receipt comes back with the SPEC's key order, byte for byte (jsonb would reorder its keys).
  */
-const MIGRATIONS = [
+export const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS trades (
      seq BIGINT GENERATED ALWAYS AS IDENTITY,   -- insertion order, to break created_at ties
      id TEXT PRIMARY KEY,

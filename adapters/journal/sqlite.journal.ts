@@ -41,7 +41,7 @@ import type {
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
-const MIGRATIONS = [
+export const MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS trades (
      id TEXT PRIMARY KEY,
      scope TEXT NOT NULL,

@@ -80,6 +80,62 @@ describe("configuration from the environment", function () {
     expect(problem({ RPC_URL: "ftp://x" }, "RPC_URL")).to.include("http");
   });
 
+  describe("the trade lifecycle", function () {
+    it("has the documented defaults", function () {
+      const config = loadConfig({});
+      expect(config.trade).to.deep.equal({
+        lifetimeS: 300,
+        slippageBps: 100,
+        feeCap: 100n * 10n ** 9n,
+        confirmations: 1,
+        reorgDepth: 64,
+        resubmitAfterMs: 30_000,
+        intervalMs: 1_000,
+        leaseMs: 15_000,
+      });
+      expect(config.stuckAfterMs).to.equal(600_000);
+    });
+
+    it("reads each setting, the fee cap in exact gwei", function () {
+      const config = loadConfig({
+        TRADE_LIFETIME_S: "120",
+        SLIPPAGE_BPS: "25",
+        MAX_FEE_PER_GAS_GWEI: "0.000000001",
+        CONFIRMATIONS: "3",
+        REORG_DEPTH: "12",
+        RESUBMIT_AFTER_MS: "12000",
+        MONITOR_INTERVAL_MS: "500",
+        MONITOR_LEASE_MS: "5000",
+        STUCK_AFTER_MS: "60000",
+      });
+      expect(config.trade).to.deep.equal({
+        lifetimeS: 120,
+        slippageBps: 25,
+        feeCap: 1n,
+        confirmations: 3,
+        reorgDepth: 12,
+        resubmitAfterMs: 12_000,
+        intervalMs: 500,
+        leaseMs: 5_000,
+      });
+      expect(config.stuckAfterMs).to.equal(60_000);
+      expect(loadConfig({ MAX_FEE_PER_GAS_GWEI: "12.5" }).trade.feeCap).to.equal(12_500_000_000n);
+    });
+
+    it("names each bad setting", function () {
+      expect(problem({ TRADE_LIFETIME_S: "5" }, "TRADE_LIFETIME_S")).to.match(/from 10 to 86400/);
+      expect(problem({ SLIPPAGE_BPS: "-1" }, "SLIPPAGE_BPS")).to.match(/from 0 to 5000/);
+      expect(problem({ MAX_FEE_PER_GAS_GWEI: "1e3" }, "MAX_FEE_PER_GAS_GWEI")).to.match(/plain decimal number of gwei/);
+      expect(problem({ MAX_FEE_PER_GAS_GWEI: "1.0000000001" }, "MAX_FEE_PER_GAS_GWEI")).to.match(/at most 9 decimals/);
+      expect(problem({ MAX_FEE_PER_GAS_GWEI: "0" }, "MAX_FEE_PER_GAS_GWEI")).to.match(/greater than 0/);
+      expect(problem({ CONFIRMATIONS: "0" }, "CONFIRMATIONS")).to.match(/from 1 to 1000/);
+      expect(problem({ CONFIRMATIONS: "20", REORG_DEPTH: "10" }, "REORG_DEPTH")).to.match(/at least CONFIRMATIONS/);
+      expect(problem({ RESUBMIT_AFTER_MS: "10" }, "RESUBMIT_AFTER_MS")).to.match(/from 1000 to 3600000/);
+      expect(problem({ MONITOR_INTERVAL_MS: "1000", MONITOR_LEASE_MS: "2000" }, "MONITOR_LEASE_MS")).to.match(/at least 3 × MONITOR_INTERVAL_MS/);
+      expect(problem({ STUCK_AFTER_MS: "x" }, "STUCK_AFTER_MS")).to.match(/integer/);
+    });
+  });
+
   it("lists every problem at once", function () {
     let thrown: ConfigError | undefined;
     try {

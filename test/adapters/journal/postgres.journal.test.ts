@@ -2,6 +2,7 @@ import { expect } from "chai";
 import pg from "pg";
 
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
+import { MIGRATIONS } from "../../../adapters/journal/postgres.journal.js";
 import { startPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { describeJournalContract } from "./journal.contract.js";
 
@@ -50,6 +51,30 @@ describe("on a real PostgreSQL server", function () {
       const journals = await Promise.all(Array.from({ length: 5 }, () => openJournal({ url, dataDir: "/nonexistent" })));
       await Promise.all(journals.map((journal) => journal.close()));
       expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }, { version: 2 }]);
+    });
+
+    it("migrates a version 1 journal: trades kept, a signed one watched as an open nonce", async function () {
+      const url = await server.newDatabase();
+      await sql(url, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+      await sql(url, MIGRATIONS[0]!);
+      await sql(url, "INSERT INTO schema_version (version) VALUES (1)");
+      await sql(
+        url,
+        `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx) VALUES
+         ('signed-1', 's', 'k1', 'h', 'sell', '{}', 'signed', '0xAbCdEf0000000000000000000000000000000001', 7, '0x${"aa".repeat(32)}', '0x02f8aa'),
+         ('failed-1', 's', 'k2', 'h', 'sell', '{}', 'failed', '0xAbCdEf0000000000000000000000000000000001', 6, '0x${"bb".repeat(32)}', '0x02f8bb')`,
+      );
+      const journal = await openPostgresJournal(url);
+      try {
+        expect(await journal.get("failed-1")).to.deep.include({ status: "failed", deadline: null, broadcasts: [] });
+        const [slot] = await journal.openSlots("0xabcdef0000000000000000000000000000000001");
+        expect(slot).to.deep.include({ nonce: 7, purpose: "trade", tradeId: "signed-1", state: "pending", deadline: null });
+        expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([[`0x${"aa".repeat(32)}`, "0x02f8aa", 0n]]);
+        await journal.markExpired("signed-1", { code: "trade_expired", message: "a state version 1 did not have" });
+        expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }, { version: 2 }]);
+      } finally {
+        await journal.close();
+      }
     });
 
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {

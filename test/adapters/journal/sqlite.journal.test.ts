@@ -4,7 +4,10 @@ import { join } from "node:path";
 
 import { expect } from "chai";
 
+import { DatabaseSync } from "node:sqlite";
+
 import { openJournal, openSqliteJournal } from "../../../adapters/journal/index.js";
+import { MIGRATIONS } from "../../../adapters/journal/sqlite.journal.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describeJournalContract("SQLite", async () => {
@@ -48,6 +51,32 @@ describe("the SQLite trade journal file", function () {
     expect((await reopened.get(record.id))!.status).to.equal("failed");
     await reopened.close();
     expect(await journal.markFailed(record.id, { code: "x", message: "y" }).then(() => "written", (error: unknown) => String(error))).to.match(/journal is closed/);
+  });
+
+  it("migrates a version 1 journal: trades kept, a signed one watched as an open nonce", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    old.exec(MIGRATIONS[0]!);
+    old.prepare("INSERT INTO schema_version VALUES (1, 0)").run();
+    const insert = old.prepare(
+      "INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, receipt, created_at, updated_at) VALUES (?, 's', ?, 'h', 'sell', '{}', ?, ?, ?, ?, ?, ?, 1, 2)",
+    );
+    insert.run("signed-1", "k1", "signed", "0xAbCdEf0000000000000000000000000000000001", 7, `0x${"aa".repeat(32)}`, "0x02f8aa", null);
+    insert.run("confirmed-1", "k2", "confirmed", "0xAbCdEf0000000000000000000000000000000001", 6, `0x${"bb".repeat(32)}`, "0x02f8bb", '{"status":true}');
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      expect(await journal.get("confirmed-1")).to.deep.include({ status: "confirmed", receipt: { status: true }, deadline: null, broadcasts: [] });
+      const [slot] = await journal.openSlots("0xabcdef0000000000000000000000000000000001");
+      expect(slot).to.deep.include({ nonce: 7, purpose: "trade", tradeId: "signed-1", state: "pending", deadline: null });
+      expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([[`0x${"aa".repeat(32)}`, "0x02f8aa", 0n]]);
+      expect((await journal.findByHash(`0x${"aa".repeat(32)}`))?.id).to.equal("signed-1");
+      await journal.markExpired("signed-1", { code: "trade_expired", message: "a state version 1 did not have" });
+    } finally {
+      await journal.close();
+    }
   });
 
   it("cannot be opened twice at once, and can be once closed", async function () {

@@ -138,6 +138,58 @@ describe("retries and faults on the embedded chain", function () {
     });
   });
 
+  describe("a trade's status (GET /api/v1/trades/{transactionHash}, gRPC GetTrade)", function () {
+    it("answers the journal's view of the caller's own trade, on both protocols, and hides it from other keys", async function () {
+      const sold = await post("/api/v1/token/sell", body("3"), "status-1");
+      expect(sold.status).to.equal(200);
+      const hash = sold.body.transactionHash as string;
+      const view = await getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: KEY });
+      expect(view.status).to.equal(200);
+      expect(view.body).to.deep.include({
+        kind: "sell",
+        status: "confirmed",
+        request: body("3"),
+        wallet: wallet(),
+        transactionHash: hash,
+        receipt: sold.body,
+        error: null,
+      });
+      expect(view.body.confirmations).to.be.at.least(1);
+      expect(view.body.deadline).to.be.within(Math.floor(Date.now() / 1000) + 200, Math.floor(Date.now() / 1000) + 310);
+      expect(view.body.transactions).to.have.length(1);
+      expect(view.body.transactions[0]).to.deep.include({ hash, noop: false });
+      expect(view.body.transactions[0].maxFeePerGas).to.match(/^[1-9]\d*$/);
+      expect(view.body.transactions[0].maxPriorityFeePerGas).to.match(/^\d+$/);
+
+      // Another caller's key, an unknown hash, a malformed one, and no key.
+      const hidden = await getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: OTHER_KEY });
+      expect(hidden.status).to.equal(404);
+      expect(hidden.body).to.deep.equal({ code: "not_found", message: `transactionHash: no trade of yours broadcast ${hash}` });
+      expect((await getJson(`${service.apiUrl}/api/v1/trades/0x${"12".repeat(32)}`, { apiKey: KEY })).status).to.equal(404);
+      const malformed = await getJson(`${service.apiUrl}/api/v1/trades/0x1234`, { apiKey: KEY });
+      expect(malformed.status).to.equal(400);
+      expect(malformed.body).to.deep.equal({ code: "invalid_argument", message: "transactionHash: must be 0x followed by 64 hex digits" });
+      expect((await getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: null })).status).to.equal(401);
+      expect((await post(`/api/v1/trades/${hash}`, {})).status).to.equal(405);
+
+      const client = grpcClient(service.apiUrl);
+      try {
+        const viaGrpc = await grpcTrade(client, "GetTrade", { transaction_hash: hash }, KEY);
+        expect(viaGrpc.error).to.equal(undefined);
+        expect(viaGrpc.response).to.deep.include({ kind: "sell", status: "confirmed", transaction_hash: hash, wallet: wallet() });
+        expect(viaGrpc.response!.receipt.transaction_hash).to.equal(hash);
+        expect(viaGrpc.response!.transactions[0].hash).to.equal(hash);
+        const other = await grpcTrade(client, "GetTrade", { transaction_hash: hash }, OTHER_KEY);
+        expect(other.error?.code).to.equal(grpc.status.NOT_FOUND);
+        const bad = await grpcTrade(client, "GetTrade", { transaction_hash: "nope" }, KEY);
+        expect(bad.error?.code).to.equal(grpc.status.INVALID_ARGUMENT);
+        expect(bad.error?.details).to.match(/^transactionHash: /);
+      } finally {
+        client.close();
+      }
+    });
+  });
+
   describe("when the receipt does not come in time", function () {
     it("answers 504 trade_pending with the hash, never resends, and a retry with the key gets the receipt once mined", async function () {
       const before = await nonce();
@@ -153,7 +205,7 @@ describe("retries and faults on the embedded chain", function () {
         expect(answer.body.code).to.equal("deadline_exceeded");
         const hash = /transaction (0x[0-9a-f]{64})/.exec(answer.body.message)?.[1];
         expect(hash, answer.body.message).to.match(/^0x/);
-        expect(await nonce()).to.equal(before + 1); // not resent
+        expect(await nonce()).to.equal(before + 1); // nothing sent twice
         await rpc.send("evm_mine", []);
       } finally {
         await rpc.send("evm_setAutomine", [true]);

@@ -301,4 +301,56 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("answers a trade whose re-priced replacement was mined with the replacement's receipt", async function () {
+    chain = await realChain({ RESUBMIT_AFTER_MS: "1000" });
+    const before = await chain.nonce();
+    await chain.pause();
+    const first = pendingHash(await chain.sell("slow-1"));
+    const replaced = await waitFor("a replacement", async () => {
+      const view = await chain!.trade(first);
+      return view.body.transactions.length >= 2 ? view.body : undefined;
+    });
+    await chain.resume();
+    const done = await outcome(chain, "slow-1");
+    expect(done.status, done.text).to.equal(200);
+    expect(done.body.transactionHash).to.not.equal(first);
+    const view = await chain.trade(first);
+    expect(view.body.transactions.map((t: { hash: string }) => t.hash)).to.include(done.body.transactionHash);
+    expect(view.body).to.deep.include({ status: "confirmed", transactionHash: done.body.transactionHash });
+    const [a, b] = replaced.transactions as Array<{ maxFeePerGas: string; maxPriorityFeePerGas: string }>;
+    expect(BigInt(b!.maxFeePerGas) * 100n >= BigInt(a!.maxFeePerGas) * 110n).to.equal(true);
+    expect(BigInt(b!.maxPriorityFeePerGas) * 100n >= BigInt(a!.maxPriorityFeePerGas) * 110n).to.equal(true);
+    expect(await chain.nonce()).to.equal(before + 1);
+    expect(chain.logs.text).to.match(/replaced a transaction not mined in time, with higher fees/);
+  });
+
+  it("answers a trade only once its receipt has CONFIRMATIONS blocks", async function () {
+    chain = await realChain({ CONFIRMATIONS: "3", REORG_DEPTH: "8", RECEIPT_TIMEOUT_MS: "30000" });
+    const answer = await chain.sell();
+    expect(answer.status, answer.text).to.equal(200);
+    const head = Number(await chain.anvil.rpc<string>("eth_blockNumber"));
+    expect(head - answer.body.blockNumber + 1).to.be.at.least(3);
+    const block = await chain.anvil.rpc<{ hash: string }>("eth_getBlockByNumber", [`0x${answer.body.blockNumber.toString(16)}`, false]);
+    expect(block.hash).to.equal(answer.body.blockHash);
+    const view = await chain.trade(answer.body.transactionHash);
+    expect(view.body.status).to.equal("confirmed");
+    expect(view.body.confirmations).to.be.at.least(3);
+  });
+
+  it("reports a wallet with a nonce stuck unmined on /readyz, and is ready again once it is mined", async function () {
+    chain = await realChain({ STUCK_AFTER_MS: "2000" });
+    const ready = () => getJson(`${chain!.service.apiUrl}/readyz`, { apiKey: null });
+    expect((await ready()).status).to.equal(200);
+    await chain.pause();
+    pendingHash(await chain.sell("stuck-1"));
+    const stuck = await waitFor("/readyz to report the stuck nonce", async () => {
+      const answer = await ready();
+      return answer.status === 503 ? answer : undefined;
+    }, 15_000);
+    expect(stuck.body).to.deep.include({ code: "unavailable" });
+    expect(stuck.body.message).to.match(new RegExp(`^stuck: ${EXCHANGE.address} has nonce \\d+ unmined for \\d+ s$`));
+    await chain.resume();
+    await waitFor("/readyz to be ready again", async () => (await ready()).status === 200, 15_000);
+  });
 });
