@@ -107,7 +107,6 @@ export const MIGRATIONS = [
      PRIMARY KEY (wallet, nonce)
    );
    CREATE INDEX nonce_slots_open ON nonce_slots (wallet, nonce) WHERE state IN ('pending', 'mined');
-   CREATE INDEX nonce_slots_trade ON nonce_slots (trade_id) WHERE trade_id IS NOT NULL;
    CREATE TABLE broadcasts (
      hash TEXT PRIMARY KEY,                -- lower-case
      wallet TEXT NOT NULL,
@@ -197,7 +196,8 @@ function statements(db: DatabaseSync) {
     byTxHash: db.prepare("SELECT * FROM trades WHERE tx_hash = ?"),
     tradeOfBroadcast: db.prepare("SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?"),
     signed: db.prepare(
-      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = ?, deadline = ?, updated_at = ? WHERE id = ?",
+      // raw_tx stays NULL: the signed bytes are the broadcast's (the column holds version 1's).
+      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, updated_at = ? WHERE id = ?",
     ),
     submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
     reorged: db.prepare("UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')"),
@@ -211,8 +211,10 @@ function statements(db: DatabaseSync) {
       "INSERT INTO wallet_nonces (wallet, next_nonce) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET next_nonce = excluded.next_nonce",
     ),
     // The ledger of nonces.
-    dropTradeBroadcasts: db.prepare("DELETE FROM broadcasts WHERE (wallet, nonce) IN (SELECT wallet, nonce FROM nonce_slots WHERE trade_id = ?)"),
-    dropTradeSlot: db.prepare("DELETE FROM nonce_slots WHERE trade_id = ?"),
+    // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
+    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce FROM trades WHERE id = ?"),
+    dropSlotBroadcasts: db.prepare("DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)"),
+    dropTradeSlot: db.prepare("DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?"),
     insertSlot: db.prepare(
       `INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
@@ -225,9 +227,9 @@ function statements(db: DatabaseSync) {
     slotBroadcasts: db.prepare("SELECT * FROM broadcasts WHERE wallet = ? AND nonce = ? ORDER BY sent_at, rowid"),
     tradeBroadcastsOf: db.prepare(
       `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
-       WHERE s.trade_id = ? ORDER BY b.sent_at, b.rowid`,
+       WHERE s.wallet = ? AND s.nonce = ? AND s.trade_id = ? ORDER BY b.sent_at, b.rowid`,
     ),
-    setTradeTx: db.prepare("UPDATE trades SET tx_hash = ?, raw_tx = ?, updated_at = ? WHERE id = ?"),
+    setTradeTx: db.prepare("UPDATE trades SET tx_hash = ?, updated_at = ? WHERE id = ?"),
     openSlots: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND state IN ('pending', 'mined') ORDER BY nonce"),
     openBroadcasts: db.prepare(
       `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
@@ -235,7 +237,7 @@ function statements(db: DatabaseSync) {
     ),
     markSlot: db.prepare("UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ?"),
     markTradeSlot: db.prepare(
-      "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE trade_id = ? AND state <> 'final'",
+      "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ? AND trade_id = ? AND state <> 'final'",
     ),
     finalize: db.prepare("UPDATE nonce_slots SET state = 'final', updated_at = ? WHERE wallet = ? AND state = 'mined' AND block_number <= ?"),
     release: db.prepare(
@@ -286,15 +288,19 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
 
   markSigned(id: string, tx: SignedTradeTx): Promise<void> {
     return this.#write(() => {
-      if (!this.#sql.exists.get(id)) throw new Error(`trade ${id} is not in the journal`);
       const now = Date.now();
       const wallet = tx.wallet.toLowerCase();
+      // Every check first, so that a refused write leaves nothing behind in the group's transaction.
+      const before = this.#sql.tradeNonce.get(id);
+      if (!before) throw new Error(`trade ${id} is not in the journal`);
+      const holder = this.#sql.slot.get(wallet, tx.nonce);
+      if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
+      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, now, id);
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
-      this.#sql.dropTradeBroadcasts.run(id);
-      this.#sql.dropTradeSlot.run(id);
+      if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
+      if (holder) this.#dropSlot(wallet, tx.nonce, id);
       this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now);
       this.#sql.insertBroadcast.run(tx.txHash.toLowerCase(), wallet, tx.nonce, tx.rawTx, tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), 0, now);
-      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline, now, id);
     });
   }
 
@@ -308,7 +314,8 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const now = Date.now();
       if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#expectTrade(id);
-      this.#sql.markTradeSlot.run("pending", null, null, null, now, id);
+      const at = this.#sql.tradeNonce.get(id)!;
+      this.#sql.markTradeSlot.run("pending", null, null, null, now, at.wallet, at.nonce, id);
     });
   }
 
@@ -368,8 +375,10 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const now = Date.now();
       const wallet = slot.wallet.toLowerCase();
-      this.#sql.insertSlot.run(wallet, slot.nonce, slot.purpose, null, slot.deadline, now, now);
+      // Checked first, so that a refused write leaves nothing behind in the group's transaction.
+      if (this.#sql.slot.get(wallet, slot.nonce)) throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
       this.#insertBroadcast(wallet, slot.nonce, first);
+      this.#sql.insertSlot.run(wallet, slot.nonce, slot.purpose, null, slot.deadline, now, now);
     });
   }
 
@@ -379,7 +388,7 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
       const slot = this.#sql.slot.get(lower, nonce);
       if (!slot) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
       this.#insertBroadcast(lower, nonce, broadcast);
-      if (typeof slot.trade_id === "string") this.#sql.setTradeTx.run(broadcast.hash, broadcast.rawTx, Date.now(), slot.trade_id);
+      if (typeof slot.trade_id === "string") this.#sql.setTradeTx.run(broadcast.hash, Date.now(), slot.trade_id);
     });
   }
 
@@ -437,14 +446,22 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     const json = JSON.stringify(receipt);
     return this.#write(() => {
       const now = Date.now();
+      // The trade first: if it is unknown, this throws before the second statement writes anything.
       expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, now, id).changes, id);
-      this.#sql.markTradeSlot.run("mined", receipt.transactionHash.toLowerCase(), receipt.blockNumber, receipt.blockHash, now, id);
+      const at = this.#sql.tradeNonce.get(id)!;
+      if (at.wallet !== null) this.#sql.markTradeSlot.run("mined", receipt.transactionHash.toLowerCase(), receipt.blockNumber, receipt.blockHash, now, at.wallet, at.nonce, id);
     });
   }
 
   #ended(id: string, status: "failed" | "expired", error: { code: string; message: string }): Promise<void> {
     const json = JSON.stringify({ code: error.code, message: error.message });
     return this.#write(() => expectOne(this.#sql.ended.run(status, json, Date.now(), id).changes, id));
+  }
+
+  /** Deletes the trade's slot at (wallet, nonce), with its broadcasts. */
+  #dropSlot(wallet: string, nonce: number, id: string): void {
+    this.#sql.dropSlotBroadcasts.run(wallet, nonce, wallet, nonce, id);
+    this.#sql.dropTradeSlot.run(wallet, nonce, id);
   }
 
   #insertBroadcast(wallet: string, nonce: number, b: Broadcast): void {
@@ -456,7 +473,8 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   #record(row: Row): TradeRecord {
-    return toRecord(row, this.#sql.tradeBroadcastsOf.all(row.id as string).map(toBroadcast));
+    const broadcasts = row.wallet === null ? [] : this.#sql.tradeBroadcastsOf.all((row.wallet as string).toLowerCase(), row.nonce, row.id as string).map(toBroadcast);
+    return toRecord(row, broadcasts);
   }
 
   /** Queues `run` for this turn's group commit (see the header). */
@@ -520,7 +538,7 @@ function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
     wallet: row.wallet as string | null,
     nonce: row.nonce === null ? null : Number(row.nonce),
     txHash: row.tx_hash as string | null,
-    rawTx: row.raw_tx as string | null,
+    rawTx: broadcasts.at(-1)?.rawTx ?? (row.raw_tx as string | null),
     deadline: row.deadline === null ? null : Number(row.deadline),
     broadcasts,
     receipt: row.receipt === null ? null : (JSON.parse(row.receipt as string) as TransactionReceipt),

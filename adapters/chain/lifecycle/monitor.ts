@@ -216,6 +216,10 @@ export class WalletMonitor {
   /** A nonce nothing is mined at, as far as the ledger knows. */
   async #advance(slot: NonceSlot, state: ChainState, latestNonce: number): Promise<void> {
     const { receipts, journal, log, settings } = this.#opts;
+    const last = slot.broadcasts.at(-1)!;
+    const age = Date.now() - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0);
+    // A broadcast this young is still the sender's business: the trade call records its receipt.
+    if (age < settings.minAgeMs) return;
     if (slot.nonce < latestNonce) {
       // The nonce is used: by one of its broadcasts, or by a transaction not signed for it.
       const found = await receipts.find(slot.broadcasts);
@@ -240,9 +244,6 @@ export class WalletMonitor {
       return;
     }
     this.#unexplained.delete(slot.nonce);
-    const last = slot.broadcasts.at(-1)!;
-    const age = Date.now() - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0);
-    if (age < settings.minAgeMs) return;
     const market = marketFees(state);
 
     // By the later of the chain's clock and this machine's, as the deadline was set: a chain that
