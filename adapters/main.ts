@@ -176,7 +176,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     const useCases = createUseCases({
       trade: adapter.trade,
       price: adapter.price,
-      config: { stableCoins: adapter.stableCoins, limits: config.limits },
+      config: { stableCoins: adapter.stableCoins, limits: config.limits, forbiddenDestinataries: forbiddenDestinataries(addresses, adapter.wallets) },
       journal,
       inFlightWaitMs: config.idempotencyWaitMs,
     });
@@ -251,6 +251,19 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     await closeAll();
     throw error;
   }
+}
+
+/** Where a trade must never send what it pays out: the suite's own contracts and the exchange wallets. */
+export function forbiddenDestinataries(addresses: DeploymentAddresses, wallets: readonly string[]): Array<{ address: string; what: string }> {
+  return [
+    { address: addresses.swap, what: "the swap contract" },
+    { address: addresses.token, what: "the token contract" },
+    ...Object.entries(addresses.stableCoins).map(([symbol, address]) => ({ address, what: `the ${symbol} contract` })),
+    { address: addresses.feeds.tokenUsd, what: "the token/USD price feed" },
+    { address: addresses.feeds.eurUsd, what: "the EUR/USD price feed" },
+    { address: addresses.feeds.chfUsd, what: "the CHF/USD price feed" },
+    ...wallets.map((address) => ({ address, what: "an exchange wallet of this service" })),
+  ];
 }
 
 /** An RPC URL for the logs: user info and query (where providers put API keys) removed. */

@@ -26,6 +26,7 @@ export {
   parseTradeRequest,
   assertTradeConfig,
   maxUsdFor,
+  minUsdFor,
   TOKEN_DECIMALS,
   TRADE_REQUEST_FIELDS,
   type TradeConfig,

@@ -20,7 +20,7 @@ export interface AppConfig {
   tls?: { cert: Buffer; key: Buffer };
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
-  limits: { maxSellTokens: bigint; maxUsd: string };
+  limits: { maxSellTokens: bigint; maxUsd: string; minSellTokens: bigint; minUsd: string };
   /** Cash discount in basis points, when configured. */
   cashDiscountBps?: number;
   /** PRICE_CACHE_MS: how long a price quote is served from memory (0 = never). */
@@ -115,6 +115,8 @@ const schema = z.object({
   TLS_KEY: optional(z.string()),
   MAX_SELL_TOKENS: optional(decimal("MAX_SELL_TOKENS")).default("100000"),
   MAX_USD: optional(decimal("MAX_USD")).default("100000"),
+  MIN_SELL_TOKENS: optional(decimal("MIN_SELL_TOKENS")).default("0.01"),
+  MIN_USD: optional(decimal("MIN_USD")).default("0.01"),
   CASH_DISCOUNT_BPS: optional(integer("CASH_DISCOUNT_BPS", 0, 9999)),
   PRICE_CACHE_MS: optional(integer("PRICE_CACHE_MS", 0, 60_000)).default(1000),
   DATA_DIR: optional(z.string()).default("data"),
@@ -236,6 +238,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   const maxSellTokens = decimalToBaseUnits(e.MAX_SELL_TOKENS, TOKEN_DECIMALS, "down") ?? 0n;
   if (maxSellTokens <= 0n) problems.push("MAX_SELL_TOKENS: must be at least 1e-18");
+  const minSellTokens = decimalToBaseUnits(e.MIN_SELL_TOKENS, TOKEN_DECIMALS, "up") ?? 0n;
+  if (minSellTokens > maxSellTokens) problems.push("MIN_SELL_TOKENS: must not be more than MAX_SELL_TOKENS");
+  // Compared exactly, at more decimals than any stable coin has.
+  if ((decimalToBaseUnits(e.MIN_USD, 36, "up") ?? 0n) > (decimalToBaseUnits(e.MAX_USD, 36, "down") ?? 0n)) {
+    problems.push("MIN_USD: must not be more than MAX_USD");
+  }
   const feeCap = decimalToBaseUnits(e.MAX_FEE_PER_GAS_GWEI, 9, "down") ?? 0n;
   if (feeCap <= 0n) problems.push("MAX_FEE_PER_GAS_GWEI: must be greater than 0");
   if (e.MONITOR_LEASE_MS < 3 * e.MONITOR_INTERVAL_MS) {
@@ -252,7 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...(tls ? { tls } : {}),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    limits: { maxSellTokens, maxUsd: e.MAX_USD },
+    limits: { maxSellTokens, maxUsd: e.MAX_USD, minSellTokens, minUsd: e.MIN_USD },
     ...(e.CASH_DISCOUNT_BPS !== undefined ? { cashDiscountBps: e.CASH_DISCOUNT_BPS } : {}),
     priceCacheMs: e.PRICE_CACHE_MS,
     journal: { dataDir: e.DATA_DIR, ...(e.JOURNAL_URL !== undefined ? { url: e.JOURNAL_URL } : {}) },

@@ -27,8 +27,9 @@ function checkDecimals(decimals: number): void {
  * Trailing zeros of the fraction carry no value, so "1.50000000" is fine with 6
  * decimals. Other digits beyond `decimals` are never silently dropped: with
  * `rounding: "exact"` the result is `undefined`; with `"down"` they are cut off
- * (rounding toward zero), which is only meant for limits read from configuration,
- * where rounding down can only make a limit stricter.
+ * (rounding toward zero), and with `"up"` the result is rounded away from zero: both only
+ * for limits read from configuration, rounded the way that makes the limit stricter (a
+ * maximum down, a minimum up).
  *
  * @returns the amount in base units, or `undefined` when `text` is not a plain
  *   decimal or (exact rounding) needs more than `decimals` fractional digits
@@ -36,7 +37,7 @@ function checkDecimals(decimals: number): void {
 export function decimalToBaseUnits(
   text: string,
   decimals: number,
-  rounding: "exact" | "down" = "exact",
+  rounding: "exact" | "down" | "up" = "exact",
 ): bigint | undefined {
   checkDecimals(decimals);
   if (text.length > MAX_AMOUNT_LENGTH) return undefined;
@@ -44,11 +45,13 @@ export function decimalToBaseUnits(
   if (!match) return undefined;
   const whole = match[1]!;
   let fraction = (match[2] ?? "").replace(/0+$/, "");
+  let carry = 0n;
   if (fraction.length > decimals) {
     if (rounding === "exact") return undefined;
+    if (rounding === "up") carry = 1n; // the cut-off digits are not all zero (trailing zeros were removed)
     fraction = fraction.slice(0, decimals);
   }
-  return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, "0") || "0");
+  return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, "0") || "0") + carry;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { StableCoin, TradeKind, TradeOrder, TradeRequest } from "../types.js";
 import { parseAddress } from "./address.js";
-import { decimalToBaseUnits, parseAmount } from "./amount.js";
+import { decimalToBaseUnits, formatUnits, parseAmount } from "./amount.js";
 
 /** Decimals of the traded token; a sell `amount` is in tokens. */
 export const TOKEN_DECIMALS = 18;
@@ -22,7 +22,28 @@ export interface TradeConfig {
      * digits the coin cannot hold (a stricter limit, never a looser one).
      */
     maxUsd: string;
+    /** Smallest sell, in token base units, inclusive (dust costs more gas than it moves). Default: none. */
+    minSellTokens?: bigint;
+    /**
+     * Smallest buy or remittance in USD, as plain decimal text such as "0.01", inclusive. It is
+     * converted to each stable coin's base units rounding up (a stricter limit). Default: none.
+     */
+    minUsd?: string;
   };
+  /**
+   * Addresses a `destinatary` may not be, with what each is: the swap, the token, the stable
+   * coins, the price feeds, the exchange wallets. Tokens sent to a contract are lost for good,
+   * and an exchange paying itself is a mistake.
+   */
+  forbiddenDestinataries?: ReadonlyArray<{ address: string; what: string }>;
+}
+
+/** The smallest buy or remittance `amount`, in base units of `stable` (1 when no minimum is set). */
+export function minUsdFor(config: TradeConfig, stable: StableCoin): bigint {
+  if (config.limits.minUsd === undefined) return 1n;
+  const min = decimalToBaseUnits(config.limits.minUsd, stable.decimals, "up");
+  if (min === undefined) throw new TypeError(`limits.minUsd is not a plain decimal: ${config.limits.minUsd}`);
+  return min > 0n ? min : 1n;
 }
 
 /** The largest buy or remittance `amount`, in base units of `stable`. */
@@ -53,6 +74,12 @@ export function assertTradeConfig(config: TradeConfig): void {
     }
   });
   if (config.limits.maxSellTokens <= 0n) throw new TypeError("limits.maxSellTokens: must be greater than 0");
+  if (config.limits.minSellTokens !== undefined && config.limits.minSellTokens > config.limits.maxSellTokens) {
+    throw new TypeError("limits.minSellTokens: must not be more than limits.maxSellTokens");
+  }
+  for (const coin of config.stableCoins) {
+    if (minUsdFor(config, coin) > maxUsdFor(config, coin)) throw new TypeError(`limits.minUsd: must not be more than limits.maxUsd (${coin.symbol})`);
+  }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -83,11 +110,12 @@ function parseShape(input: unknown): TradeRequest {
  * Checks, in this order (the first failure is reported):
  * 1. shape: a plain object with exactly userAddress, destinatary, amount, usdAddress,
  *    each a string (checked field by field in that order, then unknown fields);
- * 2. userAddress, then destinatary (not the zero address): see parseAddress;
+ * 2. userAddress, then destinatary (not the zero address, nor any of
+ *    `config.forbiddenDestinataries`): see parseAddress;
  * 3. usdAddress: one of `config.stableCoins`, compared case-insensitively;
  * 4. amount: in tokens (18 decimals, at most `limits.maxSellTokens`) for sell, in
  *    USD with the chosen stable coin's decimals (at most `limits.maxUsd`) for buy
- *    and remittance; see parseAmount.
+ *    and remittance; see parseAmount; then at least `limits.minSellTokens` or `limits.minUsd`.
  *
  * @param kind - the operation the request is for
  * @param input - the request body, as parsed from JSON (or built from protobuf)
@@ -99,6 +127,10 @@ export function parseTradeRequest(kind: TradeKind, input: unknown, config: Trade
   const request = parseShape(input);
   const wallet = parseAddress("userAddress", request.userAddress);
   const destinatary = parseAddress("destinatary", request.destinatary, { nonZero: true });
+  const forbidden = config.forbiddenDestinataries?.find((entry) => entry.address.toLowerCase() === destinatary.toLowerCase());
+  if (forbidden !== undefined) {
+    throw new InvalidArgumentError("destinatary", `${request.destinatary} is ${forbidden.what}: what it received would be lost`);
+  }
   const usdAddress = parseAddress("usdAddress", request.usdAddress);
   const stable = config.stableCoins.find((coin) => coin.address.toLowerCase() === usdAddress.toLowerCase());
   if (stable === undefined) {
@@ -109,5 +141,10 @@ export function parseTradeRequest(kind: TradeKind, input: unknown, config: Trade
     kind === "sell"
       ? parseAmount("amount", request.amount, TOKEN_DECIMALS, config.limits.maxSellTokens, { unit: "tokens" })
       : parseAmount("amount", request.amount, stable.decimals, maxUsdFor(config, stable), { unit: "USD" });
+  const minimum = kind === "sell" ? (config.limits.minSellTokens ?? 1n) : minUsdFor(config, stable);
+  if (amount < minimum) {
+    const decimals = kind === "sell" ? TOKEN_DECIMALS : stable.decimals;
+    throw new InvalidArgumentError("amount", `must be at least ${formatUnits(minimum, decimals)} ${kind === "sell" ? "tokens" : "USD"}`);
+  }
   return { kind, wallet, destinatary, amount, stable };
 }

@@ -279,4 +279,52 @@ describe("assertTradeConfig", () => {
   it("refuses a maxSellTokens of zero", () => {
     expect(() => assertTradeConfig(broken({ limits: { maxSellTokens: 0n } }))).to.throw(TypeError, /maxSellTokens/);
   });
+
+  describe("when the destinatary is where the payout would be lost", () => {
+    const SWAP = "0x000000000000000000000000000000000000c0DE";
+    const withForbidden: TradeConfig = {
+      ...CONFIG,
+      forbiddenDestinataries: [
+        { address: SWAP, what: "the swap contract" },
+        { address: USDT.address, what: "the USDT contract" },
+        { address: WALLET, what: "an exchange wallet of this service" },
+      ],
+    };
+
+    it("refuses each, in any letter case, naming destinatary and what it is", () => {
+      expectInvalid(() => parseTradeRequest("sell", request({ destinatary: SWAP.toLowerCase() }), withForbidden), "destinatary", /is the swap contract: what it received would be lost$/);
+      expectInvalid(() => parseTradeRequest("buy", request({ destinatary: USDT.address }), withForbidden), "destinatary", /is the USDT contract/);
+      expectInvalid(() => parseTradeRequest("remittance", request({ destinatary: WALLET.toLowerCase() }), withForbidden), "destinatary", /is an exchange wallet of this service/);
+    });
+
+    it("accepts any other", () => {
+      expect(parseTradeRequest("sell", request(), withForbidden).destinatary).to.equal(CUSTOMER);
+    });
+  });
+
+  describe("when the amount is dust", () => {
+    const withMinimums: TradeConfig = { ...CONFIG, limits: { ...CONFIG.limits, minSellTokens: 10n ** 16n, minUsd: "0.01" } };
+
+    it("refuses a sell below the minimum, naming amount", () => {
+      expectInvalid(() => parseTradeRequest("sell", request({ amount: "0.000000000000000001" }), withMinimums), "amount", /must be at least 0\.01 tokens$/);
+      expect(parseTradeRequest("sell", request({ amount: "0.01" }), withMinimums).amount).to.equal(10n ** 16n);
+    });
+
+    it("refuses a buy or remittance below the minimum in the coin's own units", () => {
+      expectInvalid(() => parseTradeRequest("buy", request({ amount: "0.009999" }), withMinimums), "amount", /must be at least 0\.01 USD$/);
+      expectInvalid(() => parseTradeRequest("remittance", request({ amount: "0.009999999999999999", usdAddress: DAI.address }), withMinimums), "amount", /0\.01 USD/);
+      expect(parseTradeRequest("buy", request({ amount: "0.01" }), withMinimums).amount).to.equal(10_000n);
+    });
+
+    it("rounds a minimum a coin cannot hold up, never down", () => {
+      const odd: TradeConfig = { ...CONFIG, limits: { ...CONFIG.limits, minUsd: "0.0000001" } };
+      expectInvalid(() => parseTradeRequest("buy", request({ amount: "0" }), odd), "amount");
+      expect(parseTradeRequest("buy", request({ amount: "0.000001" }), odd).amount).to.equal(1n);
+    });
+
+    it("is refused at start when above the maximum", () => {
+      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minUsd: "10000.01" } })).to.throw(TypeError, /limits\.minUsd/);
+      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minSellTokens: 10n ** 30n } })).to.throw(TypeError, /limits\.minSellTokens/);
+    });
+  });
 });

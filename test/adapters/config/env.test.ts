@@ -37,7 +37,7 @@ describe("configuration from the environment", function () {
     const config = loadConfig({});
     expect(config).to.deep.include({ host: "127.0.0.1", port: 8080, logLevel: "info", apiKeys: [], bodyLimitBytes: 16_384, shutdownTimeoutMs: 30_000 });
     expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 8545 });
-    expect(config.limits).to.deep.equal({ maxSellTokens: 100_000n * 10n ** 18n, maxUsd: "100000" });
+    expect(config.limits).to.deep.equal({ maxSellTokens: 100_000n * 10n ** 18n, maxUsd: "100000", minSellTokens: 10n ** 16n, minUsd: "0.01" });
     expect(config.tls).to.equal(undefined);
     expect(config.cashDiscountBps).to.equal(undefined);
   });
@@ -51,6 +51,8 @@ describe("configuration from the environment", function () {
       API_KEYS: ` ${API} , second-key-0123456789 `,
       MAX_SELL_TOKENS: "12.5",
       MAX_USD: "500",
+      MIN_SELL_TOKENS: "0.5",
+      MIN_USD: "2",
       CASH_DISCOUNT_BPS: "250",
       BODY_LIMIT_BYTES: "4096",
       SHUTDOWN_TIMEOUT_MS: "1000",
@@ -58,7 +60,13 @@ describe("configuration from the environment", function () {
     expect(config).to.deep.include({ host: "0.0.0.0", port: 9000, logLevel: "debug", bodyLimitBytes: 4096, shutdownTimeoutMs: 1000, cashDiscountBps: 250 });
     expect(config.apiKeys).to.deep.equal([API, "second-key-0123456789"]);
     expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 9545 });
-    expect(config.limits).to.deep.equal({ maxSellTokens: 125n * 10n ** 17n, maxUsd: "500" });
+    expect(config.limits).to.deep.equal({ maxSellTokens: 125n * 10n ** 17n, maxUsd: "500", minSellTokens: 5n * 10n ** 17n, minUsd: "2" });
+  });
+
+  it("refuses a minimum trade size above the maximum, naming it", function () {
+    expect(problem({ MIN_SELL_TOKENS: "12.6", MAX_SELL_TOKENS: "12.5" }, "MIN_SELL_TOKENS")).to.match(/not be more than MAX_SELL_TOKENS/);
+    expect(problem({ MIN_USD: "500.000000000000000000000001", MAX_USD: "500" }, "MIN_USD")).to.match(/not be more than MAX_USD/);
+    expect(loadConfig({ MIN_USD: "500", MAX_USD: "500" }).limits.minUsd).to.equal("500");
   });
 
   it("treats empty variables as unset (as .env.example leaves them)", function () {

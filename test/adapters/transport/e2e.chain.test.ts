@@ -136,7 +136,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
   });
 
   describe("refused trades send nothing (the exchange wallet's nonce does not move)", function () {
-    const refusals: Array<{ name: string; path: string; body: () => unknown; apiKey?: string | null; status: number; code: string }> = [
+    const refusals: Array<{ name: string; path: string; body: () => unknown; apiKey?: string | null; status: number; code: string; message?: RegExp }> = [
       { name: "a missing key", path: "/api/v1/token/sell", body: () => body("1", coins.DAI), apiKey: null, status: 401, code: "unauthenticated" },
       { name: "a wrong key", path: "/api/v1/token/buy", body: () => body("1", coins.DAI), apiKey: "wrong-key-0123456789", status: 401, code: "unauthenticated" },
       { name: "a bad address", path: "/api/v1/token/sell", body: () => body("1", coins.DAI, { destinatary: "0x123" }), status: 400, code: "invalid_argument" },
@@ -147,6 +147,33 @@ describe("end to end on the embedded chain (npm start's composition)", function 
       { name: "insufficient tokens for a sell", path: "/api/v1/token/sell", body: () => body("5000000", coins.DAI), status: 400, code: "failed_precondition" },
       { name: "insufficient stable coin for a buy", path: "/api/v1/token/buy", body: () => body("5000000", coins.USDC), status: 400, code: "failed_precondition" },
       { name: "insufficient stable coin for a remittance", path: "/api/v1/remmitance", body: () => body("5000000", coins.USDT), status: 400, code: "failed_precondition" },
+      { name: "dust: a sell of 1e-18 tokens", path: "/api/v1/token/sell", body: () => body("0.000000000000000001", coins.DAI), status: 400, code: "invalid_argument", message: /^amount: must be at least 0\.01 tokens$/ },
+      { name: "dust: a buy of 0.001 USD", path: "/api/v1/token/buy", body: () => body("0.001", coins.USDC), status: 400, code: "invalid_argument", message: /^amount: must be at least 0\.01 USD$/ },
+      ...(["swap", "token"] as const).map((name) => ({
+        name: `the ${name} as destinatary`,
+        path: "/api/v1/token/buy",
+        body: () => body("1", coins.DAI, { destinatary: service.addresses[name] }),
+        status: 400,
+        code: "invalid_argument",
+        message: new RegExp(`^destinatary: 0x[0-9a-fA-F]{40} is the ${name} contract: what it received would be lost$`),
+      })),
+      ...(["DAI", "USDT", "USDC"] as const).map((symbol) => ({
+        name: `the ${symbol} contract as destinatary`,
+        path: "/api/v1/token/sell",
+        body: () => body("1", coins.DAI, { destinatary: service.addresses.stableCoins[symbol] }),
+        status: 400,
+        code: "invalid_argument",
+        message: new RegExp(`is the ${symbol} contract`),
+      })),
+      ...(["tokenUsd", "eurUsd", "chfUsd"] as const).map((feed) => ({
+        name: `the ${feed} feed as destinatary`,
+        path: "/api/v1/remmitance",
+        body: () => body("1", coins.DAI, { destinatary: service.addresses.feeds[feed] }),
+        status: 400,
+        code: "invalid_argument",
+        message: /price feed: what it received would be lost$/,
+      })),
+      { name: "the exchange wallet paying itself", path: "/api/v1/token/sell", body: () => body("1", coins.DAI, { destinatary: wallet.toLowerCase() }), status: 400, code: "invalid_argument", message: /is an exchange wallet of this service/ },
     ];
     for (const r of refusals) {
       it(`${r.name}: ${r.status} ${r.code}`, async function () {
@@ -154,6 +181,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
         const res = await postJson(`${service.apiUrl}${r.path}`, r.body(), { apiKey: r.apiKey === undefined ? KEY : r.apiKey });
         expect(res.status, res.text).to.equal(r.status);
         expect(res.body.code).to.equal(r.code);
+        if (r.message) expect(res.body.message).to.match(r.message);
         expect(await nonce()).to.equal(before);
       });
     }
