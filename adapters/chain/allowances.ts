@@ -2,6 +2,10 @@
  * What each exchange wallet holds of each asset, as its trades see it, and the swap's
  * allowance to spend it: reserved per trade, released when the trade is over, topped up when
  * it falls short. Allowances stay finite, so each sell emits its Approval log.
+ *
+ * The swap's own reserves of each stable coin are booked the same way (`reserveBalance`):
+ * the sells accepted together never pay out more than the swap holds, so none of them reverts
+ * on chain for want of reserves.
  */
 import { Interface, type JsonRpcApiProvider, formatUnits } from "ethers";
 
@@ -33,6 +37,8 @@ export interface Holding {
   inFlight: bigint;
   released: bigint;
   read?: { released: bigint; value: Promise<[bigint, bigint]> };
+  /** Whether the swap's allowance matters (the wallets' holdings), or only the balance (the swap's reserves). */
+  withAllowance: boolean;
   calls: { balanceOf: string; allowance: string };
 }
 
@@ -69,7 +75,7 @@ export class Allowances {
    *   allowance was topped up (a check made before the top-up may have failed for want of it)
    */
   async reserve(owner: string, asset: Asset, amount: bigint): Promise<{ holding: Holding; toppedUp: boolean }> {
-    const holding = this.#holding(owner, asset.address);
+    const holding = this.#holding(owner, asset.address, true);
     const shared = this.#sharedRead(holding, asset.address);
     let [balance, allowance] = await shared.value;
     return this.#locks.run(holding.key, async () => {
@@ -104,6 +110,33 @@ export class Allowances {
     });
   }
 
+  /**
+   * Books `amount` of the swap's own balance of `asset` (its reserves) for a trade that pays it
+   * out, on top of what trades in flight pay out, or refuses the trade. Read and shared like a
+   * wallet's balance (see reserve); read again, in the lock, only when short.
+   */
+  async reserveBalance(asset: Asset, amount: bigint): Promise<Holding> {
+    const holding = this.#holding(this.#opts.swap, asset.address, false);
+    const shared = this.#sharedRead(holding, asset.address);
+    let [balance] = await shared.value;
+    return this.#locks.run(holding.key, async () => {
+      let unpaid = holding.inFlight + (holding.released - shared.released);
+      if (balance - unpaid < amount) {
+        unpaid = holding.inFlight;
+        [balance] = await this.#read(holding, asset.address);
+      }
+      if (balance - unpaid < amount) {
+        throw new InsufficientFundsError(
+          `the swap's reserves hold ${formatUnits(balance, asset.decimals)} ${asset.symbol}` +
+            (unpaid > 0n ? ` (${formatUnits(unpaid, asset.decimals)} already committed to trades in flight)` : "") +
+            `, the trade pays out ${formatUnits(amount, asset.decimals)}`,
+        );
+      }
+      holding.inFlight += amount;
+      return holding;
+    });
+  }
+
   /** The trade is over (mined, or refused before it was sent): its amount no longer counts as in flight. */
   release(holding: Holding, amount: bigint): void {
     holding.inFlight -= amount;
@@ -111,7 +144,7 @@ export class Allowances {
   }
 
   /** The service's bookkeeping of one wallet's holding of one asset, made on first use. */
-  #holding(owner: string, asset: string): Holding {
+  #holding(owner: string, asset: string, withAllowance: boolean): Holding {
     const key = `${owner}:${asset}`.toLowerCase();
     let holding = this.#holdings.get(key);
     if (!holding) {
@@ -119,6 +152,7 @@ export class Allowances {
         key,
         inFlight: 0n,
         released: 0n,
+        withAllowance,
         calls: {
           balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
           allowance: erc20Interface.encodeFunctionData("allowance", [owner, this.#opts.swap]),
@@ -144,8 +178,9 @@ export class Allowances {
     return holding.read;
   }
 
-  /** The wallet's balance and the swap's allowance, read now (latest block). */
+  /** The holder's balance and (for a wallet) the swap's allowance, read now (latest block). */
   #read(holding: Holding, asset: string): Promise<[bigint, bigint]> {
+    if (!holding.withAllowance) return this.#readUint(asset, holding.calls.balanceOf).then((balance) => [balance, 0n]);
     return Promise.all([this.#readUint(asset, holding.calls.balanceOf), this.#readUint(asset, holding.calls.allowance)]);
   }
 

@@ -39,7 +39,7 @@ import {
   type TransactionReceipt,
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
-import { Allowances, type Asset } from "./allowances.js";
+import { Allowances, type Asset, type Holding } from "./allowances.js";
 import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
 import { FeeOracle, tradeFees } from "./fees.js";
@@ -236,6 +236,7 @@ export class ChainTradeAdapter implements TradePort {
     let sent: Awaited<ReturnType<SendQueue["send"]>>;
     let deadline = 0;
     let reservation: Awaited<ReturnType<Allowances["reserve"]>> | undefined;
+    let payout: { holding: Holding; amount: bigint } | undefined;
     try {
       let state = await this.#fees.read();
       tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
@@ -257,6 +258,9 @@ export class ChainTradeAdapter implements TradePort {
         state = await this.#fees.read(true);
         return prove();
       });
+      // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
+      // accepted together never pay out more than the swap holds (none reverts for want of it).
+      if (kind === "sell") payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
       sent = await queue.send({
         to: this.#opts.swap,
         data: encode(minimumOut(proof.output, slippageBps)),
@@ -266,6 +270,7 @@ export class ChainTradeAdapter implements TradePort {
       });
     } catch (error) {
       if (reservation) this.#allowances.release(reservation.holding, order.amount);
+      if (payout) this.#allowances.release(payout.holding, payout.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
     }
 
@@ -278,6 +283,7 @@ export class ChainTradeAdapter implements TradePort {
       return receipt;
     } finally {
       this.#allowances.release(reservation!.holding, order.amount);
+      if (payout) this.#allowances.release(payout.holding, payout.amount);
     }
   }
 

@@ -262,6 +262,23 @@ describe("the chain adapter", function () {
       }
     });
 
+    it("refuses the sells that would pay out more than the swap's reserves together, and sends none that reverts", async function () {
+      const { adapter, coin, order, stableCoins, swap, nonce } = await deployed();
+      // The swap holds 1,000,000 USDT: at 1.25 USD a token, 16 sells of 50,000 tokens (62,500 USDT each) fit, 18 do not.
+      expect(await stableCoins.USDT.balanceOf(swap)).to.equal(parseUnits("1000000", 6));
+      const start = await nonce();
+      const outcomes = await Promise.allSettled(Array.from({ length: 18 }, () => adapter.trade.sell(order("sell", coin("USDT"), parseUnits("50000", 18)))));
+      const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+      expect(outcomes.filter((o) => o.status === "fulfilled")).to.have.length(16);
+      expect(refused).to.have.length(2);
+      for (const { reason } of refused) {
+        expect(reason).to.be.instanceOf(InsufficientFundsError);
+        expect((reason as Error).message).to.match(/^the swap's reserves hold [\d.]+ USDT( \([\d.]+ already committed to trades in flight\))?, the trade pays out 62500\.0$/);
+      }
+      expect(await nonce()).to.equal(start + 16); // only what fit was signed: nothing reverted on chain
+      expect(await stableCoins.USDT.balanceOf(swap)).to.equal(0n);
+    });
+
     it("recovers when someone else uses the wallet (nonce too low) without a restart", async function () {
       const { adapter, coin, order, token, swap, exchange, nonce } = await deployed();
       await adapter.trade.buy(order("buy", coin("USDC"), 10n ** 6n));
