@@ -135,8 +135,25 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       closers.push(() => rm(temporary, { recursive: true, force: true }));
       dataDir = temporary;
     }
-    const journal = await openJournal({ dataDir, ...(config.journal.url !== undefined ? { url: config.journal.url } : {}) });
+    // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
+    const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+    const journal = await openJournal({
+      dataDir,
+      instanceId,
+      leaseMs: config.trade.leaseMs,
+      ...(config.journal.url !== undefined ? { url: config.journal.url } : {}),
+    });
     closers.push(() => journal.close());
+    // Trades accepted and never signed by a process that is gone (a crash, or a dead instance)
+    // were never paid: their Idempotency-Keys work again. Now, and every lease period after.
+    const forget = async () => {
+      const forgotten = await journal.forgetUnsigned();
+      if (forgotten > 0) log.warn({ trades: forgotten }, "forgot trades a stopped process accepted and never signed (nothing was paid); their Idempotency-Keys work again");
+    };
+    await forget();
+    const sweeper = setInterval(() => void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades")), config.trade.leaseMs);
+    sweeper.unref();
+    closers.push(async () => clearInterval(sweeper));
     log.info({ journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" }, "trade journal open");
 
     // Pin the chain id: an unpinned ethers provider asks eth_chainId again before many calls.
@@ -165,7 +182,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         trade: config.trade,
         stuckAfterMs: config.stuckAfterMs,
         log: log.child({ component: "lifecycle" }),
-        instanceId: `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`,
+        instanceId,
       });
     } catch (error) {
       provider.destroy();

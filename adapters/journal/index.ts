@@ -16,9 +16,14 @@ export type Journal = TradeJournal & NonceStore & NonceLedger;
  * URL (several instances may share it), else SQLite at `<dataDir>/journal.sqlite` (one process).
  * Any other non-empty `url` is refused rather than silently falling back to a per-process file.
  */
-export async function openJournal(config: { url?: string; dataDir: string }): Promise<Journal> {
+export async function openJournal(config: { url?: string; dataDir: string; instanceId?: string; leaseMs?: number }): Promise<Journal> {
   const url = config.url?.trim() ?? "";
-  if (/^postgres(ql)?:\/\//i.test(url)) return openPostgresJournal(url);
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    return openPostgresJournal(url, {
+      ...(config.instanceId === undefined ? {} : { instanceId: config.instanceId }),
+      ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }),
+    });
+  }
   if (url !== "") {
     // Only the scheme: the URL may hold a password.
     throw new Error(`journal URL scheme "${url.split(":")[0]}" is not supported: use postgres:// or postgresql://`);

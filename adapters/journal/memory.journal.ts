@@ -115,6 +115,10 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     this.#trades.delete(id);
   }
 
+  async forgetUnsigned(): Promise<number> {
+    return 0; // one process, and nothing survives it
+  }
+
   async get(id: string): Promise<TradeRecord | undefined> {
     const stored = this.#trades.get(id);
     return stored && this.#record(stored);

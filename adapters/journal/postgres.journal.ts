@@ -68,6 +68,8 @@ export const MIGRATIONS = [
    ALTER TABLE trades ADD CONSTRAINT trades_status_check
      CHECK (status IN ('accepted', 'signed', 'submitted', 'mined', 'confirmed', 'failed', 'expired'));
    ALTER TABLE trades ADD COLUMN deadline BIGINT;   -- unix seconds: the calldata's deadline
+   ALTER TABLE trades ADD COLUMN owner TEXT;        -- the instance that accepted it (lease 'instance:<owner>')
+   CREATE INDEX trades_accepted ON trades (created_at) WHERE status = 'accepted';
    DROP INDEX IF EXISTS trades_unresolved;
    CREATE INDEX trades_tx_hash ON trades (tx_hash);
    CREATE TABLE nonce_slots (
@@ -119,6 +121,10 @@ const COLUMNS =
 const BROADCAST_COLUMNS = "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
 export interface PostgresJournalOptions {
+  /** This instance's name: it owns the trades it accepts, while it renews its lease. Default: random. */
+  instanceId?: string;
+  /** How long this instance's lease lasts unrenewed (it renews every third of it). Default 15000 ms. */
+  leaseMs?: number;
   /** Connections for reads and writes. Default 10. */
   max?: number;
   /**
@@ -152,7 +158,9 @@ export async function openPostgresJournal(url: string, options: PostgresJournalO
     await Promise.allSettled([pool.end(), lockPool.end()]);
     throw error;
   }
-  return new PostgresJournal(pool, lockPool);
+  const journal = new PostgresJournal(pool, lockPool, options.instanceId ?? randomUUID(), options.leaseMs ?? 15_000);
+  await journal.keepAlive();
+  return journal;
 }
 
 /** Applies missing migrations under an advisory lock, so instances starting together take turns. */
@@ -188,9 +196,33 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   readonly #nonceLocks = new KeyedMutex();
   #closed = false;
 
-  constructor(pool: pg.Pool, lockPool: pg.Pool) {
+  readonly #instance: string;
+  readonly #leaseMs: number;
+  readonly #renewal: NodeJS.Timeout;
+
+  constructor(pool: pg.Pool, lockPool: pg.Pool, instance: string, leaseMs: number) {
     this.#pool = pool;
     this.#lockPool = lockPool;
+    this.#instance = instance;
+    this.#leaseMs = leaseMs;
+    // While this instance lives, the trades it accepted are its own to finish.
+    this.#renewal = setInterval(() => void this.keepAlive().catch(() => {}), Math.max(100, Math.floor(leaseMs / 3)));
+    this.#renewal.unref();
+  }
+
+  /** Renews this instance's lease, which keeps its accepted trades from being forgotten. */
+  async keepAlive(): Promise<void> {
+    await this.acquireLease(`instance:${this.#instance}`, this.#instance, this.#leaseMs);
+  }
+
+  async forgetUnsigned(): Promise<number> {
+    const { rowCount } = await this.#pool.query(
+      `DELETE FROM trades t WHERE t.status = 'accepted' AND t.tx_hash IS NULL
+       AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
+         SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp())))`,
+      [this.#instance],
+    );
+    return rowCount ?? 0;
   }
 
   async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
@@ -200,11 +232,11 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
       // Of concurrent inserts with one key, PostgreSQL lets exactly one through; the others wait
       // for it to commit, then do nothing, and read its row.
       const inserted = await this.#pool.query<Row>(
-        `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status)
-         VALUES ($1, $2, $3, $4, $5, $6, 'accepted')
+        `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, owner)
+         VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7)
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${COLUMNS}`,
-        [id, trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request)],
+        [id, trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), this.#instance],
       );
       if (inserted.rows[0]) return { created: true, record: toRecord(inserted.rows[0], []) };
       const existing = await this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`, [
@@ -475,6 +507,8 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#renewal);
+    await this.releaseLease(`instance:${this.#instance}`, this.#instance).catch(() => {});
     await Promise.all([this.#pool.end(), this.#lockPool.end()]);
   }
 

@@ -206,6 +206,7 @@ function statements(db: DatabaseSync) {
     exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
     // Never deletes a trade with a signed transaction: its money may have left the wallet.
     discard: db.prepare("DELETE FROM trades WHERE id = ? AND tx_hash IS NULL"),
+    forgetUnsigned: db.prepare("DELETE FROM trades WHERE status = 'accepted' AND tx_hash IS NULL AND created_at < ?"),
     nextNonce: db.prepare("SELECT next_nonce FROM wallet_nonces WHERE wallet = ?"),
     setNonce: db.prepare(
       "INSERT INTO wallet_nonces (wallet, next_nonce) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET next_nonce = excluded.next_nonce",
@@ -268,10 +269,17 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
   readonly #nonceLocks = new KeyedMutex();
   readonly #sql: ReturnType<typeof statements>;
   #writes: QueuedWrite[] = [];
+  /** When this process opened the file: every trade accepted before is a previous run's. */
+  readonly #openedAt = Date.now();
 
   constructor(db: DatabaseSync) {
     this.#db = db;
     this.#sql = statements(db);
+  }
+
+  /** The file is this process's alone (see the header): a trade accepted before it opened it was a previous run's. */
+  forgetUnsigned(): Promise<number> {
+    return this.#write(() => Number(this.#sql.forgetUnsigned.run(this.#openedAt).changes));
   }
 
   open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {

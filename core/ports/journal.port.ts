@@ -100,6 +100,12 @@ export interface TradeJournal {
   markExpired(id: string, error: { code: string; message: string }): Promise<void>;
   /** Deletes a trade refused before anything was signed, so a retry with its key runs afresh. */
   discard(id: string): Promise<void>;
+  /**
+   * Deletes the trades that were accepted and never signed by a process that is gone (a previous
+   * run of this one, or an instance sharing the journal whose lease ran out): nothing of them
+   * was, or can now be, paid, so their Idempotency-Keys work again. Returns how many.
+   */
+  forgetUnsigned(): Promise<number>;
   get(id: string): Promise<TradeRecord | undefined>;
   /** The trade that broadcast `txHash` (any of its broadcasts), if any. */
   findByHash(txHash: string): Promise<TradeRecord | undefined>;

@@ -5,6 +5,7 @@
  * PostgreSQL journal trade from one wallet at once.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import * as http from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -114,6 +115,94 @@ describe("crash recovery", function () {
     } finally {
       await rpc.send("evm_setAutomine", [true]);
       first.child.kill("SIGKILL");
+    }
+  });
+});
+
+/** A JSON-RPC proxy to the chain that can stall: while stalled, requests are held unanswered. */
+async function stallingProxy(target: string) {
+  let stalled = false;
+  const held: Array<() => void> = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const forward = () =>
+        void fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) })
+          .then(async (answer) => res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text()))
+          .catch(() => res.destroy());
+      if (stalled) held.push(forward);
+      else forward();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    stall: () => void (stalled = true),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+    held: () => held.length,
+  };
+}
+
+describe("a crash before trades were signed", function () {
+  let chain: EmbeddedChain;
+  let dir: string;
+
+  before(async function () {
+    dir = mkdtempSync(join(tmpdir(), "unsigned-"));
+    chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) });
+    writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+  });
+
+  after(async function () {
+    await chain?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("forgets the keyed trades a killed run accepted and never signed: each retry executes once", async function () {
+    const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+    const proxy = await stallingProxy(chain.rpcUrl);
+    const env = (rpcUrl: string) => ({
+      RPC_URL: rpcUrl,
+      DEPLOYMENT_FILE: join(dir, "deployment.json"),
+      EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+      API_KEYS: KEY,
+      PORT: "0",
+      DATA_DIR: join(dir, "data"),
+      IDEMPOTENCY_WAIT_MS: "200",
+      LOG_LEVEL: "warn",
+    });
+    const wallet = chain.exchangeWallet.address;
+    const request = { userAddress: wallet, destinatary: CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI };
+    const keys = Array.from({ length: 20 }, (_, i) => `unsigned-${i}`);
+    try {
+      const before = await rpc.getTransactionCount(wallet, "latest");
+      const first = await startProcess(env(proxy.url));
+      // The node stops answering: every trade is journalled as accepted, then waits in its preflight.
+      proxy.stall();
+      for (const key of keys) void postJson(`${first.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } }).catch(() => {});
+      await waitFor(() => proxy.held() >= 1, "the preflights to reach the node");
+      await new Promise((resolve) => setTimeout(resolve, 500)); // all twenty journalled and waiting
+      first.child.kill("SIGKILL");
+      await new Promise((resolve) => first.child.once("exit", resolve));
+
+      const second = await startProcess(env(chain.rpcUrl));
+      try {
+        expect(second.output()).to.match(/forgot trades a stopped process accepted and never signed/);
+        const answers = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
+        expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
+        const again = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
+        expect(again.map((a) => a.body.transactionHash)).to.deep.equal(answers.map((a) => a.body.transactionHash));
+        expect(await rpc.getTransactionCount(wallet, "latest")).to.equal(before + 20);
+      } finally {
+        second.child.kill("SIGKILL");
+      }
+    } finally {
+      rpc.destroy();
+      await proxy.close();
     }
   });
 });

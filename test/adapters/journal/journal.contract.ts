@@ -337,6 +337,28 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       });
     });
 
+    describe("forgetUnsigned()", function () {
+      it("keeps every trade of a live process, and the signed ones of any", async function () {
+        const accepted = (await journal.open(trade({ idempotencyKey: "live" }))).record;
+        expect(await journal.forgetUnsigned()).to.equal(0);
+        expect(await (await peer()).forgetUnsigned()).to.equal(0);
+        expect(await journal.get(accepted.id)).to.not.equal(undefined);
+      });
+
+      it("forgets the trades a stopped process accepted and never signed, so their keys open afresh", async function () {
+        if (!storage.durable) this.skip();
+        const accepted = (await journal.open(trade({ idempotencyKey: "crashed" }))).record;
+        const signed = (await journal.open(trade({ idempotencyKey: "sent" }))).record;
+        await journal.markSigned(signed.id, signedTx(3));
+        await journal.close(); // the process stops (a kill -9 is tested below, and in test/scripts)
+        const next = track(await storage.open());
+        expect(await next.forgetUnsigned()).to.equal(1);
+        expect(await next.get(accepted.id)).to.equal(undefined);
+        expect((await next.get(signed.id))?.status).to.equal("signed");
+        expect((await next.open(trade({ idempotencyKey: "crashed" }))).created).to.equal(true);
+      });
+    });
+
     describe("the nonce ledger", function () {
       it("lists the open slots by nonce, each with its broadcasts oldest first", async function () {
         const { record } = await journal.open(trade());
@@ -546,7 +568,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       it("survives kill -9 in the middle of a send: writes kept, lock released, nonce resynced", async function () {
         this.timeout(60_000);
         await journal.close();
-        const child = spawnHolder(storage.config);
+        const child = spawnHolder({ ...storage.config, leaseMs: 500 });
         try {
           const { id, nonce: sending } = await within(30_000, child.ready, "the child process did not start");
           expect(sending, "the child's second send used the stored nonce").to.equal(41);
@@ -569,6 +591,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           }
           const after = track(await storage.open());
           expect((await after.openSlots(WALLET)).map((slot) => slot.tradeId)).to.include(id);
+          // The trade it had accepted and not signed was never paid: forgotten once its lease ran out.
+          await sleep(600);
+          expect(await after.forgetUnsigned()).to.equal(1);
+          expect((await after.open(trade({ idempotencyKey: "accepted-by-the-dead" }))).created).to.equal(true);
           if (!storage.shared) {
             // The child stored 41 as next nonce, then died sending with it: the chain decides now.
             let asked = 0;
@@ -588,10 +614,11 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
  * Another process that opens the journal through `openJournal`, signs a trade, sends with nonce 40,
  * then starts sending with 41 and never finishes, until killed.
  */
-function spawnHolder(config: { url?: string; dataDir: string }) {
+function spawnHolder(config: { url?: string; dataDir: string; leaseMs?: number }) {
   const script = `
     const { openJournal } = await import(process.env.JOURNAL_MODULE);
     const journal = await openJournal(JSON.parse(process.env.JOURNAL_CONFIG));
+    await journal.open(${JSON.stringify(trade({ idempotencyKey: "accepted-by-the-dead" }))});
     const { record } = await journal.open(${JSON.stringify(trade())});
     const signed = ${JSON.stringify({ ...signedTx(40), maxFeePerGas: "2240000000", maxPriorityFeePerGas: "1" })};
     await journal.markSigned(record.id, { ...signed, maxFeePerGas: BigInt(signed.maxFeePerGas), maxPriorityFeePerGas: BigInt(signed.maxPriorityFeePerGas) });
