@@ -32,6 +32,9 @@ async function stop(): Promise<void> {
 process.on("uncaughtException", (error) => {
   void post({ type: "failed", message: error.message }).finally(() => process.exit(1));
 });
+// A signal to the whole process group (Ctrl-C, systemd, Docker) reaches this process too: the
+// service decides when its chain stops (after the trades in flight), so it is not this one's.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => {});
 // The parent is gone (it exited, or was killed): the chain goes too.
 process.on("disconnect", () => void stop());
 process.on("message", (message: ToChainProcess) => {

@@ -2,9 +2,13 @@
  * `npm start`: runs the service. Without RPC_URL it brings its own chain (see
  * adapters/main.ts); with RPC_URL it trades on that chain. Logs are JSON lines on
  * stdout; the operator banner (API URL, key, ready-to-paste commands) goes to stderr.
- * SIGINT/SIGTERM stop it gracefully (in-flight trades finish) with exit code 0.
+ *
+ * SIGINT/SIGTERM stop it gracefully: no new requests, in-flight trades finish and are
+ * answered, then exit code 0. A signal sent to the whole process group (systemd, Docker,
+ * Kubernetes) reaches node twice, directly and through npm's forwarding: every signal after
+ * the first is the same shutdown, which keeps draining. Past SHUTDOWN_TIMEOUT_MS + 10 s, or
+ * after a bug (an uncaught exception), it exits with code 1.
  */
-import closeWithGrace from "close-with-grace";
 
 import { ConfigError } from "../adapters/config/env.js";
 import { startService, type RunningService } from "../adapters/main.js";
@@ -25,15 +29,35 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { log } = service;
-  closeWithGrace(
-    { delay: service.config.shutdownTimeoutMs + 10_000, logger: { error: (message: unknown) => log.error({ detail: String(message) }, "shutdown") } },
-    async ({ signal, err }) => {
-      if (err) log.fatal({ err }, "unexpected error: shutting down");
-      else log.info({ signal }, "shutting down");
-      await service.close();
-      log.info("stopped");
-    },
-  );
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: { signal: NodeJS.Signals } | { err: unknown }) => {
+    if (stopping !== undefined) {
+      if ("signal" in reason) log.info({ signal: reason.signal }, "already shutting down: still draining");
+      else log.error({ err: reason.err }, "unexpected error while shutting down");
+      return;
+    }
+    const code = "err" in reason ? 1 : 0;
+    if ("err" in reason) log.fatal({ err: reason.err }, "unexpected error: shutting down");
+    else log.info({ signal: reason.signal }, "shutting down");
+    const deadline = setTimeout(() => {
+      log.error({ afterMs: service.config.shutdownTimeoutMs + 10_000 }, "shutdown took too long: exiting");
+      process.exit(1);
+    }, service.config.shutdownTimeoutMs + 10_000);
+    deadline.unref();
+    stopping = service.close().then(
+      () => {
+        log.info("stopped");
+        process.exit(code);
+      },
+      (err: unknown) => {
+        log.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => stop({ signal }));
+  process.on("uncaughtException", (err) => stop({ err }));
+  process.on("unhandledRejection", (err) => stop({ err }));
   process.stderr.write(`${banner(service)}\n`);
 }
 

@@ -92,10 +92,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
     inFlight++;
     const http1Socket = req.httpVersionMajor === 1 ? req.socket : undefined;
-    if (http1Socket !== undefined) {
-      http1Active.set(http1Socket, (http1Active.get(http1Socket) ?? 0) + 1);
-      if (closing) res.setHeader("connection", "close");
-    }
+    if (http1Socket !== undefined) http1Active.set(http1Socket, (http1Active.get(http1Socket) ?? 0) + 1);
     res.once("close", () => {
       inFlight--;
       if (http1Socket !== undefined) {
@@ -105,6 +102,17 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
         if (closing && left === 0) http1Socket.end();
       }
     });
+    if (closing && http1Socket !== undefined) {
+      // A request that reaches a closing keep-alive connection (pipelined, or sent as the
+      // server decided to close) is not started: its connection may end before an answer could
+      // be written, and a trade executed but never answered might be paid twice by a retry.
+      // Refused before anything runs, it is safe to send again. (HTTP/2 refuses new streams
+      // itself once the GOAWAY is out.)
+      const body = JSON.stringify({ code: "unavailable", message: "the service is shutting down: the request was not started; send it again" });
+      res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close", "retry-after": "1" });
+      res.end(body);
+      return;
+    }
     options.handler(req, res);
   };
 

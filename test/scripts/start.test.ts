@@ -5,7 +5,7 @@
  * Also the banner's commands.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -190,6 +190,46 @@ describe("npm start (scripts/start.ts)", function () {
         if (r.child.exitCode === null) r.child.kill("SIGKILL");
       }
     });
+  });
+});
+
+describe("npm start stopped as systemd, Docker and Kubernetes stop it", function () {
+  it("drains on a SIGTERM to the whole process group (node hears it twice), answers the trade in flight, exits 0 and removes its temporary journal", async function () {
+    // npm's own process group, as a service manager runs it: the signal reaches npm, which
+    // forwards it to node, and node directly.
+    const child = spawn("npm", ["start"], {
+      cwd: ROOT,
+      detached: true,
+      env: { PATH: process.env["PATH"] ?? "", PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, CHAIN_BLOCK_TIME_MS: "1000" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    try {
+      await waitFor(() => err.includes("is ready") || child.exitCode !== null, "the banner", 120_000);
+      const apiUrl = /API: +(http\S+)/.exec(err)![1]!;
+      const journal = /"journal":"([^"]+)"/.exec(out)![1]!;
+      expect(existsSync(journal)).to.equal(true);
+      const wallet = /Wallet: +(0x[0-9a-fA-F]{40})/.exec(err)![1]!;
+      const dai = /DAI: +(0x[0-9a-fA-F]{40})/.exec(err)![1]!;
+      const sell = fetch(`${apiUrl}/api/v1/token/sell`, {
+        method: "POST",
+        headers: { api_key: KEY, "content-type": "application/json" },
+        body: JSON.stringify({ userAddress: wallet, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: dai }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 150)); // in flight: the next block is up to a second away
+      process.kill(-child.pid!, "SIGTERM");
+      const answer = await sell;
+      expect(answer.status).to.equal(200);
+      expect(await exit).to.equal(0);
+      expect(out).to.include('"msg":"stopped"');
+      expect(existsSync(journal), "the temporary journal is left behind").to.equal(false);
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, "SIGKILL");
+    }
   });
 });
 

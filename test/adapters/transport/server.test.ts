@@ -261,6 +261,30 @@ describe("the one-port server", function () {
       expect(refused, "a request after close must fail").to.be.instanceOf(Error);
     });
 
+    it("starts no pipelined request on a connection it is closing: each is answered, or refused before anything ran", async function () {
+      t = await startTestServer();
+      t.trade.delayMs = 300;
+      const body = JSON.stringify(tradeBody());
+      const trade = `POST /api/v1/token/sell HTTP/1.1\r\nHost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const socket = net.connect(t.server.port, "127.0.0.1");
+      let answer = "";
+      socket.on("data", (d) => (answer += d.toString()));
+      const closed = new Promise((resolve) => socket.once("close", resolve));
+      socket.write(trade); // the first is in flight when the shutdown begins…
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const closing = t.server.close();
+      socket.write(trade + trade); // …and two more arrive on its connection, pipelined
+      await closed;
+      await closing;
+      const statuses = [...answer.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+      const executed = t.trade.nonce;
+      // Every trade that ran was answered 200; any other was refused (503) or never read.
+      expect(statuses.filter((status) => status === 200)).to.have.length(executed);
+      expect(statuses.every((status) => status === 200 || status === 503)).to.equal(true);
+      expect(executed).to.equal(1);
+      if (statuses.includes(503)) expect(answer).to.include('"code":"unavailable","message":"the service is shutting down: the request was not started; send it again"');
+    });
+
     it("does not wait for idle keep-alive connections", async function () {
       t = await startTestServer({ shutdownTimeoutMs: 10_000 });
       expect((await getJson(`${t.url}/healthz`)).status).to.equal(200);
