@@ -20,6 +20,8 @@ export interface HttpHandlerOptions {
   useCases: UseCases;
   verifier: ApiKeyVerifier;
   readiness: () => Promise<Readiness>;
+  /** How long a readiness answer is reused (see json-routes.ts). Default 1000 ms. */
+  readinessCacheMs?: number;
   log: Logger;
   /** Largest request body or RPC message, in bytes. Default 16 KiB. */
   bodyLimitBytes?: number;
@@ -45,6 +47,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     useCases: options.useCases,
     verifier: options.verifier,
     readiness: options.readiness,
+    ...(options.readinessCacheMs === undefined ? {} : { readinessCacheMs: options.readinessCacheMs }),
     bodyLimitBytes,
     log,
   });

@@ -33,6 +33,11 @@ export interface JsonRoutesOptions {
   bodyLimitBytes?: number;
   /** /readyz answers 503 when the check takes longer than this. Default 5000 ms. */
   readinessTimeoutMs?: number;
+  /**
+   * How long a readiness answer is reused, in ms. Default 1000: probes and anyone else calling
+   * /readyz (it needs no key) cost the node a check a second at most, shared by concurrent callers.
+   */
+  readinessCacheMs?: number;
   log: Logger;
 }
 
@@ -227,6 +232,16 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
   const { useCases, verifier, readiness, log } = options;
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const readinessTimeoutMs = options.readinessTimeoutMs ?? 5_000;
+  const readinessCacheMs = options.readinessCacheMs ?? 1_000;
+  let lastReadiness: { at: number; result: Promise<Readiness> } | undefined;
+  /** One check at a time, reused for readinessCacheMs from when it started (failures too). */
+  const checkReadiness = (): Promise<Readiness> => {
+    const now = Date.now();
+    if (lastReadiness === undefined || now - lastReadiness.at >= readinessCacheMs) {
+      lastReadiness = { at: now, result: withTimeout(readiness(), readinessTimeoutMs, `readiness check took over ${readinessTimeoutMs} ms`) };
+    }
+    return lastReadiness.result;
+  };
 
   let lastPrice: { record: unknown; json: string } | undefined;
 
@@ -269,7 +284,7 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
         jsonBody: false,
         handle: async (req) => {
           try {
-            const result = await withTimeout(readiness(), readinessTimeoutMs, `readiness check took over ${readinessTimeoutMs} ms`);
+            const result = await checkReadiness();
             if (result.ready) return { status: 200, body: { status: "ready", detail: result.detail } };
             return { status: 503, body: { code: codeName(Code.Unavailable), message: result.detail } };
           } catch (error) {

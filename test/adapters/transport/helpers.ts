@@ -179,25 +179,29 @@ export interface TestServer {
   price: FakePricePort;
   logs: LogSink;
   log: Logger;
-  readiness: { result: Readiness | Error };
+  readiness: { result: Readiness | Error; checks: number };
   close(): Promise<void>;
 }
 
 /** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
-export async function startTestServer(options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number } = {}): Promise<TestServer> {
+export async function startTestServer(options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number } = {}): Promise<TestServer> {
   const trade = new FakeTradePort();
   const price = new FakePricePort();
   const logs = new LogSink();
   const log = pino({ level: "debug", redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, logs);
-  const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" } };
+  const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" }, checks: 0 };
   const handler = createHttpHandler({
     useCases: createUseCases({ trade, price, config: CONFIG }),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
     readiness: async () => {
+      readiness.checks += 1;
+      await new Promise((resolve) => setTimeout(resolve, 20)); // a check takes a round trip
       if (readiness.result instanceof Error) throw readiness.result;
       return readiness.result;
     },
     log,
+    // Tests change the readiness and look at once: no reuse unless a test asks for it.
+    readinessCacheMs: options.readinessCacheMs ?? 0,
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
   });
   const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000 });

@@ -326,6 +326,22 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
       expectError(res, 503, "unavailable", "no gas money");
     });
 
+    it("GET /readyz shares one check among concurrent callers and reuses it for a second (the node is asked once)", async function () {
+      const cached = await startTestServer({ readinessCacheMs: 1_000 });
+      try {
+        const answers = await Promise.all(Array.from({ length: 100 }, () => getJson(`${cached.url}/readyz`, { apiKey: null })));
+        expect(answers.every((a) => a.status === 200)).to.equal(true);
+        expect(cached.readiness.checks).to.equal(1);
+        cached.readiness.result = { ready: false, detail: "no gas money in 0x1" };
+        expect((await getJson(`${cached.url}/readyz`, { apiKey: null })).status, "within the second: the same answer").to.equal(200);
+        await new Promise((resolve) => setTimeout(resolve, 1_050));
+        expect((await getJson(`${cached.url}/readyz`, { apiKey: null })).status).to.equal(503);
+        expect(cached.readiness.checks).to.equal(2);
+      } finally {
+        await cached.close();
+      }
+    });
+
     it("GET /readyz answers 503 when the check itself fails", async function () {
       t.readiness.result = new Error("boom");
       const res = await getJson(`${t.url}/readyz`, { apiKey: null });
