@@ -57,6 +57,13 @@ class HttpError extends Error {
   }
 }
 
+/** The client went away (closed or reset its connection) before its request body arrived: nobody to answer. */
+class ClientGoneError extends Error {
+  constructor() {
+    super("the client went away before its request body arrived");
+  }
+}
+
 /** 404 → not_found (Connect maps not_found to 404 itself). */
 function notFound(method: string, path: string): HttpError {
   return new HttpError(Code.NotFound, `no route for ${method} ${path.slice(0, 200)}`);
@@ -136,7 +143,8 @@ function readBody(req: NodeServerRequest, limit: number): Promise<Buffer> {
     };
     const onError = (error: Error) => {
       cleanup();
-      reject(error);
+      // A client that closes or resets its connection mid-body shows up as an 'aborted' error.
+      reject(req.destroyed || (error as NodeJS.ErrnoException).code === "ECONNRESET" ? new ClientGoneError() : error);
     };
     req.on("data", onData);
     req.on("end", onEnd);
@@ -336,6 +344,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
 
   const refuse = (req: NodeServerRequest, res: NodeServerResponse, context: RequestContext, thrown: unknown): void => {
     const { id, path, log: reqLog } = context;
+    if (thrown instanceof ClientGoneError) {
+      reqLog.info({ path }, "client went away before its request body arrived; nothing was done");
+      return;
+    }
     if (thrown instanceof HttpError) {
       reqLog.info({ code: codeName(thrown.code), reason: thrown.message, path }, "request refused");
       send(req, res, id, thrown.status, JSON.stringify({ code: codeName(thrown.code), message: thrown.message }), thrown.headers);

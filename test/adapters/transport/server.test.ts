@@ -233,6 +233,25 @@ describe("the one-port server", function () {
     });
   });
 
+  describe("a client that goes away mid-request", function () {
+    it("is logged as what it is, at info, with no error and no stack, and nothing runs", async function () {
+      t = await startTestServer();
+      for (const path of ["/api/v1/token/sell", "/token.v1.TokenService/Sell"]) {
+        const socket = net.connect(t.server.port, "127.0.0.1");
+        const gone = new Promise((resolve) => socket.once("close", resolve));
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"userAd`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        socket.destroy();
+        await gone;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const records = t.logs.records();
+      expect(records.filter((r) => (r["level"] as number) >= 40), t.logs.text).to.deep.equal([]);
+      expect(records.some((r) => r["msg"] === "client went away before its request body arrived; nothing was done")).to.equal(true);
+      expect(t.trade.calls).to.have.length(0);
+    });
+  });
+
   describe("graceful shutdown", function () {
     it("lets in-flight HTTP/1.1 and HTTP/2 trades finish, then refuses new connections", async function () {
       t = await startTestServer();
