@@ -56,6 +56,10 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     // First in the list is outermost: errors from the key check are logged too.
     interceptors: [errorInterceptor(log), apiKeyInterceptor(options.verifier)],
     readMaxBytes: bodyLimitBytes,
+    // One rule for JSON on every path: a field the message does not have is refused, as the
+    // /api/v1 routes refuse it (SPEC: "exactly the four fields"). Binary protobuf keeps its own
+    // rule: unknown field numbers are skipped, so older servers read newer clients.
+    jsonOptions: { ignoreUnknownFields: false },
     // Answers go out uncompressed: a receipt is 2 to 4 KiB, and gzip cost both ends more CPU
     // per sell than it saved. Compressed requests are still accepted.
     compressMinBytes: Number.MAX_SAFE_INTEGER,

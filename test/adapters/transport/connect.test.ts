@@ -1,5 +1,7 @@
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import * as http2 from "node:http2";
+
 import { expect } from "chai";
 
 import { TokenService } from "../../../gen/token/v1/token_pb.js";
@@ -110,3 +112,62 @@ for (const protocol of PROTOCOLS) {
     });
   });
 }
+
+describe("a request body that cannot be decoded, on every RPC protocol", function () {
+  let t: TestServer;
+  before(async function () {
+    t = await startTestServer();
+  });
+  after(async function () {
+    await t.close();
+  });
+
+  const garbage = Buffer.from([0xff, 0xff, 0xff, 0x01]); // field 524287, wire type 7: not protobuf
+  const envelope = (flags: number, body: Buffer) => Buffer.concat([Buffer.from([flags, 0, 0, 0, body.length]), body]);
+
+  async function grpc(frame: Buffer): Promise<{ status: string; message: string }> {
+    const session = http2.connect(t.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": "/token.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+      const fields: Record<string, string> = {};
+      const take = (headers: http2.IncomingHttpHeaders) => {
+        for (const name of ["grpc-status", "grpc-message"]) if (typeof headers[name] === "string") fields[name] = headers[name] as string;
+      };
+      stream.on("response", take);
+      stream.on("trailers", take);
+      stream.resume();
+      stream.end(frame);
+      await new Promise((resolve) => stream.once("close", resolve));
+      return { status: fields["grpc-status"] ?? "", message: decodeURIComponent(fields["grpc-message"] ?? "") };
+    } finally {
+      session.close();
+    }
+  }
+
+  it("answers gRPC invalid_argument (3), not internal, for garbage protobuf and for a compressed message without grpc-encoding", async function () {
+    expect(await grpc(envelope(0, garbage))).to.deep.equal({ status: "3", message: "parse binary: illegal tag: field no 524287 wire type 7" });
+    expect(await grpc(envelope(1, garbage))).to.deep.equal({ status: "3", message: "received compressed envelope, but do not know how to decompress" });
+    expect(t.trade.calls).to.have.length(0);
+  });
+
+  it("answers gRPC-Web and Connect invalid_argument too", async function () {
+    const web = await fetch(`${t.url}/token.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/grpc-web+proto" }, body: envelope(0, garbage) });
+    const trailer = Buffer.from(await web.arrayBuffer());
+    expect(trailer[0]).to.equal(0x80);
+    expect(trailer.subarray(5).toString("latin1")).to.match(/grpc-status: ?3\r?\n/);
+    const connect = await fetch(`${t.url}/token.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/proto" }, body: garbage });
+    expect(connect.status).to.equal(400);
+    expect(await connect.json()).to.deep.equal({ code: "invalid_argument", message: "parse binary: illegal tag: field no 524287 wire type 7" });
+  });
+
+  it("refuses a JSON field the message does not have, on Connect as on the /api/v1 routes", async function () {
+    const connect = await fetch(`${t.url}/token.v1.TokenService/Sell`, {
+      method: "POST",
+      headers: { api_key: API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address, note: "x" }),
+    });
+    expect(connect.status).to.equal(400);
+    expect(((await connect.json()) as { code: string; message: string }).message).to.match(/key "note" is unknown/);
+    expect(t.trade.calls).to.have.length(0);
+  });
+});
