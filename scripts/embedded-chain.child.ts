@@ -21,7 +21,9 @@ let stopping = false;
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
-  await chain?.close().catch(() => {});
+  // A client holding a keep-alive connection to the chain's server would keep close() waiting
+  // (and the chain answering it): after a moment, this process goes anyway.
+  await Promise.race([chain?.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
   await post({ type: "closed" });
   process.disconnect?.();
   process.exit(0);

@@ -1,16 +1,18 @@
+import type { Http2ServerRequest, ServerHttp2Stream } from "node:http2";
+
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 
 import type { UseCases } from "../../core/index.js";
 import { apiKeyInterceptor } from "./api-key.interceptor.js";
-import type { ApiKeyVerifier } from "./api-key.js";
+import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { errorInterceptor, kRequestLog } from "./error.interceptor.js";
-import { minimalGrpcMessageEncoding } from "./grpc-message.js";
+import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
 import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes, type Readiness } from "./json-routes.js";
 import { TokenService } from "../../gen/token/v1/token_pb.js";
 import { bindRequestContext, requestContext } from "./logger.js";
-import type { NodeHandlerFn } from "./node-types.js";
+import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
 
 /** Every RPC's path starts with this; nothing else does. */
@@ -88,10 +90,45 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     }
     if (path.startsWith(RPC_PATH_PREFIX)) {
       res.setHeader("x-request-id", context.id);
+      // The key first, before a byte of the body is read or buffered: a caller without one
+      // holds nothing (the interceptor checks it again, for the context it sets).
+      const raw = req.headers[API_KEY_HEADER];
+      const key = options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+      if (!key.ok) {
+        context.log.info({ code: "unauthenticated", reason: key.message, procedure: path }, "rpc refused");
+        refuseUnauthenticated(req, res, key.message);
+        return;
+      }
       minimalGrpcMessageEncoding(req, res);
       connect(req, res);
     } else {
       json(req, res); // which sends the x-request-id header with its others
     }
   };
+}
+
+/**
+ * Refuses an RPC without a valid api_key in its protocol's own form, as Connect would have:
+ * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
+ * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
+ */
+function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
+  const contentType = String(req.headers["content-type"] ?? "");
+  const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
+  if (/^application\/grpc/i.test(contentType)) {
+    const grpcType = /^application\/grpc-web/i.test(contentType) ? contentType.split(";")[0]! : "application/grpc";
+    const headers = { "content-type": grpcType, "grpc-status": "16", "grpc-message": grpcPercentEncode(message) };
+    const stream = (req as Http2ServerRequest).stream as ServerHttp2Stream | undefined;
+    if (stream !== undefined) {
+      // Trailers-only: one HEADERS frame that ends the stream, as gRPC clients expect.
+      stream.respond({ ":status": 200, ...headers, "x-request-id": String(res.getHeader("x-request-id") ?? "") }, { endStream: true });
+      return;
+    }
+    res.writeHead(200, { ...headers, ...close });
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ code: "unauthenticated", message });
+  res.writeHead(401, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...close });
+  res.end(body);
 }

@@ -26,7 +26,44 @@ export interface ServerOptions {
   shutdownTimeoutMs?: number;
   /** A connection that has not sent its first bytes within this time is dropped. Default 10 s. */
   sniffTimeoutMs?: number;
+  /** Limits on what one client can hold; see DEFAULT_LIMITS. */
+  limits?: Partial<ServerLimits>;
 }
+
+/**
+ * What one client, with or without a key, may hold of the server. Each bounds an attack that
+ * was tried (issue 12): idle HTTP/2 connections exhausting file descriptors, half-closed
+ * sockets, pipelining and HEADERS+RST_STREAM floods, and streams whose body never comes.
+ */
+export interface ServerLimits {
+  /** Open connections from one client address. */
+  connectionsPerAddress: number;
+  /** Open connections in all. */
+  connections: number;
+  /** An HTTP/2 connection without a frame for this long is closed. */
+  http2IdleMs: number;
+  /** Streams one HTTP/2 connection may have open at once (advertised in its SETTINGS). */
+  streamsPerConnection: number;
+  /** Requests one HTTP/1.1 connection may have in flight (pipelined); more are refused (503) unstarted, and the connection closed. */
+  pipelinedPerConnection: number;
+  /** Requests in flight in all; more are refused (503) before anything runs. */
+  requestsInFlight: number;
+  /** A request body (HTTP/2) that has not fully arrived within this time: its stream is reset. */
+  bodyMs: number;
+  /** After the server ends a connection (a refused request, the shutdown), how long the client has to close its side before the socket is destroyed. */
+  closeGraceMs: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  connectionsPerAddress: 256,
+  connections: 8_192,
+  http2IdleMs: 60_000,
+  streamsPerConnection: 100,
+  pipelinedPerConnection: 16,
+  requestsInFlight: 4_096,
+  bodyMs: 10_000,
+  closeGraceMs: 2_000,
+};
 
 export interface ApiServer {
   readonly host: string;
@@ -35,6 +72,8 @@ export interface ApiServer {
   readonly url: string;
   /** Requests being answered right now. */
   inFlight(): number;
+  /** Connections open right now. */
+  connections(): number;
   /**
    * Graceful stop: no new connections or requests; requests in flight finish and
    * are answered (HTTP/1.1 with `Connection: close`, HTTP/2 after a GOAWAY); then
@@ -65,6 +104,7 @@ const HTTP1_OPTIONS: http.ServerOptions = {
  */
 export async function startServer(options: ServerOptions): Promise<ApiServer> {
   const { log } = options;
+  const limits: ServerLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const host = options.host ?? "127.0.0.1";
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 30_000;
   const sniffTimeoutMs = options.sniffTimeoutMs ?? 10_000;
@@ -80,26 +120,58 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   const sessions = new Set<http2.ServerHttp2Session>();
   let drained: (() => void) | undefined;
 
-  const track = (socket: net.Socket) => {
+  /** Open connections per client address. */
+  const perAddress = new Map<string, number>();
+  /** Takes a new connection in, or drops it at once when its address (or everyone) holds too many. */
+  const track = (socket: net.Socket): boolean => {
+    const address = socket.remoteAddress ?? "";
+    const held = perAddress.get(address) ?? 0;
+    if (held >= limits.connectionsPerAddress || sockets.size >= limits.connections) {
+      socket.destroy();
+      return false;
+    }
+    perAddress.set(address, held + 1);
     sockets.add(socket);
     socket.once("close", () => {
       sockets.delete(socket);
       http1Active.delete(socket);
+      const left = (perAddress.get(address) ?? 1) - 1;
+      if (left > 0) perAddress.set(address, left);
+      else perAddress.delete(address);
       if (closing && sockets.size === 0) drained?.();
     });
+    return true;
+  };
+  /** Ends a socket, and destroys it if the client does not close its side within the grace (no FIN-WAIT-2 sockets held). */
+  const endSoon = (socket: net.Socket, data?: string) => {
+    if (data === undefined) socket.end();
+    else socket.end(data);
+    setTimeout(() => socket.destroy(), limits.closeGraceMs).unref();
+  };
+
+  /** HTTP/1.1 connections read no further for pipelining too deep: closed once answered. */
+  const overPipelined = new WeakSet<net.Socket>();
+  /** Answers 503 without running anything: the request may be sent again as it is. */
+  const refuseUnstarted = (res: NodeServerResponse, message: string, close: boolean) => {
+    const body = JSON.stringify({ code: "unavailable", message });
+    const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(body), "retry-after": "1" };
+    if (close) headers["connection"] = "close";
+    res.writeHead(503, headers);
+    res.end(body);
   };
 
   const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
     inFlight++;
     const http1Socket = req.httpVersionMajor === 1 ? req.socket : undefined;
-    if (http1Socket !== undefined) http1Active.set(http1Socket, (http1Active.get(http1Socket) ?? 0) + 1);
+    const pipelined = http1Socket === undefined ? 0 : (http1Active.get(http1Socket) ?? 0) + 1;
+    if (http1Socket !== undefined) http1Active.set(http1Socket, pipelined);
     res.once("close", () => {
       inFlight--;
       if (http1Socket !== undefined) {
         const left = (http1Active.get(http1Socket) ?? 1) - 1;
         http1Active.set(http1Socket, left);
         // A response that started before the shutdown had no "Connection: close".
-        if (closing && left === 0) http1Socket.end();
+        if ((closing || overPipelined.has(http1Socket)) && left === 0) endSoon(http1Socket);
       }
     });
     if (closing && http1Socket !== undefined) {
@@ -108,9 +180,34 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // be written, and a trade executed but never answered might be paid twice by a retry.
       // Refused before anything runs, it is safe to send again. (HTTP/2 refuses new streams
       // itself once the GOAWAY is out.)
-      const body = JSON.stringify({ code: "unavailable", message: "the service is shutting down: the request was not started; send it again" });
-      res.writeHead(503, { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close", "retry-after": "1" });
-      res.end(body);
+      refuseUnstarted(res, "the service is shutting down: the request was not started; send it again", true);
+      return;
+    }
+    if (http1Socket !== undefined && pipelined > limits.pipelinedPerConnection) {
+      // A client that pipelines this deep is not reading its answers: it is read no further,
+      // and what it sent beyond the limit is refused unstarted; the connection then closes.
+      http1Socket.pause();
+      overPipelined.add(http1Socket);
+      refuseUnstarted(res, `more than ${limits.pipelinedPerConnection} requests in flight on one connection: this one was not started`, true);
+      return;
+    }
+    if (inFlight > limits.requestsInFlight) {
+      refuseUnstarted(res, "the service is overloaded: the request was not started; retry shortly", http1Socket !== undefined);
+      return;
+    }
+    if (http1Socket === undefined) {
+      // HTTP/2: a stream the client reset at once (HEADERS then RST_STREAM, the rapid-reset
+      // flood) is seen before the reset is: the handler starts on the next turn, if the stream
+      // still stands. And a body that does not arrive in time resets its stream.
+      const stream = (req as http2.Http2ServerRequest).stream;
+      if (!req.complete) {
+        stream.setTimeout(limits.bodyMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        req.once("end", () => stream.setTimeout(0));
+      }
+      setImmediate(() => {
+        if (stream.destroyed || stream.closed || res.writableEnded) return;
+        options.handler(req, res);
+      });
       return;
     }
     options.handler(req, res);
@@ -119,17 +216,24 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   const trackSession = (session: http2.ServerHttp2Session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // A connection that goes quiet (or never says more than its preface) does not hold a
+    // file descriptor forever: closed, then destroyed if it does not go.
+    session.setTimeout(limits.http2IdleMs, () => {
+      session.close();
+      setTimeout(() => session.destroy(), limits.closeGraceMs).unref();
+    });
     if (closing) session.close();
   };
+  const http2Settings: http2.Settings = { maxConcurrentStreams: limits.streamsPerConnection };
 
   let listener: net.Server;
   let http1: http.Server | undefined;
   if (options.tls !== undefined) {
     const secure = http2.createSecureServer(
-      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"] },
+      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: http2Settings },
       onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
     );
-    secure.on("connection", track);
+    secure.on("connection", (socket: net.Socket) => void track(socket));
     secure.on("session", trackSession);
     secure.on("secureConnection", (socket: net.Socket) => {
       if ((socket as { alpnProtocol?: string | false }).alpnProtocol !== "h2") http1Active.set(socket, 0);
@@ -151,17 +255,18 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
           ? { code: "resource_exhausted", message: "request headers: too large" }
           : { code: "invalid_argument", message: "request: not a valid HTTP/1.1 request" },
       );
-      socket.end(
+      endSoon(
+        socket,
         `HTTP/1.1 ${tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\n` +
           `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     });
-    const h2 = http2.createServer({}, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+    const h2 = http2.createServer({ settings: http2Settings }, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
     h2.on("session", trackSession);
     http1 = h1;
 
     listener = net.createServer((socket) => {
-      track(socket);
+      if (!track(socket)) return;
       sniffing.add(socket);
       socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
       socket.on("error", (error) => log.debug({ err: error }, "socket error before the protocol was known"));
@@ -214,7 +319,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
         http1.close();
       }
       for (const socket of sniffing) socket.destroy();
-      for (const [socket, active] of http1Active) if (active === 0) socket.end();
+      for (const [socket, active] of http1Active) if (active === 0) endSoon(socket);
       for (const session of sessions) session.close();
 
       const timer = setTimeout(() => {
@@ -242,6 +347,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     port: address.port,
     url: `${scheme}://${urlHost}:${address.port}`,
     inFlight: () => inFlight,
+    connections: () => sockets.size,
     close,
   };
 }

@@ -32,7 +32,7 @@ import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import type { Readiness } from "../../../adapters/transport/json-routes.js";
 import { REDACT_PATHS } from "../../../adapters/transport/logger.js";
-import { startServer, type ApiServer } from "../../../adapters/transport/server.js";
+import { startServer, type ApiServer, type ServerLimits } from "../../../adapters/transport/server.js";
 
 export const DAI: StableCoin = { symbol: "DAI", address: "0x6B175474E89094C44Da98b954EedeAC495271d0F", decimals: 18 };
 export const USDT: StableCoin = { symbol: "USDT", address: "0xdAC17F958D2ee523a2206206994597C13D831ec7", decimals: 6 };
@@ -184,7 +184,9 @@ export interface TestServer {
 }
 
 /** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
-export async function startTestServer(options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits> } = {},
+): Promise<TestServer> {
   const trade = new FakeTradePort();
   const price = new FakePricePort();
   const logs = new LogSink();
@@ -204,7 +206,7 @@ export async function startTestServer(options: { shutdownTimeoutMs?: number; bod
     readinessCacheMs: options.readinessCacheMs ?? 0,
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
   });
-  const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000 });
+  const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
   return { server, url: server.url, trade, price, logs, log, readiness, close: () => server.close() };
 }
 
