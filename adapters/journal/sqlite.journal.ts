@@ -277,8 +277,15 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     this.#sql = statements(db);
   }
 
-  /** The file is this process's alone (see the header): a trade accepted before it opened it was a previous run's. */
+  #forgotten = false;
+
+  /**
+   * The file is this process's alone (see the header): a trade accepted before it opened it was
+   * a previous run's, and none can be after. So only the first call looks (a scan of the trades).
+   */
   forgetUnsigned(): Promise<number> {
+    if (this.#forgotten) return Promise.resolve(0);
+    this.#forgotten = true;
     return this.#write(() => Number(this.#sql.forgetUnsigned.run(this.#openedAt).changes));
   }
 

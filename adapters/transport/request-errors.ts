@@ -17,7 +17,7 @@ const INVALID_ARGUMENT = String(Code.InvalidArgument);
 /** Wraps every handler of `handlers` in place. */
 export function answerUndecodableRequestsAsInvalid(handlers: UniversalHandler[]): void {
   handlers.forEach((handler, i) => {
-    handlers[i] = Object.assign(async (request: Parameters<UniversalHandler>[0]) => reclassify(await handler(request)), handler);
+    handlers[i] = Object.assign((request: Parameters<UniversalHandler>[0]) => handler(request).then(reclassify), handler);
   });
 }
 
@@ -30,25 +30,14 @@ function clientFault(message: string | null | undefined): boolean {
   }
 }
 
-async function reclassify(response: UniversalServerResponse): Promise<UniversalServerResponse> {
+function reclassify(response: UniversalServerResponse): UniversalServerResponse | Promise<UniversalServerResponse> {
   // gRPC: in the headers of a trailers-only answer, or in the trailers.
   for (const headers of [response.header, response.trailer]) {
     if (headers?.get("grpc-status") === INTERNAL && clientFault(headers.get("grpc-message"))) headers.set("grpc-status", INVALID_ARGUMENT);
   }
   // Connect: an error body (JSON, a few hundred bytes) with HTTP 500.
   if (response.status === 500 && response.body !== undefined && /^application\/json/.test(response.header?.get("content-type") ?? "")) {
-    const bytes = response.body instanceof Uint8Array ? Buffer.from(response.body) : Buffer.concat(await collect(response.body));
-    try {
-      const error = JSON.parse(bytes.toString("utf8")) as { code?: string; message?: string };
-      if (error.code === "internal" && typeof error.message === "string" && CLIENT_FAULT.test(error.message)) {
-        const body = Buffer.from(JSON.stringify({ ...error, code: "invalid_argument" }));
-        response.header?.set("content-length", String(body.length));
-        return { ...response, status: 400, body: once(body) };
-      }
-    } catch {
-      // not a JSON error body: passed on as it was
-    }
-    return { ...response, body: once(bytes) };
+    return reclassifyConnect(response, response.body);
   }
   // gRPC-Web: the status travels in a trailer frame (flag 0x80) at the end of the body.
   const body = response.body;
@@ -56,6 +45,21 @@ async function reclassify(response: UniversalServerResponse): Promise<UniversalS
     return { ...response, body: rewriteTrailerFrames(body) };
   }
   return response;
+}
+
+async function reclassifyConnect(response: UniversalServerResponse, raw: Uint8Array | AsyncIterable<Uint8Array>): Promise<UniversalServerResponse> {
+  const bytes = raw instanceof Uint8Array ? Buffer.from(raw) : Buffer.concat(await collect(raw));
+  try {
+    const error = JSON.parse(bytes.toString("utf8")) as { code?: string; message?: string };
+    if (error.code === "internal" && typeof error.message === "string" && CLIENT_FAULT.test(error.message)) {
+      const body = Buffer.from(JSON.stringify({ ...error, code: "invalid_argument" }));
+      response.header?.set("content-length", String(body.length));
+      return { ...response, status: 400, body: once(body) };
+    }
+  } catch {
+    // not a JSON error body: passed on as it was
+  }
+  return { ...response, body: once(bytes) };
 }
 
 async function* rewriteTrailerFrames(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
