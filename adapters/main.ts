@@ -11,10 +11,20 @@ import { dirname, join, resolve } from "node:path";
 import type { Logger } from "pino";
 
 import { ChainUnavailableError, createUseCases } from "../core/index.js";
-import { createChainAdapter, createRpcProvider, type ChainAdapter, type DeploymentAddresses } from "./chain/index.js";
+import {
+  createChainAdapter,
+  createRpcProvider,
+  keystoreSigner,
+  KeystoreError,
+  rawKeySigner,
+  redactUrl,
+  type ChainAdapter,
+  type DeploymentAddresses,
+  type TransactionSigner,
+} from "./chain/index.js";
 import { readDeploymentFile } from "./config/deployment-file.js";
 import { openJournal } from "./journal/index.js";
-import { loadConfig, type AppConfig } from "./config/env.js";
+import { ConfigError, loadConfig, type AppConfig, type RpcChainConfig } from "./config/env.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { createLogger } from "./transport/logger.js";
@@ -104,8 +114,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
 
   try {
     let rpcUrl: string;
+    let rpcUrls: string[];
     let addresses: DeploymentAddresses;
-    let privateKeys: string[];
+    let signers: TransactionSigner[];
     let embeddedChainId: number | undefined;
     let chainPid: number | undefined;
     if (config.chain.mode === "embedded") {
@@ -115,15 +126,17 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       const chain = await startEmbeddedChain({ chainPort: config.chain.chainPort, log, ...(config.chain.blockTimeMs !== undefined ? { blockTimeMs: config.chain.blockTimeMs } : {}) });
       closers.push(() => chain.close());
       rpcUrl = chain.rpcUrl;
+      rpcUrls = [rpcUrl];
       addresses = chain.addresses;
-      privateKeys = [chain.exchangeWallet.privateKey];
+      signers = [rawKeySigner(chain.exchangeWallet.privateKey)];
       embeddedChainId = chain.chainId;
       chainPid = chain.pid;
     } else {
       rpcUrl = config.chain.rpcUrl;
+      rpcUrls = config.chain.rpcUrls;
       addresses = readDeploymentFile(config.chain.deploymentFile);
-      privateKeys = config.chain.privateKeys;
-      log.info({ rpcUrl: redactUrl(rpcUrl), swap: addresses.swap }, "using an existing chain");
+      signers = await loadSigners(config.chain, log);
+      log.info({ rpcUrls: rpcUrls.map(redactUrl), swap: addresses.swap }, "using an existing chain");
     }
 
     // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL).
@@ -157,23 +170,21 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     log.info({ journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" }, "trade journal open");
 
     // Pin the chain id: an unpinned ethers provider asks eth_chainId again before many calls.
-    let pinnedChainId = embeddedChainId === undefined ? undefined : BigInt(embeddedChainId);
-    if (pinnedChainId === undefined) {
-      const probe = createRpcProvider(rpcUrl);
-      try {
-        pinnedChainId = (await probe.getNetwork()).chainId;
-      } catch {
-        throw new ChainUnavailableError(`the JSON-RPC node at ${redactUrl(rpcUrl)} did not answer at start-up`);
-      } finally {
-        probe.destroy();
-      }
-    }
-    const provider = createRpcProvider(rpcUrl, pinnedChainId);
+    // With several endpoints, each must serve the same chain: one on another chain is a
+    // misconfiguration that would sign trades nobody can mine, so the start stops.
+    const pinnedChainId = embeddedChainId === undefined ? await probeChainId(rpcUrls, log) : BigInt(embeddedChainId);
+    const timeoutMs = config.chain.mode === "rpc" ? config.chain.rpcTimeoutMs : 10_000;
+    const provider = createRpcProvider(rpcUrls, pinnedChainId, timeoutMs, {
+      onEndpointChange: ({ url, up, reason }) => {
+        if (up) log.info({ rpcEndpoint: url }, "JSON-RPC endpoint is back up");
+        else log.warn({ rpcEndpoint: url, reason }, "JSON-RPC endpoint failed; resting it and using the others");
+      },
+    });
     let adapter: ChainAdapter;
     try {
       adapter = await createChainAdapter({
         provider,
-        privateKeys,
+        signers,
         addresses,
         ...(config.cashDiscountBps !== undefined ? { cashDiscountBps: config.cashDiscountBps } : {}),
         priceCacheMs: config.priceCacheMs,
@@ -283,16 +294,53 @@ export function forbiddenDestinataries(addresses: DeploymentAddresses, wallets: 
   ];
 }
 
-/** An RPC URL for the logs: user info and query (where providers put API keys) removed. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = "";
-    parsed.password = "";
-    parsed.search = "";
-    const path = parsed.pathname.length > 1 ? "/…" : "";
-    return `${parsed.protocol}//${parsed.host}${path}`;
-  } catch {
-    return "(unparsable url)";
+/** The exchange wallets' signers: decrypted from EXCHANGE_KEYSTORE once, or the raw EXCHANGE_PRIVATE_KEYS. */
+async function loadSigners(chain: RpcChainConfig, log: Logger): Promise<TransactionSigner[]> {
+  if (chain.keystore === undefined) return chain.privateKeys.map(rawKeySigner);
+  const started = Date.now();
+  const signers: TransactionSigner[] = [];
+  for (const { path, json } of chain.keystore.files) {
+    try {
+      signers.push(await keystoreSigner(json, chain.keystore.password, path));
+    } catch (error) {
+      if (error instanceof KeystoreError) throw new ConfigError([`EXCHANGE_KEYSTORE: ${error.message}`]);
+      throw error;
+    }
   }
+  log.info({ wallets: signers.map((s) => s.address), ms: Date.now() - started }, "exchange wallet keystores decrypted");
+  return signers;
+}
+
+/**
+ * Each endpoint's chain id, asked at start. Endpoints that do not answer are left to the
+ * provider's failover (and logged); two that answer different chains stop the start.
+ * @throws ChainUnavailableError when no endpoint answers
+ * @throws ConfigError when the endpoints serve different chains
+ */
+async function probeChainId(urls: readonly string[], log: Logger): Promise<bigint> {
+  const answers = await Promise.all(
+    urls.map(async (url) => {
+      const probe = createRpcProvider(url, undefined, 10_000);
+      try {
+        return { url, chainId: (await probe.getNetwork()).chainId };
+      } catch {
+        log.warn({ rpcEndpoint: redactUrl(url) }, "JSON-RPC endpoint did not answer at start-up; the others serve until it does");
+        return { url, chainId: undefined };
+      } finally {
+        probe.destroy();
+      }
+    }),
+  );
+  const answered = answers.filter((a): a is { url: string; chainId: bigint } => a.chainId !== undefined);
+  const first = answered[0];
+  if (first === undefined) {
+    throw new ChainUnavailableError(`no JSON-RPC endpoint answered at start-up (${urls.map(redactUrl).join(", ")})`);
+  }
+  const other = answered.find((a) => a.chainId !== first.chainId);
+  if (other !== undefined) {
+    throw new ConfigError([
+      `RPC_URL: ${redactUrl(other.url)} serves chain ${other.chainId} but ${redactUrl(first.url)} serves chain ${first.chainId}; every endpoint must serve the same chain`,
+    ]);
+  }
+  return first.chainId;
 }

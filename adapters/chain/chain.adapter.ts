@@ -2,7 +2,7 @@
  * The chain adapter's composition: reads the deployment once (stable-coin decimals,
  * token symbol, chain id), then builds the TradePort and PricePort on one provider.
  */
-import { Contract, Wallet, type JsonRpcApiProvider } from "ethers";
+import { Contract, type JsonRpcApiProvider } from "ethers";
 
 import {
   ChainUnavailableError,
@@ -18,8 +18,8 @@ import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
 import type { LifecycleLog } from "./lifecycle/monitor.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
-import { RpcProvider } from "./rpc-provider.js";
-import { WasmSigningKey } from "./signing-key.js";
+import { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";
+import { rawKeySigner, type TransactionSigner } from "./signer.js";
 import { ChainTradeAdapter, type TradeSettings } from "./trade.adapter.js";
 
 /** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
@@ -36,8 +36,10 @@ export interface ChainAdapterOptions {
    * serve a stale nonce or a stale preflight); `createRpcProvider` makes one that does not.
    */
   provider: JsonRpcApiProvider;
-  /** Private keys of the exchange wallets the service signs for. Never logged. */
-  privateKeys: readonly string[];
+  /** The exchange wallets' signers (signer.ts: a raw key, a decrypted keystore, or your own). */
+  signers?: readonly TransactionSigner[];
+  /** Private keys of the exchange wallets, when no `signers` are given. Never logged. */
+  privateKeys?: readonly string[];
   addresses: DeploymentAddresses;
   /** Cash discount in basis points for `rateWithDiscountForCashCurrency` (0 = none). */
   cashDiscountBps?: number;
@@ -80,15 +82,15 @@ export interface ChainAdapter {
   close(): Promise<void>;
 }
 
-/** The service's JSON-RPC provider (see rpc-provider.ts): fails fast, never caches, batches. */
-export function createRpcProvider(url: string, chainId?: bigint, timeoutMs = 10_000): RpcProvider {
-  return new RpcProvider(url, { ...(chainId === undefined ? {} : { chainId }), timeoutMs });
+/** The service's JSON-RPC provider (see rpc-provider.ts): fails fast, fails over, never caches, batches. */
+export function createRpcProvider(urls: string | readonly string[], chainId?: bigint, timeoutMs = 10_000, options: RpcProviderOptions = {}): RpcProvider {
+  return new RpcProvider(urls, { ...options, ...(chainId === undefined ? {} : { chainId }), timeoutMs });
 }
 
 export async function createChainAdapter(options: ChainAdapterOptions): Promise<ChainAdapter> {
   const { provider, addresses } = options;
-  if (options.privateKeys.length === 0) throw new TypeError("privateKeys: at least one exchange wallet key is required");
-  const wallets = options.privateKeys.map((key) => new Wallet(new WasmSigningKey(key)));
+  const wallets = options.signers ?? (options.privateKeys ?? []).map(rawKeySigner);
+  if (wallets.length === 0) throw new TypeError("signers: at least one exchange wallet is required");
 
   let chainId: bigint;
   let tokenSymbol: string;
@@ -131,6 +133,14 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
   });
   const price = new CachedPricePort(chainPrice, { ttlMs: options.priceCacheMs ?? DEFAULT_PRICE_CACHE_MS });
   const swap = new Contract(addresses.swap, SWAP_ABI, provider);
+  // With several JSON-RPC endpoints, readiness says which are up ("; endpoints: 1/2 up, https://b… down (ECONNREFUSED)").
+  const endpoints = () => {
+    if (!(provider instanceof RpcProvider)) return "";
+    const all = provider.endpoints();
+    if (all.length < 2) return "";
+    const down = all.filter((e) => !e.up).map((e) => `${e.url} down (${e.reason ?? "failing"})`);
+    return `; endpoints: ${all.length - down.length}/${all.length} up${down.length > 0 ? `, ${down.join(", ")}` : ""}`;
+  };
 
   return {
     trade,
@@ -152,10 +162,10 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
         ]);
         const empty = wallets.filter((_, i) => balances[i] === 0n).map((w) => w.address);
         if (empty.length > 0) return { ready: false, detail: `no gas money in ${empty.join(", ")}` };
-        if (paused) return { ready: false, detail: "the swap is paused" };
-        return { ready: true, detail: "chain reachable, wallets funded" };
+        if (paused) return { ready: false, detail: `the swap is paused${endpoints()}` };
+        return { ready: true, detail: `chain reachable, wallets funded${endpoints()}` };
       } catch (error) {
-        return { ready: false, detail: isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable" };
+        return { ready: false, detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}` };
       }
     },
     async close() {

@@ -16,7 +16,9 @@
  * with 0xc0 and 0xf7 over its encoded items.
  */
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { type SigningKey, toBeArray } from "ethers";
+import { type Signature, toBeArray } from "ethers";
+
+import type { TransactionSigner } from "./signer.js";
 
 export interface Eip1559Transaction {
   chainId: bigint;
@@ -70,12 +72,25 @@ function typed(items: readonly Buffer[]): Buffer {
 
 const EMPTY_LIST = Buffer.of(0xc0);
 
-export function signEip1559(key: SigningKey, tx: Eip1559Transaction): SignedTransaction {
+/** Signs with a key in memory, synchronously (an ethers SigningKey or WasmSigningKey). */
+export function signEip1559(key: { sign(digest: Uint8Array): Signature }, tx: Eip1559Transaction): SignedTransaction {
+  const fields = encodeFields(tx);
+  return withSignature(fields, key.sign(keccak_256(typed(fields))));
+}
+
+/** Signs through the signer port (a raw key, a keystore's key, or a remote signer). */
+export async function signEip1559With(signer: TransactionSigner, tx: Eip1559Transaction): Promise<SignedTransaction> {
+  const fields = encodeFields(tx);
+  return withSignature(fields, await signer.signDigest(keccak_256(typed(fields))));
+}
+
+/** The unsigned transaction's RLP-encoded fields, checked. */
+function encodeFields(tx: Eip1559Transaction): Buffer[] {
   if (!Number.isSafeInteger(tx.nonce) || tx.nonce < 0) throw new RangeError("tx.nonce: must be a non-negative safe integer");
   if (!ADDRESS.test(tx.to)) throw new TypeError("tx.to: must be a 20-byte hex address");
   if (!HEX.test(tx.data)) throw new TypeError("tx.data: must be 0x-prefixed hex of whole bytes");
   if (tx.maxPriorityFeePerGas > tx.maxFeePerGas) throw new RangeError("tx.maxPriorityFeePerGas: must not be more than maxFeePerGas");
-  const fields = [
+  return [
     rlpString(quantity(tx.chainId, "chainId")),
     rlpString(quantity(tx.nonce, "nonce")),
     rlpString(quantity(tx.maxPriorityFeePerGas, "maxPriorityFeePerGas")),
@@ -86,7 +101,9 @@ export function signEip1559(key: SigningKey, tx: Eip1559Transaction): SignedTran
     rlpString(Buffer.from(tx.data.slice(2), "hex")),
     EMPTY_LIST, // no access list
   ];
-  const signature = key.sign(keccak_256(typed(fields)));
+}
+
+function withSignature(fields: readonly Buffer[], signature: Signature): SignedTransaction {
   const signed = typed([...fields, rlpString(toBeArray(signature.yParity)), rlpString(toBeArray(signature.r)), rlpString(toBeArray(signature.s))]);
   return { rawTx: `0x${signed.toString("hex")}`, txHash: `0x${Buffer.from(keccak_256(signed)).toString("hex")}` };
 }

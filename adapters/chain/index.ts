@@ -10,4 +10,5 @@ export {
 export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
 export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
 export type { LifecycleLog } from "./lifecycle/monitor.js";
-export { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";
+export { RpcProvider, redactUrl, type EndpointStatus, type RpcProviderOptions } from "./rpc-provider.js";
+export { KeystoreError, keystoreSigner, rawKeySigner, toSigner, type TransactionSigner } from "./signer.js";

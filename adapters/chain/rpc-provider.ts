@@ -14,6 +14,18 @@
  * `sendBatch` sends JSON-RPC calls in one request, in order, outside ethers' queue: the
  * trade adapter broadcasts a run of consecutive nonces with it, so that they reach the
  * node in nonce order and cost one round trip.
+ *
+ * Several endpoints (RPC_URL="https://a,https://b"): a request goes to the first endpoint
+ * that is up, in the order given, and fails over to the next on a transport failure (no
+ * connection, a reset, a timeout, an HTTP error without a JSON-RPC body, 429, an answer that
+ * is not JSON). A failed endpoint rests, and only a health probe (eth_chainId, which must
+ * still answer the pinned chain id) brings it back: no trade waits on an endpoint known to be
+ * down. A JSON-RPC error ("nonce too low", "execution reverted") is the node's answer about
+ * the call, not about the endpoint, and never marks it down; OpenZeppelin Relayer deadlocked
+ * on exactly that (issue #681). Every signed transaction is also handed to every other
+ * endpoint that is up, so that it reaches the network even when one provider drops it.
+ * Retrying a request on another endpoint is safe: the service only reads, and sends signed
+ * transactions, which a second node takes or knows already.
  */
 import * as http from "node:http";
 import * as https from "node:https";
@@ -36,8 +48,66 @@ export interface RpcProviderOptions {
   batchStallMs?: number;
   /** Most calls in one request. Default 100 (1 disables batching). */
   batchMaxCount?: number;
-  /** Most concurrent connections to the node. Default 8. */
+  /** Most concurrent connections to each endpoint. Default 8. */
   maxSockets?: number;
+  /** How long a failed endpoint rests before its first health probe, in ms; doubles while it keeps failing, up to 60 s. Default 2000. */
+  restMs?: number;
+  /** Told when an endpoint goes down or comes back (the service logs it). */
+  onEndpointChange?: (change: EndpointStatus) => void;
+}
+
+/** An endpoint as `/readyz` and the logs show it: its redacted URL, and why it is down. */
+export interface EndpointStatus {
+  /** The URL without user info, path or query (where providers put API keys). */
+  url: string;
+  up: boolean;
+  /** Why it went down: the transport failure's message. */
+  reason?: string;
+}
+
+/** Longest rest of a failing endpoint between two health probes. */
+const MAX_REST_MS = 60_000;
+
+/** One JSON-RPC endpoint: its own keep-alive agent, and its health. */
+class Endpoint {
+  readonly agent: http.Agent;
+  readonly label: string;
+  up = true;
+  reason: string | undefined;
+  /** The current rest, doubled by each failed probe. */
+  restMs = 0;
+  probeTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly url: URL,
+    maxSockets: number,
+  ) {
+    const agentOptions = { keepAlive: true, maxSockets };
+    this.agent = url.protocol === "https:" ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.label = redactUrl(url.href);
+  }
+
+  status(): EndpointStatus {
+    return { url: this.label, up: this.up, ...(this.reason === undefined ? {} : { reason: this.reason }) };
+  }
+}
+
+/** A failure of the transport to one endpoint (not a JSON-RPC error): the next endpoint may do better. */
+class EndpointFailure extends Error {
+  constructor(override readonly cause: Error) {
+    super(cause.message);
+  }
+}
+
+/** An RPC URL for logs and errors: user info, path and query removed (providers put API keys there). */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const path = parsed.pathname.length > 1 ? "/…" : "";
+    return `${parsed.protocol}//${parsed.host}${path}`;
+  } catch {
+    return "(unparsable url)";
+  }
 }
 
 /** One answer of `sendBatch`, in the order of the calls. */
@@ -56,29 +126,36 @@ interface QueuedCall {
 }
 
 export class RpcProvider extends JsonRpcApiProvider {
-  readonly #url: URL;
-  readonly #agent: http.Agent;
+  readonly #endpoints: Endpoint[];
   readonly #timeoutMs: number;
+  readonly #restMs: number;
+  readonly #onEndpointChange: ((change: EndpointStatus) => void) | undefined;
+  readonly #chainId: bigint | undefined;
   readonly #batchMaxCount: number;
   readonly #batchStallMs: number;
   readonly #queued: QueuedCall[] = [];
   #drainTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
 
-  constructor(url: string, options: RpcProviderOptions = {}) {
+  /** @param urls one endpoint, or several in order of preference */
+  constructor(urls: string | readonly string[], options: RpcProviderOptions = {}) {
     const network = options.chainId === undefined ? undefined : Network.from(options.chainId);
     super(network, {
       staticNetwork: network ?? false,
       // Every read is fresh: a cached nonce or preflight would be stale.
       cacheTimeout: -1,
     });
-    this.#url = new URL(url);
-    if (this.#url.protocol !== "http:" && this.#url.protocol !== "https:") {
-      throw new TypeError("RPC_URL: must be an http: or https: URL");
-    }
-    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 8 };
-    this.#agent = this.#url.protocol === "https:" ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    const list = typeof urls === "string" ? [urls] : [...urls];
+    if (list.length === 0) throw new TypeError("RPC_URL: at least one URL is required");
+    this.#endpoints = list.map((url) => {
+      const parsed = new URL(url);
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new TypeError("RPC_URL: must be an http: or https: URL");
+      return new Endpoint(parsed, options.maxSockets ?? 8);
+    });
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#restMs = options.restMs ?? 2_000;
+    this.#onEndpointChange = options.onEndpointChange;
+    this.#chainId = options.chainId;
     this.#batchMaxCount = Math.max(1, options.batchMaxCount ?? 100);
     this.#batchStallMs = options.batchStallMs ?? 1;
   }
@@ -121,16 +198,107 @@ export class RpcProvider extends JsonRpcApiProvider {
     });
   }
 
-  /** The transport under ethers' queue (and under `sendBatch`): one POST, one JSON answer. */
+  /**
+   * The transport under ethers' queue (and under `sendBatch`): one POST and its JSON answer,
+   * from the first endpoint that is up, failing over to the next on a transport failure.
+   * Signed transactions in it then go to every other endpoint that is up, unawaited.
+   */
   override async _send(payload: JsonRpcPayload | JsonRpcPayload[]): Promise<Array<JsonRpcResult | JsonRpcError>> {
-    const body = await this.#post(JSON.stringify(payload));
+    const body = JSON.stringify(payload);
+    let failure: Error | undefined;
+    for (const endpoint of this.#order()) {
+      if (this.destroyed) break;
+      try {
+        const answers = await this.#request(endpoint, body);
+        this.#spread(endpoint, Array.isArray(payload) ? payload : [payload]);
+        return answers;
+      } catch (error) {
+        if (!(error instanceof EndpointFailure)) throw error;
+        failure = error.cause;
+        this.#markDown(endpoint, error.cause);
+      }
+    }
+    throw failure ?? destroyedError(Array.isArray(payload) ? (payload[0]?.method ?? "batch") : payload.method);
+  }
+
+  /** Every endpoint as it stands: up, or down and why. */
+  endpoints(): EndpointStatus[] {
+    return this.#endpoints.map((endpoint) => endpoint.status());
+  }
+
+  /** The endpoints to try, in order: those up as configured, then those resting (all down: try anyway). */
+  #order(): Endpoint[] {
+    const up = this.#endpoints.filter((endpoint) => endpoint.up);
+    return up.length === this.#endpoints.length ? up : [...up, ...this.#endpoints.filter((endpoint) => !endpoint.up)];
+  }
+
+  /** One POST to one endpoint, parsed. A transport failure comes back as an EndpointFailure. */
+  async #request(endpoint: Endpoint, body: string): Promise<Array<JsonRpcResult | JsonRpcError>> {
+    let text: string;
+    try {
+      text = await this.#post(endpoint, body);
+    } catch (error) {
+      throw new EndpointFailure(error as Error);
+    }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(body);
+      parsed = JSON.parse(text);
     } catch {
-      throw makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" });
+      throw new EndpointFailure(makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }));
     }
     return (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
+  }
+
+  /** Hands the signed transactions among `payloads` to every other endpoint that is up. Their answers do not matter. */
+  #spread(sentTo: Endpoint, payloads: readonly JsonRpcPayload[]): void {
+    if (this.#endpoints.length === 1) return;
+    const raw = payloads.filter((payload) => payload.method === "eth_sendRawTransaction");
+    if (raw.length === 0) return;
+    const body = JSON.stringify(raw.map((payload) => ({ ...payload, id: this.#nextId++ })));
+    for (const endpoint of this.#endpoints) {
+      if (endpoint === sentTo || !endpoint.up) continue;
+      this.#post(endpoint, body).catch((error: unknown) => this.#markDown(endpoint, error as Error));
+    }
+  }
+
+  /** Rests a failing endpoint; a probe after the rest decides whether it is back. */
+  #markDown(endpoint: Endpoint, cause: Error): void {
+    if (this.destroyed) return;
+    const wasUp = endpoint.up;
+    endpoint.up = false;
+    endpoint.reason = describe(cause);
+    if (!wasUp) return; // already resting, its probe is scheduled
+    endpoint.restMs = this.#restMs;
+    this.#onEndpointChange?.(endpoint.status());
+    this.#scheduleProbe(endpoint);
+  }
+
+  #scheduleProbe(endpoint: Endpoint): void {
+    clearTimeout(endpoint.probeTimer);
+    endpoint.probeTimer = setTimeout(() => void this.#probe(endpoint), endpoint.restMs);
+    endpoint.probeTimer.unref();
+  }
+
+  /** eth_chainId on a resting endpoint: back up when it answers the pinned chain, else rests twice as long. */
+  async #probe(endpoint: Endpoint): Promise<void> {
+    if (this.destroyed) return;
+    try {
+      const [answer] = await this.#request(endpoint, JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }));
+      if (answer === undefined || !("result" in answer)) throw new Error("it did not answer eth_chainId");
+      if (this.#chainId !== undefined && BigInt(answer.result as string) !== this.#chainId) {
+        throw new Error(`it serves chain ${BigInt(answer.result as string)}, not ${this.#chainId}`);
+      }
+    } catch (error) {
+      if (this.destroyed) return;
+      endpoint.reason = describe(error instanceof EndpointFailure ? error.cause : (error as Error));
+      endpoint.restMs = Math.min(endpoint.restMs * 2, MAX_REST_MS);
+      this.#scheduleProbe(endpoint);
+      return;
+    }
+    if (this.destroyed) return;
+    endpoint.up = true;
+    endpoint.reason = undefined;
+    this.#onEndpointChange?.(endpoint.status());
   }
 
   /**
@@ -160,18 +328,21 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (const call of this.#queued.splice(0)) {
       call.reject(destroyedError(call.payload.method));
     }
-    this.#agent.destroy();
+    for (const endpoint of this.#endpoints) {
+      clearTimeout(endpoint.probeTimer);
+      endpoint.agent.destroy();
+    }
     super.destroy();
   }
 
-  #post(body: string): Promise<string> {
-    const client = this.#url.protocol === "https:" ? https : http;
+  #post(endpoint: Endpoint, body: string): Promise<string> {
+    const client = endpoint.url.protocol === "https:" ? https : http;
     return new Promise((resolve, reject) => {
       const request = client.request(
-        this.#url,
+        endpoint.url,
         {
           method: "POST",
-          agent: this.#agent,
+          agent: endpoint.agent,
           headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
           timeout: this.#timeoutMs,
         },
@@ -184,7 +355,8 @@ export class RpcProvider extends JsonRpcApiProvider {
             // JSON-RPC errors come with 200 (or, from some nodes, 4xx/5xx with a JSON body).
             const text = Buffer.concat(chunks).toString("utf8");
             if (status >= 200 && status < 300) return resolve(text);
-            if (text.startsWith("{") || text.startsWith("[")) return resolve(text);
+            // A rate limit says the endpoint cannot serve us now, whatever its body.
+            if (status !== 429 && (text.startsWith("{") || text.startsWith("["))) return resolve(text);
             // The URL is not in the message: providers put API keys in it.
             reject(makeError(`the JSON-RPC node answered HTTP ${status}`, "SERVER_ERROR", { request: "JSON-RPC" }));
           });
@@ -195,4 +367,10 @@ export class RpcProvider extends JsonRpcApiProvider {
       request.end(body);
     });
   }
+}
+
+/** A transport failure in a few words, for /readyz and the logs (never a URL). */
+function describe(error: Error): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : error.message.slice(0, 120);
 }

@@ -24,13 +24,14 @@
  * - if a send failed and one after it was accepted, the failed nonce is filled with an empty
  *   transfer to the wallet itself, so the accepted ones do not wait behind it.
  */
-import type { JsonRpcApiProvider, Wallet } from "ethers";
+import type { JsonRpcApiProvider } from "ethers";
 
 import type { NonceLedger, NonceStore, SignedTradeTx } from "../../core/index.js";
-import { signEip1559, type SignedTransaction } from "./eip1559.js";
+import { signEip1559With, type SignedTransaction } from "./eip1559.js";
 import type { Fees } from "./fees.js";
 import { isAlreadyKnown, isDefiniteRefusal, isNonceConflict } from "./chain-errors.js";
 import { RpcProvider } from "./rpc-provider.js";
+import type { TransactionSigner } from "./signer.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
 export interface Outgoing {
@@ -47,7 +48,7 @@ export interface Outgoing {
 }
 
 export interface SendQueueOptions {
-  signer: Wallet;
+  signer: TransactionSigner;
   chainId: bigint;
   provider: JsonRpcApiProvider;
   nonces: NonceStore;
@@ -252,7 +253,7 @@ export class SendQueue {
     for (const item of items) {
       try {
         const nonce = first + chunk.length;
-        const { rawTx, txHash } = this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
+        const { rawTx, txHash } = await this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
         chunk.push({ item, nonce, rawTx, txHash });
       } catch (error) {
         refuse(item, error); // not sent, and its nonce goes to the next one
@@ -329,7 +330,7 @@ export class SendQueue {
     for (let attempts = 0; attempts < 16; attempts += 1) {
       const missing = await this.#opts.provider.getTransactionCount(wallet, "pending").catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
-      const { rawTx, txHash } = this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const { rawTx, txHash } = await this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
       const recorded = await this.#opts.ledger
         .recordSlot({ wallet, nonce: missing, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() })
         .then(
@@ -345,7 +346,7 @@ export class SendQueue {
     }
   }
 
-  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): SignedTransaction {
-    return signEip1559(this.#opts.signer.signingKey, { ...tx, ...fees, chainId: this.#opts.chainId, nonce });
+  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): Promise<SignedTransaction> {
+    return signEip1559With(this.#opts.signer, { ...tx, ...fees, chainId: this.#opts.chainId, nonce });
   }
 }

@@ -47,6 +47,7 @@ import { WalletMonitor, type LifecycleLog, type LifecycleSettings } from "./life
 import { Preflight, minimumOut } from "./preflight.js";
 import { Receipts, type NonceLookup } from "./receipts.js";
 import { SendQueue } from "./send-queue.js";
+import { toSigner, type TransactionSigner } from "./signer.js";
 import { toWeb3Receipt } from "./web3-receipt.js";
 
 const swapInterface = new Interface(SWAP_ABI);
@@ -83,7 +84,8 @@ export interface TradeAdapterOptions {
   /** A JSON-RPC provider: reads, estimates and receipts are raw calls (createRpcProvider's in the service). */
   provider: JsonRpcApiProvider;
   chainId: bigint;
-  wallets: readonly Wallet[];
+  /** The exchange wallets' signers (an ethers Wallet is taken by its key). */
+  wallets: ReadonlyArray<TransactionSigner | Wallet>;
   swap: string;
   token: { address: string; symbol: string };
   /** The journal: trades, nonce assignment and the nonce ledger, in one storage. */
@@ -102,7 +104,7 @@ export interface TradeAdapterOptions {
 
 /** An exchange wallet: its key, its queue for nonces, signing, journalling and sending, and its lifecycle monitor. */
 interface ExchangeWallet {
-  signer: Wallet;
+  signer: TransactionSigner;
   queue: SendQueue;
   monitor: WalletMonitor;
 }
@@ -140,7 +142,7 @@ export class ChainTradeAdapter implements TradePort {
     });
     this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
     this.#allowances = new Allowances({ provider, swap: options.swap, approve: (owner, asset, value) => this.#approve(owner, asset, value) });
-    for (const signer of options.wallets) {
+    for (const signer of options.wallets.map(toSigner)) {
       const queue = new SendQueue({
         signer,
         chainId: options.chainId,

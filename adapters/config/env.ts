@@ -63,13 +63,20 @@ export interface EmbeddedChainConfig {
   blockTimeMs?: number;
 }
 
-/** RPC_URL set: an existing chain, with the suite's addresses from a file and the signing keys from the environment. */
+/** RPC_URL set: an existing chain, with the suite's addresses from a file and the wallets' keys from a keystore or the environment. */
 export interface RpcChainConfig {
   mode: "rpc";
+  /** The first endpoint (what one-endpoint callers use). */
   rpcUrl: string;
+  /** Every endpoint, in order of preference (RPC_URL, comma-separated). */
+  rpcUrls: string[];
+  /** RPC_TIMEOUT_MS: a request unanswered this long fails over to the next endpoint. */
+  rpcTimeoutMs: number;
   deploymentFile: string;
-  /** 0x-prefixed 32-byte hex keys of the exchange wallets. */
+  /** 0x-prefixed 32-byte hex keys of the exchange wallets (EXCHANGE_PRIVATE_KEYS); empty with a keystore. */
   privateKeys: string[];
+  /** EXCHANGE_KEYSTORE and its password file, read at start (decrypted by the composition root). */
+  keystore?: { files: Array<{ path: string; json: string }>; password: string };
 }
 
 export class ConfigError extends Error {
@@ -108,7 +115,12 @@ const schema = z.object({
   ).default("info"),
   API_KEYS: optional(z.string()),
   API_KEYS_FILE: optional(z.string()),
-  RPC_URL: optional(z.string().regex(/^https?:\/\/\S+$/, "RPC_URL: must be an http:// or https:// URL")),
+  RPC_URL: optional(
+    z.string().regex(/^\s*https?:\/\/[^\s,]+\s*(,\s*https?:\/\/[^\s,]+\s*)*$/, "RPC_URL: must be one http:// or https:// URL, or several separated by commas"),
+  ),
+  RPC_TIMEOUT_MS: optional(integer("RPC_TIMEOUT_MS", 100, 120_000)).default(10_000),
+  EXCHANGE_KEYSTORE: optional(z.string()),
+  EXCHANGE_KEYSTORE_PASSWORD_FILE: optional(z.string()),
   DEPLOYMENT_FILE: optional(z.string()),
   EXCHANGE_PRIVATE_KEYS: optional(z.string()),
   TLS_CERT: optional(z.string()),
@@ -148,6 +160,26 @@ function readFile(name: string, path: string, problems: string[]): string | unde
     problems.push(`${name}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})`);
     return undefined;
   }
+}
+
+/** The keystore files (comma-separated paths) and their password, read now so that a missing file stops the start. */
+function readKeystores(paths: string, passwordFile: string | undefined, problems: string[]): RpcChainConfig["keystore"] {
+  const files: Array<{ path: string; json: string }> = [];
+  for (const path of paths.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const json = readFile("EXCHANGE_KEYSTORE", path, problems);
+    if (json !== undefined) files.push({ path, json });
+  }
+  if (files.length === 0 && !problems.some((p) => p.startsWith("EXCHANGE_KEYSTORE:"))) problems.push("EXCHANGE_KEYSTORE: names no file");
+  if (passwordFile === undefined) {
+    problems.push("EXCHANGE_KEYSTORE_PASSWORD_FILE: is required with EXCHANGE_KEYSTORE (a file holding the keystore's password)");
+    return undefined;
+  }
+  const text = readFile("EXCHANGE_KEYSTORE_PASSWORD_FILE", passwordFile, problems);
+  if (text === undefined) return undefined;
+  // The file's last line break is not part of the password (echo and editors add one).
+  const password = text.replace(/\r?\n$/, "");
+  if (password === "") problems.push("EXCHANGE_KEYSTORE_PASSWORD_FILE: is empty");
+  return { files, password };
 }
 
 /** Keys from API_KEYS (comma-separated) and API_KEYS_FILE (one per line, # comments), checked. */
@@ -217,7 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   let chain: AppConfig["chain"];
   if (e.RPC_URL === undefined) {
-    for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS"] as const) {
+    for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS", "EXCHANGE_KEYSTORE", "EXCHANGE_KEYSTORE_PASSWORD_FILE"] as const) {
       if (e[name] !== undefined) problems.push(`${name}: is only used with RPC_URL; set RPC_URL to use an existing chain, or unset ${name}`);
     }
     chain = { mode: "embedded", chainPort: e.CHAIN_PORT, ...(e.CHAIN_BLOCK_TIME_MS !== undefined ? { blockTimeMs: e.CHAIN_BLOCK_TIME_MS } : {}) };
@@ -225,15 +257,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (e.CHAIN_BLOCK_TIME_MS !== undefined) problems.push("CHAIN_BLOCK_TIME_MS: is only used by the embedded chain; unset it with RPC_URL (the chain sets its own block time)");
     if (e.DEPLOYMENT_FILE === undefined) problems.push("DEPLOYMENT_FILE: is required when RPC_URL is set (the suite's addresses, see .env.example)");
     const privateKeys = (e.EXCHANGE_PRIVATE_KEYS ?? "").split(",").map((k) => k.trim()).filter((k) => k !== "");
-    if (e.EXCHANGE_PRIVATE_KEYS === undefined || privateKeys.length === 0) {
-      problems.push("EXCHANGE_PRIVATE_KEYS: is required when RPC_URL is set (comma-separated 0x-prefixed keys)");
+    let keystore: RpcChainConfig["keystore"];
+    if (e.EXCHANGE_KEYSTORE !== undefined && e.EXCHANGE_PRIVATE_KEYS !== undefined) {
+      problems.push("EXCHANGE_KEYSTORE: set either EXCHANGE_KEYSTORE or EXCHANGE_PRIVATE_KEYS, not both");
+    } else if (e.EXCHANGE_KEYSTORE !== undefined) {
+      keystore = readKeystores(e.EXCHANGE_KEYSTORE, e.EXCHANGE_KEYSTORE_PASSWORD_FILE, problems);
+    } else if (e.EXCHANGE_PRIVATE_KEYS === undefined || privateKeys.length === 0) {
+      problems.push("EXCHANGE_KEYSTORE: is required when RPC_URL is set (or EXCHANGE_PRIVATE_KEYS, comma-separated 0x-prefixed keys)");
     } else if (!privateKeys.every((k) => PRIVATE_KEY.test(k))) {
       problems.push("EXCHANGE_PRIVATE_KEYS: every key must be 0x followed by 64 hex digits");
+    }
+    if (e.EXCHANGE_KEYSTORE_PASSWORD_FILE !== undefined && e.EXCHANGE_KEYSTORE === undefined) {
+      problems.push("EXCHANGE_KEYSTORE_PASSWORD_FILE: is only used with EXCHANGE_KEYSTORE");
     }
     if (keys.length === 0 && !problems.some((p) => p.startsWith("API_KEYS"))) {
       problems.push("API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE)");
     }
-    chain = { mode: "rpc", rpcUrl: e.RPC_URL, deploymentFile: e.DEPLOYMENT_FILE ?? "", privateKeys };
+    const rpcUrls = e.RPC_URL.split(",").map((url) => url.trim());
+    if (new Set(rpcUrls).size !== rpcUrls.length) problems.push("RPC_URL: lists the same URL twice");
+    chain = {
+      mode: "rpc",
+      rpcUrl: rpcUrls[0]!,
+      rpcUrls,
+      rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+      deploymentFile: e.DEPLOYMENT_FILE ?? "",
+      privateKeys,
+      ...(keystore === undefined ? {} : { keystore }),
+    };
   }
 
   const maxSellTokens = decimalToBaseUnits(e.MAX_SELL_TOKENS, TOKEN_DECIMALS, "down") ?? 0n;

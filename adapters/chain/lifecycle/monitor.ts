@@ -26,7 +26,7 @@
  * broadcast, and each look starts again from the ledger and the chain, so a crash at any point
  * leaves nothing the next look cannot finish.
  */
-import { Transaction, type JsonRpcApiProvider, type Wallet } from "ethers";
+import { Transaction, type JsonRpcApiProvider } from "ethers";
 
 import {
   TradeDroppedError,
@@ -38,9 +38,10 @@ import {
   type TradeJournal,
 } from "../../../core/index.js";
 import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../chain-errors.js";
-import { signEip1559 } from "../eip1559.js";
+import { signEip1559With } from "../eip1559.js";
 import { gwei, marketFees, noopFees, replacementFees, type ChainState, type FeeOracle, type Fees } from "../fees.js";
 import type { Outcome, Receipts } from "../receipts.js";
+import type { TransactionSigner } from "../signer.js";
 import { toWeb3Receipt } from "../web3-receipt.js";
 
 /** What the monitor tells the operator: one line per action (pino's Logger fits). */
@@ -67,7 +68,7 @@ export interface LifecycleSettings {
 }
 
 export interface WalletMonitorOptions {
-  signer: Wallet;
+  signer: TransactionSigner;
   chainId: bigint;
   provider: JsonRpcApiProvider;
   journal: TradeJournal & NonceLedger;
@@ -299,7 +300,7 @@ export class WalletMonitor {
   async #replace(slot: NonceSlot, last: Broadcast, fees: Fees, noop: boolean, message: string): Promise<void> {
     const { signer, chainId, journal, provider, log } = this.#opts;
     const call = noop ? { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
-    const { rawTx, txHash } = signEip1559(signer.signingKey, { ...call, ...fees, chainId, nonce: slot.nonce });
+    const { rawTx, txHash } = await signEip1559With(signer, { ...call, ...fees, chainId, nonce: slot.nonce });
     await journal.recordBroadcast(this.#wallet, slot.nonce, { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() });
     const details = {
       tradeId: slot.tradeId,
@@ -360,7 +361,7 @@ export class WalletMonitor {
       if (Date.now() - above.createdAt.getTime() < settings.minAgeMs) return;
       if ((await journal.slot(this.#wallet, nonce)) !== undefined) continue;
       const fees = noopFees({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n }, marketFees(state), settings.feeCap);
-      const { rawTx, txHash } = signEip1559(signer.signingKey, { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n, ...fees, chainId, nonce });
+      const { rawTx, txHash } = await signEip1559With(signer, { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n, ...fees, chainId, nonce });
       await journal.recordSlot({ wallet: this.#wallet, nonce, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() });
       const sent = await provider.send("eth_sendRawTransaction", [rawTx]).then(
         () => true,

@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { Wallet, keccak256 } from "ethers";
 
-import { RpcProvider } from "../../../adapters/chain/index.js";
+import { RpcProvider, toSigner } from "../../../adapters/chain/index.js";
 import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import type { NoncesConsumed, SignedTradeTx } from "../../../core/index.js";
@@ -44,7 +44,7 @@ describe("SendQueue", function () {
     node.pendingNonce = 7;
     provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 0 });
     nonces = new MemoryJournal();
-    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces, ledger: nonces, fees: async () => FEES, maxBatch: 50 });
+    queue = new SendQueue({ signer: toSigner(wallet), chainId: 31337n, provider, nonces, ledger: nonces, fees: async () => FEES, maxBatch: 50 });
   });
 
   afterEach(async function () {
@@ -138,7 +138,7 @@ describe("SendQueue", function () {
     }
     const counted = new CountingNonceStore();
     nonces = counted;
-    queue = new SendQueue({ signer: wallet, chainId: 31337n, provider, nonces: counted, ledger: counted, fees: async () => FEES, maxBatch: 16 });
+    queue = new SendQueue({ signer: toSigner(wallet), chainId: 31337n, provider, nonces: counted, ledger: counted, fees: async () => FEES, maxBatch: 16 });
     const later: Array<Promise<unknown>> = [];
     // Trades 1-3 arrive while trade 0 is being journalled, so after its round began.
     const first = queue.send(trade(0, async () => void later.push(...[1, 2, 3].map((i) => queue.send(trade(i))))));

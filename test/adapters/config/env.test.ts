@@ -199,15 +199,74 @@ describe("configuration from the environment", function () {
 
     it("accepts a complete configuration", function () {
       const config = loadConfig(complete);
-      expect(config.chain).to.deep.equal({ mode: "rpc", rpcUrl: complete.RPC_URL, deploymentFile: "deployment.json", privateKeys: [KEY] });
+      expect(config.chain).to.deep.equal({
+        mode: "rpc",
+        rpcUrl: complete.RPC_URL,
+        rpcUrls: [complete.RPC_URL],
+        rpcTimeoutMs: 10_000,
+        deploymentFile: "deployment.json",
+        privateKeys: [KEY],
+      });
     });
 
     it("names each missing piece", function () {
-      for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS", "API_KEYS"] as const) {
+      for (const [name, reported] of [
+        ["DEPLOYMENT_FILE", "DEPLOYMENT_FILE"],
+        ["EXCHANGE_PRIVATE_KEYS", "EXCHANGE_KEYSTORE"],
+        ["API_KEYS", "API_KEYS"],
+      ] as const) {
         const env: NodeJS.ProcessEnv = { ...complete };
         delete env[name];
-        expect(problem(env, name)).to.include("required when RPC_URL is set");
+        expect(problem(env, reported)).to.include("required when RPC_URL is set");
       }
+    });
+
+    it("takes several comma-separated RPC endpoints, in order, and refuses a bad or repeated one", function () {
+      const config = loadConfig({ ...complete, RPC_URL: " https://a.example/v3/k , http://127.0.0.1:8545", RPC_TIMEOUT_MS: "2500" });
+      expect(config.chain).to.deep.include({ rpcUrl: "https://a.example/v3/k", rpcUrls: ["https://a.example/v3/k", "http://127.0.0.1:8545"], rpcTimeoutMs: 2_500 });
+      expect(problem({ ...complete, RPC_URL: "https://a.example,ws://b.example" }, "RPC_URL")).to.include("separated by commas");
+      expect(problem({ ...complete, RPC_URL: "https://a.example,," }, "RPC_URL")).to.include("separated by commas");
+      expect(problem({ ...complete, RPC_URL: "https://a.example,https://a.example" }, "RPC_URL")).to.include("twice");
+    });
+
+    describe("keystore", function () {
+      const keystore = { ...complete, EXCHANGE_PRIVATE_KEYS: undefined };
+      let keystoreFile: string;
+      let passwordFile: string;
+      before(function () {
+        keystoreFile = join(dir, "wallet.json");
+        passwordFile = join(dir, "password.txt");
+        writeFileSync(keystoreFile, '{"version":3}');
+        writeFileSync(passwordFile, "s3cret password\n");
+      });
+
+      it("reads the keystores and the password (without its last line break) at start", function () {
+        const config = loadConfig({ ...keystore, EXCHANGE_KEYSTORE: `${keystoreFile},${keystoreFile}`, EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile });
+        expect(config.chain.mode === "rpc" && config.chain.keystore).to.deep.equal({
+          files: [
+            { path: keystoreFile, json: '{"version":3}' },
+            { path: keystoreFile, json: '{"version":3}' },
+          ],
+          password: "s3cret password",
+        });
+        expect(config.chain.mode === "rpc" && config.chain.privateKeys).to.deep.equal([]);
+      });
+
+      it("needs the password file, and a file that exists, naming the variable and never the password", function () {
+        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: keystoreFile }, "EXCHANGE_KEYSTORE_PASSWORD_FILE")).to.include("required");
+        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: join(dir, "missing.json"), EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile }, "EXCHANGE_KEYSTORE")).to.include("ENOENT");
+        const empty = join(dir, "empty.txt");
+        writeFileSync(empty, "\n");
+        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: empty }, "EXCHANGE_KEYSTORE_PASSWORD_FILE")).to.include("empty");
+      });
+
+      it("refuses a keystore and raw keys together", function () {
+        expect(problem({ ...complete, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile }, "EXCHANGE_KEYSTORE")).to.include("not both");
+      });
+
+      it("refuses the keystore without RPC_URL", function () {
+        expect(problem({ EXCHANGE_KEYSTORE: keystoreFile }, "EXCHANGE_KEYSTORE")).to.include("RPC_URL");
+      });
     });
 
     it("refuses a malformed private key without echoing it", function () {

@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 
-import { createRpcProvider, type RpcProvider } from "../../../../adapters/chain/index.js";
+import { createRpcProvider, toSigner, type RpcProvider } from "../../../../adapters/chain/index.js";
 import { FeeOracle } from "../../../../adapters/chain/fees.js";
 import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/monitor.js";
 import { Receipts } from "../../../../adapters/chain/receipts.js";
@@ -37,7 +37,7 @@ describe("the lifecycle monitor, a look at a time (anvil)", function () {
 
   function makeMonitor(overrides: Partial<LifecycleSettings> = {}): WalletMonitor {
     return new WalletMonitor({
-      signer,
+      signer: toSigner(signer),
       chainId: 31337n,
       provider,
       journal,
