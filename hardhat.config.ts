@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 
 import hardhatToolboxMochaEthers from "@nomicfoundation/hardhat-toolbox-mocha-ethers";
-import { defineConfig } from "hardhat/config";
+import { configVariable, defineConfig } from "hardhat/config";
 
 // Hardhat cannot download compilers on machines without internet access, so the
 // compiler comes from the `solc` npm package pinned in package.json.
@@ -26,6 +26,15 @@ export default defineConfig({
     // the deadlines in the trades' calldata. Blocks of one second share its timestamp instead,
     // as on a real chain.
     default: { type: "edr-simulated", allowBlocksWithSameTimestamp: true },
+    // Any node, for `npm run deploy` (scripts/deploy-cli.ts): the URL and the deployer's key are
+    // read only when this network is used, from the environment or from Hardhat's encrypted
+    // keystore (`npx hardhat keystore set DEPLOYER_PRIVATE_KEY`).
+    rpc: {
+      type: "http",
+      chainType: "l1",
+      url: configVariable("DEPLOY_RPC_URL"),
+      accounts: [configVariable("DEPLOYER_PRIVATE_KEY")],
+    },
   },
   test: {
     mocha: { timeout: 120_000 },

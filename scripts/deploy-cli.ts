@@ -1,31 +1,104 @@
 /**
- * Deploys the suite from the command line and writes its addresses to a deployment file,
- * the file the service reads in production mode (DEPLOYMENT_FILE).
+ * Deploys the token and the swap on any network, against stable coins and price feeds that
+ * already exist there, and writes the deployment file `npm start` reads (DEPLOYMENT_FILE).
  *
- *   npx hardhat run scripts/deploy-cli.ts --network <name>
+ *   DEPLOY_RPC_URL=https://… DEPLOYER_PRIVATE_KEY=0x… DEPLOY_PARAMETERS=ignition/parameters/mainnet.json \
+ *     npm run deploy
  *
- * The network's first account deploys and owns the suite; the second is funded and
- * approved as the exchange wallet (or the addresses' signers chosen with DEPLOYER_INDEX
- * and EXCHANGE_WALLET_INDEX). Output: $DEPLOYMENT_FILE, default deployments/<chainId>.json.
+ * - The network: `--network rpc` (hardhat.config.ts) reads DEPLOY_RPC_URL and
+ *   DEPLOYER_PRIVATE_KEY as Hardhat configuration variables: from the environment, or from
+ *   Hardhat's encrypted keystore (`npx hardhat keystore set DEPLOYER_PRIVATE_KEY`), which is
+ *   the better place for a key. Any other network of hardhat.config.ts works too.
+ * - The parameters: an Ignition parameters file (see ignition/parameters/example.json) with
+ *   the stable coins and the token/USD, EUR/USD and CHF/USD feeds. They are checked on chain
+ *   first (scripts/deploy-checks.ts); any problem stops the deployment before a transaction.
+ * - DEPLOY_MOCKS=true deploys mock coins and feeds first (ignition/modules/DevMocks.ts), for dev
+ *   and test networks only; it is refused on the main networks.
+ * - The deployment itself is ignition/modules/TokenSwapSuite.ts, journalled by Ignition under
+ *   ignition/deployments/<DEPLOYMENT_ID> (default chain-<chainId>): a rerun resumes it.
+ * - Output: DEPLOYMENT_FILE, default deployments/<chainId>.json.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 
 import { network } from "hardhat";
 
-import { deploySuite } from "./deploy.js";
+import DevMocks from "../ignition/modules/DevMocks.js";
+import TokenSwapSuite from "../ignition/modules/TokenSwapSuite.js";
+import { checkSuiteParameters, type SuiteParameters } from "./deploy-checks.js";
 
-const { ethers } = await network.create();
-const signers = await ethers.getSigners();
-const deployer = signers[Number(process.env.DEPLOYER_INDEX ?? 0)];
-const exchangeWallet = signers[Number(process.env.EXCHANGE_WALLET_INDEX ?? 1)];
-if (!deployer || !exchangeWallet) throw new Error("the network needs two accounts: a deployer and an exchange wallet");
+/** Chains where mock coins must never be deployed: Ethereum, OP, BNB, Gnosis, Polygon, Base, Arbitrum One, Avalanche. */
+const MAIN_NETWORKS = new Set([1n, 10n, 56n, 100n, 137n, 8453n, 42161n, 43114n]);
 
+function fail(problems: string[]): never {
+  console.error(`deploy: nothing was deployed:\n  - ${problems.join("\n  - ")}`);
+  process.exit(1);
+}
+
+const connection = await network.create();
+const { ethers, ignition } = connection;
+const [deployer] = await ethers.getSigners();
+if (deployer === undefined) fail(["the network has no deployer account: set DEPLOYER_PRIVATE_KEY (or the network's accounts)"]);
 const { chainId } = await ethers.provider.getNetwork();
-const { addresses } = await deploySuite(ethers, { deployer, exchangeWallet });
-const file = process.env.DEPLOYMENT_FILE ?? `deployments/${chainId}.json`;
+
+let params: Partial<SuiteParameters> = {};
+if (process.env.DEPLOY_PARAMETERS !== undefined && process.env.DEPLOY_PARAMETERS !== "") {
+  try {
+    const file = JSON.parse(await readFile(process.env.DEPLOY_PARAMETERS, "utf8")) as { TokenSwapSuite?: Partial<SuiteParameters> };
+    params = file.TokenSwapSuite ?? fail([`DEPLOY_PARAMETERS: ${process.env.DEPLOY_PARAMETERS} has no "TokenSwapSuite" section`]);
+  } catch (error) {
+    fail([`DEPLOY_PARAMETERS: ${process.env.DEPLOY_PARAMETERS} cannot be read as JSON (${(error as Error).message})`]);
+  }
+}
+const deploymentId = process.env.DEPLOYMENT_ID || `chain-${chainId}`;
+
+if (process.env.DEPLOY_MOCKS === "true") {
+  if (MAIN_NETWORKS.has(chainId)) fail([`DEPLOY_MOCKS: refused on chain ${chainId}, a main network; point DEPLOY_PARAMETERS at the real stable coins and feeds`]);
+  console.log(`Deploying mock stable coins and feeds on chain ${chainId} (DEPLOY_MOCKS=true)`);
+  const mocks = await ignition.deploy(DevMocks, { deploymentId: `${deploymentId}-mocks` });
+  params = {
+    ...params,
+    dai: await mocks.dai.getAddress(),
+    usdt: await mocks.usdt.getAddress(),
+    usdc: await mocks.usdc.getAddress(),
+    tokenUsdFeed: await mocks.tokenUsdFeed.getAddress(),
+    eurUsdFeed: await mocks.eurUsdFeed.getAddress(),
+    chfUsdFeed: await mocks.chfUsdFeed.getAddress(),
+  };
+} else if (Object.keys(params).length === 0) {
+  fail(["DEPLOY_PARAMETERS: is required (the stable coins and feeds to deploy against), or DEPLOY_MOCKS=true on a dev network"]);
+}
+
+const problems = await checkSuiteParameters(ethers.provider, params);
+if (problems.length > 0) fail(problems);
+const checked = params as SuiteParameters;
+
+console.log(`Deploying the token and the swap on chain ${chainId} from ${deployer.address} (Ignition deployment ${deploymentId})`);
+const { token, swap } = await ignition.deploy(TokenSwapSuite, {
+  deploymentId,
+  parameters: {
+    TokenSwapSuite: {
+      dai: checked.dai,
+      usdt: checked.usdt,
+      usdc: checked.usdc,
+      tokenUsdFeed: checked.tokenUsdFeed,
+      ...(checked.tokenName === undefined ? {} : { tokenName: checked.tokenName }),
+      ...(checked.tokenSymbol === undefined ? {} : { tokenSymbol: checked.tokenSymbol }),
+      ...(checked.maxPriceAge === undefined ? {} : { maxPriceAge: BigInt(String(checked.maxPriceAge).replace(/n$/, "")) }),
+    },
+  },
+});
+
+const deployment = {
+  chainId: Number(chainId),
+  token: await token.getAddress(),
+  swap: await swap.getAddress(),
+  stableCoins: { DAI: checked.dai, USDT: checked.usdt, USDC: checked.usdc },
+  feeds: { tokenUsd: checked.tokenUsdFeed, eurUsd: checked.eurUsdFeed, chfUsd: checked.chfUsdFeed },
+};
+const file = process.env.DEPLOYMENT_FILE || `deployments/${chainId}.json`;
 await mkdir(dirname(file), { recursive: true });
-const deployment = { chainId: Number(chainId), exchangeWallet: exchangeWallet.address, ...addresses };
 await writeFile(file, `${JSON.stringify(deployment, null, 2)}\n`);
-console.log(`Deployed on chain ${chainId}; addresses written to ${file}`);
+console.log(`Deployed; DEPLOYMENT_FILE written to ${file}:`);
 console.log(JSON.stringify(deployment, null, 2));
+await connection.close();
