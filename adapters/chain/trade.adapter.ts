@@ -255,6 +255,9 @@ export class ChainTradeAdapter implements TradePort {
       reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
       // A check made before an allowance top-up may have failed for want of it: made again.
       const proof = await (reservation.toppedUp ? prove() : checked).catch(async (error: unknown) => {
+        // Another trade's top-up landed between this proof and the reservation's read (a fresh
+        // wallet's first trades, together): the allowance now suffices, so prove once more.
+        if (revertName(error) === "ERC20InsufficientAllowance" && !reservation!.toppedUp) return prove();
         if (revertName(error) !== "SwapDeadlineExpired") throw error;
         // The chain's clock is ahead of the head last read: read it now, and prove once more.
         state = await this.#fees.read(true);
