@@ -8,7 +8,12 @@
  * Kubernetes) reaches node twice, directly and through npm's forwarding: every signal after
  * the first is the same shutdown, which keeps draining. Past SHUTDOWN_TIMEOUT_MS + 10 s, or
  * after a bug (an uncaught exception), it exits with code 1.
+ *
+ * The production build (`npm run build`, then `npm run start:prod`) runs this file compiled,
+ * as dist/scripts/start.js, with production dependencies only: no tsx, no Hardhat. It serves
+ * an existing chain (RPC_URL); the embedded chain is a development tool and needs them.
  */
+import "./require-node.js";
 
 import { ConfigError } from "../adapters/config/env.js";
 import { startService, type RunningService } from "../adapters/main.js";
@@ -18,7 +23,14 @@ async function main(): Promise<void> {
   let service: RunningService;
   try {
     service = await startService({
-      embeddedChain: async () => (await import("./embedded-chain-process.js")).startEmbeddedChainProcess,
+      embeddedChain: async () => {
+        if (import.meta.url.endsWith(".js")) {
+          throw new ConfigError([
+            "RPC_URL: is required by the production build, which serves an existing chain; set it (see .env.example), or run `npm start` in a checkout with the development dependencies for the embedded chain",
+          ]);
+        }
+        return (await import("./embedded-chain-process.js")).startEmbeddedChainProcess;
+      },
     });
   } catch (error) {
     if (error instanceof ConfigError) {

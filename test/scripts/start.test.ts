@@ -77,7 +77,7 @@ describe("npm start (scripts/start.ts)", function () {
     for (const [env, name] of [
       [{ PORT: "eighty" }, "PORT"],
       [{ RPC_URL: "http://127.0.0.1:1", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}`, API_KEYS: KEY }, "DEPLOYMENT_FILE"],
-      [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", API_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS"],
+      [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", API_KEYS: KEY }, "EXCHANGE_KEYSTORE"],
       [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}` }, "API_KEYS"],
     ] as const) {
       it(`stops with exit code 1 and a message naming ${name}`, async function () {
