@@ -1,7 +1,12 @@
-/** Imported first by scripts/start.ts: stops at once, with one line, on a Node.js that is too old. */
-import { MIN_NODE_VERSION, supportsNode } from "../adapters/node-version.js";
+/**
+ * Imported first, and alone, by scripts/start.ts: stops at once, with one line, on a Node.js
+ * that cannot run the service (see adapters/node-version.ts). Keep it free of anything but
+ * that module: it must load on any Node.js.
+ */
+import { nodeVersionProblem } from "../adapters/node-version.js";
 
-if (!supportsNode(process.versions.node)) {
-  process.stderr.write(`token-trading-service needs Node.js ${MIN_NODE_VERSION} or newer; this is ${process.versions.node}\n`);
+const problem = nodeVersionProblem(process.versions.node);
+if (problem !== undefined) {
+  process.stderr.write(`${problem}\n`);
   process.exit(1);
 }

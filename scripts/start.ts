@@ -11,29 +11,45 @@
  *
  * The production build (`npm run build`, then `npm run start:prod`) runs this file compiled,
  * as dist/scripts/start.js, with production dependencies only: no tsx, no Hardhat. It serves
- * an existing chain (RPC_URL); the embedded chain is a development tool and needs them.
+ * an existing chain (RPC_URL); the embedded chain is a development tool and needs them. Both
+ * first check the Node.js version (scripts/require-node.ts), before loading anything else.
  */
 import "./require-node.js";
 
-import { ConfigError } from "../adapters/config/env.js";
-import { startService, type RunningService } from "../adapters/main.js";
-import { banner } from "./banner.js";
+import type { RunningService } from "../adapters/main.js";
+
+// Loaded only once the Node.js check above has passed: ESM links every static import before it
+// runs any module, so an older Node.js would fail on node:sqlite before the check could speak.
+const { ConfigError } = await import("../adapters/config/env.js");
+const { startService } = await import("../adapters/main.js");
+const { banner } = await import("./banner.js");
+
+/** Running as the production build (dist/scripts/start.js, plain node), not from the sources through tsx. */
+const COMPILED = import.meta.url.endsWith(".js");
+
+/** Why the production build stops without RPC_URL: one line, without a stack trace. */
+class NoEmbeddedChainError extends Error {
+  constructor() {
+    super(
+      "RPC_URL is not set, and the embedded chain needs the development dependencies this production build runs without " +
+        "(`npm install`, then `npm start`); set RPC_URL to serve an existing chain (see .env.example)",
+    );
+  }
+}
 
 async function main(): Promise<void> {
   let service: RunningService;
   try {
     service = await startService({
       embeddedChain: async () => {
-        if (import.meta.url.endsWith(".js")) {
-          throw new ConfigError([
-            "RPC_URL: is required by the production build, which serves an existing chain; set it (see .env.example), or run `npm start` in a checkout with the development dependencies for the embedded chain",
-          ]);
-        }
+        if (COMPILED) throw new NoEmbeddedChainError();
         return (await import("./embedded-chain-process.js")).startEmbeddedChainProcess;
       },
     });
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if (error instanceof NoEmbeddedChainError) {
+      process.stderr.write(`Cannot start: ${error.message}\n`);
+    } else if (error instanceof ConfigError) {
       process.stderr.write(`Cannot start: ${error.message}\nSee .env.example for every variable.\n`);
     } else {
       process.stderr.write(`Cannot start: ${(error as Error).message}\n`);
