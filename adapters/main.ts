@@ -192,6 +192,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         journal,
         trade: config.trade,
         stuckAfterMs: config.stuckAfterMs,
+        feedPolicy: config.feedPolicy,
         log: log.child({ component: "lifecycle" }),
         instanceId,
       });

@@ -12,6 +12,7 @@ export const SWAP_ABI = [
   "function quoteBuy(address stable, uint256 stableAmount) view returns (uint256)",
   "function currentPrice() view returns (uint256 price, uint8 decimals)",
   "function maxPriceAge() view returns (uint256)",
+  "function priceFeed() view returns (address)",
   "function isStableAllowed(address stable) view returns (bool)",
   "function token() view returns (address)",
   "function paused() view returns (bool)",

@@ -17,6 +17,7 @@ import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
 import type { LifecycleLog } from "./lifecycle/monitor.js";
+import { DEFAULT_FEED_POLICY, FeedGuard, SEQUENCER_SETTINGS, type FeedPolicy } from "./feed-policy.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
 import { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";
 import { rawKeySigner, type TransactionSigner } from "./signer.js";
@@ -60,6 +61,8 @@ export interface ChainAdapterOptions {
    * quote reads the chain). Concurrent quotes share one chain read; errors are not cached.
    */
   priceCacheMs?: number;
+  /** The price feeds' maximum ages, bounds and the L2 sequencer (feed-policy.ts; default DEFAULT_FEED_POLICY). */
+  feedPolicy?: FeedPolicy;
 }
 
 /** Default of `stuckAfterMs`: ten minutes, twice the default trade lifetime. */
@@ -111,7 +114,19 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     throw new Error(`the deployment at ${addresses.swap} could not be read: ${(error as Error).message}`);
   }
 
+  const feeds = new FeedGuard({ provider, swap: addresses.swap, policy: options.feedPolicy ?? DEFAULT_FEED_POLICY });
+  if (feeds.policy.sequencer !== undefined) {
+    // A wrong address would make every price and trade unavailable: refuse it at start instead.
+    try {
+      await feeds.readSequencer();
+    } catch (error) {
+      if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
+      throw new Error(`${SEQUENCER_SETTINGS.feed}: ${feeds.policy.sequencer.address} is not a readable uptime feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`);
+    }
+  }
+
   const trade = new ChainTradeAdapter({
+    feeds,
     provider,
     chainId,
     wallets,
@@ -130,6 +145,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     feeds: addresses.feeds,
     tokenSymbol,
     cashDiscountBps: options.cashDiscountBps ?? 0,
+    guard: feeds,
   });
   const price = new CachedPricePort(chainPrice, { ttlMs: options.priceCacheMs ?? DEFAULT_PRICE_CACHE_MS });
   const swap = new Contract(addresses.swap, SWAP_ABI, provider);

@@ -1,13 +1,16 @@
 /**
  * PricePort on the chain. USD is the swap's own checked token/USD price, so a quote and
  * an execution agree; EUR and CHF divide it by the EUR/USD and CHF/USD feeds.
- * A stale, zero or negative feed gives PriceUnavailableError, never a made-up number.
+ * Every feed, and the L2 sequencer when one is configured, must pass the feed policy
+ * (feed-policy.ts: age, bounds, sequencer uptime): otherwise PriceUnavailableError, never
+ * an old or made-up number.
  */
 import { Contract, formatUnits, type Provider } from "ethers";
 
-import { PriceUnavailableError, type CashCurrency, type PricePort, type PriceRecord } from "../../core/index.js";
-import { AGGREGATOR_ABI, SWAP_ABI } from "./abi.js";
+import type { CashCurrency, PricePort, PriceRecord } from "../../core/index.js";
+import { SWAP_ABI } from "./abi.js";
 import { toDomainError } from "./chain-errors.js";
+import { DEFAULT_FEED_POLICY, FeedGuard, type FeedPolicy } from "./feed-policy.js";
 
 /** Rates are computed in integers at this many decimals, rounded down, then given as JSON numbers. */
 const RATE_DECIMALS = 8;
@@ -20,41 +23,48 @@ export interface PriceAdapterOptions {
   tokenSymbol: string;
   /** Discount for cash currencies, in basis points (0 = none, and the discount record stays `{}`). */
   cashDiscountBps?: number;
+  /** The feeds' rules (default DEFAULT_FEED_POLICY); or a guard shared with the trades. */
+  policy?: FeedPolicy;
+  guard?: FeedGuard;
 }
 
 export class ChainPriceAdapter implements PricePort {
   readonly #swap: Contract;
-  readonly #eurUsd: Contract;
-  readonly #chfUsd: Contract;
+  readonly #guard: FeedGuard;
 
   constructor(private readonly options: PriceAdapterOptions) {
     this.#swap = new Contract(options.swap, SWAP_ABI, options.provider);
-    this.#eurUsd = new Contract(options.feeds.eurUsd, AGGREGATOR_ABI, options.provider);
-    this.#chfUsd = new Contract(options.feeds.chfUsd, AGGREGATOR_ABI, options.provider);
+    this.#guard =
+      options.guard ??
+      new FeedGuard({ provider: options.provider, swap: options.swap, policy: options.policy ?? DEFAULT_FEED_POLICY });
   }
 
   async getPrice(): Promise<PriceRecord> {
+    const guard = this.#guard;
     try {
-      const [[price, priceDecimals], maxAge, eur, chf, block] = await Promise.all([
+      const [[price, priceDecimals], { token, swapMaxAgeS }, eur, chf, sequencer, block] = await Promise.all([
         this.#swap.getFunction("currentPrice")() as Promise<[bigint, bigint]>,
-        this.#swap.getFunction("maxPriceAge")() as Promise<bigint>,
-        this.#readFeed(this.#eurUsd, "EUR/USD"),
-        this.#readFeed(this.#chfUsd, "CHF/USD"),
+        guard.tokenFeed(),
+        guard.read(this.options.feeds.eurUsd),
+        guard.read(this.options.feeds.chfUsd),
+        guard.readSequencer(),
         this.options.provider.getBlock("latest"),
       ]);
-      const now = BigInt(block?.timestamp ?? Math.floor(Date.now() / 1000));
-      for (const feed of [eur, chf]) {
-        // An answer stamped after the latest block we read is fresh (the block read may lag a moment).
-        if (feed.updatedAt < now && now - feed.updatedAt > maxAge) {
-          throw new PriceUnavailableError(`the ${feed.name} feed was last updated at ${feed.updatedAt}, older than ${maxAge} s`);
-        }
-      }
+      guard.checkQuote({
+        token,
+        eurUsd: eur,
+        chfUsd: chf,
+        swapMaxAgeS,
+        ...(sequencer === undefined ? {} : { sequencer }),
+        timestamp: block?.timestamp ?? 0,
+      });
       // usd = price / 10^d; eur = usd / (eurAnswer / 10^e) = price * 10^e / (eurAnswer * 10^d)
-      const usd = (price * RATE_SCALE) / 10n ** priceDecimals;
+      const scale = (feed: { answer: bigint; decimals: number }) =>
+        (price * 10n ** BigInt(feed.decimals) * RATE_SCALE) / (feed.answer * 10n ** priceDecimals);
       const rates: Record<CashCurrency, bigint> = {
-        CHF: (price * 10n ** chf.decimals * RATE_SCALE) / (chf.answer * 10n ** priceDecimals),
-        EUR: (price * 10n ** eur.decimals * RATE_SCALE) / (eur.answer * 10n ** priceDecimals),
-        USD: usd,
+        CHF: scale(chf),
+        EUR: scale(eur),
+        USD: (price * RATE_SCALE) / 10n ** priceDecimals,
       };
       const bps = BigInt(this.options.cashDiscountBps ?? 0);
       return {
@@ -72,16 +82,6 @@ export class ChainPriceAdapter implements PricePort {
     } catch (error) {
       throw toDomainError(error);
     }
-  }
-
-  async #readFeed(feed: Contract, name: string) {
-    const [decimals, round] = (await Promise.all([feed.getFunction("decimals")(), feed.getFunction("latestRoundData")()])) as [
-      bigint,
-      [bigint, bigint, bigint, bigint, bigint],
-    ];
-    const answer = round[1];
-    if (answer <= 0n) throw new PriceUnavailableError(`the ${name} feed answered ${answer}`);
-    return { name, decimals, answer, updatedAt: round[3] };
   }
 }
 

@@ -6,7 +6,8 @@
  * 2. calldata (calldata.ts): the swap call with a deadline (now + the trade's lifetime) and a
  *    minimum output (the preflight's output less the slippage), so a trade that is not mined
  *    in time can never execute late, or at a worse price;
- * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts):
+ * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts)
+ *    and the feed policy (feed-policy.ts: the token feed's age and bounds, the L2 sequencer):
  *    refused with a domain error before anything is signed;
  * 4. the wallet's SendQueue (send-queue.ts) assigns the nonce, signs, journals and broadcasts,
  *    batching whatever arrives meanwhile;
@@ -42,6 +43,7 @@ import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { Allowances, type Asset, type Holding } from "./allowances.js";
 import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
+import { DEFAULT_FEED_POLICY, FeedGuard } from "./feed-policy.js";
 import { FeeOracle, tradeFees } from "./fees.js";
 import { WalletMonitor, type LifecycleLog, type LifecycleSettings } from "./lifecycle/monitor.js";
 import { Preflight, minimumOut } from "./preflight.js";
@@ -100,6 +102,8 @@ export interface TradeAdapterOptions {
   log?: LifecycleLog;
   /** This instance's name in the monitors' leases. */
   instanceId?: string;
+  /** The feed policy's guard, shared with the price (default: DEFAULT_FEED_POLICY on the swap's token feed). */
+  feeds?: FeedGuard;
 }
 
 /** An exchange wallet: its key, its queue for nonces, signing, journalling and sending, and its lifecycle monitor. */
@@ -125,6 +129,7 @@ export class ChainTradeAdapter implements TradePort {
   readonly #receipts: Receipts;
   readonly #preflight: Preflight;
   readonly #allowances: Allowances;
+  readonly #feeds: FeedGuard;
   /** The exchange wallets, by lower-case address. */
   readonly #wallets = new Map<string, ExchangeWallet>();
 
@@ -141,6 +146,7 @@ export class ChainTradeAdapter implements TradePort {
       journalAfterMs: settings.minAgeMs,
     });
     this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
+    this.#feeds = options.feeds ?? new FeedGuard({ provider, swap: options.swap, policy: DEFAULT_FEED_POLICY });
     this.#allowances = new Allowances({ provider, swap: options.swap, approve: (owner, asset, value) => this.#approve(owner, asset, value) });
     for (const signer of options.wallets.map(toSigner)) {
       const queue = new SendQueue({
@@ -242,6 +248,9 @@ export class ChainTradeAdapter implements TradePort {
     try {
       let state = await this.#fees.read();
       tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
+      // Nothing is signed at a price the feed policy refuses (read once per block for every trade).
+      const fed = this.#feeds.forTrade(state.head);
+      fed.catch(() => {}); // awaited below, unless something fails first
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
       const encode = (minOut: bigint) => SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
       const prove = () => {
@@ -253,6 +262,7 @@ export class ChainTradeAdapter implements TradePort {
       const checked = prove();
       checked.catch(() => {}); // awaited below, unless the reservation fails first
       reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
+      await fed;
       // A check made before an allowance top-up may have failed for want of it: made again.
       const proof = await (reservation.toppedUp ? prove() : checked).catch(async (error: unknown) => {
         // Another trade's top-up landed between this proof and the reservation's read (a fresh

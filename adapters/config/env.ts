@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
+import { DEFAULT_FX_MAX_AGE_S, DEFAULT_SEQUENCER_GRACE_S, FEED_SETTINGS, SEQUENCER_SETTINGS, type FeedBounds, type FeedPolicy } from "../chain/feed-policy.js";
 
 /**
  * The service's configuration, read from environment variables once at start-up.
@@ -52,6 +53,8 @@ export interface AppConfig {
   };
   /** STUCK_AFTER_MS: a wallet's nonce unmined for longer makes /readyz answer 503. */
   stuckAfterMs: number;
+  /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
+  feedPolicy: FeedPolicy;
   chain: EmbeddedChainConfig | RpcChainConfig;
 }
 
@@ -103,6 +106,28 @@ const decimal = (name: string) =>
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
 
+/** Thirty days: no feed's heartbeat comes near it. */
+const MAX_FEED_AGE_S = 30 * 86_400;
+
+/** "min-max", plain decimals in the pair's units, such as "0.5-2". */
+const bounds = (name: string) =>
+  z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*-\s*\d+(\.\d+)?\s*$/, `${name}: must be "min-max", two plain decimal numbers in the pair's units, such as "0.5-2"`)
+    .transform((text): FeedBounds => {
+      const [min, max] = text.split("-").map((part) => part.trim());
+      return { min: min!, max: max! };
+    })
+    .refine(({ min, max }) => compareDecimals(min, max) < 0 && Number(min) > 0, `${name}: min must be greater than 0 and less than max`);
+
+/** Compares two plain decimals exactly. */
+function compareDecimals(a: string, b: string): number {
+  const scale = Math.max(a.split(".")[1]?.length ?? 0, b.split(".")[1]?.length ?? 0);
+  const units = (text: string) => decimalToBaseUnits(text, scale, "down") ?? 0n;
+  const [x, y] = [units(a), units(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 const schema = z.object({
   HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default("127.0.0.1"),
   PORT: optional(integer("PORT", 0, 65535)).default(8080),
@@ -146,6 +171,14 @@ const schema = z.object({
   MONITOR_INTERVAL_MS: optional(integer("MONITOR_INTERVAL_MS", 100, 60_000)).default(1_000),
   MONITOR_LEASE_MS: optional(integer("MONITOR_LEASE_MS", 1_000, 600_000)).default(15_000),
   STUCK_AFTER_MS: optional(integer("STUCK_AFTER_MS", 1_000, 86_400_000)).default(600_000),
+  [FEED_SETTINGS.tokenUsd.maxAge]: optional(integer(FEED_SETTINGS.tokenUsd.maxAge, 1, MAX_FEED_AGE_S)),
+  [FEED_SETTINGS.eurUsd.maxAge]: optional(integer(FEED_SETTINGS.eurUsd.maxAge, 1, MAX_FEED_AGE_S)).default(DEFAULT_FX_MAX_AGE_S),
+  [FEED_SETTINGS.chfUsd.maxAge]: optional(integer(FEED_SETTINGS.chfUsd.maxAge, 1, MAX_FEED_AGE_S)).default(DEFAULT_FX_MAX_AGE_S),
+  [FEED_SETTINGS.tokenUsd.bounds]: optional(bounds(FEED_SETTINGS.tokenUsd.bounds)),
+  [FEED_SETTINGS.eurUsd.bounds]: optional(bounds(FEED_SETTINGS.eurUsd.bounds)),
+  [FEED_SETTINGS.chfUsd.bounds]: optional(bounds(FEED_SETTINGS.chfUsd.bounds)),
+  [SEQUENCER_SETTINGS.feed]: optional(z.string().regex(/^0x[0-9a-fA-F]{40}$/, `${SEQUENCER_SETTINGS.feed}: must be a contract address, 0x followed by 40 hex digits`)),
+  [SEQUENCER_SETTINGS.grace]: optional(integer(SEQUENCER_SETTINGS.grace, 0, 86_400)),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -300,6 +333,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     problems.push("MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time");
   }
   if (e.REORG_DEPTH < e.CONFIRMATIONS) problems.push("REORG_DEPTH: must be at least CONFIRMATIONS");
+  if (e[SEQUENCER_SETTINGS.grace] !== undefined && e[SEQUENCER_SETTINGS.feed] === undefined) {
+    problems.push(`${SEQUENCER_SETTINGS.grace}: is only used with ${SEQUENCER_SETTINGS.feed}`);
+  }
+  const rule = (key: keyof typeof FEED_SETTINGS) => {
+    const maxAgeS = e[FEED_SETTINGS[key].maxAge];
+    const feedBounds = e[FEED_SETTINGS[key].bounds];
+    return { ...(maxAgeS === undefined ? {} : { maxAgeS }), ...(feedBounds === undefined ? {} : { bounds: feedBounds }) };
+  };
+  const sequencer = e[SEQUENCER_SETTINGS.feed];
+  const feedPolicy: FeedPolicy = {
+    tokenUsd: rule("tokenUsd"),
+    eurUsd: rule("eurUsd"),
+    chfUsd: rule("chfUsd"),
+    ...(sequencer === undefined ? {} : { sequencer: { address: sequencer, graceS: e[SEQUENCER_SETTINGS.grace] ?? DEFAULT_SEQUENCER_GRACE_S } }),
+  };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -327,6 +375,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       leaseMs: e.MONITOR_LEASE_MS,
     },
     stuckAfterMs: e.STUCK_AFTER_MS,
+    feedPolicy,
     chain,
   };
 }

@@ -190,6 +190,40 @@ describe("npm start (scripts/start.ts)", function () {
         if (r.child.exitCode === null) r.child.kill("SIGKILL");
       }
     });
+
+    it("applies the feed bounds from the environment: the price and a sell answer 503 naming FEED_BOUNDS_TOKEN_USD, and nothing is sent", async function () {
+      const r = run({
+        RPC_URL: chain.rpcUrl,
+        DEPLOYMENT_FILE: join(dir, "deployment.json"),
+        EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+        API_KEYS: KEY,
+        PORT: "0",
+        DATA_DIR: dir,
+        FEED_BOUNDS_TOKEN_USD: "2-3", // the embedded chain's token feed answers 1.25
+      });
+      try {
+        await waitFor(() => r.stderr().includes("is ready"), "the banner");
+        const apiUrl = /API: +(http\S+)/.exec(r.stderr())![1]!;
+        const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true });
+        const before = await rpc.getTransactionCount(chain.exchangeWallet.address, "pending");
+        const price = await fetch(`${apiUrl}/api/v1/token/price`, { headers: { api_key: KEY } });
+        expect(price.status).to.equal(503);
+        const body = (await price.json()) as { code: string; message: string };
+        expect(body.message).to.include("the token/USD feed answered 1.25, outside FEED_BOUNDS_TOKEN_USD (2-3)");
+        const sell = await fetch(`${apiUrl}/api/v1/token/sell`, {
+          method: "POST",
+          headers: { api_key: KEY, "content-type": "application/json" },
+          body: JSON.stringify({ userAddress: chain.exchangeWallet.address, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI }),
+        });
+        expect(sell.status).to.equal(503);
+        expect(((await sell.json()) as { message: string }).message).to.include("outside FEED_BOUNDS_TOKEN_USD");
+        expect(await rpc.getTransactionCount(chain.exchangeWallet.address, "pending")).to.equal(before);
+        rpc.destroy();
+      } finally {
+        if (r.child.exitCode === null) r.child.kill("SIGTERM");
+        await r.exit;
+      }
+    });
   });
 });
 

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseEnv } from "node:util";
 
 import { expect } from "chai";
 
@@ -279,6 +280,52 @@ describe("configuration from the environment", function () {
     it("refuses chain settings without RPC_URL rather than ignore them", function () {
       expect(problem({ EXCHANGE_PRIVATE_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS")).to.include("RPC_URL");
       expect(problem({ DEPLOYMENT_FILE: "d.json" }, "DEPLOYMENT_FILE")).to.include("RPC_URL");
+    });
+  });
+
+  describe("price feeds", function () {
+    it("defaults: the FX feeds may be 96 h old (a weekend and margin), the token feed the swap's own maximum, no bounds, no sequencer", function () {
+      expect(loadConfig({}).feedPolicy).to.deep.equal({ tokenUsd: {}, eurUsd: { maxAgeS: 345_600 }, chfUsd: { maxAgeS: 345_600 } });
+    });
+
+    it("reads each feed's maximum age and bounds, and the sequencer uptime feed with its grace period", function () {
+      const sequencer = "0xFdb631F5EE196F0ed6FAa767959853A9F217697D";
+      const config = loadConfig({
+        FEED_MAX_AGE_TOKEN_USD_S: "3600",
+        FEED_MAX_AGE_EUR_USD_S: "90000",
+        FEED_MAX_AGE_CHF_USD_S: "100000",
+        FEED_BOUNDS_TOKEN_USD: "0.01-100",
+        FEED_BOUNDS_EUR_USD: " 0.8 - 1.6 ",
+        FEED_BOUNDS_CHF_USD: "0.9-1.5",
+        SEQUENCER_UPTIME_FEED: sequencer,
+      });
+      expect(config.feedPolicy).to.deep.equal({
+        tokenUsd: { maxAgeS: 3600, bounds: { min: "0.01", max: "100" } },
+        eurUsd: { maxAgeS: 90_000, bounds: { min: "0.8", max: "1.6" } },
+        chfUsd: { maxAgeS: 100_000, bounds: { min: "0.9", max: "1.5" } },
+        sequencer: { address: sequencer, graceS: 3600 },
+      });
+      expect(loadConfig({ SEQUENCER_UPTIME_FEED: sequencer, SEQUENCER_GRACE_S: "600" }).feedPolicy.sequencer).to.deep.equal({ address: sequencer, graceS: 600 });
+    });
+
+    it("loads .env.example as written, which lists every one of them", function () {
+      const example = parseEnv(readFileSync(new URL("../../../.env.example", import.meta.url), "utf8"));
+      for (const name of ["FEED_MAX_AGE_TOKEN_USD_S", "FEED_MAX_AGE_EUR_USD_S", "FEED_MAX_AGE_CHF_USD_S", "FEED_BOUNDS_TOKEN_USD", "FEED_BOUNDS_EUR_USD", "FEED_BOUNDS_CHF_USD", "SEQUENCER_UPTIME_FEED", "SEQUENCER_GRACE_S"]) {
+        expect(example, name).to.have.property(name);
+      }
+      expect(loadConfig(example).feedPolicy).to.deep.equal(loadConfig({}).feedPolicy);
+    });
+
+    it("names the variable of a bad value", function () {
+      expect(problem({ FEED_MAX_AGE_EUR_USD_S: "0" }, "FEED_MAX_AGE_EUR_USD_S")).to.include("integer from 1 to 2592000");
+      expect(problem({ FEED_MAX_AGE_TOKEN_USD_S: "1h" }, "FEED_MAX_AGE_TOKEN_USD_S")).to.include("integer");
+      expect(problem({ FEED_BOUNDS_EUR_USD: "1.6" }, "FEED_BOUNDS_EUR_USD")).to.include('"min-max"');
+      expect(problem({ FEED_BOUNDS_CHF_USD: "-1-2" }, "FEED_BOUNDS_CHF_USD")).to.include('"min-max"');
+      expect(problem({ FEED_BOUNDS_TOKEN_USD: "2-1.5" }, "FEED_BOUNDS_TOKEN_USD")).to.include("less than max");
+      expect(problem({ FEED_BOUNDS_TOKEN_USD: "1.5-1.50" }, "FEED_BOUNDS_TOKEN_USD")).to.include("less than max");
+      expect(problem({ FEED_BOUNDS_TOKEN_USD: "0-1" }, "FEED_BOUNDS_TOKEN_USD")).to.include("greater than 0");
+      expect(problem({ SEQUENCER_UPTIME_FEED: "0x1234" }, "SEQUENCER_UPTIME_FEED")).to.include("40 hex digits");
+      expect(problem({ SEQUENCER_GRACE_S: "60" }, "SEQUENCER_GRACE_S")).to.include("only used with SEQUENCER_UPTIME_FEED");
     });
   });
 

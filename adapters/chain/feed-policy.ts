@@ -1,0 +1,266 @@
+/**
+ * Price feeds as Chainlink advises (docs.chain.link, "Using Data Feeds", "L2 Sequencer Uptime
+ * Feeds"): before an answer is used, check
+ * - its age against a maximum that suits the feed: the token feed's may be short; FX feeds such
+ *   as EUR/USD and CHF/USD have 24 h heartbeats and no updates while the FX market is closed
+ *   (Friday 22:00 to Sunday 22:00 UTC), so theirs must span a weekend;
+ * - optionally, that it lies within bounds the operator sets (a circuit breaker: a feed stuck at
+ *   its aggregator's minAnswer or maxAnswer, or a broken one, is refused rather than used);
+ * - on an L2, that the sequencer is up, and has been for a grace period: while it is down the
+ *   feeds cannot update, and right after it comes back their answers may still be old news.
+ *
+ * A feed that fails a check makes the price, and every trade, `unavailable`
+ * (PriceUnavailableError), naming the feed and the setting; nothing is quoted or signed at a
+ * stale or out-of-bounds price. The swap contract checks the token feed's age again on chain
+ * (its `maxPriceAge`), when the trade executes.
+ *
+ * "Now" is the later of this machine's clock and the latest block's timestamp, so a node that
+ * lags behind cannot make an old answer look fresh.
+ */
+import { Contract, type Provider } from "ethers";
+
+import { PriceUnavailableError } from "../../core/index.js";
+import { AGGREGATOR_ABI, SWAP_ABI } from "./abi.js";
+
+/** What each feed's rule is called where the operator sets it (.env.example); errors name it. */
+export const FEED_SETTINGS = {
+  tokenUsd: { feed: "token/USD", maxAge: "FEED_MAX_AGE_TOKEN_USD_S", bounds: "FEED_BOUNDS_TOKEN_USD" },
+  eurUsd: { feed: "EUR/USD", maxAge: "FEED_MAX_AGE_EUR_USD_S", bounds: "FEED_BOUNDS_EUR_USD" },
+  chfUsd: { feed: "CHF/USD", maxAge: "FEED_MAX_AGE_CHF_USD_S", bounds: "FEED_BOUNDS_CHF_USD" },
+} as const;
+export const SEQUENCER_SETTINGS = { feed: "SEQUENCER_UPTIME_FEED", grace: "SEQUENCER_GRACE_S" } as const;
+
+export type FeedKey = keyof typeof FEED_SETTINGS;
+
+/** Accepted answers, inclusive, as plain decimals in the pair's units ("0.5", "2"). */
+export interface FeedBounds {
+  min: string;
+  max: string;
+}
+
+export interface FeedRule {
+  /** Oldest accepted answer, in seconds. For the token feed, unset means the swap's own `maxPriceAge`. */
+  maxAgeS?: number;
+  bounds?: FeedBounds;
+}
+
+export interface FeedPolicy {
+  tokenUsd: FeedRule;
+  eurUsd: FeedRule;
+  chfUsd: FeedRule;
+  /** An L2's sequencer uptime feed (answer 0 = up, 1 = down; startedAt = when that began). */
+  sequencer?: { address: string; graceS: number };
+}
+
+/**
+ * Default maximum age of the FX feeds: 96 h. A 24 h heartbeat, with the last update up to a
+ * heartbeat before Friday's close, then a 48 h weekend, is 72 h; the rest is margin for a
+ * heartbeat's delay and a holiday next to a weekend.
+ */
+export const DEFAULT_FX_MAX_AGE_S = 96 * 3600;
+
+/** Default grace period after an L2 sequencer comes back up: an hour, as in Chainlink's example. */
+export const DEFAULT_SEQUENCER_GRACE_S = 3600;
+
+export const DEFAULT_FEED_POLICY: FeedPolicy = {
+  tokenUsd: {},
+  eurUsd: { maxAgeS: DEFAULT_FX_MAX_AGE_S },
+  chfUsd: { maxAgeS: DEFAULT_FX_MAX_AGE_S },
+};
+
+/** One feed's latest round. */
+export interface FeedReading {
+  answer: bigint;
+  decimals: number;
+  startedAt: bigint;
+  updatedAt: bigint;
+}
+
+/** A plain decimal ("1.25") as an exact fraction: value / 10^scale. */
+function fraction(text: string): { value: bigint; scale: number } {
+  const [whole, part = ""] = text.split(".");
+  return { value: BigInt(`${whole}${part}`), scale: part.length };
+}
+
+/** Whether `answer` / 10^decimals is below (-1), within (0) or above (1) the bounds; exact. */
+export function compareToBounds(answer: bigint, decimals: number, bounds: FeedBounds): -1 | 0 | 1 {
+  // answer / 10^d < v / 10^s  ⇔  answer · 10^s < v · 10^d
+  const side = (bound: string) => {
+    const { value, scale } = fraction(bound);
+    const left = answer * 10n ** BigInt(scale);
+    const right = value * 10n ** BigInt(decimals);
+    return left < right ? -1 : left > right ? 1 : 0;
+  };
+  if (side(bounds.min) < 0) return -1;
+  if (side(bounds.max) > 0) return 1;
+  return 0;
+}
+
+/** An integer answer at `decimals` as decimal text (150000000, 8 → "1.5"). */
+function decimalText(answer: bigint, decimals: number): string {
+  const negative = answer < 0n;
+  const digits = (negative ? -answer : answer).toString().padStart(decimals + 1, "0");
+  const whole = digits.slice(0, digits.length - decimals);
+  const part = digits.slice(digits.length - decimals).replace(/0+$/, "");
+  return `${negative ? "-" : ""}${whole}${part === "" ? "" : `.${part}`}`;
+}
+
+/**
+ * Checks one feed's reading against its rule at `now` (unix seconds).
+ * @param swapMaxAgeS the swap's `maxPriceAge`, the token feed's limit when its rule sets none
+ * @throws PriceUnavailableError naming the feed and the setting
+ */
+export function checkFeed(key: FeedKey, reading: FeedReading, rule: FeedRule, now: bigint, swapMaxAgeS?: bigint): void {
+  const { feed, maxAge, bounds } = FEED_SETTINGS[key];
+  if (reading.updatedAt === 0n) throw new PriceUnavailableError(`the ${feed} feed has no complete round (updatedAt is 0)`);
+  if (reading.answer <= 0n) throw new PriceUnavailableError(`the ${feed} feed answered ${reading.answer}`);
+  const limit = rule.maxAgeS !== undefined ? { seconds: BigInt(rule.maxAgeS), name: maxAge } : swapMaxAgeS !== undefined ? { seconds: swapMaxAgeS, name: "the swap's maxPriceAge" } : undefined;
+  // An answer stamped after "now" is fresh (a block read may lag a moment behind another).
+  const age = now - reading.updatedAt;
+  if (limit !== undefined && age > limit.seconds) {
+    throw new PriceUnavailableError(`the ${feed} feed was last updated ${age} s ago (at ${reading.updatedAt}), more than ${limit.name} allows (${limit.seconds} s)`);
+  }
+  if (rule.bounds !== undefined && compareToBounds(reading.answer, reading.decimals, rule.bounds) !== 0) {
+    throw new PriceUnavailableError(
+      `the ${feed} feed answered ${decimalText(reading.answer, reading.decimals)}, outside ${bounds} (${rule.bounds.min}-${rule.bounds.max})`,
+    );
+  }
+}
+
+/**
+ * Checks an L2 sequencer uptime feed's reading at `now` (unix seconds): up (answer 0), and for
+ * longer than the grace period.
+ * @throws PriceUnavailableError naming the setting
+ */
+export function checkSequencer(reading: FeedReading, graceS: number, now: bigint): void {
+  if (reading.answer !== 0n) throw new PriceUnavailableError(`the L2 sequencer is down (${SEQUENCER_SETTINGS.feed} answered ${reading.answer})`);
+  // Chainlink: startedAt is 0 while the uptime feed's round is not initialised (Arbitrum).
+  if (reading.startedAt === 0n) throw new PriceUnavailableError(`the L2 sequencer's status is unknown (${SEQUENCER_SETTINGS.feed} has no started round)`);
+  const up = now - reading.startedAt;
+  if (up <= BigInt(graceS)) {
+    throw new PriceUnavailableError(`the L2 sequencer came back up ${up} s ago; feeds are used again once ${SEQUENCER_SETTINGS.grace} (${graceS} s) has passed`);
+  }
+}
+
+/** The later of this machine's clock and `chainTimestamp`, in unix seconds. */
+export function policyNow(chainTimestamp: number | bigint, clock: () => number = Date.now): bigint {
+  const local = BigInt(Math.floor(clock() / 1000));
+  const chain = BigInt(chainTimestamp);
+  return local > chain ? local : chain;
+}
+
+export interface FeedGuardOptions {
+  provider: Provider;
+  swap: string;
+  policy: FeedPolicy;
+  /** Wall clock in ms (tests inject one). Default Date.now. */
+  clock?: () => number;
+}
+
+/** latestRoundData's answer. */
+type Round = [roundId: bigint, answer: bigint, startedAt: bigint, updatedAt: bigint, answeredInRound: bigint];
+
+/**
+ * Reads the feeds and checks them against the policy: the token feed (the one the swap reads
+ * now) and the sequencer for a trade; all three and the sequencer for a quote.
+ */
+export class FeedGuard {
+  readonly #opts: FeedGuardOptions;
+  readonly #swap: Contract;
+  /** Decimals never change for a feed address. */
+  readonly #decimals = new Map<string, Promise<number>>();
+  /** The swap's token feed, as last read (the swap's owner may replace it). */
+  #tokenFeed?: string;
+
+  constructor(options: FeedGuardOptions) {
+    this.#opts = options;
+    this.#swap = new Contract(options.swap, SWAP_ABI, options.provider);
+  }
+
+  get policy(): FeedPolicy {
+    return this.#opts.policy;
+  }
+
+  /**
+   * For a trade at `head`: the token feed and the sequencer pass. Which feed the swap reads, its
+   * round and the sequencer's are read now, in the same JSON-RPC batch as the trade's preflight,
+   * so the bounds are checked on the answer the preflight priced the trade at. Its age against
+   * the swap's maxPriceAge is the swap's own check, in the preflight and again on execution.
+   * @throws PriceUnavailableError
+   */
+  async forTrade(head: { timestamp: number }): Promise<void> {
+    const known = this.#tokenFeed;
+    const [address, guessed, sequencer] = await Promise.all([
+      this.#swap.getFunction("priceFeed")() as Promise<string>,
+      known === undefined ? undefined : this.read(known),
+      this.readSequencer(),
+    ]);
+    this.#tokenFeed = address;
+    // The first trade, or the swap's owner replaced the feed: read the one the swap uses now.
+    const token = guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : await this.read(address);
+    const now = policyNow(head.timestamp, this.#opts.clock);
+    this.#checkSequencer(sequencer, now);
+    checkFeed("tokenUsd", token, this.#opts.policy.tokenUsd, now);
+  }
+
+  /**
+   * For a quote: every feed passes at the latest block's `timestamp`.
+   * @throws PriceUnavailableError
+   */
+  checkQuote(read: {
+    token: FeedReading;
+    eurUsd: FeedReading;
+    chfUsd: FeedReading;
+    swapMaxAgeS: bigint;
+    sequencer?: FeedReading;
+    timestamp: number;
+  }): void {
+    const now = policyNow(read.timestamp, this.#opts.clock);
+    this.#checkSequencer(read.sequencer, now);
+    checkFeed("tokenUsd", read.token, this.#opts.policy.tokenUsd, now, read.swapMaxAgeS);
+    checkFeed("eurUsd", read.eurUsd, this.#opts.policy.eurUsd, now);
+    checkFeed("chfUsd", read.chfUsd, this.#opts.policy.chfUsd, now);
+  }
+
+  /** The latest round of the feed at `address`, with its decimals. */
+  async read(address: string): Promise<FeedReading> {
+    const feed = new Contract(address, AGGREGATOR_ABI, this.#opts.provider);
+    let decimals = this.#decimals.get(address);
+    if (decimals === undefined) {
+      decimals = (feed.getFunction("decimals")() as Promise<bigint>).then(Number);
+      decimals.catch(() => this.#decimals.delete(address));
+      this.#decimals.set(address, decimals);
+    }
+    const [places, round] = await Promise.all([decimals, feed.getFunction("latestRoundData")() as Promise<Round>]);
+    return { answer: round[1], decimals: places, startedAt: round[2], updatedAt: round[3] };
+  }
+
+  /** The sequencer's reading, when the policy names an uptime feed. */
+  readSequencer(): Promise<FeedReading | undefined> {
+    const sequencer = this.#opts.policy.sequencer;
+    return sequencer === undefined ? Promise.resolve(undefined) : this.read(sequencer.address);
+  }
+
+  /** The swap's token feed (its latest round) and its maximum age, read now. */
+  async tokenFeed(): Promise<{ token: FeedReading; swapMaxAgeS: bigint }> {
+    const known = this.#tokenFeed;
+    const [{ address, swapMaxAgeS }, guessed] = await Promise.all([this.#meta(), known === undefined ? undefined : this.read(known)]);
+    const token = guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : await this.read(address);
+    return { token, swapMaxAgeS };
+  }
+
+  /** Which feed the swap reads, and its maxPriceAge. */
+  async #meta(): Promise<{ address: string; swapMaxAgeS: bigint }> {
+    const [address, swapMaxAgeS] = await Promise.all([
+      this.#swap.getFunction("priceFeed")() as Promise<string>,
+      this.#swap.getFunction("maxPriceAge")() as Promise<bigint>,
+    ]);
+    this.#tokenFeed = address;
+    return { address, swapMaxAgeS };
+  }
+
+  #checkSequencer(reading: FeedReading | undefined, now: bigint): void {
+    const sequencer = this.#opts.policy.sequencer;
+    if (sequencer !== undefined && reading !== undefined) checkSequencer(reading, sequencer.graceS, now);
+  }
+}
