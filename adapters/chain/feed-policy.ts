@@ -177,6 +177,12 @@ export class FeedGuard {
     this.#swap = new Contract(options.swap, SWAP_ABI, options.provider);
   }
 
+  /** Whether the policy checks anything for a trade that the swap does not check itself. */
+  get #checksTrades(): boolean {
+    const { tokenUsd, sequencer } = this.#opts.policy;
+    return tokenUsd.maxAgeS !== undefined || tokenUsd.bounds !== undefined || sequencer !== undefined;
+  }
+
   get policy(): FeedPolicy {
     return this.#opts.policy;
   }
@@ -185,10 +191,14 @@ export class FeedGuard {
    * For a trade at `head`: the token feed and the sequencer pass. Which feed the swap reads, its
    * round and the sequencer's are read now, in the same JSON-RPC batch as the trade's preflight,
    * so the bounds are checked on the answer the preflight priced the trade at. Its age against
-   * the swap's maxPriceAge is the swap's own check, in the preflight and again on execution.
+   * the swap's maxPriceAge is the swap's own check, in the preflight and again on execution;
+   * with no other rule for trades (the default), nothing is read.
    * @throws PriceUnavailableError
    */
   async forTrade(head: { timestamp: number }): Promise<void> {
+    // Without a rule of its own for the token feed, or a sequencer, the swap's checks are all
+    // there is to make: nothing to read (the default costs a trade nothing).
+    if (!this.#checksTrades) return;
     const known = this.#tokenFeed;
     const [address, guessed, sequencer] = await Promise.all([
       this.#swap.getFunction("priceFeed")() as Promise<string>,
