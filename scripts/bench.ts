@@ -4,7 +4,9 @@
  *
  * - Price: GET /api/v1/token/price through the service, and the same bytes (status,
  *   headers, body captured from the service) from a bare `node:http` server, both loaded
- *   with autocannon. Ratio = service requests/s ÷ bare requests/s (target ≥ 0.7).
+ *   with autocannon, twice: with the service's logs as `npm start` configures them (LOG_LEVEL,
+ *   default info: one access line per request, to a file) and with logs silent. Ratio = service
+ *   requests/s ÷ bare requests/s (target ≥ 0.8).
  * - Sells: N sells of 1 token through JSON HTTP and through gRPC (@grpc/grpc-js), C at a
  *   time, and the same `TokenSwap.sell` calls made directly with ethers by the exchange
  *   wallet (signed as they are made, nonces assigned locally, sent concurrently, receipts
@@ -16,8 +18,8 @@
  *
  * Three processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
- * port 0, which starts its embedded chain in a child process, and the bare server; logs
- * silent) and drives the load. Each measurement is split into rounds that
+ * port 0, which starts its embedded chain in a child process, and the bare server; its stdout,
+ * the service's log, goes to a file) and drives the load. Each measurement is split into rounds that
  * alternate service and baseline, so a neighbour's load drifting during the run hits both.
  *
  * Options: --duration <s> (price, per target), --connections, --sells (per path),
@@ -29,7 +31,7 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as http from "node:http";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
@@ -106,8 +108,8 @@ interface Usage {
   chainMaxRssBytes: number;
 }
 
-type ToServer = { type: "usage" } | { type: "stop" };
-type FromServer = Ready | Usage | { type: "error"; message: string };
+type ToServer = { type: "usage" } | { type: "stop" } | { type: "log-level"; level: string };
+type FromServer = Ready | Usage | { type: "log-level"; level: string } | { type: "error"; message: string };
 
 // ---------------------------------------------------------------------------------------------
 // The server process: embedded chain, service, bare server
@@ -118,13 +120,13 @@ const AUTOMATIC_HEADERS = new Set(["date", "connection", "keep-alive", "transfer
 
 async function serve(): Promise<void> {
   const send = (message: FromServer) => process.send!(message);
-  const { pino } = await import("pino");
   const { startService } = await import("../adapters/main.js");
   const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain.js");
   const { startEmbeddedChainProcess } = await import("./embedded-chain-process.js");
   const apiKey = process.env["BENCH_API_KEY"]!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
-  const log = pino({ level: "silent" });
+  // The service's own logger, as `npm start` makes it (LOG_LEVEL, default info), on this process's
+  // stdout, which the driver points at a file: what an operator's log collector reads.
   const service = await startService({
     env: {
       ...process.env,
@@ -138,11 +140,9 @@ async function serve(): Promise<void> {
       EXCHANGE_PRIVATE_KEYS: "",
       TLS_CERT: "",
       TLS_KEY: "",
-      LOG_LEVEL: "silent",
       DATA_DIR: dir,
     },
     embeddedChain: async () => startEmbeddedChainProcess,
-    log,
     rootDir: dir,
   });
 
@@ -158,7 +158,8 @@ async function serve(): Promise<void> {
 
   const exchange = hardhatAccount(EXCHANGE_ACCOUNT);
   if (exchange.address !== service.wallets[0]) throw new Error("the service does not sign for Hardhat account #1");
-  const config: Record<string, string> = { PRICE_CACHE_MS: String(service.config.priceCacheMs) };
+  const defaultLevel = service.log.level;
+  const config: Record<string, string> = { PRICE_CACHE_MS: String(service.config.priceCacheMs), LOG_LEVEL: defaultLevel };
   for (const name of ["CHAIN_BLOCK_TIME_MS", "JOURNAL_URL"]) {
     if (process.env[name]) config[name] = name === "JOURNAL_URL" ? "(set)" : process.env[name]!;
   }
@@ -179,6 +180,10 @@ async function serve(): Promise<void> {
         maxRssBytes: usage.maxRSS * 1024,
         chainMaxRssBytes: chain.maxRssBytes,
       });
+    } else if (message.type === "log-level") {
+      // "default" restores LOG_LEVEL; request loggers are made per request, so this takes at once.
+      service.log.level = message.level === "default" ? defaultLevel : message.level;
+      send({ type: "log-level", level: service.log.level });
     } else if (message.type === "stop") {
       bare.closeAllConnections();
       bare.close();
@@ -245,13 +250,19 @@ class ServerProcess {
   readonly #waiting: Array<(message: FromServer) => void> = [];
   readonly #output: Buffer[] = [];
 
+  /** The service's log (its stdout), a file as a log collector would read it. */
+  readonly logFile: string;
+
   constructor(apiKey: string) {
+    const logDir = mkdtempSync(join(tmpdir(), "bench-log-"));
+    this.logFile = join(logDir, "service.log");
+    const logFd = openSync(this.logFile, "a");
     this.#child = fork(SELF, ["--role", "server"], {
       execArgv: ["--import", "tsx", ...(opts.profile ? ["--cpu-prof", `--cpu-prof-dir=${opts.profile}`] : [])],
       env: { ...process.env, BENCH_API_KEY: apiKey },
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      stdio: ["ignore", logFd, "pipe", "ipc"],
     });
-    this.#child.stdout!.on("data", (chunk: Buffer) => this.#output.push(chunk));
+    closeSync(logFd);
     this.#child.stderr!.on("data", (chunk: Buffer) => this.#output.push(chunk));
     this.#child.on("message", (message: FromServer) => this.#waiting.shift()?.(message));
     this.#child.on("exit", (code) => {
@@ -275,6 +286,22 @@ class ServerProcess {
     });
   }
 
+  /** Sets the service's log level ("default" = its LOG_LEVEL). */
+  async logLevel(level: string): Promise<void> {
+    const reply = this.next("log-level", 10_000);
+    this.#child.send({ type: "log-level", level } satisfies ToServer);
+    await reply;
+  }
+
+  /** Bytes the service has logged so far. */
+  logBytes(): number {
+    try {
+      return statSync(this.logFile).size;
+    } catch {
+      return 0;
+    }
+  }
+
   async usage(): Promise<Usage> {
     const reply = this.next("usage", 10_000);
     this.#child.send({ type: "usage" } satisfies ToServer);
@@ -291,6 +318,7 @@ class ServerProcess {
     const timer = setTimeout(() => this.#child.kill("SIGKILL"), 30_000);
     await exited;
     clearTimeout(timer);
+    rmSync(join(this.logFile, ".."), { recursive: true, force: true });
   }
 }
 
@@ -587,20 +615,34 @@ async function drive(): Promise<void> {
       const bareUrl = `${ready.bareUrl}${PRICE_PATH}`;
       await cannon(priceUrl, apiKey, 2, connections);
       await cannon(bareUrl, undefined, 2, connections);
-      const serviceRounds: Load[] = [];
+      // Rounds alternate: the service with its default logs, bare, the service with logs silent, bare.
+      const logged: Load[] = [];
+      const silent: Load[] = [];
       const bareRounds: Load[] = [];
+      let logBytes = 0;
       for (let round = 0; round < rounds; round++) {
-        serviceRounds.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
+        await server.logLevel("default");
+        const before = server.logBytes();
+        logged.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
+        logBytes += server.logBytes() - before;
+        bareRounds.push(await measured(server, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
+        await server.logLevel("silent");
+        silent.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
         bareRounds.push(await measured(server, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
       }
-      const service = combine(serviceRounds);
+      await server.logLevel("default");
+      const withLogs = combine(logged);
+      const withoutLogs = combine(silent);
       const bare = combine(bareRounds);
-      const ratio = perSecond(service) / perSecond(bare);
+      const level = ready.config["LOG_LEVEL"];
+      const ratio = perSecond(withLogs) / perSecond(bare);
+      const silentRatio = perSecond(withoutLogs) / perSecond(bare);
       rows.push(
-        `| Price, requests/s (autocannon, ${connections} connections, ${seconds} s) | ${fmt(perSecond(service))} | ${fmt(perSecond(bare))} (bare node:http) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.7)} |`,
-        `| Price, p99 latency | ${fmt(service.p99Ms)} ms | ${fmt(bare.p99Ms)} ms (bare node:http) | | |`,
+        `| Price, requests/s, logs as configured (LOG_LEVEL=${level}, ${fmt(logBytes / Math.max(withLogs.ops, 1))} bytes logged per request; autocannon, ${connections} connections, ${seconds} s) | ${fmt(perSecond(withLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.8)} |`,
+        `| Price, requests/s, logs silent | ${fmt(perSecond(withoutLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${silentRatio.toFixed(2)} | ${verdict(silentRatio, 0.8)} |`,
+        `| Price, p99 latency, logs as configured / silent | ${fmt(withLogs.p99Ms)} ms / ${fmt(withoutLogs.p99Ms)} ms | ${fmt(bare.p99Ms)} ms (bare node:http) | | |`,
       );
-      where.push(["price via the service", service], ["price from bare node:http", bare]);
+      where.push(["price via the service, logs as configured", withLogs], ["price via the service, logs silent", withoutLogs], ["price from bare node:http", bare]);
     }
 
     if (opts.only !== "price") {
@@ -643,7 +685,7 @@ async function drive(): Promise<void> {
   process.stdout.write(
     [
       `Machine: ${machine()}`,
-      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; logs silent`,
+      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; the service logs to a file (its stdout)`,
       `Run: ${new Date().toISOString()}, ${fmt(totalSeconds)} s in all, 1-minute load average before it ${load.toFixed(2)}`,
       "",
       ...rows,

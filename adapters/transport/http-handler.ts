@@ -11,7 +11,7 @@ import { errorInterceptor, kRequestLog } from "./error.interceptor.js";
 import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
 import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes, type Readiness } from "./json-routes.js";
 import { TokenService } from "../../gen/token/v1/token_pb.js";
-import { bindRequestContext, requestContext } from "./logger.js";
+import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
 
@@ -69,14 +69,16 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     fallback: json,
   });
 
+  const access = accessLogger(log);
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
     if (log.isLevelEnabled("info")) {
       const started = process.hrtime.bigint();
       res.once("close", () => {
-        context.log.info(
+        access.info(
           {
+            reqId: context.id,
             method: req.method,
             path,
             httpVersion: req.httpVersion,

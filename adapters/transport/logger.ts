@@ -30,22 +30,69 @@ export const REDACT_PATHS = [
 
 export interface LoggerOptions {
   level?: Level | "silent";
-  /** Where the JSON lines go; stdout when omitted. Tests pass a buffer. */
+  /**
+   * Where the JSON lines go. Default: stdout, buffered (see LOG_BUFFER_BYTES) and written
+   * asynchronously; whatever is buffered is written synchronously when the process exits, on
+   * process.exit, a signal's or a fatal error's (pino registers that). Tests pass a buffer.
+   */
   destination?: DestinationStream;
 }
+
+/**
+ * Lines are collected up to this many bytes (about 15 access lines), then written at once, off
+ * the event loop. One write per line, even asynchronous, cost a thread-pool hand-off each: price
+ * throughput with access lines was 0.47 to 0.55 of a bare node:http server, against 0.76 to 0.79
+ * with logs silent (npm run bench, same runs).
+ */
+const LOG_BUFFER_BYTES = 4096;
+
+/** A quiet service's lines wait at most this long, in ms. */
+const LOG_FLUSH_MS = 200;
+
+/**
+ * pino's isoTime (`,"time":"2026-11-24T16:20:10.595Z"`), made once per millisecond: a busy
+ * service writes several lines within one, and formatting the date was a quarter of an access
+ * line's cost (CPU profile of the price under load).
+ */
+function isoTimeCached(): () => string {
+  let ms = -1;
+  let field = "";
+  return () => {
+    const now = Date.now();
+    if (now !== ms) {
+      ms = now;
+      field = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return field;
+  };
+}
+
+/** What every line carries, and how its time and level are written. */
+const FORMAT = {
+  base: { service: "token-trading-service" },
+  timestamp: isoTimeCached(),
+  formatters: { level: (label: string) => ({ level: label }) },
+} as const;
 
 /** The service's structured JSON logger. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
-    {
-      level: options.level ?? "info",
-      base: { service: "token-trading-service" },
-      redact: { paths: REDACT_PATHS, censor: "[redacted]" },
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    options.destination,
+    { ...FORMAT, level: options.level ?? "info", redact: { paths: REDACT_PATHS, censor: "[redacted]" } },
+    options.destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
   );
+}
+
+/**
+ * The logger for access lines ("request completed"): `log`'s destination and format, without
+ * redaction. An access line holds only fields the handler writes (method, path without the
+ * query, protocol, status, timing, request id), none of them a secret, and redaction's walk of
+ * every line cost more than the rest of a cached price answer (bench: price with access lines
+ * 0.44 of a bare node:http server, against 0.87 with logs silent). Callers check `log`'s level
+ * first: this one always writes.
+ */
+export function accessLogger(log: Logger): Logger {
+  const destination = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
+  return pino({ ...FORMAT, level: "info" }, destination);
 }
 
 /** What every layer of a request can reach: its id, its path, and a logger that carries the id. */
