@@ -224,12 +224,14 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       apiKeys = [generatedApiKey];
     }
 
+    const closing = new AbortController();
     const handler = createHttpHandler({
       useCases,
       verifier: createApiKeyVerifier(apiKeys),
       readiness: () => adapter.readiness(),
       log,
       bodyLimitBytes: config.bodyLimitBytes,
+      closing: closing.signal,
     });
     const server = await startServer({
       handler,
@@ -240,6 +242,8 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       shutdownTimeoutMs: config.shutdownTimeoutMs,
     });
     closers.push(() => server.close());
+    // Closers run last first: gRPC health turns NOT_SERVING and its Watch streams end, then the server drains.
+    closers.push(async () => closing.abort());
 
     const chainId = Number(adapter.chainId);
     const service: RunningService = {

@@ -9,14 +9,26 @@ import { apiKeyInterceptor } from "./api-key.interceptor.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { errorInterceptor, kRequestLog } from "./error.interceptor.js";
 import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
-import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes, type Readiness } from "./json-routes.js";
+import { DEFAULT_BODY_LIMIT_BYTES, cachedReadiness, jsonRoutes, type Readiness } from "./json-routes.js";
+import { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { TokenService } from "../../gen/token/v1/token_pb.js";
+import { healthService } from "./health.service.js";
+import { Reflection, reflectionService } from "./reflection.service.js";
 import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
 
-/** Every RPC's path starts with this; nothing else does. */
+/** Every TokenService RPC's path starts with this; nothing else does. */
 const RPC_PATH_PREFIX = `/${TokenService.typeName}/`;
+
+/** gRPC's own services, served without an api_key: probes and tools call them without one. */
+const ECOSYSTEM_SERVICES = [Health, ServerReflectionV1, ServerReflectionV1Alpha] as const;
+const ECOSYSTEM_PATH_PREFIXES = ECOSYSTEM_SERVICES.map((service) => `/${service.typeName}/`);
+
+/** An RPC's path shape: /package.Service/Method. */
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
 
 export interface HttpHandlerOptions {
   useCases: UseCases;
@@ -27,6 +39,8 @@ export interface HttpHandlerOptions {
   log: Logger;
   /** Largest request body or RPC message, in bytes. Default 16 KiB. */
   bodyLimitBytes?: number;
+  /** Aborted when the shutdown begins: gRPC health answers NOT_SERVING, and its Watch streams end. */
+  closing?: AbortSignal;
 }
 
 /**
@@ -45,13 +59,26 @@ export interface HttpHandlerOptions {
 export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const { log } = options;
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const json = jsonRoutes({
-    useCases: options.useCases,
-    verifier: options.verifier,
-    readiness: options.readiness,
-    ...(options.readinessCacheMs === undefined ? {} : { readinessCacheMs: options.readinessCacheMs }),
-    bodyLimitBytes,
-    log,
+  // One readiness check for /readyz and gRPC health, shared and cached (see json-routes.ts).
+  const readiness = cachedReadiness(options.readiness, { cacheMs: options.readinessCacheMs ?? 1_000 });
+  const json = jsonRoutes({ useCases: options.useCases, verifier: options.verifier, readiness, readinessCacheMs: 0, bodyLimitBytes, log });
+  // Unknown RPCs get their protocol's "unimplemented"; anything else, the JSON routes.
+  const fallback: NodeHandlerFn = (req, res) => (refuseUnknownRpc(req, res, log) ? undefined : json(req, res));
+  const ecosystem = connectNodeAdapter({
+    routes: (router) => {
+      router.service(Health, healthService({
+        ready: async () => (await readiness()).ready,
+        services: [TokenService.typeName],
+        closing: options.closing ?? new AbortController().signal,
+      }));
+      const reflection = reflectionService(new Reflection([TokenService, ...ECOSYSTEM_SERVICES]));
+      router.service(ServerReflectionV1, reflection);
+      router.service(ServerReflectionV1Alpha, reflection);
+    },
+    interceptors: [errorInterceptor(log)],
+    readMaxBytes: bodyLimitBytes,
+    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
+    fallback,
   });
   const connect = connectNodeAdapter({
     routes: tokenRoutes(options.useCases),
@@ -66,7 +93,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     // per sell than it saved. Compressed requests are still accepted.
     compressMinBytes: Number.MAX_SAFE_INTEGER,
     contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
-    fallback: json,
+    fallback,
   });
 
   const access = accessLogger(log);
@@ -103,10 +130,32 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       }
       minimalGrpcMessageEncoding(req, res);
       connect(req, res);
+    } else if (ECOSYSTEM_PATH_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+      res.setHeader("x-request-id", context.id);
+      minimalGrpcMessageEncoding(req, res);
+      ecosystem(req, res);
     } else {
-      json(req, res); // which sends the x-request-id header with its others
+      fallback(req, res); // the JSON routes send the x-request-id header with their others
     }
   };
+}
+
+/**
+ * Answers an RPC to a service or method this server does not have as its protocol says, and
+ * returns true: gRPC and gRPC-Web with grpc-status 12 (UNIMPLEMENTED) in a trailers-only
+ * answer, Connect with HTTP 404 and code "unimplemented". Anything else is not an RPC: false.
+ */
+function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: Logger): boolean {
+  const { path, id } = requestContext(req, log);
+  if (req.method !== "POST" || !RPC_PATH.test(path)) return false;
+  const contentType = String(req.headers["content-type"] ?? "");
+  const connectProtocol = req.headers["connect-protocol-version"] !== undefined || /^application\/(connect\+|proto\b)/i.test(contentType);
+  if (!/^application\/grpc/i.test(contentType) && !connectProtocol) return false;
+  res.setHeader("x-request-id", id);
+  const service = path.slice(1, path.lastIndexOf("/"));
+  const message = `${path.slice(1)} is not served here (no service ${service}, or no such method)`;
+  answerRpcError(req, res, { grpcStatus: 12, httpStatus: 404, code: "unimplemented", message });
+  return true;
 }
 
 /**
@@ -115,11 +164,24 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
  * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
  */
 function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
+  answerRpcError(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
+}
+
+/**
+ * An RPC's error in its protocol's own form, without reading the request body: gRPC and
+ * gRPC-Web as a trailers-only answer with `grpcStatus`, anything else (Connect, JSON) as
+ * `httpStatus` with `{"code", "message"}`. HTTP/1.1 closes the connection, HTTP/2 the stream.
+ */
+function answerRpcError(
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  { grpcStatus, httpStatus, code, message }: { grpcStatus: number; httpStatus: number; code: string; message: string },
+): void {
   const contentType = String(req.headers["content-type"] ?? "");
   const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
   if (/^application\/grpc/i.test(contentType)) {
     const grpcType = /^application\/grpc-web/i.test(contentType) ? contentType.split(";")[0]! : "application/grpc";
-    const headers = { "content-type": grpcType, "grpc-status": "16", "grpc-message": grpcPercentEncode(message) };
+    const headers = { "content-type": grpcType, "grpc-status": String(grpcStatus), "grpc-message": grpcPercentEncode(message) };
     const stream = (req as Http2ServerRequest).stream as ServerHttp2Stream | undefined;
     if (stream !== undefined) {
       // Trailers-only: one HEADERS frame that ends the stream, as gRPC clients expect.
@@ -130,7 +192,7 @@ function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, 
     res.end();
     return;
   }
-  const body = JSON.stringify({ code: "unauthenticated", message });
-  res.writeHead(401, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...close });
+  const body = JSON.stringify({ code, message });
+  res.writeHead(httpStatus, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...close });
   res.end(body);
 }

@@ -42,6 +42,21 @@ export interface JsonRoutesOptions {
 }
 
 /**
+ * `readiness`, one check at a time, reused for `cacheMs` from when it started (failures too),
+ * and failing after `timeoutMs` (default 5000). `cacheMs` 0 checks every time.
+ */
+export function cachedReadiness(readiness: () => Promise<Readiness>, { timeoutMs = 5_000, cacheMs }: { timeoutMs?: number; cacheMs: number }): () => Promise<Readiness> {
+  let last: { at: number; result: Promise<Readiness> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (last === undefined || now - last.at >= cacheMs) {
+      last = { at: now, result: withTimeout(readiness(), timeoutMs, `readiness check took over ${timeoutMs} ms`) };
+    }
+    return last.result;
+  };
+}
+
+/**
  * An error answered as `{"code": "<connect code>", "message": "..."}`. The status is
  * Connect's for the code, except for the four HTTP-level refusals that have no code
  * of their own; each keeps the HTTP status clients expect and a code chosen below.
@@ -239,17 +254,10 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
 export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
   const { useCases, verifier, readiness, log } = options;
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const readinessTimeoutMs = options.readinessTimeoutMs ?? 5_000;
-  const readinessCacheMs = options.readinessCacheMs ?? 1_000;
-  let lastReadiness: { at: number; result: Promise<Readiness> } | undefined;
-  /** One check at a time, reused for readinessCacheMs from when it started (failures too). */
-  const checkReadiness = (): Promise<Readiness> => {
-    const now = Date.now();
-    if (lastReadiness === undefined || now - lastReadiness.at >= readinessCacheMs) {
-      lastReadiness = { at: now, result: withTimeout(readiness(), readinessTimeoutMs, `readiness check took over ${readinessTimeoutMs} ms`) };
-    }
-    return lastReadiness.result;
-  };
+  const checkReadiness = cachedReadiness(readiness, {
+    timeoutMs: options.readinessTimeoutMs ?? 5_000,
+    cacheMs: options.readinessCacheMs ?? 1_000,
+  });
 
   let lastPrice: { record: unknown; json: string } | undefined;
 

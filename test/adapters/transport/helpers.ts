@@ -192,6 +192,7 @@ export async function startTestServer(
   const logs = new LogSink();
   const log = pino({ level: "debug", redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, logs);
   const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" }, checks: 0 };
+  const closing = new AbortController();
   const handler = createHttpHandler({
     useCases: createUseCases({ trade, price, config: CONFIG }),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
@@ -205,9 +206,15 @@ export async function startTestServer(
     // Tests change the readiness and look at once: no reuse unless a test asks for it.
     readinessCacheMs: options.readinessCacheMs ?? 0,
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
+    closing: closing.signal,
   });
   const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
-  return { server, url: server.url, trade, price, logs, log, readiness, close: () => server.close() };
+  // As the service closes: gRPC health's Watch streams end first, then the server drains.
+  const close = () => {
+    closing.abort();
+    return server.close();
+  };
+  return { server, url: server.url, trade, price, logs, log, readiness, close };
 }
 
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
