@@ -1,7 +1,6 @@
 import type { Http2ServerRequest, ServerHttp2Stream } from "node:http2";
 
 import { createContextValues } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 
 import type { UseCases } from "../../core/index.js";
@@ -16,6 +15,7 @@ import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/refl
 import { TokenService } from "../../gen/token/v1/token_pb.js";
 import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
+import { rpcAdapter } from "./rpc-adapter.js";
 import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
@@ -64,7 +64,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const json = jsonRoutes({ useCases: options.useCases, verifier: options.verifier, readiness, readinessCacheMs: 0, bodyLimitBytes, log });
   // Unknown RPCs get their protocol's "unimplemented"; anything else, the JSON routes.
   const fallback: NodeHandlerFn = (req, res) => (refuseUnknownRpc(req, res, log) ? undefined : json(req, res));
-  const ecosystem = connectNodeAdapter({
+  const ecosystem = rpcAdapter({
     routes: (router) => {
       router.service(Health, healthService({
         ready: async () => (await readiness()).ready,
@@ -80,7 +80,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
     fallback,
   });
-  const connect = connectNodeAdapter({
+  const connect = rpcAdapter({
     routes: tokenRoutes(options.useCases),
     // First in the list is outermost: errors from the key check are logged too.
     interceptors: [errorInterceptor(log), apiKeyInterceptor(options.verifier)],

@@ -1,0 +1,101 @@
+/**
+ * The RPC side of the port: connect-node's adapter (gRPC, Connect, gRPC-Web over a
+ * ConnectRouter), plus gRPC-Web's text mode, which connect-es does not speak and which Google's
+ * grpc-web client uses by default (`mode: "grpcwebtext"`): `application/grpc-web-text`, the
+ * gRPC-Web frames base64-encoded in both directions.
+ *
+ * A text request is served as the binary one it encodes: its body decoded on the fly and its
+ * content type made `application/grpc-web+proto`; the answer is encoded on the fly, chunk by
+ * chunk, and typed `application/grpc-web-text+proto`. Everything else is connect-node's own adapter.
+ */
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import {
+  connectNodeAdapter,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+  type ConnectNodeAdapterOptions,
+} from "@connectrpc/connect-node";
+
+import type { NodeHandlerFn } from "./node-types.js";
+
+const GRPC_WEB_TEXT = /^application\/grpc-web-text(?:\+proto)?(?:;|$)/i;
+
+/** connectNodeAdapter, also serving gRPC-Web text. */
+export function rpcAdapter(options: ConnectNodeAdapterOptions): NodeHandlerFn {
+  const binary = connectNodeAdapter(options) as NodeHandlerFn;
+  const router = createConnectRouter(options);
+  options.routes(router);
+  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+
+  return (req, res) => {
+    if (!GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""))) {
+      binary(req, res);
+      return;
+    }
+    const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
+    if (handler === undefined) {
+      binary(req, res); // the fallback, as for any unknown path
+      return;
+    }
+    const universal = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
+    universal.header.set("content-type", "application/grpc-web+proto");
+    universal.body = base64Decoded(universal.body as AsyncIterable<Uint8Array>);
+    handler(universal)
+      .then((answer) => {
+        answer.header?.delete("content-length");
+        if (answer.header?.get("content-type")?.startsWith("application/grpc-web")) {
+          answer.header.set("content-type", "application/grpc-web-text+proto");
+          if (answer.body !== undefined) answer.body = base64Encoded(answer.body);
+        }
+        return universalResponseToNodeResponse(answer, res);
+      })
+      .catch((reason: unknown) => {
+        if (ConnectError.from(reason).code !== Code.Aborted) res.destroy();
+      });
+  };
+}
+
+/**
+ * Base64 text chunks as bytes. Whitespace is skipped; each complete group of four characters
+ * is decoded as it arrives, so a body made of several padded pieces decodes too.
+ * @throws ConnectError invalid_argument on a character outside base64's alphabet
+ */
+export async function* base64Decoded(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  let pending = "";
+  for await (const chunk of chunks) {
+    pending += Buffer.from(chunk).toString("latin1").replace(/\s+/g, "");
+    const whole = pending.length - (pending.length % 4);
+    if (whole === 0) continue;
+    yield decodeGroups(pending.slice(0, whole));
+    pending = pending.slice(whole);
+  }
+  if (pending !== "") yield decodeGroups(pending.padEnd(pending.length + ((4 - (pending.length % 4)) % 4), "="));
+}
+
+const GROUP = /^(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$/;
+
+/** Groups of four base64 characters as bytes; a padded group may end one piece and another follow. */
+function decodeGroups(text: string): Uint8Array {
+  const out: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i < text.length; i += 4) {
+    const group = text.slice(i, i + 4);
+    if (!GROUP.test(group)) throw new ConnectError("the grpc-web-text body is not base64", Code.InvalidArgument);
+    if (group.endsWith("=") || i + 4 === text.length) {
+      out.push(Buffer.from(text.slice(start, i + 4), "base64"));
+      start = i + 4;
+    }
+  }
+  return out.length === 1 ? out[0]! : Buffer.concat(out);
+}
+
+/**
+ * Bytes as base64 text, each chunk encoded (and padded) on its own as it comes, so that a
+ * streamed message is never held back: what Envoy's grpc-web filter sends, and what Google's
+ * client decodes, four characters at a time.
+ */
+export async function* base64Encoded(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of chunks) {
+    if (chunk.length > 0) yield Buffer.from(Buffer.from(chunk).toString("base64"), "latin1");
+  }
+}
