@@ -232,6 +232,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       log,
       bodyLimitBytes: config.bodyLimitBytes,
       closing: closing.signal,
+      corsOrigins: config.corsOrigins,
     });
     const server = await startServer({
       handler,

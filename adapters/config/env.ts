@@ -53,6 +53,8 @@ export interface AppConfig {
   };
   /** STUCK_AFTER_MS: a wallet's nonce unmined for longer makes /readyz answer 503. */
   stuckAfterMs: number;
+  /** CORS_ORIGINS: origins browsers may call from ("*" = any); empty = CORS off. */
+  corsOrigins: string[];
   /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
   feedPolicy: FeedPolicy;
   chain: EmbeddedChainConfig | RpcChainConfig;
@@ -179,6 +181,14 @@ const schema = z.object({
   [FEED_SETTINGS.chfUsd.bounds]: optional(bounds(FEED_SETTINGS.chfUsd.bounds)),
   [SEQUENCER_SETTINGS.feed]: optional(z.string().regex(/^0x[0-9a-fA-F]{40}$/, `${SEQUENCER_SETTINGS.feed}: must be a contract address, 0x followed by 40 hex digits`)),
   [SEQUENCER_SETTINGS.grace]: optional(integer(SEQUENCER_SETTINGS.grace, 0, 86_400)),
+  CORS_ORIGINS: optional(
+    z
+      .string()
+      .regex(
+        /^\s*(\*|https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?|https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?)\s*(,\s*(\*|https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?|https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?)\s*)*$/,
+        'CORS_ORIGINS: must be "*" or origins such as https://app.example.com (scheme, host and optional port; no path), separated by commas',
+      ),
+  ),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -375,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       leaseMs: e.MONITOR_LEASE_MS,
     },
     stuckAfterMs: e.STUCK_AFTER_MS,
+    corsOrigins: (e.CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter((o) => o !== ""),
     feedPolicy,
     chain,
   };

@@ -16,6 +16,7 @@ import { TokenService } from "../../gen/token/v1/token_pb.js";
 import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
 import { rpcAdapter } from "./rpc-adapter.js";
+import { corsPolicy } from "./cors.js";
 import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
@@ -41,6 +42,8 @@ export interface HttpHandlerOptions {
   bodyLimitBytes?: number;
   /** Aborted when the shutdown begins: gRPC health answers NOT_SERVING, and its Watch streams end. */
   closing?: AbortSignal;
+  /** Origins browsers may call from (CORS_ORIGINS; "*" = any); empty or absent = CORS off. */
+  corsOrigins?: readonly string[];
 }
 
 /**
@@ -97,6 +100,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   });
 
   const access = accessLogger(log);
+  const cors = corsPolicy(options.corsOrigins ?? []);
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
@@ -117,6 +121,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
         );
       });
     }
+    if (cors?.(req, res)) return; // a preflight, answered
     if (path.startsWith(RPC_PATH_PREFIX)) {
       res.setHeader("x-request-id", context.id);
       // The key first, before a byte of the body is read or buffered: a caller without one
@@ -185,7 +190,8 @@ function answerRpcError(
     const stream = (req as Http2ServerRequest).stream as ServerHttp2Stream | undefined;
     if (stream !== undefined) {
       // Trailers-only: one HEADERS frame that ends the stream, as gRPC clients expect.
-      stream.respond({ ":status": 200, ...headers, "x-request-id": String(res.getHeader("x-request-id") ?? "") }, { endStream: true });
+      // With the headers set on the response so far: the request id, CORS.
+      stream.respond({ ...res.getHeaders(), ":status": 200, ...headers }, { endStream: true });
       return;
     }
     res.writeHead(200, { ...headers, ...close });

@@ -185,7 +185,7 @@ export interface TestServer {
 
 /** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
 export async function startTestServer(
-  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits> } = {},
+  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits>; corsOrigins?: string[] } = {},
 ): Promise<TestServer> {
   const trade = new FakeTradePort();
   const price = new FakePricePort();
@@ -207,6 +207,7 @@ export async function startTestServer(
     readinessCacheMs: options.readinessCacheMs ?? 0,
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
     closing: closing.signal,
+    ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
   });
   const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
