@@ -233,6 +233,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       bodyLimitBytes: config.bodyLimitBytes,
       closing: closing.signal,
       corsOrigins: config.corsOrigins,
+      rateLimits: config.rateLimits,
     });
     const server = await startServer({
       handler,

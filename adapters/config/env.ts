@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
+import type { RateLimitOptions } from "../transport/rate-limit.js";
 import { DEFAULT_FX_MAX_AGE_S, DEFAULT_SEQUENCER_GRACE_S, FEED_SETTINGS, SEQUENCER_SETTINGS, type FeedBounds, type FeedPolicy } from "../chain/feed-policy.js";
 
 /**
@@ -55,6 +56,8 @@ export interface AppConfig {
   stuckAfterMs: number;
   /** CORS_ORIGINS: origins browsers may call from ("*" = any); empty = CORS off. */
   corsOrigins: string[];
+  /** RATE_LIMIT_RPS and RATE_LIMIT_BURST per api key; AUTH_FAILURES_PER_MINUTE per client address. */
+  rateLimits: RateLimitOptions;
   /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
   feedPolicy: FeedPolicy;
   chain: EmbeddedChainConfig | RpcChainConfig;
@@ -189,6 +192,9 @@ const schema = z.object({
         'CORS_ORIGINS: must be "*" or origins such as https://app.example.com (scheme, host and optional port; no path), separated by commas',
       ),
   ),
+  RATE_LIMIT_RPS: optional(integer("RATE_LIMIT_RPS", 0, 1_000_000)).default(0),
+  RATE_LIMIT_BURST: optional(integer("RATE_LIMIT_BURST", 1, 10_000_000)),
+  AUTH_FAILURES_PER_MINUTE: optional(integer("AUTH_FAILURES_PER_MINUTE", 0, 1_000_000)).default(60),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -343,6 +349,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     problems.push("MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time");
   }
   if (e.REORG_DEPTH < e.CONFIRMATIONS) problems.push("REORG_DEPTH: must be at least CONFIRMATIONS");
+  if (e.RATE_LIMIT_BURST !== undefined && e.RATE_LIMIT_RPS === 0) problems.push("RATE_LIMIT_BURST: is only used with RATE_LIMIT_RPS");
+  const rateLimits: RateLimitOptions = {
+    ...(e.RATE_LIMIT_RPS > 0 ? { perKey: { rate: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST ?? 3 * e.RATE_LIMIT_RPS } } : {}),
+    ...(e.AUTH_FAILURES_PER_MINUTE > 0 ? { authFailures: { rate: e.AUTH_FAILURES_PER_MINUTE / 60, burst: e.AUTH_FAILURES_PER_MINUTE } } : {}),
+  };
   if (e[SEQUENCER_SETTINGS.grace] !== undefined && e[SEQUENCER_SETTINGS.feed] === undefined) {
     problems.push(`${SEQUENCER_SETTINGS.grace}: is only used with ${SEQUENCER_SETTINGS.feed}`);
   }
@@ -385,6 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       leaseMs: e.MONITOR_LEASE_MS,
     },
     stuckAfterMs: e.STUCK_AFTER_MS,
+    rateLimits,
     corsOrigins: (e.CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter((o) => o !== ""),
     feedPolicy,
     chain,

@@ -17,6 +17,7 @@ import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
 import { rpcAdapter } from "./rpc-adapter.js";
 import { corsPolicy } from "./cors.js";
+import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
 import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
@@ -44,6 +45,8 @@ export interface HttpHandlerOptions {
   closing?: AbortSignal;
   /** Origins browsers may call from (CORS_ORIGINS; "*" = any); empty or absent = CORS off. */
   corsOrigins?: readonly string[];
+  /** Per api key, and refused keys per client address (rate-limit.ts); absent = none. */
+  rateLimits?: RateLimitOptions;
 }
 
 /**
@@ -101,6 +104,8 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
 
   const access = accessLogger(log);
   const cors = corsPolicy(options.corsOrigins ?? []);
+  const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
+  const refusedKeys = options.rateLimits?.authFailures ? new TokenBuckets(options.rateLimits.authFailures) : undefined;
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
@@ -122,14 +127,40 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       });
     }
     if (cors?.(req, res)) return; // a preflight, answered
+    const address = req.socket?.remoteAddress ?? "";
+    if (refusedKeys !== undefined) {
+      // An address that has had too many keys refused is refused before its key is looked at.
+      const blocked = refusedKeys.peek(address);
+      if (!blocked.ok) {
+        res.setHeader("x-request-id", context.id);
+        refuseRateLimited(req, res, blocked.retryAfterS, `too many requests with a refused ${API_KEY_HEADER} from this address; retry in ${blocked.retryAfterS} s`);
+        return;
+      }
+      // The JSON routes refuse keys themselves (RPCs below, when the key is checked).
+      if (!path.startsWith(RPC_PATH_PREFIX)) {
+        res.once("finish", () => {
+          if (res.statusCode === 401) refusedKeys.take(address);
+        });
+      }
+    }
+    const raw = req.headers[API_KEY_HEADER];
+    if (perKey !== undefined && raw !== undefined) {
+      const caller = options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+      const turn = caller.ok ? perKey.take(caller.scope) : ({ ok: true } as const);
+      if (!turn.ok) {
+        res.setHeader("x-request-id", context.id);
+        refuseRateLimited(req, res, turn.retryAfterS, `rate limit of this ${API_KEY_HEADER} reached; retry in ${turn.retryAfterS} s`);
+        return;
+      }
+    }
     if (path.startsWith(RPC_PATH_PREFIX)) {
       res.setHeader("x-request-id", context.id);
       // The key first, before a byte of the body is read or buffered: a caller without one
       // holds nothing (the interceptor checks it again, for the context it sets).
-      const raw = req.headers[API_KEY_HEADER];
       const key = options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
       if (!key.ok) {
         context.log.info({ code: "unauthenticated", reason: key.message, procedure: path }, "rpc refused");
+        refusedKeys?.take(address);
         refuseUnauthenticated(req, res, key.message);
         return;
       }
@@ -168,6 +199,12 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
  * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
  * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
  */
+/** Over a rate limit: 429 with Retry-After (JSON, Connect), RESOURCE_EXHAUSTED (gRPC, gRPC-Web). */
+function refuseRateLimited(req: NodeServerRequest, res: NodeServerResponse, retryAfterS: number, message: string): void {
+  res.setHeader("retry-after", String(retryAfterS));
+  answerRpcError(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message });
+}
+
 function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
   answerRpcError(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
 }

@@ -118,6 +118,8 @@ describe("production build", function () {
       expect(price.status, body).to.equal(200);
       expect(body).to.match(/\d/);
       expect((await fetch(`${api}/api/v1/token/price`)).status).to.equal(401);
+      // Log lines are written within 200 ms (buffered).
+      for (const until = Date.now() + 5_000; !out.includes("existing chain") && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(out).to.include("existing chain");
 
       service.kill("SIGTERM");

@@ -213,7 +213,8 @@ describe("on a real network: deploy with the CLI, start the production build wit
       if (service!.exitCode !== null) throw new Error(`the service exited: ${out}`);
       return fetch(`${api}/readyz`).then((r) => r.status === 200, () => false);
     });
-    expect(out).to.include("keystores decrypted");
+    // Log lines are written within 200 ms (buffered): waited for, not expected at once.
+    await waitFor("the keystore's log line", () => out.includes("keystores decrypted"), 5_000);
 
     const sell = () =>
       fetch(`${api}/api/v1/token/sell`, {
@@ -236,7 +237,7 @@ describe("on a real network: deploy with the CLI, start the production build wit
     expect(new Set(answers.map((a) => a.body.transactionHash)).size).to.equal(24);
     expect(Number(await anvil.rpc<string>("eth_getTransactionCount", [wallet.address, "latest"]))).to.equal(24 + 1); // + the swap approval
     expect(readyWhileDown).to.match(/endpoints: 1\/2 up, http:\/\/127\.0\.0\.1:\d+ down/);
-    expect(out).to.include("JSON-RPC endpoint failed; resting it and using the others");
+    await waitFor("the endpoint's failure in the log", () => out.includes("JSON-RPC endpoint failed; resting it and using the others"), 5_000);
     await waitFor("the endpoint to come back", () => out.includes("JSON-RPC endpoint is back up"), 90_000);
 
     // Nothing secret reached the logs.

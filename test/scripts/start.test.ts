@@ -245,6 +245,8 @@ describe("npm start stopped as systemd, Docker and Kubernetes stop it", function
     try {
       await waitFor(() => err.includes("is ready") || child.exitCode !== null, "the banner", 120_000);
       const apiUrl = /API: +(http\S+)/.exec(err)![1]!;
+      // Log lines are buffered (written within 200 ms): the banner on stderr may come first.
+      await waitFor(() => /"journal":"([^"]+)"/.test(out), "the journal's log line", 5_000);
       const journal = /"journal":"([^"]+)"/.exec(out)![1]!;
       expect(existsSync(journal)).to.equal(true);
       const wallet = /Wallet: +(0x[0-9a-fA-F]{40})/.exec(err)![1]!;

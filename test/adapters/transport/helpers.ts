@@ -32,6 +32,7 @@ import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import type { Readiness } from "../../../adapters/transport/json-routes.js";
 import { REDACT_PATHS } from "../../../adapters/transport/logger.js";
+import type { RateLimitOptions } from "../../../adapters/transport/rate-limit.js";
 import { startServer, type ApiServer, type ServerLimits } from "../../../adapters/transport/server.js";
 
 export const DAI: StableCoin = { symbol: "DAI", address: "0x6B175474E89094C44Da98b954EedeAC495271d0F", decimals: 18 };
@@ -185,7 +186,7 @@ export interface TestServer {
 
 /** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
 export async function startTestServer(
-  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits>; corsOrigins?: string[] } = {},
+  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits>; corsOrigins?: string[]; rateLimits?: RateLimitOptions } = {},
 ): Promise<TestServer> {
   const trade = new FakeTradePort();
   const price = new FakePricePort();
@@ -208,6 +209,7 @@ export async function startTestServer(
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
     closing: closing.signal,
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
+    ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
   });
   const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
