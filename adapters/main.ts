@@ -27,6 +27,7 @@ import { openJournal } from "./journal/index.js";
 import { ConfigError, loadConfig, type AppConfig, type RpcChainConfig } from "./config/env.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
 import { createHttpHandler } from "./transport/http-handler.js";
+import { ServiceMetrics } from "./metrics.js";
 import { createLogger } from "./transport/logger.js";
 import { startServer, type ApiServer } from "./transport/server.js";
 
@@ -45,6 +46,8 @@ export interface RunningService {
   mode: "embedded" | "rpc";
   config: AppConfig;
   apiUrl: string;
+  /** Prometheus metrics (GET), unless METRICS_PORT is 0. */
+  metricsUrl?: string;
   rpcUrl: string;
   chainId: number;
   wallets: string[];
@@ -112,6 +115,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     }
   };
 
+  // METRICS_PORT 0 turns metrics off: nothing is counted.
+  const metrics = config.metricsPort === 0 ? undefined : new ServiceMetrics();
+  let metricsUrl: string | undefined;
   try {
     let rpcUrl: string;
     let rpcUrls: string[];
@@ -150,13 +156,15 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     }
     // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-    const journal = await openJournal({
+    const opened = await openJournal({
       dataDir,
       instanceId,
       leaseMs: config.trade.leaseMs,
       ...(config.journal.url !== undefined ? { url: config.journal.url } : {}),
     });
-    closers.push(() => journal.close());
+    closers.push(() => opened.close());
+    // With metrics on, every journal operation (a commit each) is timed.
+    const journal = metrics === undefined ? opened : metrics.meteredJournal(opened);
     // Trades accepted and never signed by a process that is gone (a crash, or a dead instance)
     // were never paid: their Idempotency-Keys work again. Now, and every lease period after.
     const forget = async () => {
@@ -179,6 +187,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         if (up) log.info({ rpcEndpoint: url }, "JSON-RPC endpoint is back up");
         else log.warn({ rpcEndpoint: url, reason }, "JSON-RPC endpoint failed; resting it and using the others");
       },
+      ...(metrics === undefined ? {} : { onRequest: (record) => metrics.rpc(record) }),
     });
     let adapter: ChainAdapter;
     try {
@@ -193,7 +202,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         trade: config.trade,
         stuckAfterMs: config.stuckAfterMs,
         feedPolicy: config.feedPolicy,
-        log: log.child({ component: "lifecycle" }),
+        log: metrics === undefined ? log.child({ component: "lifecycle" }) : metrics.countingLifecycle(log.child({ component: "lifecycle" })),
         instanceId,
       });
     } catch (error) {
@@ -202,8 +211,16 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     }
     closers.push(() => adapter.close());
 
+    if (metrics !== undefined) {
+      metrics.watch(adapter.walletSource());
+      const served = await metrics.serve(config.host, config.metricsPort);
+      closers.push(() => served.close());
+      metricsUrl = served.url;
+      log.info({ url: served.url }, "metrics served");
+    }
+
     const useCases = createUseCases({
-      trade: adapter.trade,
+      trade: metrics === undefined ? adapter.trade : metrics.meteredTrades(adapter.trade),
       price: adapter.price,
       config: { stableCoins: adapter.stableCoins, limits: config.limits, forbiddenDestinataries: forbiddenDestinataries(addresses, adapter.wallets) },
       journal,
@@ -234,6 +251,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       closing: closing.signal,
       corsOrigins: config.corsOrigins,
       rateLimits: config.rateLimits,
+      ...(metrics === undefined ? {} : { metrics }),
     });
     const server = await startServer({
       handler,
@@ -252,6 +270,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       mode: config.chain.mode,
       config,
       apiUrl: server.url,
+      ...(metricsUrl === undefined ? {} : { metricsUrl }),
       rpcUrl,
       chainId,
       wallets: adapter.wallets,

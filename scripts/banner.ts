@@ -7,7 +7,8 @@ export const EXAMPLE_CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 export type BannerInput = Pick<
   RunningService,
   "apiUrl" | "addresses" | "wallets" | "generatedApiKey" | "mode" | "rpcUrl" | "chainId" | "deploymentFile"
->;
+> &
+  Partial<Pick<RunningService, "metricsUrl">>;
 
 /** Single-quotes a value for POSIX shells. */
 export function shellQuote(value: string): string {
@@ -43,6 +44,7 @@ export function banner(service: BannerInput): string {
     "",
     `Token trading service (${service.mode === "embedded" ? "embedded Hardhat chain" : "existing chain"}) is ready.`,
     `  API:        ${apiUrl}   (HTTP/1.1: JSON, Connect, gRPC-Web; ${tls ? "HTTP/2" : "h2c"}: gRPC, Connect)`,
+    ...(service.metricsUrl ? [`  Metrics:    ${service.metricsUrl}   (Prometheus, no key; METRICS_PORT=0 turns it off)`] : []),
     `  Chain:      ${service.mode === "embedded" ? service.rpcUrl : "RPC_URL"}   chainId ${service.chainId}`,
     `  Wallet:     ${wallet}`,
     `  Token:      ${addresses.token}`,

@@ -131,7 +131,7 @@ async function serve(): Promise<void> {
     env: {
       ...process.env,
       HOST: "127.0.0.1",
-      PORT: "0",
+      PORT: "0", METRICS_PORT: "0",
       CHAIN_PORT: "0",
       API_KEYS: apiKey,
       API_KEYS_FILE: "",

@@ -57,6 +57,13 @@ trade /api/v1/token/sell 10 "$dai" 5
 trade /api/v1/token/buy 25 "$usdt" 3
 trade /api/v1/remmitance 25 "$usdc" 3
 
+# Prometheus metrics on their own port (METRICS_PORT, default 9464), no key.
+metrics=$(sed -n 's/^  Metrics: *\(http[^ ]*\).*/\1/p' "$work/err")
+[ -n "$metrics" ] || fail "no metrics URL in the banner"
+curl -sS -f "$metrics" >"$work/metrics.txt" || fail "metrics"
+grep -q '^token_service_trades_total{kind="sell",stable="DAI",outcome="success"} 1$' "$work/metrics.txt" || fail "metrics: no successful sell counted"
+echo "metrics: $(grep -c '^token_service_' "$work/metrics.txt") token_service_ samples at $metrics"
+
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$api/api/v1/token/price" -H "api_key: wrong-key")
 [ "$code" = "401" ] || fail "a wrong key got $code"
 echo "wrong key: 401"

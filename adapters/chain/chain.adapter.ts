@@ -2,7 +2,7 @@
  * The chain adapter's composition: reads the deployment once (stable-coin decimals,
  * token symbol, chain id), then builds the TradePort and PricePort on one provider.
  */
-import { Contract, type JsonRpcApiProvider } from "ethers";
+import { Contract, formatUnits, type JsonRpcApiProvider } from "ethers";
 
 import {
   ChainUnavailableError,
@@ -13,6 +13,7 @@ import {
   type TradeJournal,
   type TradePort,
 } from "../../core/index.js";
+import type { WalletSource } from "../metrics.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
@@ -82,6 +83,8 @@ export interface ChainAdapter {
   chainId: bigint;
   /** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
   readiness(): Promise<{ ready: boolean; detail: string }>;
+  /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/metrics.ts). */
+  walletSource(): WalletSource;
   close(): Promise<void>;
 }
 
@@ -183,6 +186,39 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
       } catch (error) {
         return { ready: false, detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}` };
       }
+    },
+    walletSource(): WalletSource {
+      const journal = options.journal;
+      const assets = [
+        { symbol: tokenSymbol, address: addresses.token, decimals: 18 },
+        ...stableCoins.map((coin) => ({ symbol: coin.symbol, address: coin.address as string, decimals: coin.decimals })),
+      ];
+      return {
+        async unconfirmed() {
+          const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
+          return Promise.all(
+            wallets.map(async (w) => {
+              const since = oldest.get(w.address.toLowerCase());
+              return { wallet: w.address, count: (await journal.openSlots(w.address)).length, ...(since === undefined ? {} : { oldestSince: since }) };
+            }),
+          );
+        },
+        async balances() {
+          const rows = await Promise.all(
+            wallets.flatMap((w) => [
+              provider.getBalance(w.address).then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
+              ...assets.map(async (asset) => {
+                const units = (await new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf")(w.address)) as bigint;
+                return { wallet: w.address, asset: asset.symbol, amount: Number(formatUnits(units, asset.decimals)) };
+              }),
+            ]),
+          );
+          return rows;
+        },
+        async headTimestamp() {
+          return (await provider.getBlock("latest"))?.timestamp ?? 0;
+        },
+      };
     },
     async close() {
       await trade.stop();

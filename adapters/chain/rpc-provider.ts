@@ -54,6 +54,20 @@ export interface RpcProviderOptions {
   restMs?: number;
   /** Told when an endpoint goes down or comes back (the service logs it). */
   onEndpointChange?: (change: EndpointStatus) => void;
+  /** Told of every request to an endpoint once it is answered or failed (the service's metrics). */
+  onRequest?: (request: RpcRequestRecord) => void;
+}
+
+/** One POST to one endpoint: how many calls it carried, how long it took, how it ended. */
+export interface RpcRequestRecord {
+  /** The endpoint's redacted URL (EndpointStatus.url). */
+  endpoint: string;
+  calls: number;
+  seconds: number;
+  /** The transport failed (no answer, timeout, HTTP error, not JSON). */
+  failed: boolean;
+  /** Calls the node answered with a JSON-RPC error (which never mark an endpoint down). */
+  errors: number;
 }
 
 /** An endpoint as `/readyz` and the logs show it: its redacted URL, and why it is down. */
@@ -130,6 +144,7 @@ export class RpcProvider extends JsonRpcApiProvider {
   readonly #timeoutMs: number;
   readonly #restMs: number;
   readonly #onEndpointChange: ((change: EndpointStatus) => void) | undefined;
+  readonly #onRequest: ((request: RpcRequestRecord) => void) | undefined;
   readonly #chainId: bigint | undefined;
   readonly #batchMaxCount: number;
   readonly #batchStallMs: number;
@@ -155,6 +170,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#restMs = options.restMs ?? 2_000;
     this.#onEndpointChange = options.onEndpointChange;
+    this.#onRequest = options.onRequest;
     this.#chainId = options.chainId;
     this.#batchMaxCount = Math.max(1, options.batchMaxCount ?? 100);
     this.#batchStallMs = options.batchStallMs ?? 1;
@@ -209,7 +225,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (const endpoint of this.#order()) {
       if (this.destroyed) break;
       try {
-        const answers = await this.#request(endpoint, body);
+        const answers = await this.#request(endpoint, body, Array.isArray(payload) ? payload.length : 1);
         this.#spread(endpoint, Array.isArray(payload) ? payload : [payload]);
         return answers;
       } catch (error) {
@@ -233,20 +249,27 @@ export class RpcProvider extends JsonRpcApiProvider {
   }
 
   /** One POST to one endpoint, parsed. A transport failure comes back as an EndpointFailure. */
-  async #request(endpoint: Endpoint, body: string): Promise<Array<JsonRpcResult | JsonRpcError>> {
+  async #request(endpoint: Endpoint, body: string, calls: number): Promise<Array<JsonRpcResult | JsonRpcError>> {
+    const started = performance.now();
+    const record = (failed: boolean, errors: number) =>
+      this.#onRequest?.({ endpoint: endpoint.status().url, calls, seconds: (performance.now() - started) / 1000, failed, errors });
     let text: string;
     try {
       text = await this.#post(endpoint, body);
     } catch (error) {
+      record(true, 0);
       throw new EndpointFailure(error as Error);
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
+      record(true, 0);
       throw new EndpointFailure(makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }));
     }
-    return (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
+    const answers = (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
+    if (this.#onRequest !== undefined) record(false, answers.reduce((n, answer) => n + ("error" in answer && answer.error !== undefined ? 1 : 0), 0));
+    return answers;
   }
 
   /** Hands the signed transactions among `payloads` to every other endpoint that is up. Their answers do not matter. */
@@ -283,7 +306,7 @@ export class RpcProvider extends JsonRpcApiProvider {
   async #probe(endpoint: Endpoint): Promise<void> {
     if (this.destroyed) return;
     try {
-      const [answer] = await this.#request(endpoint, JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }));
+      const [answer] = await this.#request(endpoint, JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }), 1);
       if (answer === undefined || !("result" in answer)) throw new Error("it did not answer eth_chainId");
       if (this.#chainId !== undefined && BigInt(answer.result as string) !== this.#chainId) {
         throw new Error(`it serves chain ${BigInt(answer.result as string)}, not ${this.#chainId}`);

@@ -16,6 +16,8 @@ import { DEFAULT_FX_MAX_AGE_S, DEFAULT_SEQUENCER_GRACE_S, FEED_SETTINGS, SEQUENC
 export interface AppConfig {
   host: string;
   port: number;
+  /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST, without a key; 0 = off. */
+  metricsPort: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Accepted api_key values (API_KEYS and API_KEYS_FILE together). Empty only in embedded mode. */
   apiKeys: string[];
@@ -136,6 +138,7 @@ function compareDecimals(a: string, b: string): number {
 const schema = z.object({
   HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default("127.0.0.1"),
   PORT: optional(integer("PORT", 0, 65535)).default(8080),
+  METRICS_PORT: optional(integer("METRICS_PORT", 0, 65535)).default(9464),
   CHAIN_PORT: optional(integer("CHAIN_PORT", 0, 65535)).default(8545),
   CHAIN_BLOCK_TIME_MS: optional(integer("CHAIN_BLOCK_TIME_MS", 1, 3_600_000)),
   LOG_LEVEL: optional(
@@ -374,6 +377,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   return {
     host: e.HOST,
     port: e.PORT,
+    metricsPort: e.METRICS_PORT,
     logLevel: e.LOG_LEVEL,
     apiKeys: keys,
     ...(tls ? { tls } : {}),

@@ -6,6 +6,9 @@ import { codeName, toConnectError } from "./error-map.js";
 /** The request's logger (carrying its request id), set by the HTTP handler for every RPC. */
 export const kRequestLog = createContextKey<Logger | undefined>(undefined, { description: "request logger" });
 
+/** Where an RPC's outcome is written for the request metrics: "ok", or the error code's name. */
+export const kRpcOutcome = createContextKey<{ code?: string } | undefined>(undefined, { description: "rpc outcome" });
+
 /**
  * The one error handler of the RPCs: maps whatever the handler or an inner
  * interceptor throws with toConnectError, logs it with the request id (the whole
@@ -14,10 +17,14 @@ export const kRequestLog = createContextKey<Logger | undefined>(undefined, { des
  */
 export function errorInterceptor(fallbackLog: Logger): Interceptor {
   return (next) => async (req) => {
+    const outcome = req.contextValues.get(kRpcOutcome);
     try {
-      return await next(req);
+      const answer = await next(req);
+      if (outcome) outcome.code = "ok";
+      return answer;
     } catch (thrown) {
       const { error, internal } = toConnectError(thrown);
+      if (outcome) outcome.code = codeName(error.code);
       const log = req.contextValues.get(kRequestLog) ?? fallbackLog;
       const procedure = `${req.service.typeName}/${req.method.name}`;
       if (internal) {

@@ -6,7 +6,8 @@ import type { Logger } from "pino";
 import type { UseCases } from "../../core/index.js";
 import { apiKeyInterceptor } from "./api-key.interceptor.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
-import { errorInterceptor, kRequestLog } from "./error.interceptor.js";
+import { errorInterceptor, kRequestLog, kRpcOutcome } from "./error.interceptor.js";
+import { codeName } from "./error-map.js";
 import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
 import { DEFAULT_BODY_LIMIT_BYTES, cachedReadiness, jsonRoutes, type Readiness } from "./json-routes.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
@@ -47,6 +48,8 @@ export interface HttpHandlerOptions {
   corsOrigins?: readonly string[];
   /** Per api key, and refused keys per client address (rate-limit.ts); absent = none. */
   rateLimits?: RateLimitOptions;
+  /** Where each answered request is counted (adapters/metrics.ts). */
+  metrics?: { request(route: string, protocol: string, code: string, seconds: number): void };
 }
 
 /**
@@ -83,7 +86,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     },
     interceptors: [errorInterceptor(log)],
     readMaxBytes: bodyLimitBytes,
-    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
+    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req)),
     fallback,
   });
   const connect = rpcAdapter({
@@ -98,17 +101,31 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     // Answers go out uncompressed: a receipt is 2 to 4 KiB, and gzip cost both ends more CPU
     // per sell than it saved. Compressed requests are still accepted.
     compressMinBytes: Number.MAX_SAFE_INTEGER,
-    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log),
+    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req)),
     fallback,
   });
 
   const access = accessLogger(log);
+  const { metrics } = options;
+  const rpcRoutes = new Set([
+    ...Object.values(TokenService.method).map((m) => `/${TokenService.typeName}/${m.name}`),
+    ...ECOSYSTEM_SERVICES.flatMap((service) => Object.values(service.method).map((m) => `/${service.typeName}/${m.name}`)),
+  ]);
   const cors = corsPolicy(options.corsOrigins ?? []);
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
   const refusedKeys = options.rateLimits?.authFailures ? new TokenBuckets(options.rateLimits.authFailures) : undefined;
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
+    if (metrics !== undefined) {
+      const started = performance.now();
+      res.once("close", () => {
+        const protocol = protocolOf(req, path);
+        const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
+        const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(res)) : String(res.statusCode);
+        metrics.request(route, protocol, code, (performance.now() - started) / 1000);
+      });
+    }
     if (log.isLevelEnabled("info")) {
       const started = process.hrtime.bigint();
       res.once("close", () => {
@@ -199,6 +216,29 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
  * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
  * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
  */
+const kOutcome = Symbol("rpc outcome");
+
+/** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
+function rpcOutcome(req: NodeServerRequest): { code?: string } {
+  const holder = req as NodeServerRequest & { [kOutcome]?: { code?: string } };
+  return (holder[kOutcome] ??= {});
+}
+
+/** The protocol a request speaks: an RPC protocol on RPC paths, else "http" (the JSON routes). */
+function protocolOf(req: NodeServerRequest, path: string): string {
+  if (!RPC_PATH.test(path) || req.method !== "POST") return "http";
+  const contentType = String(req.headers["content-type"] ?? "");
+  if (/^application\/grpc-web/i.test(contentType)) return "grpc-web";
+  if (/^application\/grpc/i.test(contentType)) return "grpc";
+  return "connect";
+}
+
+/** A trailers-only answer's gRPC code name, from its grpc-status header. */
+function grpcCodeOf(res: NodeServerResponse): string {
+  const status = Number(res.getHeader("grpc-status"));
+  return Number.isInteger(status) ? codeName(status) : "unknown";
+}
+
 /** Over a rate limit: 429 with Retry-After (JSON, Connect), RESOURCE_EXHAUSTED (gRPC, gRPC-Web). */
 function refuseRateLimited(req: NodeServerRequest, res: NodeServerResponse, retryAfterS: number, message: string): void {
   res.setHeader("retry-after", String(retryAfterS));
@@ -219,6 +259,7 @@ function answerRpcError(
   res: NodeServerResponse,
   { grpcStatus, httpStatus, code, message }: { grpcStatus: number; httpStatus: number; code: string; message: string },
 ): void {
+  rpcOutcome(req).code = code;
   const contentType = String(req.headers["content-type"] ?? "");
   const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
   if (/^application\/grpc/i.test(contentType)) {

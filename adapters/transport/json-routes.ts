@@ -251,7 +251,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
  * api_key (401), Content-Type (415), size (413), JSON syntax (400), then the use
  * case's validation (400 naming the field) and the chain's refusals.
  */
-export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
+export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeOf(path: string): string } {
   const { useCases, verifier, readiness, log } = options;
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const checkReadiness = cachedReadiness(readiness, {
@@ -367,9 +367,15 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn {
     send(req, res, id, status, JSON.stringify({ code: codeName(error.code), message: error.rawMessage }));
   };
 
-  return (req, res) => {
+  const handler: NodeHandlerFn = (req, res) => {
     // The outermost handler has bound the context (and parsed the path) already.
     const context = requestContext(req, log);
     answer(req, res, context.path, context.id).catch((thrown: unknown) => refuse(req, res, context, thrown));
   };
+  /** A path's route as metrics label it: the route's own path ("{transactionHash}" for the trade's), or "other". */
+  const label = (path: string): string => {
+    if (routes.has(path)) return path;
+    return routeOf(path).route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
+  };
+  return Object.assign(handler, { routeOf: label });
 }

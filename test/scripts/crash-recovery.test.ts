@@ -71,7 +71,7 @@ describe("crash recovery", function () {
     DEPLOYMENT_FILE: join(dir, "deployment.json"),
     EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
     API_KEYS: KEY,
-    PORT: "0",
+    PORT: "0", METRICS_PORT: "0",
     DATA_DIR: join(dir, "data"),
     IDEMPOTENCY_WAIT_MS: "500",
     LOG_LEVEL: "warn",
@@ -93,7 +93,8 @@ describe("crash recovery", function () {
 
       // Restarted on the same journal while the transaction is still pending: the retry says so.
       first = await startProcess(env());
-      expect(first.output()).to.match(/seeing through transactions left unconfirmed by a previous run/);
+      // Log lines are written within 200 ms (buffered): waited for.
+      await waitFor(() => /seeing through transactions left unconfirmed by a previous run/.test(first.output()), "the restart's warning", 5_000);
       const pending = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
       expect(pending.status).to.equal(504);
       expect(pending.body.code).to.equal("deadline_exceeded");
@@ -170,7 +171,7 @@ describe("a crash before trades were signed", function () {
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
       API_KEYS: KEY,
-      PORT: "0",
+      PORT: "0", METRICS_PORT: "0",
       DATA_DIR: join(dir, "data"),
       IDEMPOTENCY_WAIT_MS: "200",
       LOG_LEVEL: "warn",
@@ -191,7 +192,7 @@ describe("a crash before trades were signed", function () {
 
       const second = await startProcess(env(chain.rpcUrl));
       try {
-        expect(second.output()).to.match(/forgot trades a stopped process accepted and never signed/);
+        await waitFor(() => /forgot trades a stopped process accepted and never signed/.test(second.output()), "the forgetting's warning", 5_000);
         const answers = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
         expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
         const again = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
@@ -227,7 +228,7 @@ describe("two service instances sharing one PostgreSQL journal", function () {
             DEPLOYMENT_FILE: join(dir, "deployment.json"),
             EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
             API_KEYS: KEY,
-            PORT: "0",
+            PORT: "0", METRICS_PORT: "0",
             JOURNAL_URL: postgres.url,
           },
           log: pino({ level: "silent" }),

@@ -90,7 +90,7 @@ describe("npm start (scripts/start.ts)", function () {
   });
 
   it("runs its embedded chain in a child process that goes away when the service is killed with -9", async function () {
-    const r = run({ PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY });
+    const r = run({ PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY });
     try {
       await waitFor(() => r.stderr().includes("is ready"), "the banner");
       const rpcUrl = /Chain: +(http\S+)/.exec(r.stderr())![1]!;
@@ -146,7 +146,7 @@ describe("npm start (scripts/start.ts)", function () {
         DEPLOYMENT_FILE: join(dir, "deployment.json"),
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
-        PORT: "0",
+        PORT: "0", METRICS_PORT: "0",
         DATA_DIR: dir,
       });
       try {
@@ -197,7 +197,7 @@ describe("npm start (scripts/start.ts)", function () {
         DEPLOYMENT_FILE: join(dir, "deployment.json"),
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
-        PORT: "0",
+        PORT: "0", METRICS_PORT: "0",
         DATA_DIR: dir,
         FEED_BOUNDS_TOKEN_USD: "2-3", // the embedded chain's token feed answers 1.25
       });
@@ -234,7 +234,7 @@ describe("npm start stopped as systemd, Docker and Kubernetes stop it", function
     const child = spawn("npm", ["start"], {
       cwd: ROOT,
       detached: true,
-      env: { PATH: process.env["PATH"] ?? "", PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, CHAIN_BLOCK_TIME_MS: "1000" },
+      env: { PATH: process.env["PATH"] ?? "", PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, CHAIN_BLOCK_TIME_MS: "1000" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

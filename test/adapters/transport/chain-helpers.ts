@@ -27,7 +27,7 @@ export async function startEmbeddedService(apiKey: string, env: Record<string, s
   let service: RunningService;
   try {
     service = await startService({
-      env: { PORT: "0", CHAIN_PORT: "0", API_KEYS: apiKey, ...env },
+      env: { PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: apiKey, ...env },
       embeddedChain: async () => startEmbeddedChain,
       log: pino({ level: "silent" }),
       rootDir: dir,

@@ -43,7 +43,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     dir = mkdtempSync(join(tmpdir(), "e2e-"));
     logs = new LogSink();
     service = await startService({
-      env: { PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, MAX_SELL_TOKENS: "100000000", MAX_USD: "100000000" },
+      env: { PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, MAX_SELL_TOKENS: "100000000", MAX_USD: "100000000" },
       embeddedChain: async () => startEmbeddedChain,
       log: pino({ level: "debug" }, logs),
       rootDir: dir,
@@ -315,7 +315,7 @@ describe("production mode (RPC_URL) on an existing chain", function () {
       const file = join(dir, "deployment.json");
       writeFileSync(file, JSON.stringify(chain.addresses));
       service = await startService({
-        env: { RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file, EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey, API_KEYS: KEY, PORT: "0", DATA_DIR: dir },
+        env: { RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file, EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey, API_KEYS: KEY, PORT: "0", METRICS_PORT: "0", DATA_DIR: dir },
         log: pino({ level: "silent" }),
         rootDir: dir,
       });

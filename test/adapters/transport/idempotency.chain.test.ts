@@ -50,7 +50,7 @@ describe("retries and faults on the embedded chain", function () {
         DEPLOYMENT_FILE: file,
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: `${KEY},${OTHER_KEY}`,
-        PORT: "0",
+        PORT: "0", METRICS_PORT: "0",
         DATA_DIR: dir,
         PRICE_CACHE_MS: "0",
         RECEIPT_TIMEOUT_MS: "1500",

@@ -67,7 +67,7 @@ async function realChain(env: Record<string, string> = {}, anvilOptions: { state
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
-      PORT: "0",
+      PORT: "0", METRICS_PORT: "0",
       DATA_DIR: join(dir, "data"),
       RECEIPT_TIMEOUT_MS: "1000",
       IDEMPOTENCY_WAIT_MS: "0",

@@ -74,7 +74,7 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
-      PORT: "0",
+      PORT: "0", METRICS_PORT: "0",
       JOURNAL_URL: postgres.url,
       LOG_LEVEL: "warn",
       RECEIPT_TIMEOUT_MS: "1000",
@@ -151,6 +151,7 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
     expect(done.status, done.text).to.equal(200);
     expect(done.body.transactionHash).to.equal(hash);
     expect(await nonce()).to.equal(before + 1);
-    expect(survivor.output()).to.match(/re-sent a transaction the node no longer knew/);
+    // Log lines are written within 200 ms (buffered).
+    await waitFor("the re-send's log line", async () => (/re-sent a transaction the node no longer knew/.test(survivor.output()) ? true : undefined));
   });
 });

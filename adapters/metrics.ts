@@ -1,0 +1,252 @@
+/**
+ * Prometheus metrics (prom-client), served on a listener of their own (METRICS_PORT) so that a
+ * scraper needs no api key. Names follow Prometheus's conventions: a `token_service_` prefix,
+ * seconds for time, `_total` for counters, labels of low cardinality (routes and procedures as
+ * the service defines them, never raw paths; wallets and endpoints as configured).
+ *
+ * - Requests: `token_service_requests_total{route, protocol, code}` and
+ *   `token_service_request_duration_seconds{route, protocol}`; protocol is http (the JSON
+ *   routes), grpc, grpc-web or connect; code the HTTP status, or the gRPC code's name for RPCs.
+ * - Trades: `token_service_trades_total{kind, stable, outcome}` (outcome "success" or the domain
+ *   error's code) and `token_service_trade_duration_seconds{kind, stable}` (to the receipt).
+ * - Wallets: `token_service_wallet_unconfirmed_nonces{wallet}`,
+ *   `token_service_wallet_oldest_unconfirmed_age_seconds{wallet}`,
+ *   `token_service_wallet_lifecycle_events_total{wallet, event}` (replaced, resent, noop,
+ *   expired, gap_filled, reorg, nonce_lost) and `token_service_wallet_balance{wallet, asset}`
+ *   (whole units of ETH, the token and each stable coin, read at scrape).
+ * - The chain: `token_service_chain_head_age_seconds`; per endpoint
+ *   `token_service_rpc_requests_total{endpoint, outcome}` (ok, transport_error),
+ *   `token_service_rpc_calls_total{endpoint}`, `token_service_rpc_errors_total{endpoint}`
+ *   (JSON-RPC errors) and `token_service_rpc_request_duration_seconds{endpoint}`.
+ * - The journal: `token_service_journal_operation_duration_seconds{operation}`.
+ * - Node.js's defaults (process_*, nodejs_*, event-loop lag included).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../core/index.js";
+import type { LifecycleLog } from "./chain/lifecycle/monitor.js";
+import type { RpcRequestRecord } from "./chain/rpc-provider.js";
+
+const PREFIX = "token_service_";
+
+/** Request latencies: a cached price takes well under a millisecond, a trade a block or more. */
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const TRADE_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300];
+const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
+
+/** What the wallet gauges read at each scrape. */
+export interface WalletSource {
+  /** Each wallet's unconfirmed nonces: how many, and since when the oldest waits. */
+  unconfirmed(): Promise<Array<{ wallet: string; count: number; oldestSince?: Date }>>;
+  /** Each wallet's balances, in whole units, by asset symbol. */
+  balances(): Promise<Array<{ wallet: string; asset: string; amount: number }>>;
+  /** The latest block's timestamp, in unix seconds. */
+  headTimestamp(): Promise<number>;
+}
+
+/** Lifecycle log messages, by the event they report (adapters/chain/lifecycle/monitor.ts). */
+const LIFECYCLE_EVENTS: Array<[prefix: string, event: string]> = [
+  ["replaced a transaction not mined in time", "replaced"],
+  ["re-priced a transaction the node refused", "replaced"],
+  ["re-sent a transaction the node no longer knew", "resent"],
+  ["deadline passed: freeing the nonce with a no-op", "noop"],
+  ["trade expired", "expired"],
+  ["filled a nonce gap", "gap_filled"],
+  ["reorg:", "reorg"],
+  ["nonce used by a transaction this service did not sign", "nonce_lost"],
+];
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly #requests = new Counter({ name: `${PREFIX}requests_total`, help: "Requests answered, by route, protocol and code.", labelNames: ["route", "protocol", "code"], registers: [this.registry] });
+  readonly #requestSeconds = new Histogram({
+    name: `${PREFIX}request_duration_seconds`,
+    help: "Time from a request's arrival to the end of its answer.",
+    labelNames: ["route", "protocol"],
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #trades = new Counter({ name: `${PREFIX}trades_total`, help: "Trades, by kind, stable coin and outcome (success, or the error's code).", labelNames: ["kind", "stable", "outcome"], registers: [this.registry] });
+  readonly #tradeSeconds = new Histogram({
+    name: `${PREFIX}trade_duration_seconds`,
+    help: "Time from a trade's acceptance to its receipt.",
+    labelNames: ["kind", "stable"],
+    buckets: TRADE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #lifecycle = new Counter({ name: `${PREFIX}wallet_lifecycle_events_total`, help: "What the lifecycle monitor did, by wallet and event.", labelNames: ["wallet", "event"], registers: [this.registry] });
+  readonly #rpcRequests = new Counter({ name: `${PREFIX}rpc_requests_total`, help: "JSON-RPC requests (POSTs) by endpoint and outcome.", labelNames: ["endpoint", "outcome"], registers: [this.registry] });
+  readonly #rpcCalls = new Counter({ name: `${PREFIX}rpc_calls_total`, help: "JSON-RPC calls (a batch holds several) by endpoint.", labelNames: ["endpoint"], registers: [this.registry] });
+  readonly #rpcErrors = new Counter({ name: `${PREFIX}rpc_errors_total`, help: "Calls answered with a JSON-RPC error, by endpoint.", labelNames: ["endpoint"], registers: [this.registry] });
+  readonly #rpcSeconds = new Histogram({
+    name: `${PREFIX}rpc_request_duration_seconds`,
+    help: "JSON-RPC request latency by endpoint.",
+    labelNames: ["endpoint"],
+    buckets: FAST_BUCKETS.concat([10, 30]),
+    registers: [this.registry],
+  });
+  readonly #journalSeconds = new Histogram({
+    name: `${PREFIX}journal_operation_duration_seconds`,
+    help: "Trade journal operations (each a commit), by operation.",
+    labelNames: ["operation"],
+    buckets: FAST_BUCKETS,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One answered request. */
+  request(route: string, protocol: string, code: string, seconds: number): void {
+    this.#requests.inc({ route, protocol, code });
+    this.#requestSeconds.observe({ route, protocol }, seconds);
+  }
+
+  /** One JSON-RPC request (RpcProviderOptions.onRequest). */
+  rpc(record: RpcRequestRecord): void {
+    this.#rpcRequests.inc({ endpoint: record.endpoint, outcome: record.failed ? "transport_error" : "ok" });
+    this.#rpcCalls.inc({ endpoint: record.endpoint }, record.calls);
+    if (record.errors > 0) this.#rpcErrors.inc({ endpoint: record.endpoint }, record.errors);
+    this.#rpcSeconds.observe({ endpoint: record.endpoint }, record.seconds);
+  }
+
+  /** `port`, counting its trades by kind, stable coin and outcome, and timing them to the receipt. */
+  meteredTrades(port: TradePort): TradePort {
+    const meter = async (kind: "sell" | "buy" | "remittance", order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> => {
+      const started = performance.now();
+      const labels = { kind, stable: order.stable.symbol };
+      try {
+        const receipt = await port[kind](order, hooks);
+        this.#trades.inc({ ...labels, outcome: "success" });
+        this.#tradeSeconds.observe(labels, (performance.now() - started) / 1000);
+        return receipt;
+      } catch (error) {
+        this.#trades.inc({ ...labels, outcome: String((error as { code?: unknown }).code ?? "internal") });
+        throw error;
+      }
+    };
+    return Object.assign(Object.create(port) as TradePort, {
+      sell: (order: TradeOrder, hooks?: TradeHooks) => meter("sell", order, hooks),
+      buy: (order: TradeOrder, hooks?: TradeHooks) => meter("buy", order, hooks),
+      remittance: (order: TradeOrder, hooks?: TradeHooks) => meter("remittance", order, hooks),
+    });
+  }
+
+  /** `journal` with every asynchronous method timed (each is a commit of its own). */
+  meteredJournal<T extends object>(journal: T): T {
+    const seconds = this.#journalSeconds;
+    return new Proxy(journal, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== "function" || typeof property !== "string") return value;
+        return function (this: unknown, ...args: unknown[]) {
+          const started = performance.now();
+          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (result instanceof Promise) {
+            return result.finally(() => seconds.observe({ operation: property }, (performance.now() - started) / 1000));
+          }
+          return result;
+        };
+      },
+    });
+  }
+
+  /** `log` (the lifecycle monitor's), counting the events its warnings report. */
+  countingLifecycle(log: LifecycleLog): LifecycleLog {
+    return {
+      info: (details, message) => log.info(details, message),
+      warn: (details, message) => {
+        const event = LIFECYCLE_EVENTS.find(([prefix]) => message.startsWith(prefix))?.[1];
+        const wallet = (details as { wallet?: unknown }).wallet;
+        if (event !== undefined && typeof wallet === "string" && !message.endsWith("refused it for now")) this.#lifecycle.inc({ wallet, event });
+        log.warn(details, message);
+      },
+    };
+  }
+
+  /**
+   * Gauges read from `source` at each scrape: unconfirmed nonces, balances, the head's age. A
+   * read that fails (the chain unreachable) leaves its gauges empty for that scrape; the rest
+   * of the metrics are still served.
+   */
+  watch(source: WalletSource): void {
+    const registers = [this.registry];
+    const read = async <T>(gauge: Gauge, fetch: () => Promise<T>, fill: (value: T) => void) => {
+      gauge.reset();
+      try {
+        fill(await fetch());
+      } catch {
+        // left empty: the scrape shows the gauge without samples
+      }
+    };
+    new Gauge({
+      name: `${PREFIX}wallet_unconfirmed_nonces`,
+      help: "Nonces sent and not yet confirmed, by wallet.",
+      labelNames: ["wallet"],
+      registers,
+      async collect() {
+        await read(this, () => source.unconfirmed(), (rows) => rows.forEach(({ wallet, count }) => this.set({ wallet }, count)));
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}wallet_oldest_unconfirmed_age_seconds`,
+      help: "How long the oldest unconfirmed nonce has waited, by wallet (0 when none waits).",
+      labelNames: ["wallet"],
+      registers,
+      async collect() {
+        const now = Date.now();
+        await read(this, () => source.unconfirmed(), (rows) =>
+          rows.forEach(({ wallet, oldestSince }) => this.set({ wallet }, oldestSince === undefined ? 0 : (now - oldestSince.getTime()) / 1000)),
+        );
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}wallet_balance`,
+      help: "Exchange wallets' balances in whole units (ether, tokens, stable coins), by wallet and asset.",
+      labelNames: ["wallet", "asset"],
+      registers,
+      async collect() {
+        await read(this, () => source.balances(), (rows) => rows.forEach(({ wallet, asset, amount }) => this.set({ wallet, asset }, amount)));
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}chain_head_age_seconds`,
+      help: "Age of the latest block the node reports.",
+      registers,
+      async collect() {
+        await read(this, () => source.headTimestamp(), (timestamp) => this.set(Math.max(0, Date.now() / 1000 - timestamp)));
+      },
+    });
+  }
+
+  /** Serves /metrics on `host`:`port` (0 = a free port). */
+  async serve(host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
+    const server: Server = createServer((req, res) => {
+      if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+        res.writeHead(404, { "content-type": "text/plain" }).end("metrics are at GET /metrics\n");
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => res.writeHead(200, { "content-type": this.registry.contentType }).end(text),
+        (error: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${(error as Error).message}\n`),
+      );
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    return {
+      url: `http://${urlHost}:${address.port}/metrics`,
+      close: () => new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+    };
+  }
+}
