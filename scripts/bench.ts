@@ -33,6 +33,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as http from "node:http";
+import * as net from "node:net";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -131,7 +132,9 @@ async function serve(): Promise<void> {
     env: {
       ...process.env,
       HOST: "127.0.0.1",
-      PORT: "0", METRICS_PORT: "0",
+      PORT: "0",
+      // Metrics on, as by default, on a free port (the default 9464 may be taken on this machine).
+      METRICS_PORT: String(await freePort()),
       CHAIN_PORT: "0",
       API_KEYS: apiKey,
       API_KEYS_FILE: "",
@@ -208,6 +211,15 @@ async function serve(): Promise<void> {
     captured,
     config,
   });
+}
+
+/** A TCP port free on 127.0.0.1 now. */
+async function freePort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 /** CPU time and peak RSS of another process, from Linux's /proc (zeros elsewhere). */
