@@ -34,7 +34,7 @@ export function banner(service: BannerInput): string {
   const curlPost = (path: string, body: string) =>
     `${curl} ${apiUrl}${path} -H "api_key: $API_KEY" \\\n  -H 'Content-Type: application/json' \\\n  -d ${shellQuote(body)}`;
   const grpcurl = (method: string, body?: string) =>
-    `grpcurl ${tls ? "-insecure" : "-plaintext"} -import-path proto -proto token/v1/token.proto -H "api_key: $API_KEY" ${body ? `\\\n  -d ${shellQuote(body)} ` : ""}${hostPort} token.v1.TokenService/${method}`;
+    `grpcurl ${tls ? "-insecure" : "-plaintext"} -import-path proto -proto tokentrade/v1/token.proto -H "api_key: $API_KEY" ${body ? `\\\n  -d ${shellQuote(body)} ` : ""}${hostPort} tokentrade.v1.TokenService/${method}`;
   const keyLine =
     service.generatedApiKey !== undefined
       ? `export API_KEY=${shellQuote(service.generatedApiKey)}   # generated for this run; set API_KEYS to choose your own`
@@ -68,7 +68,7 @@ export function banner(service: BannerInput): string {
     "# remittance of 25 USD paid in USDC",
     curlPost("/api/v1/remmitance", trade("25", addresses.stableCoins.USDC)),
     "",
-    "# gRPC on the same port (without grpcurl: replace `grpcurl -plaintext -import-path proto -proto token/v1/token.proto`",
+    "# gRPC on the same port (without grpcurl: replace `grpcurl -plaintext -import-path proto -proto tokentrade/v1/token.proto`",
     "# with `npx tsx scripts/grpc-call.ts`)",
     grpcurl("GetPrice"),
     grpcurl("Sell", grpcTrade),

@@ -462,11 +462,11 @@ function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarge
 }
 
 function grpcSells(ready: Ready, apiKey: string): SellTarget {
-  const definition = protoLoader.loadSync("token/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
+  const definition = protoLoader.loadSync("tokentrade/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    token: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
   };
-  const client = new proto.token.v1.TokenService(new URL(ready.apiUrl).host, grpc.credentials.createInsecure());
+  const client = new proto.tokentrade.v1.TokenService(new URL(ready.apiUrl).host, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
   metadata.set("api_key", apiKey);
   return {

@@ -4,7 +4,7 @@
  * the response as JSON. Arguments follow grpcurl's:
  *
  *   npx tsx scripts/grpc-call.ts -H "api_key: $API_KEY" -d '{"user_address": ...}' \
- *     127.0.0.1:8080 token.v1.TokenService/Sell
+ *     127.0.0.1:8080 tokentrade.v1.TokenService/Sell
  *
  * Exit code 0 on success; on a gRPC error, prints its code and message and exits 1.
  */
@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
-const usage = `usage: grpc-call.ts [-H 'name: value']... [-d '<json>'] [--tls [--cacert file]] host:port token.v1.TokenService/<Method>`;
+const usage = `usage: grpc-call.ts [-H 'name: value']... [-d '<json>'] [--tls [--cacert file]] host:port tokentrade.v1.TokenService/<Method>`;
 
 const args = process.argv.slice(2);
 const headers: Array<[string, string]> = [];
@@ -49,16 +49,16 @@ if (address === undefined || match === null) {
   process.exit(2);
 }
 
-const definition = protoLoader.loadSync("token/v1/token.proto", {
+const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
   includeDirs: [fileURLToPath(new URL("../proto", import.meta.url))],
   keepCase: true,
   longs: String,
   defaults: true,
 });
 const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-  token: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+  tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
 };
-const client = new pkg.token.v1.TokenService(address, tls ? grpc.credentials.createSsl(caCert) : grpc.credentials.createInsecure());
+const client = new pkg.tokentrade.v1.TokenService(address, tls ? grpc.credentials.createSsl(caCert) : grpc.credentials.createInsecure());
 const metadata = new grpc.Metadata();
 for (const [name, value] of headers) metadata.add(name, value);
 

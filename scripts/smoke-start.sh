@@ -71,10 +71,10 @@ echo "wrong key: 401"
 hostport=${api#http://}
 body="{\"user_address\":\"$wallet\",\"destinatary\":\"$customer\",\"amount\":\"10\",\"usd_address\":\"$dai\"}"
 if command -v grpcurl >/dev/null 2>&1; then
-  grpcurl -plaintext -import-path proto -proto token/v1/token.proto -H "api_key: $key" -d "$body" "$hostport" token.v1.TokenService/Sell >"$work/grpc.json" || fail "grpcurl Sell"
+  grpcurl -plaintext -import-path proto -proto tokentrade/v1/token.proto -H "api_key: $key" -d "$body" "$hostport" tokentrade.v1.TokenService/Sell >"$work/grpc.json" || fail "grpcurl Sell"
   echo "grpcurl Sell: ok"
 else
-  node --import tsx scripts/grpc-call.ts -H "api_key: $key" -d "$body" "$hostport" token.v1.TokenService/Sell >"$work/grpc.json" || fail "gRPC Sell"
+  node --import tsx scripts/grpc-call.ts -H "api_key: $key" -d "$body" "$hostport" tokentrade.v1.TokenService/Sell >"$work/grpc.json" || fail "gRPC Sell"
   echo "gRPC Sell (grpc-js; grpcurl is not installed): ok"
 fi
 n=$(node -e 'console.log(require(process.argv[1]).events.length)' "$work/grpc.json")

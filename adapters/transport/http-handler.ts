@@ -13,7 +13,7 @@ import { DEFAULT_BODY_LIMIT_BYTES, cachedReadiness, jsonRoutes, type Readiness }
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { TokenService } from "../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
 import { rpcAdapter } from "./rpc-adapter.js";
@@ -55,7 +55,7 @@ export interface HttpHandlerOptions {
 /**
  * The one request handler behind every protocol on the port, for HTTP/1.1 and
  * HTTP/2 alike:
- * - RPCs (gRPC, Connect, gRPC-Web) on /token.v1.TokenService/*, to the Connect adapter,
+ * - RPCs (gRPC, Connect, gRPC-Web) on /tokentrade.v1.TokenService/*, to the Connect adapter,
  *   through the error and api_key interceptors (an unknown method there gets the JSON
  *   routes' 404, the adapter's fallback);
  * - everything else straight to the JSON routes.

@@ -11,7 +11,7 @@ import {
   type PriceRecord as PriceRecordMessage,
   type TradeRequest as TradeRequestMessage,
   type TransactionReceipt as TransactionReceiptMessage,
-} from "../../gen/token/v1/token_pb.js";
+} from "../../gen/tokentrade/v1/token_pb.js";
 
 /**
  * The trade body the use cases validate, built from the protobuf request. proto3

@@ -2,11 +2,11 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 
 import type { UseCases } from "../../core/index.js";
-import { TokenService } from "../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { answerUndecodableRequestsAsInvalid } from "./request-errors.js";
 import { TokenServiceImpl } from "./token.service.js";
 
-/** The RPC routes: TokenService on /token.v1.TokenService/{Sell,Buy,Remittance,GetPrice,GetTrade}. */
+/** The RPC routes: TokenService on /tokentrade.v1.TokenService/{Sell,Buy,Remittance,GetPrice,GetTrade}. */
 export function tokenRoutes(useCases: UseCases) {
   return (router: ConnectRouter) => {
     router.service(TokenService, new TokenServiceImpl(useCases));

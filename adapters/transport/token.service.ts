@@ -9,7 +9,7 @@ import type {
   Trade,
   TradeRequest,
   TransactionReceipt,
-} from "../../gen/token/v1/token_pb.js";
+} from "../../gen/tokentrade/v1/token_pb.js";
 import { kCallerScope } from "./api-key.interceptor.js";
 import { IDEMPOTENCY_KEY_HEADER } from "./json-routes.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";

@@ -80,8 +80,8 @@ describe("Prometheus metrics", function () {
     const all = samples(await (await fetch(metricsUrl)).text());
     expect(value(all, "token_service_requests_total", { route: "/api/v1/token/sell", protocol: "http", code: "200" })).to.equal(1);
     expect(value(all, "token_service_requests_total", { route: "/api/v1/token/price", protocol: "http", code: "401" })).to.equal(1);
-    expect(value(all, "token_service_requests_total", { route: "/token.v1.TokenService/GetPrice", protocol: "grpc", code: "ok" })).to.equal(1);
-    expect(value(all, "token_service_requests_total", { route: "/token.v1.TokenService/GetPrice", protocol: "grpc", code: "unauthenticated" })).to.equal(1);
+    expect(value(all, "token_service_requests_total", { route: "/tokentrade.v1.TokenService/GetPrice", protocol: "grpc", code: "ok" })).to.equal(1);
+    expect(value(all, "token_service_requests_total", { route: "/tokentrade.v1.TokenService/GetPrice", protocol: "grpc", code: "unauthenticated" })).to.equal(1);
     expect(value(all, "token_service_request_duration_seconds_count", { route: "/api/v1/token/sell", protocol: "http" })).to.equal(1);
     expect(value(all, "token_service_trades_total", { kind: "sell", stable: "DAI", outcome: "success" })).to.equal(1);
     expect(value(all, "token_service_trade_duration_seconds_count", { kind: "sell", stable: "DAI" })).to.equal(1);

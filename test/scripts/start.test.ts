@@ -295,9 +295,9 @@ describe("the start banner", function () {
       expect(text).to.include(`curl -sS -w '\\n' http://127.0.0.1:8080${path} -H "api_key: $API_KEY"`);
     }
     expect(text).to.include(`"usdAddress":"${input.addresses.stableCoins.USDT}"`);
-    expect(text).to.include("grpcurl -plaintext -import-path proto -proto token/v1/token.proto");
-    expect(text).to.include("127.0.0.1:8080 token.v1.TokenService/Sell");
-    expect(text).to.include("127.0.0.1:8080 token.v1.TokenService/GetPrice");
+    expect(text).to.include("grpcurl -plaintext -import-path proto -proto tokentrade/v1/token.proto");
+    expect(text).to.include("127.0.0.1:8080 tokentrade.v1.TokenService/Sell");
+    expect(text).to.include("127.0.0.1:8080 tokentrade.v1.TokenService/GetPrice");
   });
 
   it("does not print configured keys", function () {

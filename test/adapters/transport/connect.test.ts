@@ -4,7 +4,7 @@ import * as http2 from "node:http2";
 
 import { expect } from "chai";
 
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import {
   API_KEY,
   CUSTOMER,
@@ -128,7 +128,7 @@ describe("a request body that cannot be decoded, on every RPC protocol", functio
   async function grpc(frame: Buffer): Promise<{ status: string; message: string }> {
     const session = http2.connect(t.url);
     try {
-      const stream = session.request({ ":method": "POST", ":path": "/token.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+      const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
       const fields: Record<string, string> = {};
       const take = (headers: http2.IncomingHttpHeaders) => {
         for (const name of ["grpc-status", "grpc-message"]) if (typeof headers[name] === "string") fields[name] = headers[name] as string;
@@ -151,17 +151,17 @@ describe("a request body that cannot be decoded, on every RPC protocol", functio
   });
 
   it("answers gRPC-Web and Connect invalid_argument too", async function () {
-    const web = await fetch(`${t.url}/token.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/grpc-web+proto" }, body: envelope(0, garbage) });
+    const web = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/grpc-web+proto" }, body: envelope(0, garbage) });
     const trailer = Buffer.from(await web.arrayBuffer());
     expect(trailer[0]).to.equal(0x80);
     expect(trailer.subarray(5).toString("latin1")).to.match(/grpc-status: ?3\r?\n/);
-    const connect = await fetch(`${t.url}/token.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/proto" }, body: garbage });
+    const connect = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/proto" }, body: garbage });
     expect(connect.status).to.equal(400);
     expect(await connect.json()).to.deep.equal({ code: "invalid_argument", message: "parse binary: illegal tag: field no 524287 wire type 7" });
   });
 
   it("refuses a JSON field the message does not have, on Connect as on the /api/v1 routes", async function () {
-    const connect = await fetch(`${t.url}/token.v1.TokenService/Sell`, {
+    const connect = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, {
       method: "POST",
       headers: { api_key: API_KEY, "content-type": "application/json" },
       body: JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address, note: "x" }),

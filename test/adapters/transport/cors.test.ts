@@ -9,7 +9,7 @@ import * as http2 from "node:http2";
 import { expect } from "chai";
 
 import { loadConfig } from "../../../adapters/config/env.js";
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { API_KEY, startTestServer, type TestServer } from "./helpers.js";
 
 const APP = "https://app.example.com";

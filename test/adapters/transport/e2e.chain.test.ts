@@ -18,7 +18,7 @@ import { JsonRpcProvider, keccak256, toUtf8Bytes } from "ethers";
 import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
-import { TokenService, TradeRequestSchema } from "../../../gen/token/v1/token_pb.js";
+import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain.js";
 import { LogSink, getJson, grpcCall, grpcClient, postJson } from "./helpers.js";
 
@@ -236,7 +236,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
         const { headers, body } = await new Promise<{ headers: http2.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
           const stream = session.request({
             ":method": "POST",
-            ":path": "/token.v1.TokenService/Sell",
+            ":path": "/tokentrade.v1.TokenService/Sell",
             "content-type": "application/grpc",
             te: "trailers",
             "grpc-accept-encoding": "gzip",

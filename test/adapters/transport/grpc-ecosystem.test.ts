@@ -12,7 +12,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { expect } from "chai";
 
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { API_KEY, PROTO_ROOT, startTestServer, type TestServer } from "./helpers.js";
 
 const BUF = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));

@@ -10,7 +10,7 @@ import * as grpcWeb from "grpc-web";
 import XMLHttpRequest from "xhr2";
 
 import { HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
-import { GetPriceRequestSchema, PriceRecordSchema, TokenService, TradeRequestSchema, TransactionReceiptSchema } from "../../../gen/token/v1/token_pb.js";
+import { GetPriceRequestSchema, PriceRecordSchema, TokenService, TradeRequestSchema, TransactionReceiptSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { API_KEY, CUSTOMER, DAI, PRICE, WALLET, startTestServer, type TestServer } from "./helpers.js";
 
 // grpc-web calls XMLHttpRequest as a browser global.

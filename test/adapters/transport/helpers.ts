@@ -222,9 +222,9 @@ export async function startTestServer(
 
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
-/** A @grpc/grpc-js client for token.v1.TokenService, loaded from the .proto file. */
+/** A @grpc/grpc-js client for tokentrade.v1.TokenService, loaded from the .proto file. */
 export function grpcClient(url: string): grpc.Client & Record<string, Function> {
-  const definition = protoLoader.loadSync("token/v1/token.proto", {
+  const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
     includeDirs: [PROTO_ROOT],
     keepCase: true,
     longs: String,
@@ -232,9 +232,9 @@ export function grpcClient(url: string): grpc.Client & Record<string, Function> 
     oneofs: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    token: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
   };
-  return new proto.token.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure());
+  return new proto.tokentrade.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure());
 }
 
 /** Calls a unary method of a grpc-js client; resolves with the response or the ServiceError. */

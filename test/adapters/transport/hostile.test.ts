@@ -130,7 +130,7 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer({ limits: { bodyMs: 300 } });
     const session = http2.connect(t.url);
     session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/token.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+    const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
     stream.on("error", () => {});
     stream.resume();
     const started = Date.now();
@@ -145,7 +145,7 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer();
     const session = http2.connect(t.url);
     session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/token.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers" });
+    const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers" });
     stream.on("error", () => {});
     const headers = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve));
     expect(headers["grpc-status"]).to.equal("16");

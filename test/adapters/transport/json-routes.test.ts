@@ -294,7 +294,7 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
     });
 
     it("an unknown path answers 404 not_found naming the path", async function () {
-      for (const path of ["/api/v1/token/sel", "/api/v2/token/sell", "/api/v1/token/sell/", "/", "/token.v1.TokenService/Nope"]) {
+      for (const path of ["/api/v1/token/sel", "/api/v2/token/sell", "/api/v1/token/sell/", "/", "/tokentrade.v1.TokenService/Nope"]) {
         const res = await postJson(`${t.url}${path}`, tradeBody());
         expectError(res, 404, "not_found", path === "/" ? undefined : path.split("/").pop());
       }

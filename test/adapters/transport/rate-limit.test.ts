@@ -9,7 +9,7 @@ import { expect } from "chai";
 
 import { loadConfig } from "../../../adapters/config/env.js";
 import { TokenBuckets } from "../../../adapters/transport/rate-limit.js";
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { API_KEY, OTHER_KEY, getJson, grpcCall, grpcClient, postJson, startTestServer, tradeBody, type TestServer } from "./helpers.js";
 
 describe("rate limits", function () {

@@ -14,7 +14,7 @@ import { expect } from "chai";
 import { pino } from "pino";
 
 import { createUseCases } from "../../../core/index.js";
-import { TokenService } from "../../../gen/token/v1/token_pb.js";
+import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import { startServer } from "../../../adapters/transport/server.js";
@@ -236,7 +236,7 @@ describe("the one-port server", function () {
   describe("a client that goes away mid-request", function () {
     it("is logged as what it is, at info, with no error and no stack, and nothing runs", async function () {
       t = await startTestServer();
-      for (const path of ["/api/v1/token/sell", "/token.v1.TokenService/Sell"]) {
+      for (const path of ["/api/v1/token/sell", "/tokentrade.v1.TokenService/Sell"]) {
         const socket = net.connect(t.server.port, "127.0.0.1");
         const gone = new Promise((resolve) => socket.once("close", resolve));
         socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"userAd`);
@@ -392,9 +392,9 @@ describe("the one-port server", function () {
 
     it("serves gRPC over TLS with ALPN h2", async function () {
       t = await startTls();
-      const definition = protoLoader.loadSync("token/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
+      const definition = protoLoader.loadSync("tokentrade/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
       const proto = grpc.loadPackageDefinition(definition) as any;
-      const client = new proto.token.v1.TokenService(`localhost:${t.server.port}`, grpc.credentials.createSsl(cert));
+      const client = new proto.tokentrade.v1.TokenService(`localhost:${t.server.port}`, grpc.credentials.createSsl(cert));
       const { response, error } = await grpcCall(client, "Sell", grpcTrade(), API_KEY);
       client.close();
       expect(error, error?.message).to.equal(undefined);

@@ -23,7 +23,7 @@ import {
   createUseCases,
   type DomainErrorCode,
 } from "../../../core/index.js";
-import { TokenService, TradeRequestSchema } from "../../../gen/token/v1/token_pb.js";
+import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { apiKeyInterceptor } from "../../../adapters/transport/api-key.interceptor.js";
 import { MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE, createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { errorInterceptor } from "../../../adapters/transport/error.interceptor.js";
