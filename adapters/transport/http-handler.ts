@@ -18,6 +18,7 @@ import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
 import { rpcAdapter } from "./rpc-adapter.js";
 import { corsPolicy } from "./cors.js";
+import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
 import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
@@ -112,6 +113,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     ...ECOSYSTEM_SERVICES.flatMap((service) => Object.values(service.method).map((m) => `/${service.typeName}/${m.name}`)),
   ]);
   const cors = corsPolicy(options.corsOrigins ?? []);
+  const docs = docsHandler();
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
   const refusedKeys = options.rateLimits?.authFailures ? new TokenBuckets(options.rateLimits.authFailures) : undefined;
   return (req, res) => {
@@ -187,7 +189,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       res.setHeader("x-request-id", context.id);
       minimalGrpcMessageEncoding(req, res);
       ecosystem(req, res);
-    } else {
+    } else if (!docs(req, res, path)) {
       fallback(req, res); // the JSON routes send the x-request-id header with their others
     }
   };

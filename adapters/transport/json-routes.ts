@@ -7,6 +7,7 @@ import type { TradeUseCase, UseCases } from "../../core/index.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
 import { requestContext, type RequestContext } from "./logger.js";
+import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 /** The header (gRPC metadata key) that makes a trade safe to retry. */
@@ -292,6 +293,7 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
       },
     ],
     ["/healthz", { method: "GET", authenticated: false, jsonBody: false, handle: async () => ({ status: 200, body: { status: "ok" } }) }],
+    ["/api/v1/openapi.json", { method: "GET", authenticated: false, jsonBody: false, handle: async () => ({ status: 200, json: OPENAPI_JSON }) }],
     [
       "/readyz",
       {

@@ -1,0 +1,255 @@
+/**
+ * The OpenAPI 3.1 document of the JSON routes (served at GET /api/v1/openapi.json, no key), the
+ * routes of SPEC.md as they answer: the `api_key` scheme, the `Idempotency-Key` header, the
+ * web3.js 1.x receipt, and the `{"code", "message"}` error of every refusal. Its schemas are JSON
+ * Schema 2020-12; test/adapters/transport/openapi.test.ts validates real answers against them,
+ * so the document cannot drift from the routes unnoticed.
+ */
+
+const ADDRESS = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$", description: "0x and 40 hex digits; mixed case must pass its EIP-55 checksum." } as const;
+const HASH = { type: "string", pattern: "^0x[0-9a-f]{64}$" } as const;
+const HEX = { type: "string", pattern: "^0x[0-9a-f]*$" } as const;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ref("Error") } } });
+
+/** The error answers a trade can get (README "Errors"). */
+const TRADE_ERRORS = {
+  "400": errorResponse("invalid_argument (a field, named in the message) or failed_precondition (funds, allowance, reserves, a revert, an expired or dropped trade). Nothing was sent."),
+  "401": errorResponse("unauthenticated: missing or wrong api_key."),
+  "403": errorResponse("permission_denied: userAddress is not a wallet the service signs for."),
+  "409": errorResponse("aborted: the first request with this Idempotency-Key is still running."),
+  "413": errorResponse("resource_exhausted: body larger than BODY_LIMIT_BYTES."),
+  "415": errorResponse("invalid_argument: Content-Type is not application/json."),
+  "422": errorResponse("failed_precondition: Idempotency-Key reused with a different request."),
+  "429": {
+    description: "resource_exhausted: over the rate limit.",
+    headers: { "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } } },
+    content: { "application/json": { schema: ref("Error") } },
+  },
+  "500": errorResponse("internal: a bug (logged with its request id)."),
+  "503": errorResponse("unavailable: price feed stale or broken, chain unreachable, fees above the cap, shutting down or overloaded. Nothing was sent."),
+  "504": errorResponse("deadline_exceeded: broadcast, no receipt within RECEIPT_TIMEOUT_MS; the message names the transaction hash. Retry with the same Idempotency-Key for the outcome."),
+} as const;
+
+const trade = (operationId: string, summary: string, description: string) => ({
+  operationId,
+  summary,
+  description,
+  tags: ["Trades"],
+  parameters: [{ $ref: "#/components/parameters/IdempotencyKey" }],
+  requestBody: { required: true, content: { "application/json": { schema: ref("TradeRequest") } } },
+  responses: { "200": { description: "The mined transaction's receipt, in the web3.js 1.x shape.", content: { "application/json": { schema: ref("TransactionReceipt") } } }, ...TRADE_ERRORS },
+});
+
+export const OPENAPI_DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "Token trading service",
+    version: "1.0.0",
+    description:
+      "Trades one ERC-20 token against DAI, USDT and USDC, and quotes its price in CHF, EUR and USD. Every call but the probes and this document needs the `api_key` header. The same operations are served over gRPC, Connect and gRPC-Web (tokentrade.v1.TokenService) on the same port.",
+  },
+  servers: [{ url: "/" }],
+  security: [{ api_key: [] }],
+  tags: [{ name: "Trades" }, { name: "Price" }, { name: "Probes" }],
+  paths: {
+    "/api/v1/token/sell": {
+      post: trade("sell", "Sell tokens for a stable coin", "The exchange wallet (userAddress) sends `amount` tokens (18 decimals) to the swap; destinatary receives the stable coin at usdAddress. The receipt has five logs."),
+    },
+    "/api/v1/token/buy": {
+      post: trade("buy", "Buy tokens with a USD amount", "The exchange wallet pays `amount` USD of the stable coin at usdAddress; destinatary receives the tokens. Three logs."),
+    },
+    "/api/v1/remmitance": {
+      post: trade("remittance", "Remit a USD amount as tokens", "As buy, for a remittance (the SPEC's spelling; /api/v1/remittance is an alias). Three logs."),
+    },
+    "/api/v1/token/price": {
+      get: {
+        operationId: "price",
+        summary: "The token's rate in CHF, EUR and USD",
+        tags: ["Price"],
+        responses: {
+          "200": { description: "The rates.", content: { "application/json": { schema: ref("PriceRecord") } } },
+          "401": TRADE_ERRORS["401"],
+          "429": TRADE_ERRORS["429"],
+          "503": errorResponse("unavailable: a feed is stale, out of its bounds, or the chain is unreachable."),
+        },
+      },
+    },
+    "/api/v1/trades/{transactionHash}": {
+      get: {
+        operationId: "trade",
+        summary: "A trade's state, by any transaction hash it broadcast",
+        tags: ["Trades"],
+        parameters: [{ name: "transactionHash", in: "path", required: true, schema: HASH }],
+        responses: {
+          "200": { description: "The trade, as the journal knows it and the chain confirms it.", content: { "application/json": { schema: ref("Trade") } } },
+          "400": errorResponse("invalid_argument: not a transaction hash."),
+          "401": TRADE_ERRORS["401"],
+          "404": errorResponse("not_found: no trade of this caller broadcast that hash."),
+          "429": TRADE_ERRORS["429"],
+        },
+      },
+    },
+    "/healthz": {
+      get: {
+        operationId: "health",
+        summary: "Liveness",
+        tags: ["Probes"],
+        security: [],
+        responses: { "200": { description: "Alive.", content: { "application/json": { schema: { type: "object", properties: { status: { const: "ok" } }, required: ["status"], additionalProperties: false } } } } },
+      },
+    },
+    "/readyz": {
+      get: {
+        operationId: "ready",
+        summary: "Readiness: chain reachable, wallets funded, none stuck, swap not paused",
+        tags: ["Probes"],
+        security: [],
+        responses: {
+          "200": {
+            description: "Ready.",
+            content: { "application/json": { schema: { type: "object", properties: { status: { const: "ready" }, detail: { type: "string" } }, required: ["status", "detail"], additionalProperties: false } } },
+          },
+          "503": errorResponse("unavailable: why not."),
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: { api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." } },
+    parameters: {
+      IdempotencyKey: {
+        name: "Idempotency-Key",
+        in: "header",
+        required: false,
+        description: "Makes the trade safe to retry: a retry with the same key and request answers the first one's outcome and never trades twice.",
+        schema: { type: "string", minLength: 1, maxLength: 255 },
+      },
+    },
+    schemas: {
+      Error: {
+        type: "object",
+        properties: {
+          code: {
+            type: "string",
+            enum: ["invalid_argument", "unauthenticated", "permission_denied", "failed_precondition", "not_found", "unimplemented", "resource_exhausted", "aborted", "unavailable", "deadline_exceeded", "internal"],
+          },
+          message: { type: "string", description: "What is wrong, naming the field." },
+        },
+        required: ["code", "message"],
+        additionalProperties: false,
+      },
+      TradeRequest: {
+        type: "object",
+        properties: {
+          userAddress: { ...ADDRESS, description: "The exchange wallet that trades (one the service signs for)." },
+          destinatary: { ...ADDRESS, description: "Who receives what the trade pays out." },
+          amount: { type: "string", pattern: "^[0-9]+(\\.[0-9]+)?$", description: "Decimal text: tokens (sell, 18 decimals) or USD (buy, remittance; at most the stable coin's decimals)." },
+          usdAddress: { ...ADDRESS, description: "The stable coin: DAI, USDT or USDC." },
+        },
+        required: ["userAddress", "destinatary", "amount", "usdAddress"],
+        additionalProperties: false,
+      },
+      PriceRecord: {
+        type: "object",
+        properties: {
+          cryptoCurrency: { type: "string" },
+          rateForCashCurrency: ref("Rates"),
+          rateWithDiscountForCashCurrency: { ...ref("OptionalRates"), description: "Empty unless CASH_DISCOUNT_BPS is set." },
+        },
+        required: ["cryptoCurrency", "rateForCashCurrency", "rateWithDiscountForCashCurrency"],
+        additionalProperties: false,
+      },
+      Rates: {
+        type: "object",
+        properties: { CHF: { type: "number", exclusiveMinimum: 0 }, EUR: { type: "number", exclusiveMinimum: 0 }, USD: { type: "number", exclusiveMinimum: 0 } },
+        required: ["CHF", "EUR", "USD"],
+        additionalProperties: false,
+      },
+      OptionalRates: {
+        type: "object",
+        properties: { CHF: { type: "number", exclusiveMinimum: 0 }, EUR: { type: "number", exclusiveMinimum: 0 }, USD: { type: "number", exclusiveMinimum: 0 } },
+        additionalProperties: false,
+      },
+      TransactionReceipt: {
+        type: "object",
+        description: "web3.js 1.x's receipt: numbers as numbers, `events` keyed by log position.",
+        properties: {
+          blockHash: HASH,
+          blockNumber: { type: "integer", minimum: 0 },
+          contractAddress: { type: "null" },
+          cumulativeGasUsed: { type: "integer", minimum: 0 },
+          effectiveGasPrice: { type: "integer", minimum: 0 },
+          from: { type: "string", pattern: "^0x[0-9a-f]{40}$" },
+          gasUsed: { type: "integer", minimum: 0 },
+          logsBloom: { type: "string", pattern: "^0x[0-9a-f]{512}$" },
+          status: { type: "boolean" },
+          to: { type: "string", pattern: "^0x[0-9a-f]{40}$" },
+          transactionHash: HASH,
+          transactionIndex: { type: "integer", minimum: 0 },
+          type: { type: "string", pattern: "^0x[0-9a-f]+$" },
+          events: { type: "object", patternProperties: { "^[0-9]+$": ref("EventLog") }, additionalProperties: false },
+        },
+        required: ["blockHash", "blockNumber", "contractAddress", "cumulativeGasUsed", "effectiveGasPrice", "from", "gasUsed", "logsBloom", "status", "to", "transactionHash", "transactionIndex", "type", "events"],
+        additionalProperties: false,
+      },
+      EventLog: {
+        type: "object",
+        properties: {
+          address: ADDRESS,
+          blockHash: HASH,
+          blockNumber: { type: "integer", minimum: 0 },
+          logIndex: { type: "integer", minimum: 0 },
+          removed: { type: "boolean" },
+          transactionHash: HASH,
+          transactionIndex: { type: "integer", minimum: 0 },
+          id: { type: "string", pattern: "^log_[0-9a-f]{8}$" },
+          returnValues: { type: "object" },
+          signature: { type: ["string", "null"] },
+          raw: { type: "object", properties: { data: HEX, topics: { type: "array", items: HASH } }, required: ["data", "topics"], additionalProperties: false },
+        },
+        required: ["address", "blockHash", "blockNumber", "logIndex", "removed", "transactionHash", "transactionIndex", "id", "returnValues", "signature", "raw"],
+        additionalProperties: false,
+      },
+      Trade: {
+        type: "object",
+        properties: {
+          id: { type: "string" },
+          kind: { enum: ["sell", "buy", "remittance"] },
+          status: { enum: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] },
+          request: ref("TradeRequest"),
+          wallet: { type: ["string", "null"] },
+          nonce: { type: ["integer", "null"], minimum: 0 },
+          deadline: { type: ["integer", "null"], description: "Unix seconds after which the trade cannot execute." },
+          transactionHash: { oneOf: [HASH, { type: "null" }] },
+          transactions: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                hash: HASH,
+                maxFeePerGas: { type: "string", pattern: "^[0-9]+$", description: "wei" },
+                maxPriorityFeePerGas: { type: "string", pattern: "^[0-9]+$", description: "wei" },
+                noop: { type: "boolean" },
+                sentAt: { type: "string", format: "date-time" },
+              },
+              required: ["hash", "maxFeePerGas", "maxPriorityFeePerGas", "noop", "sentAt"],
+              additionalProperties: false,
+            },
+          },
+          confirmations: { type: ["integer", "null"], minimum: 0 },
+          receipt: { oneOf: [ref("TransactionReceipt"), { type: "null" }] },
+          error: { oneOf: [{ type: "object", properties: { code: { type: "string" }, message: { type: "string" } }, required: ["code", "message"], additionalProperties: false }, { type: "null" }] },
+          createdAt: { type: "string", format: "date-time" },
+          updatedAt: { type: "string", format: "date-time" },
+        },
+        required: ["id", "kind", "status", "request", "wallet", "nonce", "deadline", "transactionHash", "transactions", "confirmations", "receipt", "error", "createdAt", "updatedAt"],
+        additionalProperties: false,
+      },
+    },
+  },
+} as const;
+
+/** The document as served: serialised once. */
+export const OPENAPI_JSON = JSON.stringify(OPENAPI_DOCUMENT);
