@@ -55,11 +55,15 @@ export interface HttpHandlerOptions {
 
 /**
  * The one request handler behind every protocol on the port, for HTTP/1.1 and
- * HTTP/2 alike:
- * - RPCs (gRPC, Connect, gRPC-Web) on /tokentrade.v1.TokenService/*, to the Connect adapter,
- *   through the error and api_key interceptors (an unknown method there gets the JSON
- *   routes' 404, the adapter's fallback);
- * - everything else straight to the JSON routes.
+ * HTTP/2 alike, in this order:
+ * - CORS (cors.ts): preflights answered when CORS_ORIGINS allows their origin;
+ * - rate limits (rate-limit.ts): an address with too many refused keys, then a key over its rate;
+ * - RPCs (gRPC, Connect, gRPC-Web binary and text) on /tokentrade.v1.TokenService/*, to the
+ *   Connect adapter (rpc-adapter.ts), the key checked first, then the error and api_key
+ *   interceptors;
+ * - gRPC health and reflection (health.service.ts, reflection.service.ts), without a key;
+ * - /docs (docs.ts), then the JSON routes (json-routes.ts); an RPC to a service or method
+ *   this server does not have gets its protocol's "unimplemented".
  *
  * Every request gets a request id (an acceptable incoming x-request-id, else a new
  * UUID), echoed in the x-request-id response header and carried by every log line,
