@@ -123,30 +123,32 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
-    if (metrics !== undefined) {
+    // One listener per request for the metrics and the access line, with one clock reading.
+    const logged = log.isLevelEnabled("info");
+    if (metrics !== undefined || logged) {
       const started = performance.now();
       res.once("close", () => {
-        const protocol = protocolOf(req, path);
-        const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
-        const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(res)) : String(res.statusCode);
-        metrics.request(route, protocol, code, (performance.now() - started) / 1000);
-      });
-    }
-    if (log.isLevelEnabled("info")) {
-      const started = process.hrtime.bigint();
-      res.once("close", () => {
-        access.info(
-          {
-            reqId: context.id,
-            method: req.method,
-            path,
-            httpVersion: req.httpVersion,
-            status: res.statusCode,
-            completed: res.writableFinished,
-            ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-          },
-          "request completed",
-        );
+        const seconds = (performance.now() - started) / 1000;
+        if (metrics !== undefined) {
+          const protocol = protocolOf(req, path);
+          const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
+          const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(res)) : String(res.statusCode);
+          metrics.request(route, protocol, code, seconds);
+        }
+        if (logged) {
+          access.info(
+            {
+              reqId: context.id,
+              method: req.method,
+              path,
+              httpVersion: req.httpVersion,
+              status: res.statusCode,
+              completed: res.writableFinished,
+              ms: Math.round(seconds * 1_000_000) / 1000,
+            },
+            "request completed",
+          );
+        }
       });
     }
     if (cors?.(req, res)) return; // a preflight, answered
