@@ -23,8 +23,10 @@ const PYTHON = join(VENV, "bin", "python");
 
 const CLIENT = `
 import json, sys
+import token as stdlib_token  # the standard library's: no longer shadowed by the stubs' folder
 import grpc
 from tokentrade.v1 import token_pb2, token_pb2_grpc
+assert hasattr(stdlib_token, "NAME")
 
 target, key, wallet, customer, dai = sys.argv[1:6]
 stub = token_pb2_grpc.TokenServiceStub(grpc.insecure_channel(target))
