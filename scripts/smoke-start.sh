@@ -9,7 +9,11 @@ PATH="$PWD/node_modules/.bin:$PATH"
 work=$(mktemp -d)
 pid=""
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  # npm, and the service it started (npm's child; its embedded chain goes with it).
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    pkill -KILL -P "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
