@@ -60,6 +60,10 @@ describe("in a real browser (chromium)", function () {
       page.on("request", (request) => requests.push(request.url()));
       const errors: string[] = [];
       page.on("pageerror", (error) => errors.push(error.message));
+      // A request the page's CSP blocks never shows as a request: its console error does.
+      page.on("console", (message) => {
+        if (message.type() === "error") errors.push(message.text());
+      });
       const answer = await page.goto(`${t.url}/docs`);
       expect(answer?.status()).to.equal(200);
       expect(answer?.headers()["content-security-policy"]).to.include("default-src 'self'");
