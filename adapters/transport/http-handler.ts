@@ -75,7 +75,17 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   // One readiness check for /readyz and gRPC health, shared and cached (see json-routes.ts).
   const readiness = cachedReadiness(options.readiness, { cacheMs: options.readinessCacheMs ?? 1_000 });
-  const json = jsonRoutes({ useCases: options.useCases, verifier: options.verifier, readiness, readinessCacheMs: 0, bodyLimitBytes, log });
+  // Refused keys per client address: counted where a key is refused (the JSON routes, the RPC check below).
+  const refusedKeys = options.rateLimits?.authFailures ? new TokenBuckets(options.rateLimits.authFailures) : undefined;
+  const json = jsonRoutes({
+    useCases: options.useCases,
+    verifier: options.verifier,
+    readiness,
+    readinessCacheMs: 0,
+    bodyLimitBytes,
+    log,
+    ...(refusedKeys === undefined ? {} : { onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(req.socket?.remoteAddress ?? "") }),
+  });
   // Unknown RPCs get their protocol's "unimplemented"; anything else, the JSON routes.
   const fallback: NodeHandlerFn = (req, res) => (refuseUnknownRpc(req, res, log) ? undefined : json(req, res));
   const ecosystem = rpcAdapter({
@@ -119,7 +129,6 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const cors = corsPolicy(options.corsOrigins ?? []);
   const docs = docsHandler();
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
-  const refusedKeys = options.rateLimits?.authFailures ? new TokenBuckets(options.rateLimits.authFailures) : undefined;
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
@@ -160,12 +169,6 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
         res.setHeader("x-request-id", context.id);
         refuseRateLimited(req, res, blocked.retryAfterS, `too many requests with a refused ${API_KEY_HEADER} from this address; retry in ${blocked.retryAfterS} s`);
         return;
-      }
-      // The JSON routes refuse keys themselves (RPCs below, when the key is checked).
-      if (!path.startsWith(RPC_PATH_PREFIX)) {
-        res.once("finish", () => {
-          if (res.statusCode === 401) refusedKeys.take(address);
-        });
       }
     }
     const raw = req.headers[API_KEY_HEADER];

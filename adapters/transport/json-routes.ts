@@ -40,6 +40,8 @@ export interface JsonRoutesOptions {
    */
   readinessCacheMs?: number;
   log: Logger;
+  /** Told of each request whose key an authenticated route refused (the rate limit on refused keys). */
+  onRefusedKey?: (req: NodeServerRequest) => void;
 }
 
 /**
@@ -340,7 +342,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     if (route.authenticated) {
       const raw = req.headers[API_KEY_HEADER];
       const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
-      if (!result.ok) throw new HttpError(Code.Unauthenticated, result.message);
+      if (!result.ok) {
+        options.onRefusedKey?.(req);
+        throw new HttpError(Code.Unauthenticated, result.message);
+      }
       scope = result.scope;
     }
     let body: unknown;
