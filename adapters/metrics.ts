@@ -184,6 +184,13 @@ export class ServiceMetrics {
    */
   watch(source: WalletSource): void {
     const registers = [this.registry];
+    // Both nonce gauges come from one journal read per scrape (reused for a second).
+    let unconfirmed: { at: number; rows: ReturnType<WalletSource["unconfirmed"]> } | undefined;
+    const readUnconfirmed = () => {
+      const now = performance.now();
+      if (unconfirmed === undefined || now - unconfirmed.at > 1000) unconfirmed = { at: now, rows: source.unconfirmed() };
+      return unconfirmed.rows;
+    };
     const read = async <T>(gauge: Gauge, fetch: () => Promise<T>, fill: (value: T) => void) => {
       gauge.reset();
       try {
@@ -198,7 +205,7 @@ export class ServiceMetrics {
       labelNames: ["wallet"],
       registers,
       async collect() {
-        await read(this, () => source.unconfirmed(), (rows) => rows.forEach(({ wallet, count }) => this.set({ wallet }, count)));
+        await read(this, readUnconfirmed, (rows) => rows.forEach(({ wallet, count }) => this.set({ wallet }, count)));
       },
     });
     new Gauge({
@@ -208,7 +215,7 @@ export class ServiceMetrics {
       registers,
       async collect() {
         const now = Date.now();
-        await read(this, () => source.unconfirmed(), (rows) =>
+        await read(this, readUnconfirmed, (rows) =>
           rows.forEach(({ wallet, oldestSince }) => this.set({ wallet }, oldestSince === undefined ? 0 : (now - oldestSince.getTime()) / 1000)),
         );
       },

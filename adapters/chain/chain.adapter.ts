@@ -192,7 +192,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
       const assets = [
         { symbol: tokenSymbol, address: addresses.token, decimals: 18 },
         ...stableCoins.map((coin) => ({ symbol: coin.symbol, address: coin.address as string, decimals: coin.decimals })),
-      ];
+      ].map((asset) => ({ ...asset, balanceOf: new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf") }));
       return {
         async unconfirmed() {
           const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
@@ -208,7 +208,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
             wallets.flatMap((w) => [
               provider.getBalance(w.address).then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
               ...assets.map(async (asset) => {
-                const units = (await new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf")(w.address)) as bigint;
+                const units = (await asset.balanceOf(w.address)) as bigint;
                 return { wallet: w.address, asset: asset.symbol, amount: Number(formatUnits(units, asset.decimals)) };
               }),
             ]),

@@ -167,6 +167,8 @@ type Round = [roundId: bigint, answer: bigint, startedAt: bigint, updatedAt: big
 export class FeedGuard {
   readonly #opts: FeedGuardOptions;
   readonly #swap: Contract;
+  /** The feeds' contracts, by address. */
+  readonly #feeds = new Map<string, Contract>();
   /** Decimals never change for a feed address. */
   readonly #decimals = new Map<string, Promise<number>>();
   /** The swap's token feed, as last read (the swap's owner may replace it). */
@@ -199,15 +201,7 @@ export class FeedGuard {
     // Without a rule of its own for the token feed, or a sequencer, the swap's checks are all
     // there is to make: nothing to read (the default costs a trade nothing).
     if (!this.#checksTrades) return;
-    const known = this.#tokenFeed;
-    const [address, guessed, sequencer] = await Promise.all([
-      this.#swap.getFunction("priceFeed")() as Promise<string>,
-      known === undefined ? undefined : this.read(known),
-      this.readSequencer(),
-    ]);
-    this.#tokenFeed = address;
-    // The first trade, or the swap's owner replaced the feed: read the one the swap uses now.
-    const token = guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : await this.read(address);
+    const [token, sequencer] = await Promise.all([this.#swapFeedRound(), this.readSequencer()]);
     const now = policyNow(head.timestamp, this.#opts.clock);
     this.#checkSequencer(sequencer, now);
     checkFeed("tokenUsd", token, this.#opts.policy.tokenUsd, now);
@@ -234,7 +228,11 @@ export class FeedGuard {
 
   /** The latest round of the feed at `address`, with its decimals. */
   async read(address: string): Promise<FeedReading> {
-    const feed = new Contract(address, AGGREGATOR_ABI, this.#opts.provider);
+    let feed = this.#feeds.get(address);
+    if (feed === undefined) {
+      feed = new Contract(address, AGGREGATOR_ABI, this.#opts.provider);
+      this.#feeds.set(address, feed);
+    }
     let decimals = this.#decimals.get(address);
     if (decimals === undefined) {
       decimals = (feed.getFunction("decimals")() as Promise<bigint>).then(Number);
@@ -253,20 +251,22 @@ export class FeedGuard {
 
   /** The swap's token feed (its latest round) and its maximum age, read now. */
   async tokenFeed(): Promise<{ token: FeedReading; swapMaxAgeS: bigint }> {
-    const known = this.#tokenFeed;
-    const [{ address, swapMaxAgeS }, guessed] = await Promise.all([this.#meta(), known === undefined ? undefined : this.read(known)]);
-    const token = guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : await this.read(address);
+    const [token, swapMaxAgeS] = await Promise.all([this.#swapFeedRound(), this.#swap.getFunction("maxPriceAge")() as Promise<bigint>]);
     return { token, swapMaxAgeS };
   }
 
-  /** Which feed the swap reads, and its maxPriceAge. */
-  async #meta(): Promise<{ address: string; swapMaxAgeS: bigint }> {
-    const [address, swapMaxAgeS] = await Promise.all([
+  /**
+   * The latest round of the feed the swap reads now. The feed last seen is read alongside the
+   * swap's answer; on the first read, or once the swap's owner has replaced it, the new one is.
+   */
+  async #swapFeedRound(): Promise<FeedReading> {
+    const known = this.#tokenFeed;
+    const [address, guessed] = await Promise.all([
       this.#swap.getFunction("priceFeed")() as Promise<string>,
-      this.#swap.getFunction("maxPriceAge")() as Promise<bigint>,
+      known === undefined ? undefined : this.read(known),
     ]);
     this.#tokenFeed = address;
-    return { address, swapMaxAgeS };
+    return guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : this.read(address);
   }
 
   #checkSequencer(reading: FeedReading | undefined, now: bigint): void {

@@ -86,6 +86,8 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     log,
     ...(refusedKeys === undefined ? {} : { onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(req.socket?.remoteAddress ?? "") }),
   });
+  // What every RPC's handlers and interceptors reach: the request's logger and its outcome holder.
+  const contextValues = (req: NodeServerRequest) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req));
   // Unknown RPCs get their protocol's "unimplemented"; anything else, the JSON routes.
   const fallback: NodeHandlerFn = (req, res) => (refuseUnknownRpc(req, res, log) ? undefined : json(req, res));
   const ecosystem = rpcAdapter({
@@ -101,7 +103,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     },
     interceptors: [errorInterceptor(log)],
     readMaxBytes: bodyLimitBytes,
-    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req)),
+    contextValues,
     fallback,
   });
   const connect = rpcAdapter({
@@ -116,7 +118,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     // Answers go out uncompressed: a receipt is 2 to 4 KiB, and gzip cost both ends more CPU
     // per sell than it saved. Compressed requests are still accepted.
     compressMinBytes: Number.MAX_SAFE_INTEGER,
-    contextValues: (req) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req)),
+    contextValues,
     fallback,
   });
 
@@ -172,21 +174,22 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       }
     }
     const raw = req.headers[API_KEY_HEADER];
-    if (perKey !== undefined && raw !== undefined) {
-      const caller = options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
-      const turn = caller.ok ? perKey.take(caller.scope) : ({ ok: true } as const);
+    const rpc = path.startsWith(RPC_PATH_PREFIX);
+    // Checked once here for an RPC, or for a key's rate limit (the JSON routes check their own).
+    const key = rpc || (perKey !== undefined && raw !== undefined) ? options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw) : undefined;
+    if (perKey !== undefined && key?.ok) {
+      const turn = perKey.take(key.scope);
       if (!turn.ok) {
         res.setHeader("x-request-id", context.id);
         refuseRateLimited(req, res, turn.retryAfterS, `rate limit of this ${API_KEY_HEADER} reached; retry in ${turn.retryAfterS} s`);
         return;
       }
     }
-    if (path.startsWith(RPC_PATH_PREFIX)) {
+    if (rpc) {
       res.setHeader("x-request-id", context.id);
       // The key first, before a byte of the body is read or buffered: a caller without one
       // holds nothing (the interceptor checks it again, for the context it sets).
-      const key = options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
-      if (!key.ok) {
+      if (key !== undefined && !key.ok) {
         context.log.info({ code: "unauthenticated", reason: key.message, procedure: path }, "rpc refused");
         refusedKeys?.take(address);
         refuseUnauthenticated(req, res, key.message);
@@ -222,11 +225,6 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
   return true;
 }
 
-/**
- * Refuses an RPC without a valid api_key in its protocol's own form, as Connect would have:
- * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
- * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
- */
 const kOutcome = Symbol("rpc outcome");
 
 /** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
@@ -256,6 +254,11 @@ function refuseRateLimited(req: NodeServerRequest, res: NodeServerResponse, retr
   answerRpcError(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message });
 }
 
+/**
+ * Refuses an RPC without a valid api_key in its protocol's own form, as Connect would have:
+ * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
+ * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
+ */
 function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
   answerRpcError(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
 }

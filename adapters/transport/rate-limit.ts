@@ -44,15 +44,15 @@ export class TokenBuckets {
       bucket.tokens -= 1;
       return { ok: true };
     }
-    return { ok: false, retryAfterS: Math.max(1, Math.ceil((1 - bucket.tokens) / this.#limit.rate)) };
+    return { ok: false, retryAfterS: this.#retryAfterS(bucket.tokens) };
   }
 
   /** Whether `key` has a token left, without taking it; when not, the seconds until it has. */
   peek(key: string): { ok: true } | { ok: false; retryAfterS: number } {
     const bucket = this.#buckets.get(key);
     if (bucket === undefined) return { ok: true };
-    const tokens = Math.min(this.#limit.burst, bucket.tokens + ((this.#now() - bucket.at) / 1000) * this.#limit.rate);
-    return tokens >= 1 ? { ok: true } : { ok: false, retryAfterS: Math.max(1, Math.ceil((1 - tokens) / this.#limit.rate)) };
+    const tokens = this.#tokensAt(bucket, this.#now());
+    return tokens >= 1 ? { ok: true } : { ok: false, retryAfterS: this.#retryAfterS(tokens) };
   }
 
   /** Buckets held (for tests and metrics). */
@@ -69,9 +69,19 @@ export class TokenBuckets {
       this.#buckets.set(key, bucket);
       return bucket;
     }
-    bucket.tokens = Math.min(this.#limit.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.#limit.rate);
+    bucket.tokens = this.#tokensAt(bucket, now);
     bucket.at = now;
     return bucket;
+  }
+
+  /** What `bucket` holds at `now`: refilled at the rate since it was last counted, up to the burst. */
+  #tokensAt(bucket: Bucket, now: number): number {
+    return Math.min(this.#limit.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.#limit.rate);
+  }
+
+  /** Seconds until a bucket holding `tokens` has a whole one, rounded up (at least 1). */
+  #retryAfterS(tokens: number): number {
+    return Math.max(1, Math.ceil((1 - tokens) / this.#limit.rate));
   }
 
   /** Forgets buckets that have refilled, at most once per refill time. */
