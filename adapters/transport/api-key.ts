@@ -1,7 +1,8 @@
 import { hash } from "node:crypto";
 
-/** The request header (gRPC metadata key) that carries the caller's key, as the SPEC names it. */
-export const API_KEY_HEADER = "api_key";
+import { API_KEY_HEADER } from "./headers.js";
+
+export { API_KEY_HEADER };
 
 /** Why a key was refused; the messages say what is wrong without echoing the key. */
 export const MISSING_KEY_MESSAGE = `missing ${API_KEY_HEADER} header`;

@@ -13,8 +13,7 @@
  */
 import { cors as connectCors } from "@connectrpc/connect";
 
-import { API_KEY_HEADER } from "./api-key.js";
-import { IDEMPOTENCY_KEY_HEADER } from "./json-routes.js";
+import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 const ALLOW_METHODS = ["GET", "POST", "OPTIONS"].join(", ");

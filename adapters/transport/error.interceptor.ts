@@ -1,4 +1,4 @@
-import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import { createContextKey, type ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 import { codeName, toConnectError } from "./error-map.js";
@@ -11,9 +11,7 @@ export const kRpcOutcome = createContextKey<{ code?: string } | undefined>(undef
 
 /**
  * The one error handler of the RPCs: maps whatever the handler or an inner
- * interceptor throws with toConnectError, logs it with the request id (the whole
- * error with its stack for a bug, the code and message otherwise), and rethrows the
- * mapped error, whose message for a bug is generic.
+ * interceptor throws with rpcError, and rethrows the mapped error.
  */
 export function errorInterceptor(fallbackLog: Logger): Interceptor {
   return (next) => async (req) => {
@@ -23,16 +21,24 @@ export function errorInterceptor(fallbackLog: Logger): Interceptor {
       if (outcome) outcome.code = "ok";
       return answer;
     } catch (thrown) {
-      const { error, internal } = toConnectError(thrown);
-      if (outcome) outcome.code = codeName(error.code);
-      const log = req.contextValues.get(kRequestLog) ?? fallbackLog;
-      const procedure = `${req.service.typeName}/${req.method.name}`;
-      if (internal) {
-        log.error({ err: thrown, procedure }, "rpc failed with an unexpected error");
-      } else {
-        log.info({ code: codeName(error.code), reason: error.rawMessage, procedure }, "rpc refused");
-      }
-      throw error;
+      throw rpcError(thrown, req.contextValues.get(kRequestLog) ?? fallbackLog, `${req.service.typeName}/${req.method.name}`, outcome);
     }
   };
+}
+
+/**
+ * What an RPC that threw answers, for Connect's handlers and the lean gRPC path alike: the
+ * thrown value mapped with toConnectError, its code written to `outcome` (the request
+ * metrics), and a log line with the request id: the whole error with its stack for a bug,
+ * whose message to the client is generic; the code and message otherwise.
+ */
+export function rpcError(thrown: unknown, log: Logger, procedure: string, outcome?: { code?: string }): ConnectError {
+  const { error, internal } = toConnectError(thrown);
+  if (outcome) outcome.code = codeName(error.code);
+  if (internal) {
+    log.error({ err: thrown, procedure }, "rpc failed with an unexpected error");
+  } else {
+    log.info({ code: codeName(error.code), reason: error.rawMessage, procedure }, "rpc refused");
+  }
+  return error;
 }

@@ -17,6 +17,8 @@ import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { healthService } from "./health.service.js";
 import { Reflection, reflectionService } from "./reflection.service.js";
 import { rpcAdapter } from "./rpc-adapter.js";
+import { grpcUnary } from "./grpc-unary.js";
+import { tokenCalls } from "./token.service.js";
 import { corsPolicy } from "./cors.js";
 import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
@@ -49,6 +51,11 @@ export interface HttpHandlerOptions {
   corsOrigins?: readonly string[];
   /** Per api key, and refused keys per client address (rate-limit.ts); absent = none. */
   rateLimits?: RateLimitOptions;
+  /**
+   * Whether the service's own RPCs over gRPC take the lean path (grpc-unary.ts). Default true;
+   * false serves every RPC through Connect, which the equivalence tests compare it with.
+   */
+  grpcFastPath?: boolean;
   /** Where each answered request is counted (adapters/metrics.ts). */
   metrics?: { request(route: string, protocol: string, code: string, seconds: number): void };
 }
@@ -121,6 +128,20 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     contextValues,
     fallback,
   });
+
+  // TokenService over gRPC without Connect's pipeline; what it does not take goes to Connect.
+  const lean =
+    options.grpcFastPath === false
+      ? undefined
+      : grpcUnary({
+          calls: tokenCalls(options.useCases),
+          readMaxBytes: bodyLimitBytes,
+          log,
+          connect: (req, res, body) => {
+            minimalGrpcMessageEncoding(req, res);
+            connect.withBody(req, res, body);
+          },
+        });
 
   const access = accessLogger(log);
   const { metrics } = options;
@@ -195,6 +216,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
         refuseUnauthenticated(req, res, key.message);
         return;
       }
+      if (lean !== undefined && key?.ok && lean(req, res, key.scope, rpcOutcome(req))) return;
       minimalGrpcMessageEncoding(req, res);
       connect(req, res);
     } else if (ECOSYSTEM_PATH_PREFIXES.some((prefix) => path.startsWith(prefix))) {

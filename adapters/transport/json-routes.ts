@@ -4,14 +4,14 @@ import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 import type { TradeUseCase, UseCases } from "../../core/index.js";
-import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
+import type { ApiKeyVerifier } from "./api-key.js";
+import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
 import { requestContext, type RequestContext } from "./logger.js";
 import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
-/** The header (gRPC metadata key) that makes a trade safe to retry. */
-export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
+export { IDEMPOTENCY_KEY_HEADER };
 
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";

@@ -16,36 +16,45 @@ import {
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
 
-import type { NodeHandlerFn } from "./node-types.js";
+import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 const GRPC_WEB_TEXT = /^application\/grpc-web-text(?:\+proto)?(?:;|$)/i;
 
+/** connect-node's adapter, plus `withBody`: a request served with a body other than its own. */
+export type RpcAdapter = NodeHandlerFn & {
+  /**
+   * Serves `req` as Connect would, reading `body` instead of the request's own bytes (the
+   * lean gRPC path hands over a request it has begun to read; text mode hands over the
+   * decoded bytes), with its content type made `contentType` when given. A path the router
+   * does not serve goes to the adapter as it is.
+   */
+  withBody(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>, contentType?: string): void;
+};
+
 /** connectNodeAdapter, also serving gRPC-Web text. */
-export function rpcAdapter(options: ConnectNodeAdapterOptions): NodeHandlerFn {
+export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
   const binary = connectNodeAdapter(options) as NodeHandlerFn;
   const router = createConnectRouter(options);
   options.routes(router);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
-  return (req, res) => {
-    if (!GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""))) {
-      binary(req, res);
-      return;
-    }
+  const withBody: RpcAdapter["withBody"] = (req, res, body, contentType) => {
     const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) {
       binary(req, res); // the fallback, as for any unknown path
       return;
     }
     const universal = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
-    universal.header.set("content-type", "application/grpc-web+proto");
-    universal.body = base64Decoded(universal.body as AsyncIterable<Uint8Array>);
+    if (contentType !== undefined) universal.header.set("content-type", contentType);
+    universal.body = body;
     handler(universal)
       .then((answer) => {
-        answer.header?.delete("content-length");
-        if (answer.header?.get("content-type")?.startsWith("application/grpc-web")) {
-          answer.header.set("content-type", "application/grpc-web-text+proto");
-          if (answer.body !== undefined) answer.body = base64Encoded(answer.body);
+        if (contentType === GRPC_WEB_BINARY) {
+          answer.header?.delete("content-length");
+          if (answer.header?.get("content-type")?.startsWith("application/grpc-web")) {
+            answer.header.set("content-type", "application/grpc-web-text+proto");
+            if (answer.body !== undefined) answer.body = base64Encoded(answer.body);
+          }
         }
         return universalResponseToNodeResponse(answer, res);
       })
@@ -53,6 +62,24 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): NodeHandlerFn {
         if (ConnectError.from(reason).code !== Code.Aborted) res.destroy();
       });
   };
+
+  const handler: NodeHandlerFn = (req, res) => {
+    if (!GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""))) {
+      binary(req, res);
+      return;
+    }
+    // Text mode: served as the binary call it encodes, its body decoded on the fly.
+    withBody(req, res, base64Decoded(universalBody(req)), GRPC_WEB_BINARY);
+  };
+  return Object.assign(handler, { withBody });
+}
+
+/** What a text-mode request becomes. */
+const GRPC_WEB_BINARY = "application/grpc-web+proto";
+
+/** A Node request's body as an async iterable of bytes. */
+async function* universalBody(req: NodeServerRequest): AsyncIterable<Uint8Array> {
+  for await (const chunk of req as AsyncIterable<Uint8Array>) yield chunk;
 }
 
 /**

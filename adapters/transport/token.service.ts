@@ -1,6 +1,6 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 
-import type { UseCases } from "../../core/index.js";
+import type { PriceRecord as PriceRecordView, UseCases } from "../../core/index.js";
 import type {
   GetPriceRequest,
   GetTradeRequest,
@@ -11,40 +11,79 @@ import type {
   TransactionReceipt,
 } from "../../gen/tokentrade/v1/token_pb.js";
 import { kCallerScope } from "./api-key.interceptor.js";
-import { IDEMPOTENCY_KEY_HEADER } from "./json-routes.js";
+import { IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
 
-/** Who calls, and the idempotency key of the call (gRPC metadata `idempotency-key`). */
-function tradeContext(context: HandlerContext | undefined) {
+/** Who calls (the scope of its api key), and the call's idempotency key (metadata `idempotency-key`). */
+export interface CallContext {
+  scope?: string;
+  idempotencyKey?: string | undefined;
+}
+
+/** TokenService's methods by their local names, as plain functions of a message and a call context. */
+export type TokenCalls = {
+  sell(request: TradeRequest, context: CallContext): Promise<TransactionReceipt>;
+  buy(request: TradeRequest, context: CallContext): Promise<TransactionReceipt>;
+  remittance(request: TradeRequest, context: CallContext): Promise<TransactionReceipt>;
+  getPrice(request: GetPriceRequest, context: CallContext): Promise<PriceRecord>;
+  getTrade(request: GetTradeRequest, context: CallContext): Promise<Trade>;
+};
+
+/**
+ * TokenService over the use cases. It only translates: messages in, use case, messages out.
+ * Errors propagate to the caller (the error interceptor for Connect, grpc-unary.ts for the
+ * lean gRPC path), which map them with the one table in error-map.ts.
+ */
+export function tokenCalls(useCases: UseCases): TokenCalls {
+  // The price port hands out one record for as long as it caches it: its message is made once.
+  let lastPrice: { record: PriceRecordView; message: PriceRecord } | undefined;
+  return {
+    sell: async (request, context) => receiptMessage(await useCases.sell(tradeInputFromMessage(request), context)),
+    buy: async (request, context) => receiptMessage(await useCases.buy(tradeInputFromMessage(request), context)),
+    remittance: async (request, context) => receiptMessage(await useCases.remittance(tradeInputFromMessage(request), context)),
+    getPrice: async () => {
+      const record = await useCases.price();
+      if (lastPrice?.record !== record) lastPrice = { record, message: priceMessage(record) };
+      return lastPrice.message;
+    },
+    getTrade: async (request, context) => tradeMessage(await useCases.trade(request.transactionHash, context)),
+  };
+}
+
+/** The call context of a Connect handler: the scope the api_key interceptor set, and the metadata. */
+function callContext(context: HandlerContext | undefined): CallContext {
   if (!context) return {};
   return { scope: context.values.get(kCallerScope), idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined };
 }
 
 /**
- * TokenService (gRPC, Connect, gRPC-Web) over the use cases. It only translates:
- * messages in, use case, messages out. Errors propagate to the error interceptor,
- * which maps them with the one table in error-map.ts.
+ * TokenService for Connect (gRPC, Connect, gRPC-Web): tokenCalls with the context Connect
+ * hands each handler.
  */
 export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
-  constructor(private readonly useCases: UseCases) {}
+  readonly #calls: TokenCalls;
 
-  async sell(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.sell(tradeInputFromMessage(request), tradeContext(context)));
+  constructor(useCases: UseCases) {
+    this.#calls = tokenCalls(useCases);
   }
 
-  async buy(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.buy(tradeInputFromMessage(request), tradeContext(context)));
+  sell(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return this.#calls.sell(request, callContext(context));
   }
 
-  async remittance(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
-    return receiptMessage(await this.useCases.remittance(tradeInputFromMessage(request), tradeContext(context)));
+  buy(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return this.#calls.buy(request, callContext(context));
   }
 
-  async getPrice(_request: GetPriceRequest): Promise<PriceRecord> {
-    return priceMessage(await this.useCases.price());
+  remittance(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
+    return this.#calls.remittance(request, callContext(context));
   }
 
-  async getTrade(request: GetTradeRequest, context?: HandlerContext): Promise<Trade> {
-    return tradeMessage(await this.useCases.trade(request.transactionHash, tradeContext(context)));
+  getPrice(request: GetPriceRequest, context?: HandlerContext): Promise<PriceRecord> {
+    return this.#calls.getPrice(request, callContext(context));
+  }
+
+  getTrade(request: GetTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return this.#calls.getTrade(request, callContext(context));
   }
 }

@@ -30,12 +30,12 @@ const TRADES = [
   { method: "Remittance", kind: "remittance" },
 ] as const;
 
-describe("gRPC over h2c on the same port (@grpc/grpc-js)", function () {
+for (const grpcFastPath of [true, false]) describe(`gRPC over h2c on the same port (@grpc/grpc-js, ${grpcFastPath ? "the lean gRPC path" : "through Connect"})`, function () {
   let t: TestServer;
   let client: ReturnType<typeof grpcClient>;
 
   beforeEach(async function () {
-    t = await startTestServer();
+    t = await startTestServer({ grpcFastPath });
     client = grpcClient(t.url);
   });
 

@@ -25,6 +25,7 @@ import {
   type TradeKind,
   type TradeOrder,
   type TradePort,
+  type TradeJournal,
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
@@ -186,7 +187,18 @@ export interface TestServer {
 
 /** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
 export async function startTestServer(
-  options: { shutdownTimeoutMs?: number; bodyLimitBytes?: number; readinessCacheMs?: number; limits?: Partial<ServerLimits>; corsOrigins?: string[]; rateLimits?: RateLimitOptions } = {},
+  options: {
+    shutdownTimeoutMs?: number;
+    bodyLimitBytes?: number;
+    readinessCacheMs?: number;
+    limits?: Partial<ServerLimits>;
+    corsOrigins?: string[];
+    rateLimits?: RateLimitOptions;
+    /** false: every RPC through Connect, without the lean gRPC path. */
+    grpcFastPath?: boolean;
+    /** A trade journal (idempotency), as the service has one. */
+    journal?: TradeJournal;
+  } = {},
 ): Promise<TestServer> {
   const trade = new FakeTradePort();
   const price = new FakePricePort();
@@ -195,7 +207,7 @@ export async function startTestServer(
   const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" }, checks: 0 };
   const closing = new AbortController();
   const handler = createHttpHandler({
-    useCases: createUseCases({ trade, price, config: CONFIG }),
+    useCases: createUseCases({ trade, price, config: CONFIG, ...(options.journal ? { journal: options.journal } : {}) }),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
     readiness: async () => {
       readiness.checks += 1;
@@ -210,6 +222,7 @@ export async function startTestServer(
     closing: closing.signal,
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
     ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
+    ...(options.grpcFastPath !== undefined ? { grpcFastPath: options.grpcFastPath } : {}),
   });
   const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
@@ -223,7 +236,7 @@ export async function startTestServer(
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
 /** A @grpc/grpc-js client for tokentrade.v1.TokenService, loaded from the .proto file. */
-export function grpcClient(url: string): grpc.Client & Record<string, Function> {
+export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): grpc.Client & Record<string, Function> {
   const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
     includeDirs: [PROTO_ROOT],
     keepCase: true,
@@ -232,9 +245,9 @@ export function grpcClient(url: string): grpc.Client & Record<string, Function> 
     oneofs: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => grpc.Client & Record<string, Function> } };
   };
-  return new proto.tokentrade.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure());
+  return new proto.tokentrade.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure(), channelOptions);
 }
 
 /** Calls a unary method of a grpc-js client; resolves with the response or the ServiceError. */

@@ -1,0 +1,192 @@
+/**
+ * The service's own RPCs (TokenService: Sell, Buy, Remittance, GetPrice, GetTrade) over gRPC
+ * proper, answered without Connect's machinery: HTTP/2, binary protobuf, one message each way.
+ *
+ * Connect serves a unary call as a stream: async iterables for the body and the answer,
+ * `Headers` objects, an AbortController and a handler context per call. That is most of what
+ * a gRPC sell or price cost the service beyond the JSON route (npm run bench). This path reads
+ * the one message, calls the same TokenService functions (token.service.ts), and writes the
+ * answer with the same Node calls Connect makes (writeHead, write, addTrailers, end), so the
+ * two cannot be told apart on the wire (test/adapters/transport/grpc-unary.test.ts compares
+ * them call by call).
+ *
+ * It takes only the plain case, and hands everything else to Connect:
+ * - before reading: HTTP/1.1, another protocol or codec (Connect, gRPC-Web, application/grpc+json),
+ *   a compressed request (`grpc-encoding` other than identity), or a `grpc-timeout` that does
+ *   not parse go to Connect as they are;
+ * - after reading: a body that is not exactly one uncompressed message within the size limit,
+ *   or a message that does not decode, goes to Connect with the bytes read so far, which answers
+ *   it with its own errors.
+ *
+ * What Connect does and this path does too: the answer's `grpc-encoding` names the first of the
+ * client's `grpc-accept-encoding` that the server supports (the answer itself stays
+ * uncompressed, as compressMinBytes makes Connect's), `grpc-message` is percent-encoded as the
+ * gRPC spec says (grpc-message.ts), errors are mapped and logged by rpcError, and a valid
+ * `grpc-timeout` does not cut a trade short (Connect only aborts a signal no handler reads):
+ * a trade that started runs to its outcome, which a retry with its Idempotency-Key finds.
+ */
+import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+
+import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
+import { rpcError } from "./error.interceptor.js";
+import { grpcPercentEncode } from "./grpc-message.js";
+import { IDEMPOTENCY_KEY_HEADER } from "./headers.js";
+import { requestContext } from "./logger.js";
+import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
+import type { CallContext, TokenCalls } from "./token.service.js";
+
+/** What Connect answers a binary gRPC call with. */
+const CONTENT_TYPE_PROTO = "application/grpc+proto";
+/** The request content types this path takes: binary protobuf (Connect's own pattern, without JSON). */
+const BINARY_GRPC = /^application\/grpc(?:\+proto)?$/i;
+/** A valid grpc-timeout (Connect's pattern); an invalid one is Connect's to refuse. */
+const GRPC_TIMEOUT = /^\d{1,8}[HMSmun]$/;
+/** Connect's response compressions, in its order of preference (connect-node's default acceptCompression). */
+const RESPONSE_ENCODINGS = ["gzip", "br"];
+/** The envelope's prefix: one flags byte and a 32-bit big-endian length. */
+const PREFIX_BYTES = 5;
+
+export interface GrpcUnaryOptions {
+  calls: TokenCalls;
+  /** The largest message accepted, in bytes (Connect's readMaxBytes). */
+  readMaxBytes: number;
+  log: Logger;
+  /** Connect, serving the request with `body` in place of its own bytes (RpcAdapter.withBody). */
+  connect(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>): void;
+}
+
+interface UnaryMethod {
+  /** "tokentrade.v1.TokenService/Sell", as the logs name a procedure. */
+  procedure: string;
+  input: DescMessage;
+  output: DescMessage;
+  call(request: Message, context: CallContext): Promise<Message>;
+}
+
+/** How the outermost handler tells the path who called: the verified key's scope. */
+export type GrpcUnaryHandler = (req: NodeServerRequest, res: NodeServerResponse, scope: string, outcome: { code?: string }) => boolean;
+
+/**
+ * The lean gRPC path. The handler returns false, having done nothing, for a request it does
+ * not take from the first byte; the caller then hands it to Connect itself.
+ */
+export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
+  const { calls, readMaxBytes, log } = options;
+  const methods = new Map<string, UnaryMethod>();
+  for (const method of Object.values(TokenService.method) as DescMethodUnary[]) {
+    const call = calls[method.localName as keyof TokenCalls] as (request: Message, context: CallContext) => Promise<Message>;
+    methods.set(`/${TokenService.typeName}/${method.name}`, {
+      procedure: `${TokenService.typeName}/${method.name}`,
+      input: method.input,
+      output: method.output,
+      call,
+    });
+  }
+  // The answer last encoded, reused while the call returns the same message (a cached price).
+  let last: { message: Message; frame: Buffer } | undefined;
+  const frameOf = (method: UnaryMethod, message: Message): Buffer => {
+    if (last?.message === message) return last.frame;
+    const bytes = toBinary(method.output, message);
+    const frame = Buffer.allocUnsafe(PREFIX_BYTES + bytes.length);
+    frame[0] = 0;
+    frame.writeUInt32BE(bytes.length, 1);
+    frame.set(bytes, PREFIX_BYTES);
+    last = { message, frame };
+    return frame;
+  };
+
+  return (req, res, scope, outcome) => {
+    if (req.httpVersionMajor !== 2 || req.method !== "POST") return false;
+    const headers = req.headers;
+    const contentType = headers["content-type"];
+    if (contentType === undefined || !BINARY_GRPC.test(contentType)) return false;
+    const encoding = headers["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return false;
+    const timeout = headers["grpc-timeout"];
+    if (timeout !== undefined && (typeof timeout !== "string" || !GRPC_TIMEOUT.test(timeout))) return false;
+    const method = methods.get(requestContext(req, log).path);
+    if (method === undefined) return false;
+
+    const accepted = headers["grpc-accept-encoding"];
+    const responseHeaders = answerHeaders(Array.isArray(accepted) ? accepted.join(", ") : accepted);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const handOver = (rest: boolean) => {
+      req.pause(); // what comes next waits in the stream for Connect to read it
+      req.off("data", onData);
+      req.off("end", onEnd);
+      options.connect(req, res, replay(chunks, rest ? req : undefined));
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length > PREFIX_BYTES + readMaxBytes) handOver(true); // over the limit: Connect says so
+    };
+    const onEnd = () => {
+      req.off("data", onData);
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+      let request: Message;
+      try {
+        if (length < PREFIX_BYTES || body[0] !== 0 || body.readUInt32BE(1) !== length - PREFIX_BYTES) throw new Error("not one plain message");
+        request = fromBinary(method.input, body.subarray(PREFIX_BYTES));
+      } catch {
+        // No message, several, a compressed or truncated one, or bytes that do not decode.
+        options.connect(req, res, replay(chunks, undefined));
+        return;
+      }
+      const idempotencyKey = headers[IDEMPOTENCY_KEY_HEADER];
+      const context: CallContext = { scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey };
+      method.call(request, context).then(
+        (answer) => {
+          outcome.code = "ok";
+          if (closed(res)) return;
+          res.writeHead(200, responseHeaders);
+          res.write(frameOf(method, answer));
+          res.addTrailers(OK_TRAILERS);
+          res.end();
+        },
+        (thrown: unknown) => {
+          const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
+          if (closed(res)) return;
+          res.writeHead(200, responseHeaders);
+          res.addTrailers({ "grpc-status": String(error.code), "grpc-message": grpcPercentEncode(error.rawMessage) });
+          res.end();
+        },
+      );
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    return true;
+  };
+}
+
+const OK_TRAILERS = { "grpc-status": "0" };
+
+/** The answer's headers as Connect writes them: the content type, and the response compression it negotiated. */
+const HEADERS_BY_ACCEPT = new Map<string, Record<string, string>>();
+function answerHeaders(accepted: string | undefined): Record<string, string> {
+  const key = accepted ?? "";
+  let headers = HEADERS_BY_ACCEPT.get(key);
+  if (headers === undefined) {
+    const chosen = key
+      .split(",")
+      .map((name) => name.trim())
+      .find((name) => RESPONSE_ENCODINGS.includes(name));
+    headers = chosen === undefined ? { "content-type": CONTENT_TYPE_PROTO } : { "content-type": CONTENT_TYPE_PROTO, "grpc-encoding": chosen };
+    // A client sends one of a few values; anything else is answered without being remembered.
+    if (HEADERS_BY_ACCEPT.size < 64) HEADERS_BY_ACCEPT.set(key, headers);
+  }
+  return headers;
+}
+
+/** A response the client has gone from (a reset stream, a closed connection): nothing more is written. */
+function closed(res: NodeServerResponse): boolean {
+  return res.writableEnded || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
+}
+
+/** The bytes already read, then (when given) the rest of the request's own. */
+async function* replay(chunks: Buffer[], rest: AsyncIterable<Uint8Array> | undefined): AsyncIterable<Uint8Array> {
+  for (const chunk of chunks) yield chunk;
+  if (rest !== undefined) for await (const chunk of rest) yield chunk;
+}
