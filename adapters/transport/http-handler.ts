@@ -22,7 +22,7 @@ import { tokenCalls } from "./token.service.js";
 import { corsPolicy } from "./cors.js";
 import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
-import { accessLogger, bindRequestContext, requestContext } from "./logger.js";
+import { accessLog, bindRequestContext, requestContext } from "./logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./routes.js";
 
@@ -143,7 +143,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
           },
         });
 
-  const access = accessLogger(log);
+  const access = accessLog(log);
   const { metrics } = options;
   const rpcRoutes = new Set([
     ...Object.values(TokenService.method).map((m) => `/${TokenService.typeName}/${m.name}`),
@@ -168,18 +168,15 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
           metrics.request(route, protocol, code, seconds);
         }
         if (logged) {
-          access.info(
-            {
-              reqId: context.id,
-              method: req.method,
-              path,
-              httpVersion: req.httpVersion,
-              status: res.statusCode,
-              completed: res.writableFinished,
-              ms: Math.round(seconds * 1_000_000) / 1000,
-            },
-            "request completed",
-          );
+          access({
+            reqId: context.id,
+            method: req.method,
+            path,
+            httpVersion: req.httpVersion,
+            status: res.statusCode,
+            completed: res.writableFinished,
+            ms: Math.round(seconds * 1_000_000) / 1000,
+          });
         }
       });
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { writeSync } from "node:fs";
 
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 
@@ -39,10 +40,9 @@ export interface LoggerOptions {
 }
 
 /**
- * Lines are collected up to this many bytes (about 15 access lines), then written at once, off
- * the event loop. One write per line, even asynchronous, cost a thread-pool hand-off each: price
- * throughput with access lines was 0.47 to 0.55 of a bare node:http server, against 0.76 to 0.79
- * with logs silent (npm run bench, same runs).
+ * Lines are collected up to this many bytes (about 15 access lines), then written with one
+ * synchronous write: a write per line cost a system call each, and asynchronous writes a
+ * thread-pool hand-off each (docs in README, "Logs").
  */
 const LOG_BUFFER_BYTES = 4096;
 
@@ -78,21 +78,172 @@ const FORMAT = {
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     { ...FORMAT, level: options.level ?? "info", redact: { paths: REDACT_PATHS, censor: "[redacted]" } },
-    options.destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
+    options.destination ?? stdoutLogBuffer(),
   );
 }
 
+/** What an access line ("request completed") says of one request. */
+export interface AccessRecord {
+  reqId: string;
+  method: string | undefined;
+  /** The path without the query. */
+  path: string;
+  httpVersion: string;
+  status: number;
+  /** Whether the whole answer was handed to the OS (false: the connection went first). */
+  completed: boolean;
+  /** From the request's arrival to the end of its answer, in ms, to the µs. */
+  ms: number;
+}
+
 /**
- * The logger for access lines ("request completed"): `log`'s destination and format, without
- * redaction. An access line holds only fields the handler writes (method, path without the
- * query, protocol, status, timing, request id), none of them a secret, and redaction's walk of
- * every line cost more than the rest of a cached price answer (bench: price with access lines
- * 0.44 of a bare node:http server, against 0.87 with logs silent). Callers check `log`'s level
- * first: this one always writes.
+ * Writes access lines ("request completed") to `log`'s destination, in the JSON pino writes for
+ * `log.info({reqId, method, path, httpVersion, status, completed, ms}, "request completed")`
+ * (the same level, time, base fields, key order and escaping: test/adapters/transport/logger.test.ts
+ * compares them). The fields are the handler's own, none a secret, so the line skips redaction.
+ * Into a LogBuffer the line is written field by field, with no string made for it; any other
+ * destination gets it as one string. Callers check `log`'s level first: this always writes.
  */
-export function accessLogger(log: Logger): Logger {
-  const destination = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
-  return pino({ ...FORMAT, level: "info" }, destination);
+export function accessLog(log: Logger): (record: AccessRecord) => void {
+  const destination = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
+  if (destination instanceof LogBuffer) return (record) => destination.writeAccess(record);
+  return (record) => destination.write(accessLine(record));
+}
+
+const ACCESS_PREFIX = `{"level":"info","time":"`;
+const ACCESS_BASE = `","service":${JSON.stringify(FORMAT.base.service)},"reqId":`;
+
+/** An access line as one string. */
+function accessLine({ reqId, method, path, httpVersion, status, completed, ms }: AccessRecord): string {
+  return (
+    `${ACCESS_PREFIX}${isoTime()}${ACCESS_BASE}${quoted(reqId)}${method === undefined ? "" : `,"method":${quoted(method)}`},"path":${quoted(path)},` +
+    `"httpVersion":${quoted(httpVersion)},"status":${status},"completed":${completed},"ms":${ms},"msg":"request completed"}\n`
+  );
+}
+
+/** The time as pino's isoTime writes it, made once per millisecond. */
+const isoTime = (() => {
+  let ms = -1;
+  let text = "";
+  return () => {
+    const now = Date.now();
+    if (now !== ms) {
+      ms = now;
+      text = new Date(now).toISOString();
+    }
+    return text;
+  };
+})();
+
+/** A JSON string: as it is between quotes when nothing needs escaping (the usual case), else JSON.stringify's. */
+function quoted(text: string): string {
+  return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
+}
+/** Printable ASCII without a quote or a backslash: what JSON takes as it is in a string. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * A pino destination that collects lines in one buffer and writes them to a file descriptor
+ * with one synchronous write once `minLength` bytes are there, `flushMs` after the first line
+ * of a quiet spell, and when the process exits (process.exit, the end of the event loop, or a
+ * fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
+ *
+ * Synchronous, as pino's own default destination: a stdout that stops taking lines (a full
+ * pipe) holds the service until it takes them again, rather than the lines piling up in memory.
+ */
+export class LogBuffer implements DestinationStream {
+  readonly #fd: number;
+  readonly #minLength: number;
+  readonly #flushMs: number;
+  #buffer: Buffer;
+  #length = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor({ fd = 1, minLength = LOG_BUFFER_BYTES, flushMs = LOG_FLUSH_MS }: { fd?: number; minLength?: number; flushMs?: number } = {}) {
+    this.#fd = fd;
+    this.#minLength = minLength;
+    this.#flushMs = flushMs;
+    this.#buffer = Buffer.allocUnsafe(minLength * 4);
+    process.on("exit", () => this.flushSync());
+  }
+
+  /** A line (pino's write). */
+  write(line: string): void {
+    this.#room(line.length * 3);
+    this.#length += this.#buffer.write(line, this.#length, "utf8");
+    this.#written();
+  }
+
+  /** An access line, field by field into the buffer. */
+  writeAccess({ reqId, method, path, httpVersion, status, completed, ms }: AccessRecord): void {
+    this.#room(256 + 3 * (reqId.length + (method?.length ?? 4) + path.length + httpVersion.length));
+    const buffer = this.#buffer;
+    let at = this.#length;
+    at += buffer.write(ACCESS_PREFIX, at, "latin1");
+    at += buffer.write(isoTime(), at, "latin1");
+    at += buffer.write(ACCESS_BASE, at, "latin1");
+    at = this.#string(reqId, at);
+    if (method !== undefined) {
+      at += buffer.write(`,"method":`, at, "latin1");
+      at = this.#string(method, at);
+    }
+    at += buffer.write(`,"path":`, at, "latin1");
+    at = this.#string(path, at);
+    at += buffer.write(`,"httpVersion":`, at, "latin1");
+    at = this.#string(httpVersion, at);
+    at += buffer.write(`,"status":${status},"completed":${completed},"ms":${ms},"msg":"request completed"}\n`, at, "latin1");
+    this.#length = at;
+    this.#written();
+  }
+
+  /** Writes what is buffered, now. */
+  flushSync(): void {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    let done = 0;
+    while (done < this.#length) {
+      try {
+        done += writeSync(this.#fd, this.#buffer, done, this.#length - done);
+      } catch (error) {
+        // A non-blocking pipe that is full: wait for its reader, as pino's synchronous destination does.
+        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
+        Atomics.wait(SLEEP, 0, 0, 1);
+      }
+    }
+    this.#length = 0;
+  }
+
+  /** Makes room for `bytes` more: written out first when they would not fit; a larger buffer for a line larger than it. */
+  #room(bytes: number): void {
+    if (this.#length + bytes <= this.#buffer.length) return;
+    this.flushSync();
+    if (bytes > this.#buffer.length) this.#buffer = Buffer.allocUnsafe(bytes);
+  }
+
+  #string(text: string, at: number): number {
+    if (PLAIN.test(text)) {
+      this.#buffer[at] = 0x22;
+      at += 1 + this.#buffer.write(text, at + 1, "latin1");
+      this.#buffer[at] = 0x22;
+      return at + 1;
+    }
+    return at + this.#buffer.write(JSON.stringify(text), at, "utf8");
+  }
+
+  #written(): void {
+    if (this.#length >= this.#minLength) this.flushSync();
+    else if (this.#timer === undefined) this.#timer = setTimeout(() => this.flushSync(), this.#flushMs).unref();
+  }
+}
+
+const SLEEP = new Int32Array(new SharedArrayBuffer(4));
+
+/** The one LogBuffer on stdout, made on first use. */
+let stdout: LogBuffer | undefined;
+function stdoutLogBuffer(): LogBuffer {
+  return (stdout ??= new LogBuffer());
 }
 
 /** What every layer of a request can reach: its id, its path, and a logger that carries the id. */

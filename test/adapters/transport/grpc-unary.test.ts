@@ -262,7 +262,7 @@ describe("which calls the lean gRPC path takes", function () {
       connect: async (req, res, body) => {
         const chunks: Buffer[] = [];
         for await (const chunk of body) chunks.push(Buffer.from(chunk));
-        handedOver.push({ path: req.url, body: Buffer.concat(chunks) });
+        handedOver.push({ path: req.url ?? "", body: Buffer.concat(chunks) });
         res.writeHead(200, { "content-type": "application/grpc", "x-taken-by": "connect" });
         res.end();
       },
@@ -303,7 +303,7 @@ describe("which calls the lean gRPC path takes", function () {
   it("leaves other protocols, codecs, compression and bad deadlines to Connect from the first byte", async function () {
     const h = await harness();
     try {
-      for (const headers of [{ "content-type": "application/grpc+json" }, { "content-type": "application/grpc-web+proto" }, { "grpc-encoding": "gzip" }, { "grpc-timeout": "soon" }]) {
+      for (const headers of <Array<Record<string, string>>>[{ "content-type": "application/grpc+json" }, { "content-type": "application/grpc-web+proto" }, { "grpc-encoding": "gzip" }, { "grpc-timeout": "soon" }]) {
         expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Sell`, body: [frame(trade())], headers }), JSON.stringify(headers)).to.equal("nobody");
       }
       expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Transfer`, body: [frame(trade())] })).to.equal("nobody");

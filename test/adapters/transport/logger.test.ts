@@ -1,18 +1,25 @@
 /**
- * The service's logger as `npm start` makes it: asynchronous writes to stdout that are all out
- * by the time the process has exited, however it exits; redaction on every line but the access
- * lines, which share its destination and format.
+ * The service's logger as `npm start` makes it: buffered writes to stdout that are all out by
+ * the time the process has exited, however it exits; redaction on every line but the access
+ * lines, which share its destination and are written as pino would write them.
  */
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
+import fc from "fast-check";
+import { pino } from "pino";
+
+import { LogBuffer, accessLog, createLogger, type AccessRecord } from "../../../adapters/transport/logger.js";
 
 const LOGGER = fileURLToPath(new URL("../../../adapters/transport/logger.ts", import.meta.url));
 
-/** Runs `body` in a fresh Node.js (through tsx) with `createLogger` and `accessLogger` in scope; its stdout, as lines. */
+/** Runs `body` in a fresh Node.js (through tsx) with `createLogger` and `accessLog` in scope; its stdout, as lines. */
 function run(body: string): { lines: Array<Record<string, unknown>>; status: number | null } {
-  const script = `import { createLogger, accessLogger } from ${JSON.stringify(LOGGER)};\n${body}`;
+  const script = `import { createLogger, accessLog } from ${JSON.stringify(LOGGER)};\n${body}`;
   const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
   if (child.error) throw child.error;
   const lines = child.stdout
@@ -54,15 +61,87 @@ describe("the service's logger", function () {
     const { lines } = run(`
       const log = createLogger();
       log.info({ api_key: "secret-key-0123456789", nested: { privateKey: "0xabc" } }, "with secrets");
-      accessLogger(log).info({ reqId: "r1", method: "GET", path: "/api/v1/token/price", status: 200 }, "request completed");
+      accessLog(log)({ reqId: "r1", method: "GET", path: "/api/v1/token/price", httpVersion: "1.1", status: 200, completed: true, ms: 0.25 });
     `);
     expect(lines[0]).to.deep.include({ api_key: "[redacted]", nested: { privateKey: "[redacted]" }, level: "info", service: "token-trading-service" });
     expect(JSON.stringify(lines[0])).not.to.include("secret-key");
-    expect(Object.keys(lines[1]!)).to.deep.equal(["level", "time", "service", "reqId", "method", "path", "status", "msg"]);
+    expect(Object.keys(lines[1]!)).to.deep.equal(["level", "time", "service", "reqId", "method", "path", "httpVersion", "status", "completed", "ms", "msg"]);
     // pino's isoTime format, made once per millisecond: the time the line was written.
     for (const line of lines) {
       expect(line["time"]).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(Math.abs(Date.parse(line["time"] as string) - Date.now())).to.be.below(30_000);
     }
+  });
+
+  it("writes lines longer than its buffer, and a quiet service's lines within the flush interval", function () {
+    const { lines } = run(`
+      const log = createLogger();
+      log.info({ big: "x".repeat(50_000) }, "long");
+      log.info("short");
+      setTimeout(() => { process.stderr.write("waited"); }, 400);
+    `);
+    expect(lines.map((l) => l["msg"])).to.deep.equal(["long", "short"]);
+    expect((lines[0]!["big"] as string).length).to.equal(50_000);
+  });
+});
+
+describe("access lines", function () {
+  const record = fc.record({
+    reqId: fc.oneof(fc.uuid(), fc.string({ unit: "grapheme", maxLength: 130 })),
+    method: fc.option(fc.oneof(fc.constantFrom("GET", "POST", "OPTIONS"), fc.string()), { nil: undefined }),
+    path: fc.oneof(fc.constant("/api/v1/token/price"), fc.string({ unit: "binary", maxLength: 300 }), fc.string({ unit: "grapheme-ascii" })),
+    httpVersion: fc.constantFrom("1.1", "2.0", "1.0"),
+    status: fc.integer({ min: 100, max: 599 }),
+    completed: fc.boolean(),
+    ms: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.integer({ min: 0, max: 1e9 }).map((us) => us / 1000)),
+  });
+
+  /** pino's own line for the record, time taken from ours (both are the same millisecond's clock, formatted once per ms). */
+  function pinoLine(r: AccessRecord, time: string): string {
+    let out = "";
+    const log = pino(
+      { base: { service: "token-trading-service" }, timestamp: () => `,"time":"${time}"`, formatters: { level: (label: string) => ({ level: label }) } },
+      { write: (line: string) => void (out += line) },
+    );
+    const fields: Record<string, unknown> = { ...r };
+    log.info(fields, "request completed");
+    return out;
+  }
+
+  it("are written field by field into the buffer exactly as pino writes them, escaping included", function () {
+    const dir = mkdtempSync(join(tmpdir(), "access-"));
+    const file = join(dir, "log");
+    const fd = openSync(file, "w");
+    const buffer = new LogBuffer({ fd, minLength: 1024 });
+    const access = accessLog(createLogger({ destination: buffer }));
+    let read = 0;
+    try {
+      fc.assert(
+        fc.property(record, (r) => {
+          access(r);
+          buffer.flushSync();
+          const all = readFileSync(file);
+          const line = all.subarray(read).toString("utf8");
+          read = all.length;
+          const time = (JSON.parse(line) as { time: string }).time;
+          expect(line).to.equal(pinoLine(r, time));
+        }),
+        { numRuns: 500, seed: 1124 },
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("are the same string on any other destination", function () {
+    let out = "";
+    const access = accessLog(createLogger({ destination: { write: (line: string) => void (out = line) } }));
+    fc.assert(
+      fc.property(record, (r) => {
+        access(r);
+        expect(out).to.equal(pinoLine(r, (JSON.parse(out) as { time: string }).time));
+      }),
+      { numRuns: 300, seed: 2411 },
+    );
   });
 });
