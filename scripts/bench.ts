@@ -3,10 +3,14 @@
  * on one embedded chain, printed as one markdown table.
  *
  * - Price: GET /api/v1/token/price through the service, and the same bytes (status,
- *   headers, body captured from the service) from a bare `node:http` server, both loaded
- *   with autocannon, twice: with the service's logs as `npm start` configures them (LOG_LEVEL,
- *   default info: one access line per request, to a file) and with logs silent. Ratio = service
- *   requests/s ÷ bare requests/s (target ≥ 0.8).
+ *   headers, body captured from the service) from a bare `node:http` server in a process of its
+ *   own, both loaded with autocannon, twice: with the service's logs as `npm start` configures
+ *   them (LOG_LEVEL, default info: one access line per request, to a file) and with logs silent.
+ *   Ratio = service requests/s ÷ bare requests/s (target ≥ 0.8).
+ * - gRPC price: TokenService/GetPrice over h2c, loaded by node:http2 sessions (G at a time, each
+ *   with S streams in flight) with logs as configured, against the JSON price route's requests/s
+ *   (target ≥ 0.7), and against a bare `node:http2` server answering the same bytes (headers,
+ *   message, trailers captured from the service): Node's own HTTP/2 ceiling on this machine.
  * - Sells: N sells of 1 token through JSON HTTP and through gRPC (@grpc/grpc-js), C at a
  *   time, and the same `TokenSwap.sell` calls made directly with ethers by the exchange
  *   wallet (signed as they are made, nonces assigned locally, sent concurrently, receipts
@@ -16,13 +20,13 @@
  *   and the wallet's token balance.
  * - Peak RSS of the service process and of the embedded chain's process.
  *
- * Three processes, as `npm start` runs them and so that the load generators do not steal
+ * Four processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
- * port 0, which starts its embedded chain in a child process, and the bare server; its stdout,
- * the service's log, goes to a file) and drives the load. Each measurement is split into rounds that
+ * port 0, which starts its embedded chain in a child process; its stdout, the service's log,
+ * goes to a file) and `--role bare` (the bare servers), and drives the load. Each measurement is split into rounds that
  * alternate service and baseline, so a neighbour's load drifting during the run hits both.
  *
- * Options: --duration <s> (price, per target), --connections, --sells (per path),
+ * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
  * --only price|sells, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
@@ -33,6 +37,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as http from "node:http";
+import * as http2 from "node:http2";
 import * as net from "node:net";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
@@ -48,6 +53,10 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 
 const SELF = fileURLToPath(import.meta.url);
+/** The V8 heap flags `npm start` gives the service (package.json), given to it here too. */
+const SERVICE_HEAP_FLAGS = heapFlags(
+  (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }).scripts["start"] ?? "",
+);
 const PROTO_ROOT = fileURLToPath(new URL("../proto", import.meta.url));
 /** Hardhat account #2: receives the stable coins. */
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -61,6 +70,9 @@ const { values: opts } = parseArgs({
     role: { type: "string", default: "driver" },
     duration: { type: "string", default: "10" },
     connections: { type: "string", default: "50" },
+    /** gRPC price: HTTP/2 connections, and streams in flight on each. */
+    "h2-sessions": { type: "string", default: "4" },
+    "h2-streams": { type: "string", default: "32" },
     sells: { type: "string", default: "1000" },
     concurrency: { type: "string", default: "50" },
     warmup: { type: "string", default: "50" },
@@ -83,17 +95,30 @@ interface Captured {
   body: string;
 }
 
+/** A gRPC answer as the client sees it: headers, the data bytes, trailers. */
+interface CapturedGrpc {
+  headers: Record<string, string>;
+  data: string;
+  trailers: Record<string, string>;
+}
+
 interface Ready {
   type: "ready";
   apiUrl: string;
-  bareUrl: string;
   rpcUrl: string;
   chainId: number;
   wallet: string;
   privateKey: string;
   addresses: DeploymentAddresses;
   captured: Captured;
+  capturedGrpc: CapturedGrpc;
   config: Record<string, string>;
+}
+
+interface BareReady {
+  type: "bare-ready";
+  http1Url: string;
+  http2Url: string;
 }
 
 interface Usage {
@@ -105,12 +130,14 @@ interface Usage {
   /** Event-loop utilisation of the service process's main thread since the previous mark (0..1). */
   elu: number;
   maxRssBytes: number;
+  /** process.memoryUsage() now, in bytes: where the service's memory is. */
+  memory?: NodeJS.MemoryUsage;
   /** Peak RSS of the embedded chain's process (0 where /proc cannot tell). */
   chainMaxRssBytes: number;
 }
 
-type ToServer = { type: "usage" } | { type: "stop" } | { type: "log-level"; level: string };
-type FromServer = Ready | Usage | { type: "log-level"; level: string } | { type: "error"; message: string };
+type ToServer = { type: "usage" } | { type: "stop" } | { type: "log-level"; level: string } | { type: "bare"; captured: Captured; capturedGrpc: CapturedGrpc };
+type FromServer = Ready | BareReady | Usage | { type: "log-level"; level: string } | { type: "error"; message: string };
 
 // ---------------------------------------------------------------------------------------------
 // The server process: embedded chain, service, bare server
@@ -151,13 +178,8 @@ async function serve(): Promise<void> {
 
   const captured = await capture(`${service.apiUrl}${PRICE_PATH}`, apiKey);
   if (captured.status !== 200) throw new Error(`the price answered ${captured.status}: ${captured.body}`);
-  const headers = Object.entries(captured.headers).filter(([name]) => !AUTOMATIC_HEADERS.has(name));
-  const bare = http.createServer((_req, res) => {
-    res.writeHead(captured.status, headers.flat() as string[]);
-    res.end(captured.body);
-  });
-  await new Promise<void>((resolve) => bare.listen(0, "127.0.0.1", resolve));
-  const bareUrl = `http://127.0.0.1:${(bare.address() as { port: number }).port}`;
+  const capturedGrpc = await captureGrpc(service.apiUrl, apiKey);
+  if (capturedGrpc.trailers["grpc-status"] !== "0") throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
 
   const exchange = hardhatAccount(EXCHANGE_ACCOUNT);
   if (exchange.address !== service.wallets[0]) throw new Error("the service does not sign for Hardhat account #1");
@@ -181,6 +203,7 @@ async function serve(): Promise<void> {
         chainCpuMicros: chain.cpuMicros,
         elu: since.utilization,
         maxRssBytes: usage.maxRSS * 1024,
+        memory: process.memoryUsage(),
         chainMaxRssBytes: chain.maxRssBytes,
       });
     } else if (message.type === "log-level") {
@@ -188,8 +211,6 @@ async function serve(): Promise<void> {
       service.log.level = message.level === "default" ? defaultLevel : message.level;
       send({ type: "log-level", level: service.log.level });
     } else if (message.type === "stop") {
-      bare.closeAllConnections();
-      bare.close();
       service
         .close()
         .catch(() => {})
@@ -202,15 +223,93 @@ async function serve(): Promise<void> {
   send({
     type: "ready",
     apiUrl: service.apiUrl,
-    bareUrl,
     rpcUrl: service.rpcUrl,
     chainId: service.chainId,
     wallet: exchange.address,
     privateKey: exchange.privateKey,
     addresses: service.addresses,
     captured,
+    capturedGrpc,
     config,
   });
+}
+
+/**
+ * The bare servers, in a process of their own: node:http answering the captured price, and
+ * node:http2 (h2c) answering the captured GetPrice, each request as the service's own.
+ */
+function serveBare(): void {
+  const send = (message: FromServer) => process.send!(message);
+  let elu = performance.eventLoopUtilization();
+  process.on("message", async (message: ToServer) => {
+    if (message.type === "bare") {
+      const { captured, capturedGrpc } = message;
+      const headers = Object.entries(captured.headers)
+        .filter(([name]) => !AUTOMATIC_HEADERS.has(name))
+        .flat() as string[];
+      const h1 = http.createServer((_req, res) => {
+        res.writeHead(captured.status, headers);
+        res.end(captured.body);
+      });
+      const data = Buffer.from(capturedGrpc.data, "hex");
+      const h2 = http2.createServer((req, res) => {
+        req.resume();
+        req.on("end", () => {
+          res.writeHead(200, capturedGrpc.headers);
+          res.write(data);
+          res.addTrailers(capturedGrpc.trailers);
+          res.end();
+        });
+      });
+      const listen = (server: net.Server) => new Promise<string>((resolve) => server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`)));
+      send({ type: "bare-ready", http1Url: await listen(h1), http2Url: await listen(h2) });
+    } else if (message.type === "usage") {
+      const now = performance.eventLoopUtilization();
+      const since = performance.eventLoopUtilization(now, elu);
+      elu = now;
+      const usage = process.resourceUsage();
+      send({ type: "usage", cpuMicros: usage.userCPUTime + usage.systemCPUTime, chainCpuMicros: 0, elu: since.utilization, maxRssBytes: usage.maxRSS * 1024, chainMaxRssBytes: 0 });
+    } else if (message.type === "stop") {
+      process.exit(0);
+    }
+  });
+}
+
+/** GetPrice over h2c, as the gRPC load sends it: its headers (less the date and request id), data and trailers. */
+async function captureGrpc(apiUrl: string, apiKey: string): Promise<CapturedGrpc> {
+  const session = http2.connect(apiUrl);
+  try {
+    return await new Promise<CapturedGrpc>((resolve, reject) => {
+      const stream = session.request({ ...GRPC_PRICE_HEADERS, api_key: apiKey });
+      const out: CapturedGrpc = { headers: {}, data: "", trailers: {} };
+      const chunks: Buffer[] = [];
+      const plain = (headers: http2.IncomingHttpHeaders) =>
+        Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith(":") && name !== "date").map(([name, value]) => [name, String(value)]));
+      stream.on("response", (headers) => (out.headers = plain(headers)));
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("trailers", (trailers) => (out.trailers = plain(trailers)));
+      stream.on("error", reject);
+      stream.on("close", () => resolve({ ...out, data: Buffer.concat(chunks).toString("hex") }));
+      stream.end(GRPC_PRICE_REQUEST);
+    });
+  } finally {
+    session.close();
+  }
+}
+
+/** GetPrice's request: the gRPC envelope of an empty GetPriceRequest, and its headers. */
+const GRPC_PRICE_REQUEST = Buffer.from([0, 0, 0, 0, 0]);
+const GRPC_PRICE_HEADERS = {
+  ":method": "POST",
+  ":path": "/tokentrade.v1.TokenService/GetPrice",
+  "content-type": "application/grpc",
+  te: "trailers",
+  "grpc-accept-encoding": "identity,deflate,gzip",
+} as const;
+
+/** The V8 heap-sizing flags in a node command line (--max-semi-space-size, --heap-growing-percent and the like). */
+function heapFlags(command: string): string[] {
+  return command.split(/\s+/).filter((word) => /^--(?:max|min)-(?:semi|old)-space-size=|^--heap-growing-percent=/.test(word));
 }
 
 /** A TCP port free on 127.0.0.1 now. */
@@ -265,12 +364,12 @@ class ServerProcess {
   /** The service's log (its stdout), a file as a log collector would read it. */
   readonly logFile: string;
 
-  constructor(apiKey: string) {
+  constructor(apiKey: string, role: "server" | "bare" = "server") {
     const logDir = mkdtempSync(join(tmpdir(), "bench-log-"));
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
-    this.#child = fork(SELF, ["--role", "server"], {
-      execArgv: ["--import", "tsx", ...(opts.profile ? ["--cpu-prof", `--cpu-prof-dir=${opts.profile}`] : [])],
+    this.#child = fork(SELF, ["--role", role], {
+      execArgv: [...(role === "server" ? SERVICE_HEAP_FLAGS : []), "--import", "tsx", ...(opts.profile && role === "server" ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${opts.profile}`] : [])],
       env: { ...process.env, BENCH_API_KEY: apiKey },
       stdio: ["ignore", logFd, "pipe", "ipc"],
     });
@@ -296,6 +395,13 @@ class ServerProcess {
         else resolve(message as Extract<FromServer, { type: T }>);
       });
     });
+  }
+
+  /** Starts the bare servers (role bare) with the service's captured answers. */
+  async bare(captured: Captured, capturedGrpc: CapturedGrpc): Promise<BareReady> {
+    const reply = this.next("bare-ready", 10_000);
+    this.#child.send({ type: "bare", captured, capturedGrpc } satisfies ToServer);
+    return reply;
   }
 
   /** Sets the service's log level ("default" = its LOG_LEVEL). */
@@ -368,7 +474,7 @@ function combine(loads: Load[]): Load {
   };
 }
 
-/** Runs `work` between two usage marks of the service process. */
+/** Runs `work` between two usage marks of the process that serves it (the service, or the bare servers). */
 async function measured(server: ServerProcess, work: () => Promise<Run>): Promise<Load> {
   const before = await server.usage();
   const driverBefore = performance.eventLoopUtilization();
@@ -390,6 +496,50 @@ async function cannon(url: string, apiKey: string | undefined, seconds: number, 
     throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
   }
   return { ops: result.requests.total, seconds: result.duration, p99Ms: result.latency.p99 };
+}
+
+/**
+ * Loads GetPrice over h2c for `seconds`: `sessions` HTTP/2 connections, each with `streams` calls
+ * in flight; refuses a run with any error or an answer other than the captured one.
+ */
+async function grpcCannon(url: string, apiKey: string | undefined, seconds: number, sessions: number, streams: number, expected: CapturedGrpc): Promise<Run> {
+  const latencies: number[] = [];
+  let ops = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  const headers = { ...GRPC_PRICE_HEADERS, ...(apiKey === undefined ? {} : { api_key: apiKey }) };
+  const one = (session: http2.ClientHttp2Session) =>
+    new Promise<void>((resolve, reject) => {
+      const stream = session.request(headers);
+      let bytes = 0;
+      let status: unknown;
+      stream.on("data", (chunk: Buffer) => (bytes += chunk.length));
+      stream.on("trailers", (trailers) => (status = trailers["grpc-status"]));
+      stream.on("error", reject);
+      stream.on("close", () => (status === "0" && bytes * 2 === expected.data.length ? resolve() : reject(new Error(`GetPrice: grpc-status ${String(status)}, ${bytes} bytes`))));
+      stream.end(GRPC_PRICE_REQUEST);
+    });
+  await Promise.all(
+    Array.from({ length: sessions }, async () => {
+      const session = http2.connect(url);
+      try {
+        await Promise.all(
+          Array.from({ length: streams }, async () => {
+            while (performance.now() < end) {
+              const t0 = performance.now();
+              await one(session);
+              latencies.push(performance.now() - t0);
+              ops++;
+            }
+          }),
+        );
+      } finally {
+        session.close();
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return { ops, seconds: (performance.now() - started) / 1000, p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0 };
 }
 
 /** Runs `count` tasks, `concurrency` at a time; returns ops/s and the p99 of one task, in ms. */
@@ -602,11 +752,13 @@ const verdict = (ratio: number, target: number) => `≥ ${target.toFixed(2)} ${r
 async function drive(): Promise<void> {
   const seconds = Number(opts.duration);
   const connections = Number(opts.connections);
+  const h2Sessions = Number(opts["h2-sessions"]);
+  const h2Streams = Number(opts["h2-streams"]);
   const sells = Number(opts.sells);
   const concurrency = Number(opts.concurrency);
   const warmup = Number(opts.warmup);
   const rounds = Number(opts.rounds);
-  for (const [name, value] of Object.entries({ duration: seconds, connections, sells, concurrency, rounds })) {
+  for (const [name, value] of Object.entries({ duration: seconds, connections, "h2-sessions": h2Sessions, "h2-streams": h2Streams, sells, concurrency, rounds })) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
@@ -620,41 +772,68 @@ async function drive(): Promise<void> {
   const ready = await server.next("ready");
   const rows = ["| Measure | Through the service | Baseline | Ratio | Target |", "|---|---:|---:|---:|---|"];
   const where: Array<[string, Load]> = [];
+  let memoryNote = "";
   try {
     if (opts.only !== "sells") {
-      process.stderr.write(`price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections…\n`);
-      const priceUrl = `${ready.apiUrl}${PRICE_PATH}`;
-      const bareUrl = `${ready.bareUrl}${PRICE_PATH}`;
-      await cannon(priceUrl, apiKey, 2, connections);
-      await cannon(bareUrl, undefined, 2, connections);
-      // Rounds alternate: the service with its default logs, bare, the service with logs silent, bare.
-      const logged: Load[] = [];
-      const silent: Load[] = [];
-      const bareRounds: Load[] = [];
-      let logBytes = 0;
-      for (let round = 0; round < rounds; round++) {
-        await server.logLevel("default");
-        const before = server.logBytes();
-        logged.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
-        logBytes += server.logBytes() - before;
-        bareRounds.push(await measured(server, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
-        await server.logLevel("silent");
-        silent.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
-        bareRounds.push(await measured(server, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
+      process.stderr.write(`price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections (gRPC: ${h2Sessions} × ${h2Streams} streams)…\n`);
+      const bareServers = new ServerProcess(apiKey, "bare");
+      try {
+        const bareReady = await bareServers.bare(ready.captured, ready.capturedGrpc);
+        const priceUrl = `${ready.apiUrl}${PRICE_PATH}`;
+        const bareUrl = `${bareReady.http1Url}${PRICE_PATH}`;
+        const grpcPrice = (url: string, key: string | undefined, s: number) => grpcCannon(url, key, s, h2Sessions, h2Streams, ready.capturedGrpc);
+        await cannon(priceUrl, apiKey, 2, connections);
+        await cannon(bareUrl, undefined, 2, connections);
+        await grpcPrice(ready.apiUrl, apiKey, 2);
+        await grpcPrice(bareReady.http2Url, undefined, 2);
+        // Rounds alternate: the service with its default logs, bare, the service with logs silent,
+        // bare, then gRPC through the service (default logs) and bare HTTP/2.
+        const logged: Load[] = [];
+        const silent: Load[] = [];
+        const bareRounds: Load[] = [];
+        const grpcRounds: Load[] = [];
+        const bareH2Rounds: Load[] = [];
+        let logBytes = 0;
+        for (let round = 0; round < rounds; round++) {
+          await server.logLevel("default");
+          const before = server.logBytes();
+          logged.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
+          logBytes += server.logBytes() - before;
+          bareRounds.push(await measured(bareServers, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
+          await server.logLevel("silent");
+          silent.push(await measured(server, () => cannon(priceUrl, apiKey, seconds / rounds, connections)));
+          bareRounds.push(await measured(bareServers, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
+          await server.logLevel("default");
+          grpcRounds.push(await measured(server, () => grpcPrice(ready.apiUrl, apiKey, seconds / rounds)));
+          bareH2Rounds.push(await measured(bareServers, () => grpcPrice(bareReady.http2Url, undefined, seconds / rounds)));
+        }
+        const withLogs = combine(logged);
+        const withoutLogs = combine(silent);
+        const bare = combine(bareRounds);
+        const viaGrpc = combine(grpcRounds);
+        const bareH2 = combine(bareH2Rounds);
+        const level = ready.config["LOG_LEVEL"];
+        const ratio = perSecond(withLogs) / perSecond(bare);
+        const silentRatio = perSecond(withoutLogs) / perSecond(bare);
+        const grpcRatio = perSecond(viaGrpc) / perSecond(withLogs);
+        const grpcBareRatio = perSecond(viaGrpc) / perSecond(bareH2);
+        rows.push(
+          `| Price, requests/s, logs as configured (LOG_LEVEL=${level}, ${fmt(logBytes / Math.max(withLogs.ops, 1))} bytes logged per request; autocannon, ${connections} connections, ${seconds} s) | ${fmt(perSecond(withLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.8)} |`,
+          `| Price, requests/s, logs silent | ${fmt(perSecond(withoutLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${silentRatio.toFixed(2)} | ${verdict(silentRatio, 0.8)} |`,
+          `| Price, p99 latency, logs as configured / silent | ${fmt(withLogs.p99Ms)} ms / ${fmt(withoutLogs.p99Ms)} ms | ${fmt(bare.p99Ms)} ms (bare node:http) | | |`,
+          `| gRPC GetPrice, calls/s, logs as configured (node:http2, ${h2Sessions} connections × ${h2Streams} streams) | ${fmt(perSecond(viaGrpc))} | ${fmt(perSecond(withLogs))} (the JSON price route) | ${grpcRatio.toFixed(2)} | ${verdict(grpcRatio, 0.7)} |`,
+          `| gRPC GetPrice, against Node's own HTTP/2 | ${fmt(perSecond(viaGrpc))} | ${fmt(perSecond(bareH2))} (bare node:http2, same bytes) | ${grpcBareRatio.toFixed(2)} | |`,
+        );
+        where.push(
+          ["price via the service, logs as configured", withLogs],
+          ["price via the service, logs silent", withoutLogs],
+          ["price from bare node:http (its own process)", bare],
+          ["gRPC GetPrice via the service, logs as configured", viaGrpc],
+          ["gRPC GetPrice from bare node:http2 (its own process)", bareH2],
+        );
+      } finally {
+        await bareServers.stop();
       }
-      await server.logLevel("default");
-      const withLogs = combine(logged);
-      const withoutLogs = combine(silent);
-      const bare = combine(bareRounds);
-      const level = ready.config["LOG_LEVEL"];
-      const ratio = perSecond(withLogs) / perSecond(bare);
-      const silentRatio = perSecond(withoutLogs) / perSecond(bare);
-      rows.push(
-        `| Price, requests/s, logs as configured (LOG_LEVEL=${level}, ${fmt(logBytes / Math.max(withLogs.ops, 1))} bytes logged per request; autocannon, ${connections} connections, ${seconds} s) | ${fmt(perSecond(withLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.8)} |`,
-        `| Price, requests/s, logs silent | ${fmt(perSecond(withoutLogs))} | ${fmt(perSecond(bare))} (bare node:http) | ${silentRatio.toFixed(2)} | ${verdict(silentRatio, 0.8)} |`,
-        `| Price, p99 latency, logs as configured / silent | ${fmt(withLogs.p99Ms)} ms / ${fmt(withoutLogs.p99Ms)} ms | ${fmt(bare.p99Ms)} ms (bare node:http) | | |`,
-      );
-      where.push(["price via the service, logs as configured", withLogs], ["price via the service, logs silent", withoutLogs], ["price from bare node:http", bare]);
     }
 
     if (opts.only !== "price") {
@@ -684,7 +863,11 @@ async function drive(): Promise<void> {
       where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct], ["sell as a pre-signed replay", replay]);
     }
 
-    const { maxRssBytes, chainMaxRssBytes } = await server.usage();
+    const { maxRssBytes, chainMaxRssBytes, memory } = await server.usage();
+    if (memory !== undefined) {
+      const mib = (bytes: number) => `${fmt(bytes / 2 ** 20)} MiB`;
+      memoryNote = `Service memory at the end: RSS ${mib(memory.rss)}, V8 heap ${mib(memory.heapUsed)} used of ${mib(memory.heapTotal)}, external ${mib(memory.external)} (array buffers ${mib(memory.arrayBuffers)}).`;
+    }
     rows.push(
       `| Peak RSS of the service process | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | |`,
       `| Peak RSS of the embedded chain's process | ${chainMaxRssBytes > 0 ? `${fmt(chainMaxRssBytes / 2 ** 20)} MiB` : "n/a"} | | | |`,
@@ -697,22 +880,26 @@ async function drive(): Promise<void> {
   process.stdout.write(
     [
       `Machine: ${machine()}`,
-      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; the service logs to a file (its stdout)`,
+      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; node ${SERVICE_HEAP_FLAGS.join(" ")} (as npm start); the service logs to a file (its stdout)`,
       `Run: ${new Date().toISOString()}, ${fmt(totalSeconds)} s in all, 1-minute load average before it ${load.toFixed(2)}`,
       "",
       ...rows,
       "",
+      memoryNote,
+      "",
       "CPU per operation of the service process and of the embedded chain's, the service's event-loop utilisation, and the driver's:",
       ...where.map(
         ([name, l]) =>
-          `- ${name}: service ${fmt(l.cpuMicros / l.ops)} µs CPU/op, chain ${fmt(l.chainCpuMicros / l.ops)} µs CPU/op, service loop ${(l.elu * 100).toFixed(0)} % busy, driver loop ${(l.driverElu * 100).toFixed(0)} % busy`,
+          `- ${name}: serving process ${fmt(l.cpuMicros / l.ops)} µs CPU/op, chain ${fmt(l.chainCpuMicros / l.ops)} µs CPU/op, its loop ${(l.elu * 100).toFixed(0)} % busy, driver loop ${(l.driverElu * 100).toFixed(0)} % busy`,
       ),
       "",
     ].join("\n"),
   );
 }
 
-if (opts.role === "server") {
+if (opts.role === "bare") {
+  serveBare();
+} else if (opts.role === "server") {
   try {
     await serve();
   } catch (error) {
