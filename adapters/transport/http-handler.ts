@@ -152,33 +152,40 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const cors = corsPolicy(options.corsOrigins ?? []);
   const docs = docsHandler();
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
+  /** What a request's answer is measured and logged with, kept on the response for onAnswered. */
+  type Measured = NodeServerResponse & { [kStarted]?: number; [kRequest]?: NodeServerRequest };
+  /** A request's end, one listener for every request (`this` is the response): its metrics and its access line. */
+  function onAnswered(this: Measured) {
+    const req = this[kRequest]!;
+    const { id, path } = requestContext(req, log);
+    const seconds = (performance.now() - this[kStarted]!) / 1000;
+    if (metrics !== undefined) {
+      const protocol = protocolOf(req, path);
+      const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
+      const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(this)) : String(this.statusCode);
+      metrics.request(route, protocol, code, seconds);
+    }
+    if (log.isLevelEnabled("info")) {
+      access({
+        reqId: id,
+        method: req.method,
+        path,
+        httpVersion: req.httpVersion,
+        status: this.statusCode,
+        completed: this.writableFinished,
+        ms: Math.round(seconds * 1_000_000) / 1000,
+      });
+    }
+  }
+
   return (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
     // One listener per request for the metrics and the access line, with one clock reading.
-    const logged = log.isLevelEnabled("info");
-    if (metrics !== undefined || logged) {
-      const started = performance.now();
-      res.once("close", () => {
-        const seconds = (performance.now() - started) / 1000;
-        if (metrics !== undefined) {
-          const protocol = protocolOf(req, path);
-          const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
-          const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(res)) : String(res.statusCode);
-          metrics.request(route, protocol, code, seconds);
-        }
-        if (logged) {
-          access({
-            reqId: context.id,
-            method: req.method,
-            path,
-            httpVersion: req.httpVersion,
-            status: res.statusCode,
-            completed: res.writableFinished,
-            ms: Math.round(seconds * 1_000_000) / 1000,
-          });
-        }
-      });
+    if (metrics !== undefined || log.isLevelEnabled("info")) {
+      (res as Measured)[kStarted] = performance.now();
+      (res as Measured)[kRequest] = req;
+      res.on("close", onAnswered);
     }
     if (cors?.(req, res)) return; // a preflight, answered
     const address = req.socket?.remoteAddress ?? "";
@@ -245,6 +252,8 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
 }
 
 const kOutcome = Symbol("rpc outcome");
+const kStarted = Symbol("request started");
+const kRequest = Symbol("request");
 
 /** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
 function rpcOutcome(req: NodeServerRequest): { code?: string } {

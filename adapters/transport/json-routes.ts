@@ -374,11 +374,17 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     send(req, res, id, status, JSON.stringify({ code: codeName(error.code), message: error.rawMessage }));
   };
 
-  const handler: NodeHandlerFn = (req, res) => {
+  /** Answers one request, or refuses it. */
+  const serve = async (req: NodeServerRequest, res: NodeServerResponse): Promise<void> => {
     // The outermost handler has bound the context (and parsed the path) already.
     const context = requestContext(req, log);
-    answer(req, res, context.path, context.id).catch((thrown: unknown) => refuse(req, res, context, thrown));
+    try {
+      await answer(req, res, context.path, context.id);
+    } catch (thrown) {
+      refuse(req, res, context, thrown);
+    }
   };
+  const handler: NodeHandlerFn = (req, res) => void serve(req, res);
   /** A path's route as metrics label it: the route's own path ("{transactionHash}" for the trade's), or "other". */
   const label = (path: string): string => {
     if (routes.has(path)) return path;

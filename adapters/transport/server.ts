@@ -160,20 +160,35 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     res.end(body);
   };
 
+  /** Where a response keeps its HTTP/1.1 socket for onResponseClose. */
+  const kSocket = Symbol("http1 socket");
+  /** A response's end, one listener for every response (`this` is the response): what it held is let go. */
+  function onResponseClose(this: NodeServerResponse & { [kSocket]?: net.Socket }) {
+    inFlight--;
+    const http1Socket = this[kSocket];
+    if (http1Socket !== undefined) {
+      const left = (http1Active.get(http1Socket) ?? 1) - 1;
+      http1Active.set(http1Socket, left);
+      // A response that started before the shutdown had no "Connection: close".
+      if ((closing || overPipelined.has(http1Socket)) && left === 0) endSoon(http1Socket);
+    }
+  }
+  /** An HTTP/2 request whose handler was put off a turn: run unless the client reset the stream meanwhile. */
+  const runDeferred = (req: NodeServerRequest, res: NodeServerResponse) => {
+    const stream = (req as http2.Http2ServerRequest).stream;
+    if (stream.destroyed || stream.closed || res.writableEnded) return;
+    options.handler(req, res);
+  };
+
   const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
     inFlight++;
     const http1Socket = req.httpVersionMajor === 1 ? req.socket : undefined;
     const pipelined = http1Socket === undefined ? 0 : (http1Active.get(http1Socket) ?? 0) + 1;
-    if (http1Socket !== undefined) http1Active.set(http1Socket, pipelined);
-    res.once("close", () => {
-      inFlight--;
-      if (http1Socket !== undefined) {
-        const left = (http1Active.get(http1Socket) ?? 1) - 1;
-        http1Active.set(http1Socket, left);
-        // A response that started before the shutdown had no "Connection: close".
-        if ((closing || overPipelined.has(http1Socket)) && left === 0) endSoon(http1Socket);
-      }
-    });
+    if (http1Socket !== undefined) {
+      http1Active.set(http1Socket, pipelined);
+      (res as NodeServerResponse & { [kSocket]?: net.Socket })[kSocket] = http1Socket;
+    }
+    res.on("close", onResponseClose);
     if (closing && http1Socket !== undefined) {
       // A request that reaches a closing keep-alive connection (pipelined, or sent as the
       // server decided to close) is not started: its connection may end before an answer could
@@ -204,10 +219,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
         stream.setTimeout(limits.bodyMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
         req.once("end", () => stream.setTimeout(0));
       }
-      setImmediate(() => {
-        if (stream.destroyed || stream.closed || res.writableEnded) return;
-        options.handler(req, res);
-      });
+      setImmediate(runDeferred, req, res);
       return;
     }
     options.handler(req, res);
