@@ -96,7 +96,7 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     return frame;
   };
 
-  return (req, res, scope, outcome) => {
+  const handler: GrpcUnaryHandler = (req, res, scope, outcome) => {
     if (req.httpVersionMajor !== 2 || req.method !== "POST") return false;
     const headers = req.headers;
     const contentType = headers["content-type"];
@@ -109,57 +109,90 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     if (method === undefined) return false;
 
     const accepted = headers["grpc-accept-encoding"];
-    const responseHeaders = answerHeaders(Array.isArray(accepted) ? accepted.join(", ") : accepted);
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const handOver = (rest: boolean) => {
-      req.pause(); // what comes next waits in the stream for Connect to read it
-      req.off("data", onData);
-      req.off("end", onEnd);
-      options.connect(req, res, replay(chunks, rest ? req : undefined));
+    const call: Call = {
+      method,
+      res,
+      scope,
+      outcome,
+      responseHeaders: answerHeaders(Array.isArray(accepted) ? accepted.join(", ") : accepted),
+      chunks: [],
+      length: 0,
     };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      length += chunk.length;
-      if (length > PREFIX_BYTES + readMaxBytes) handOver(true); // over the limit: Connect says so
-    };
-    const onEnd = () => {
-      req.off("data", onData);
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-      let request: Message;
-      try {
-        if (length < PREFIX_BYTES || body[0] !== 0 || body.readUInt32BE(1) !== length - PREFIX_BYTES) throw new Error("not one plain message");
-        request = fromBinary(method.input, body.subarray(PREFIX_BYTES));
-      } catch {
-        // No message, several, a compressed or truncated one, or bytes that do not decode.
-        options.connect(req, res, replay(chunks, undefined));
-        return;
-      }
-      const idempotencyKey = headers[IDEMPOTENCY_KEY_HEADER];
-      const context: CallContext = { scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey };
-      method.call(request, context).then(
-        (answer) => {
-          outcome.code = "ok";
-          if (closed(res)) return;
-          res.writeHead(200, responseHeaders);
-          res.write(frameOf(method, answer));
-          res.addTrailers(OK_TRAILERS);
-          res.end();
-        },
-        (thrown: unknown) => {
-          const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
-          if (closed(res)) return;
-          res.writeHead(200, responseHeaders);
-          res.addTrailers({ "grpc-status": String(error.code), "grpc-message": grpcPercentEncode(error.rawMessage) });
-          res.end();
-        },
-      );
-    };
+    (req as Reading)[kCall] = call;
     req.on("data", onData);
     req.on("end", onEnd);
     return true;
   };
+
+  /** The request's bytes so far (`this` is the request); past the limit, Connect takes over. */
+  function onData(this: Reading, chunk: Buffer): void {
+    const call = this[kCall]!;
+    call.chunks.push(chunk);
+    call.length += chunk.length;
+    if (call.length > PREFIX_BYTES + readMaxBytes) {
+      // Over the limit: Connect says so. What comes next waits in the stream for it to read.
+      this.pause();
+      this.off("data", onData);
+      this.off("end", onEnd);
+      options.connect(this, call.res, replay(call.chunks, this));
+    }
+  }
+
+  /** The whole request (`this`): one plain message is answered here, anything else by Connect. */
+  function onEnd(this: Reading): void {
+    this.off("data", onData);
+    const call = this[kCall]!;
+    const body = call.chunks.length === 1 ? call.chunks[0]! : Buffer.concat(call.chunks, call.length);
+    let request: Message;
+    try {
+      if (call.length < PREFIX_BYTES || body[0] !== 0 || body.readUInt32BE(1) !== call.length - PREFIX_BYTES) throw new Error("not one plain message");
+      request = fromBinary(call.method.input, body.subarray(PREFIX_BYTES));
+    } catch {
+      // No message, several, a compressed or truncated one, or bytes that do not decode.
+      options.connect(this, call.res, replay(call.chunks, undefined));
+      return;
+    }
+    void answer(this, call, request);
+  }
+
+  /** Runs the call and writes its answer, or its error, as Connect would. */
+  async function answer(req: NodeServerRequest, call: Call, request: Message): Promise<void> {
+    const { method, res, outcome, responseHeaders } = call;
+    const idempotencyKey = req.headers[IDEMPOTENCY_KEY_HEADER];
+    let message: Message;
+    try {
+      message = await method.call(request, { scope: call.scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey });
+    } catch (thrown) {
+      const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
+      if (closed(res)) return;
+      res.writeHead(200, responseHeaders);
+      res.addTrailers({ "grpc-status": String(error.code), "grpc-message": grpcPercentEncode(error.rawMessage) });
+      res.end();
+      return;
+    }
+    outcome.code = "ok";
+    if (closed(res)) return;
+    res.writeHead(200, responseHeaders);
+    res.write(frameOf(method, message));
+    res.addTrailers(OK_TRAILERS);
+    res.end();
+  }
+
+  return handler;
 }
+
+/** A call being read: what the shared listeners need, kept on the request. */
+interface Call {
+  method: UnaryMethod;
+  res: NodeServerResponse;
+  scope: string;
+  outcome: { code?: string };
+  responseHeaders: Record<string, string>;
+  chunks: Buffer[];
+  length: number;
+}
+const kCall = Symbol("grpc unary call");
+type Reading = NodeServerRequest & { [kCall]?: Call };
 
 const OK_TRAILERS = { "grpc-status": "0" };
 

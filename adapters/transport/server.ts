@@ -173,6 +173,28 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       if ((closing || overPipelined.has(http1Socket)) && left === 0) endSoon(http1Socket);
     }
   }
+  /**
+   * HTTP/2 streams whose request body is still coming, with the time it must have arrived by:
+   * swept a few times per bodyMs, one timer for all (a timer per stream was refreshed on every
+   * frame it carried).
+   */
+  const bodyDeadlines = new Map<http2.ServerHttp2Stream, number>();
+  function onBodyEnd(this: http2.Http2ServerRequest) {
+    bodyDeadlines.delete(this.stream);
+  }
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [stream, deadline] of bodyDeadlines) {
+        if (stream.destroyed || stream.closed) bodyDeadlines.delete(stream);
+        else if (now >= deadline) {
+          bodyDeadlines.delete(stream);
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+        }
+      }
+    },
+    Math.max(10, Math.min(1_000, limits.bodyMs / 4)),
+  ).unref();
   /** An HTTP/2 request whose handler was put off a turn: run unless the client reset the stream meanwhile. */
   const runDeferred = (req: NodeServerRequest, res: NodeServerResponse) => {
     const stream = (req as http2.Http2ServerRequest).stream;
@@ -214,10 +236,9 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // HTTP/2: a stream the client reset at once (HEADERS then RST_STREAM, the rapid-reset
       // flood) is seen before the reset is: the handler starts on the next turn, if the stream
       // still stands. And a body that does not arrive in time resets its stream.
-      const stream = (req as http2.Http2ServerRequest).stream;
       if (!req.complete) {
-        stream.setTimeout(limits.bodyMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
-        req.once("end", () => stream.setTimeout(0));
+        bodyDeadlines.set((req as http2.Http2ServerRequest).stream, Date.now() + limits.bodyMs);
+        req.on("end", onBodyEnd);
       }
       setImmediate(runDeferred, req, res);
       return;
@@ -343,6 +364,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       timer.unref();
       const finish = () => {
         clearTimeout(timer);
+        clearInterval(sweep);
         drained = undefined;
         log.info("server closed");
         resolve();
