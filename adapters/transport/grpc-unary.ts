@@ -105,7 +105,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     if (encoding !== undefined && encoding !== "identity") return false;
     const timeout = headers["grpc-timeout"];
     if (timeout !== undefined && (typeof timeout !== "string" || !GRPC_TIMEOUT.test(timeout))) return false;
-    const method = methods.get(requestContext(req, log).path);
+    // The target as Connect matches it: as sent, without the query (no dot segments resolved).
+    const target = req.url ?? "";
+    const query = target.indexOf("?");
+    const method = methods.get(query === -1 ? target : target.slice(0, query));
     if (method === undefined) return false;
 
     const accepted = headers["grpc-accept-encoding"];
@@ -142,6 +145,8 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
   function onEnd(this: Reading): void {
     this.off("data", onData);
     const call = this[kCall]!;
+    // The server reset the stream (its body came too late, server.ts): the client has its answer, CANCEL.
+    if (this.aborted || (this as { stream?: { closed: boolean } }).stream?.closed === true) return;
     const body = call.chunks.length === 1 ? call.chunks[0]! : Buffer.concat(call.chunks, call.length);
     let request: Message;
     try {
@@ -159,21 +164,23 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
   async function answer(req: NodeServerRequest, call: Call, request: Message): Promise<void> {
     const { method, res, outcome, responseHeaders } = call;
     const idempotencyKey = req.headers[IDEMPOTENCY_KEY_HEADER];
-    let message: Message;
+    let frame: Buffer;
     try {
-      message = await method.call(request, { scope: call.scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey });
+      const message = await method.call(request, { scope: call.scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey });
+      frame = frameOf(method, message);
     } catch (thrown) {
+      // A refusal, or a bug (an answer that does not encode included): "internal error", logged with its stack.
       const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
       if (closed(res)) return;
       res.writeHead(200, responseHeaders);
-      res.addTrailers({ "grpc-status": String(error.code), "grpc-message": grpcPercentEncode(error.rawMessage) });
+      res.addTrailers({ "grpc-message": grpcPercentEncode(error.rawMessage), "grpc-status": String(error.code) });
       res.end();
       return;
     }
     outcome.code = "ok";
     if (closed(res)) return;
     res.writeHead(200, responseHeaders);
-    res.write(frameOf(method, message));
+    res.write(frame);
     res.addTrailers(OK_TRAILERS);
     res.end();
   }

@@ -169,6 +169,7 @@ export class LogBuffer implements DestinationStream {
 
   /** A line (pino's write). */
   write(line: string): void {
+    if (this.#broken) return;
     this.#room(line.length * 3);
     this.#length += this.#buffer.write(line, this.#length, "utf8");
     this.#written();
@@ -176,6 +177,7 @@ export class LogBuffer implements DestinationStream {
 
   /** An access line, field by field into the buffer. */
   writeAccess({ reqId, method, path, httpVersion, status, completed, ms }: AccessRecord): void {
+    if (this.#broken) return;
     this.#room(256 + 3 * (reqId.length + (method?.length ?? 4) + path.length + httpVersion.length));
     const buffer = this.#buffer;
     let at = this.#length;
@@ -203,17 +205,27 @@ export class LogBuffer implements DestinationStream {
       this.#timer = undefined;
     }
     let done = 0;
-    while (done < this.#length) {
+    while (done < this.#length && !this.#broken) {
       try {
         done += writeSync(this.#fd, this.#buffer, done, this.#length - done);
       } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
         // A non-blocking pipe that is full: wait for its reader, as pino's synchronous destination does.
-        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
-        Atomics.wait(SLEEP, 0, 0, 1);
+        if (code === "EAGAIN") {
+          Atomics.wait(SLEEP, 0, 0, 1);
+          continue;
+        }
+        // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
+        // other failure (a full disk) loses what was buffered, and the lines after it are tried again.
+        if (code === "EPIPE") this.#broken = true;
+        break;
       }
     }
     this.#length = 0;
   }
+
+  /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
+  #broken = false;
 
   /** Makes room for `bytes` more: written out first when they would not fit; a larger buffer for a line larger than it. */
   #room(bytes: number): void {

@@ -28,15 +28,36 @@ export function tradeInputFromMessage(message: TradeRequestMessage): Record<stri
   };
 }
 
+const UINT64_LIMIT = 2n ** 64n;
+const UINT32_LIMIT = 2 ** 32;
+
+/**
+ * A quantity as a uint64 field. A value out of range (a node's answer no chain gives) would fail
+ * the encoding after the handler, where Connect answers the encoder's own message: it fails
+ * here instead, as a bug the error map answers "internal error" and logs.
+ * @throws RangeError naming the field
+ */
+function uint64(value: number | string | bigint, field: string): bigint {
+  const big = BigInt(value);
+  if (big < 0n || big >= UINT64_LIMIT) throw new RangeError(`${field}: ${big} is out of uint64 range`);
+  return big;
+}
+
+/** A count as a uint32 field (see uint64). */
+function uint32(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 0 || value >= UINT32_LIMIT) throw new RangeError(`${field}: ${value} is out of uint32 range`);
+  return value;
+}
+
 function eventLogMessage(log: EventLog): EventLogMessage {
   return create(EventLogSchema, {
     address: log.address,
     blockHash: log.blockHash,
-    blockNumber: BigInt(log.blockNumber),
-    logIndex: log.logIndex,
+    blockNumber: uint64(log.blockNumber, "blockNumber"),
+    logIndex: uint32(log.logIndex, "logIndex"),
     removed: log.removed,
     transactionHash: log.transactionHash,
-    transactionIndex: log.transactionIndex,
+    transactionIndex: uint32(log.transactionIndex, "transactionIndex"),
     id: log.id,
     returnValues: {},
     // signature is null in every JSON log: left unset.
@@ -54,16 +75,16 @@ export function receiptMessage(receipt: TransactionReceipt): TransactionReceiptM
     .map(([, log]) => eventLogMessage(log));
   return create(TransactionReceiptSchema, {
     blockHash: receipt.blockHash,
-    blockNumber: BigInt(receipt.blockNumber),
-    cumulativeGasUsed: BigInt(receipt.cumulativeGasUsed),
-    effectiveGasPrice: BigInt(receipt.effectiveGasPrice),
+    blockNumber: uint64(receipt.blockNumber, "blockNumber"),
+    cumulativeGasUsed: uint64(receipt.cumulativeGasUsed, "cumulativeGasUsed"),
+    effectiveGasPrice: uint64(receipt.effectiveGasPrice, "effectiveGasPrice"),
     from: receipt.from,
-    gasUsed: BigInt(receipt.gasUsed),
+    gasUsed: uint64(receipt.gasUsed, "gasUsed"),
     logsBloom: receipt.logsBloom,
     status: receipt.status,
     to: receipt.to,
     transactionHash: receipt.transactionHash,
-    transactionIndex: receipt.transactionIndex,
+    transactionIndex: uint32(receipt.transactionIndex, "transactionIndex"),
     type: receipt.type,
     events,
   });

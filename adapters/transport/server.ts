@@ -236,7 +236,8 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // HTTP/2: a stream the client reset at once (HEADERS then RST_STREAM, the rapid-reset
       // flood) is seen before the reset is: the handler starts on the next turn, if the stream
       // still stands. And a body that does not arrive in time resets its stream.
-      if (!req.complete) {
+      // A request whose HEADERS ended the stream has no body to wait for.
+      if (!req.complete && !(req as http2.Http2ServerRequest).stream.endAfterHeaders) {
         bodyDeadlines.set((req as http2.Http2ServerRequest).stream, Date.now() + limits.bodyMs);
         req.on("end", onBodyEnd);
       }

@@ -64,6 +64,8 @@ interface Call {
 /** What a client sees of an answer: HTTP/2 semantics, not frame boundaries. */
 interface Wire {
   status: number;
+  /** Header and trailer names in the order they came. */
+  order: string[];
   headers: Record<string, unknown>;
   trailersOnly: boolean;
   data: string;
@@ -90,14 +92,19 @@ async function send(session: http2.ClientHttp2Session, call: Call): Promise<Wire
   for (const chunk of call.body) stream.write(chunk);
   stream.end();
   return new Promise((resolve, reject) => {
-    const wire: Wire = { status: 0, headers: {}, trailersOnly: false, data: "", trailers: {} };
+    const wire: Wire = { status: 0, order: [], headers: {}, trailersOnly: false, data: "", trailers: {} };
+    const names = (raw: string[]) => raw.filter((_, i) => i % 2 === 0).filter((name) => !VARYING.has(name));
     const data: Buffer[] = [];
-    stream.on("response", (headers, flags) => {
+    stream.on("response", (headers, flags, raw: string[]) => {
+      wire.order.push(...names(raw));
       wire.status = Number(headers[":status"]);
       wire.headers = normalised(headers);
       wire.trailersOnly = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
     });
-    stream.on("trailers", (trailers) => (wire.trailers = normalised(trailers)));
+    stream.on("trailers", (trailers, _flags, raw: string[]) => {
+      wire.order.push("--", ...names(raw));
+      wire.trailers = normalised(trailers);
+    });
     stream.on("data", (chunk: Buffer) => data.push(chunk));
     stream.on("error", reject);
     stream.on("close", () => {
@@ -135,11 +142,20 @@ const CALLS: Call[] = [
   },
   { name: "Sell hitting a bug", path: `${SERVICE}/Sell`, body: [frame(trade())], setup: (t) => (t.trade.failure = new RangeError("secret internals")) },
   {
+    name: "Sell whose receipt does not fit the message (a gas price over uint64)",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    setup: (t) => {
+      t.trade.failure = undefined;
+      t.trade.receiptOverride = { effectiveGasPrice: 2 ** 70 };
+    },
+  },
+  {
     name: "GetPrice, the feed stale",
     path: `${SERVICE}/GetPrice`,
     body: [frame(PRICE_REQUEST)],
     setup: (t) => {
-      t.trade.failure = undefined;
+      t.trade.receiptOverride = undefined;
       t.price.failure = new PriceUnavailableError("stale");
     },
   },
@@ -201,6 +217,8 @@ const CALLS: Call[] = [
   },
   { name: "an unknown method", path: `${SERVICE}/Transfer`, body: [frame(trade())] },
   { name: "a path with a query", path: `${SERVICE}/GetPrice?x=1`, body: [frame(PRICE_REQUEST)] },
+  { name: "a path with dot segments", path: `/x/..${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)] },
+  { name: "a path with a dot segment before the method", path: `${SERVICE}/./GetPrice`, body: [frame(PRICE_REQUEST)] },
   { name: "GetPrice without a key", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)], headers: { api_key: "" } },
   { name: "GetPrice with two api_key values", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)], headers: { api_key: [API_KEY, API_KEY] } },
 ];
@@ -247,7 +265,33 @@ describe("the lean gRPC path answers as Connect does", function () {
     // grpc-message in the gRPC spec's minimal percent-encoding, which grpc-js decodes: ":" stays as it is.
     const refused = connect.find(({ name }) => name.startsWith("Sell, an amount with percent"))!.wire;
     expect(refused.trailers["grpc-message"]).to.match(/^amount: must be /);
+    // An answer that does not encode is a bug: "internal error", never the encoder's own words.
+    const unencodable = connect.find(({ name }) => name.startsWith("Sell whose receipt does not fit"))!.wire;
+    expect(unencodable.trailers).to.deep.equal({ "grpc-message": "internal error", "grpc-status": "13" });
   });
+});
+
+describe("a request body the server stopped waiting for", function () {
+  for (const grpcFastPath of [true, false]) {
+    it(`runs no trade once the stream is reset for its late body (${grpcFastPath ? "lean path" : "Connect"})`, async function () {
+      const t = await startTestServer({ grpcFastPath, limits: { bodyMs: 300 } });
+      const session = http2.connect(t.url);
+      session.on("error", () => {});
+      try {
+        const stream = session.request({ ":method": "POST", ":path": `${SERVICE}/Sell`, "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+        stream.on("error", () => {});
+        stream.resume();
+        stream.write(frame(trade())); // the whole message, but the stream is never ended
+        await new Promise((resolve) => stream.once("close", resolve));
+        expect(stream.rstCode).to.equal(http2.constants.NGHTTP2_CANCEL);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(t.trade.calls).to.have.length(0);
+      } finally {
+        session.destroy();
+        await t.close();
+      }
+    });
+  }
 });
 
 describe("which calls the lean gRPC path takes", function () {

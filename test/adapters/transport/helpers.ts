@@ -82,6 +82,8 @@ export class FakeTradePort implements TradePort {
   failure: Error | undefined;
   /** Delays every trade, to test shutdown with a trade in flight. */
   delayMs = 0;
+  /** Changes every receipt, when set (e.g. a value a real node would never answer). */
+  receiptOverride: Partial<TransactionReceipt> | undefined;
 
   sell(order: TradeOrder) {
     return this.run("sell", order);
@@ -107,7 +109,7 @@ export class FakeTradePort implements TradePort {
       throw new InsufficientFundsError(`userAddress: ${order.wallet} holds less than the amount`);
     }
     this.nonce++;
-    return fakeReceipt(order, LOG_COUNT[kind], this.nonce);
+    return { ...fakeReceipt(order, LOG_COUNT[kind], this.nonce), ...this.receiptOverride };
   }
 }
 

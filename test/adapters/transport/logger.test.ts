@@ -3,7 +3,7 @@
  * the time the process has exited, however it exits; redaction on every line but the access
  * lines, which share its destination and are written as pino would write them.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,6 +82,31 @@ describe("the service's logger", function () {
     `);
     expect(lines.map((l) => l["msg"])).to.deep.equal(["long", "short"]);
     expect((lines[0]!["big"] as string).length).to.equal(50_000);
+  });
+});
+
+describe("the service's logger when stdout's reader is gone", function () {
+  this.timeout(60_000);
+
+  it("drops its lines (EPIPE) and the process goes on, exiting as it means to", async function () {
+    const script = `import { createLogger, accessLog } from ${JSON.stringify(LOGGER)};
+      const log = createLogger();
+      const access = accessLog(log);
+      let n = 0;
+      const timer = setInterval(() => {
+        for (let i = 0; i < 200; i++) {
+          log.info({ n: n++ }, "line");
+          access({ reqId: "r" + n, method: "GET", path: "/healthz", httpVersion: "1.1", status: 200, completed: true, ms: 0.1 });
+        }
+      }, 5);
+      setTimeout(() => { clearInterval(timer); log.info("last"); process.stderr.write("alive after " + n + " lines"); process.exit(0); }, 600);`;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy(); // the reader goes away at once
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(stderr).to.match(/alive after \d{4,} lines$/);
+    expect(code).to.equal(0);
   });
 });
 
