@@ -854,11 +854,17 @@ async function drive(): Promise<void> {
       for (const [name, via] of [["JSON HTTP", viaHttp], ["gRPC", viaGrpc]] as const) {
         const ratio = perSecond(via) / perSecond(direct);
         const ofReplay = perSecond(via) / perSecond(replay);
+        // gRPC, the internal services' path, is held to the chain's own limit (issue 15).
+        const replayTarget = name === "gRPC" ? 0.8 : 0.7;
         rows.push(
           `| Sells/s, ${name} (${sells} sells, ${concurrency} at a time) | ${fmt(perSecond(via))} | ${fmt(perSecond(direct))} (direct ethers) | ${ratio.toFixed(2)} | ${verdict(ratio, 0.7)} |`,
-          `| Sells/s, ${name}, against the chain's own limit | ${fmt(perSecond(via))} | ${fmt(perSecond(replay))} (pre-signed replay) | ${ofReplay.toFixed(2)} | ${verdict(ofReplay, 0.7)} |`,
+          `| Sells/s, ${name}, against the chain's own limit | ${fmt(perSecond(via))} | ${fmt(perSecond(replay))} (pre-signed replay) | ${ofReplay.toFixed(2)} | ${verdict(ofReplay, replayTarget)} |`,
         );
       }
+      const cpuRatio = viaGrpc.cpuMicros / viaGrpc.ops / (viaHttp.cpuMicros / viaHttp.ops);
+      rows.push(
+        `| Service CPU per sell, gRPC / JSON HTTP | ${fmt(viaGrpc.cpuMicros / viaGrpc.ops)} µs | ${fmt(viaHttp.cpuMicros / viaHttp.ops)} µs (JSON HTTP) | ${cpuRatio.toFixed(2)} | ≤ 1.10 ${cpuRatio <= 1.1 ? "✅ met" : "❌ missed"} |`,
+      );
       rows.push(`| Sell p99 latency, JSON HTTP / gRPC | ${fmt(viaHttp.p99Ms)} ms / ${fmt(viaGrpc.p99Ms)} ms | ${fmt(direct.p99Ms)} ms (direct ethers) | | |`);
       where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct], ["sell as a pre-signed replay", replay]);
     }
@@ -869,7 +875,7 @@ async function drive(): Promise<void> {
       memoryNote = `Service memory at the end: RSS ${mib(memory.rss)}, V8 heap ${mib(memory.heapUsed)} used of ${mib(memory.heapTotal)}, external ${mib(memory.external)} (array buffers ${mib(memory.arrayBuffers)}).`;
     }
     rows.push(
-      `| Peak RSS of the service process | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | |`,
+      `| Peak RSS of the service process | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | < 200 MiB ${maxRssBytes < 200 * 2 ** 20 ? "✅ met" : "❌ missed"} |`,
       `| Peak RSS of the embedded chain's process | ${chainMaxRssBytes > 0 ? `${fmt(chainMaxRssBytes / 2 ** 20)} MiB` : "n/a"} | | | |`,
     );
   } finally {
