@@ -1,4 +1,4 @@
-import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as http2 from "node:http2";
 
@@ -15,6 +15,7 @@ import {
   SWAP,
   USDC,
   WALLET,
+  failure,
   startTestServer,
   type TestServer,
 } from "./helpers.js";
@@ -28,15 +29,6 @@ const PROTOCOLS: Array<{ name: string; transport: (baseUrl: string) => Transport
 
 function trade(overrides: Partial<Record<"userAddress" | "destinatary" | "amount" | "usdAddress", string>> = {}) {
   return { userAddress: WALLET, destinatary: CUSTOMER, amount: "2", usdAddress: DAI.address, ...overrides };
-}
-
-async function failure(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
 }
 
 const withKey = { headers: { api_key: API_KEY } };

@@ -9,13 +9,13 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 import * as grpc from "@grpc/grpc-js";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { Code, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { MemoryJournal } from "../../helpers/memory-journal.js";
-import { API_KEY, CUSTOMER, DAI, PRICE, STRANGER, USDT, WALLET, grpcClient, startTestServer, type TestServer } from "./helpers.js";
+import { API_KEY, CUSTOMER, DAI, PRICE, STRANGER, USDT, WALLET, failure, grpcClient, startTestServer, type TestServer } from "./helpers.js";
 
 const BUF = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));
 const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -52,15 +52,6 @@ function grpcJs(
 
 const snakeTrade = (overrides: Record<string, string> = {}) => ({ user_address: WALLET, destinatary: CUSTOMER, amount: "1.5", usd_address: USDT.address, ...overrides });
 const camelTrade = (overrides: Record<string, string> = {}) => ({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1.5", usdAddress: USDT.address, ...overrides });
-
-async function failure(promise: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail");
-}
 
 for (const grpcFastPath of [true, false]) {
   describe(`gRPC clients ${grpcFastPath ? "on the lean gRPC path" : "through Connect (grpcFastPath: false)"}`, function () {

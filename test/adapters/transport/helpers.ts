@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 import * as grpc from "@grpc/grpc-js";
+import { ConnectError } from "@connectrpc/connect";
 import * as protoLoader from "@grpc/proto-loader";
 import { pino, type Logger } from "pino";
 
@@ -300,4 +301,14 @@ export async function getJson(url: string, init: { apiKey?: string | null; metho
     parsed = undefined;
   }
   return { status: response.status, headers: response.headers, body: parsed as any, text };
+}
+
+/** The ConnectError a call fails with; throws when the call succeeds. */
+export async function failure(promise: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await promise;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected the call to fail");
 }
