@@ -1,7 +1,7 @@
 /**
  * The domain's data: what a client asks for, and what the service answers.
  * The shapes of `TransactionReceipt`, `EventLog` and `PriceRecord` are the wire
- * format of ../shared/SPEC.md (sections 2.2 to 2.4), which existing clients parse
+ * format of docs/SPEC.md (sections 2.2 to 2.4), which existing clients parse
  * as web3.js 1.x output. Field order follows the SPEC.
  */
 

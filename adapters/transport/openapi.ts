@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document of the JSON routes (served at GET /api/v1/openapi.json, no key), the
- * routes of SPEC.md as they answer: the `api_key` scheme, the `Idempotency-Key` header, the
+ * routes of docs/SPEC.md as they answer: the `api_key` scheme, the `Idempotency-Key` header, the
  * web3.js 1.x receipt, and the `{"code", "message"}` error of every refusal. Its schemas are JSON
  * Schema 2020-12; test/adapters/transport/openapi.test.ts validates real answers against them,
  * so the document cannot drift from the routes unnoticed.

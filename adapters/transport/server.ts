@@ -96,7 +96,7 @@ const HTTP1_OPTIONS: http.ServerOptions = {
  * When they are the HTTP/2 connection preface, the socket goes to an
  * http2.createServer (h2c: gRPC, Connect); otherwise to an http.createServer
  * (HTTP/1.1: JSON routes, Connect, gRPC-Web). A cleartext HTTP/2 server cannot
- * accept HTTP/1.1 itself, hence the sniffing (TOOLCHAIN.md).
+ * accept HTTP/1.1 itself (`allowHTTP1` works only with TLS, where ALPN chooses), hence the sniffing.
  *
  * TLS: one http2.createSecureServer with allowHTTP1 and ALPN picks the protocol.
  *

@@ -1,6 +1,6 @@
 // The token trading service over gRPC, Connect and gRPC-Web.
 //
-// It carries the same operations and data as the JSON routes of SPEC.md
+// It carries the same operations and data as the JSON routes of docs/SPEC.md
 // (/api/v1/token/sell, /api/v1/token/buy, /api/v1/remmitance, /api/v1/token/price),
 // with field names in snake_case. Every call carries the `api_key` metadata entry.
 
