@@ -236,8 +236,8 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, message: string):
 }
 
 /**
- * The JSON routes of the SPEC plus the probes, as the `fallback` of the Connect
- * adapter (every path that is not an RPC comes here):
+ * The JSON routes of docs/SPEC.md plus the probes: http-handler.ts sends here every path that
+ * is not an RPC, /docs or an unknown RPC:
  *
  * | Method | Path                  | Key | Answer                          |
  * |--------|-----------------------|-----|---------------------------------|
