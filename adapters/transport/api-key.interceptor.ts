@@ -1,6 +1,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 
-import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
+import type { ApiKeyVerifier } from "./api-key.js";
+import { API_KEY_HEADER } from "./headers.js";
 
 /** Which accepted key authenticated the call (its position in the key list), for handlers and logs. */
 export const kCallerKeyIndex = createContextKey<number | undefined>(undefined, { description: "caller key index" });

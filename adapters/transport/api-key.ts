@@ -2,8 +2,6 @@ import { hash } from "node:crypto";
 
 import { API_KEY_HEADER } from "./headers.js";
 
-export { API_KEY_HEADER };
-
 /** Why a key was refused; the messages say what is wrong without echoing the key. */
 export const MISSING_KEY_MESSAGE = `missing ${API_KEY_HEADER} header`;
 export const WRONG_KEY_MESSAGE = `invalid ${API_KEY_HEADER}`;

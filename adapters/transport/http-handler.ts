@@ -5,7 +5,8 @@ import type { Logger } from "pino";
 
 import type { UseCases } from "../../core/index.js";
 import { apiKeyInterceptor } from "./api-key.interceptor.js";
-import { API_KEY_HEADER, type ApiKeyVerifier } from "./api-key.js";
+import type { ApiKeyVerifier } from "./api-key.js";
+import { API_KEY_HEADER } from "./headers.js";
 import { errorInterceptor, kRequestLog, kRpcOutcome } from "./error.interceptor.js";
 import { codeName } from "./error-map.js";
 import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
@@ -113,8 +114,10 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     contextValues,
     fallback,
   });
+  // TokenService's calls, one set for Connect and the lean gRPC path (one cached price message).
+  const calls = tokenCalls(options.useCases);
   const connect = rpcAdapter({
-    routes: tokenRoutes(options.useCases),
+    routes: tokenRoutes(options.useCases, calls),
     // First in the list is outermost: errors from the key check are logged too.
     interceptors: [errorInterceptor(log), apiKeyInterceptor(options.verifier)],
     readMaxBytes: bodyLimitBytes,
@@ -134,7 +137,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     options.grpcFastPath === false
       ? undefined
       : grpcUnary({
-          calls: tokenCalls(options.useCases),
+          calls,
           readMaxBytes: bodyLimitBytes,
           log,
           connect: (req, res, body) => {

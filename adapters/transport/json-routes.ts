@@ -11,8 +11,6 @@ import { requestContext, type RequestContext } from "./logger.js";
 import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
-export { IDEMPOTENCY_KEY_HEADER };
-
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";
 

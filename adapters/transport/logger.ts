@@ -149,6 +149,8 @@ export class LogBuffer implements DestinationStream {
   #buffer: Buffer;
   #length = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
+  #broken = false;
 
   constructor({ fd = 1, minLength = LOG_BUFFER_BYTES, flushMs = LOG_FLUSH_MS }: { fd?: number; minLength?: number; flushMs?: number } = {}) {
     this.#fd = fd;
@@ -214,9 +216,6 @@ export class LogBuffer implements DestinationStream {
     }
     this.#length = 0;
   }
-
-  /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
-  #broken = false;
 
   /** Makes room for `bytes` more: written out first when they would not fit; a larger buffer for a line larger than it. */
   #room(bytes: number): void {

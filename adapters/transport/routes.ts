@@ -4,12 +4,12 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type { UseCases } from "../../core/index.js";
 import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { answerUndecodableRequestsAsInvalid } from "./request-errors.js";
-import { TokenServiceImpl } from "./token.service.js";
+import { TokenServiceImpl, tokenCalls, type TokenCalls } from "./token.service.js";
 
 /** The RPC routes: TokenService on /tokentrade.v1.TokenService/{Sell,Buy,Remittance,GetPrice,GetTrade}. */
-export function tokenRoutes(useCases: UseCases) {
+export function tokenRoutes(useCases: UseCases, calls: TokenCalls = tokenCalls(useCases)) {
   return (router: ConnectRouter) => {
-    router.service(TokenService, new TokenServiceImpl(useCases));
+    router.service(TokenService, new TokenServiceImpl(useCases, calls));
     answerUndecodableRequestsAsInvalid(router.handlers as UniversalHandler[]);
   };
 }

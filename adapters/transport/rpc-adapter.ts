@@ -23,12 +23,11 @@ const GRPC_WEB_TEXT = /^application\/grpc-web-text(?:\+proto)?(?:;|$)/i;
 /** connect-node's adapter, plus `withBody`: a request served with a body other than its own. */
 export type RpcAdapter = NodeHandlerFn & {
   /**
-   * Serves `req` as Connect would, reading `body` instead of the request's own bytes (the
-   * lean gRPC path hands over a request it has begun to read; text mode hands over the
-   * decoded bytes), with its content type made `contentType` when given. A path the router
-   * does not serve goes to the adapter as it is.
+   * Serves `req` as Connect would, reading `body` instead of the request's own bytes (the lean
+   * gRPC path hands over a request it has begun to read). A path the router does not serve goes
+   * to the adapter as it is.
    */
-  withBody(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>, contentType?: string): void;
+  withBody(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>): void;
 };
 
 /** connectNodeAdapter, also serving gRPC-Web text. */
@@ -38,18 +37,19 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
   options.routes(router);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
-  const withBody: RpcAdapter["withBody"] = (req, res, body, contentType) => {
+  /** `withBody`; in text mode the request is typed as the binary call it encodes, and the answer encoded back. */
+  const serve = (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>, textMode: boolean) => {
     const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) {
       binary(req, res); // the fallback, as for any unknown path
       return;
     }
     const universal = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
-    if (contentType !== undefined) universal.header.set("content-type", contentType);
+    if (textMode) universal.header.set("content-type", "application/grpc-web+proto");
     universal.body = body;
     handler(universal)
       .then((answer) => {
-        if (contentType === GRPC_WEB_BINARY) {
+        if (textMode) {
           answer.header?.delete("content-length");
           if (answer.header?.get("content-type")?.startsWith("application/grpc-web")) {
             answer.header.set("content-type", "application/grpc-web-text+proto");
@@ -69,17 +69,9 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
       return;
     }
     // Text mode: served as the binary call it encodes, its body decoded on the fly.
-    withBody(req, res, base64Decoded(universalBody(req)), GRPC_WEB_BINARY);
+    serve(req, res, base64Decoded(req as AsyncIterable<Uint8Array>), true);
   };
-  return Object.assign(handler, { withBody });
-}
-
-/** What a text-mode request becomes. */
-const GRPC_WEB_BINARY = "application/grpc-web+proto";
-
-/** A Node request's body as an async iterable of bytes. */
-async function* universalBody(req: NodeServerRequest): AsyncIterable<Uint8Array> {
-  for await (const chunk of req as AsyncIterable<Uint8Array>) yield chunk;
+  return Object.assign(handler, { withBody: (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>) => serve(req, res, body, false) });
 }
 
 /**

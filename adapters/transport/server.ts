@@ -237,8 +237,9 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // flood) is seen before the reset is: the handler starts on the next turn, if the stream
       // still stands. And a body that does not arrive in time resets its stream.
       // A request whose HEADERS ended the stream has no body to wait for.
-      if (!req.complete && !(req as http2.Http2ServerRequest).stream.endAfterHeaders) {
-        bodyDeadlines.set((req as http2.Http2ServerRequest).stream, Date.now() + limits.bodyMs);
+      const { stream } = req as http2.Http2ServerRequest;
+      if (!req.complete && !stream.endAfterHeaders) {
+        bodyDeadlines.set(stream, Date.now() + limits.bodyMs);
         req.on("end", onBodyEnd);
       }
       setImmediate(runDeferred, req, res);

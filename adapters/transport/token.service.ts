@@ -63,8 +63,9 @@ function callContext(context: HandlerContext | undefined): CallContext {
 export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
   readonly #calls: TokenCalls;
 
-  constructor(useCases: UseCases) {
-    this.#calls = tokenCalls(useCases);
+  /** @param calls - the calls to serve; by default made over `useCases` */
+  constructor(useCases: UseCases, calls: TokenCalls = tokenCalls(useCases)) {
+    this.#calls = calls;
   }
 
   sell(request: TradeRequest, context?: HandlerContext): Promise<TransactionReceipt> {
