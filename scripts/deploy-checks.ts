@@ -50,7 +50,11 @@ export async function checkSuiteParameters(provider: Provider, params: Partial<S
     }
     return address;
   };
-  const decimalsOf = async (name: keyof SuiteParameters, address: string, abi: string[]): Promise<number | undefined> => {
+  const decimalsOf = async (
+    name: keyof SuiteParameters,
+    address: string,
+    abi: string[],
+  ): Promise<number | undefined> => {
     try {
       return Number(await new Contract(address, abi, provider).getFunction("decimals")());
     } catch {
@@ -77,8 +81,12 @@ export async function checkSuiteParameters(provider: Provider, params: Partial<S
       continue;
     }
     try {
-      const [, answer] = (await new Contract(address, FEED, provider).getFunction("latestRoundData")()) as [bigint, bigint];
-      if (answer <= 0n) problems.push(`${name}: ${address} answers ${answer}; a price feed must answer a positive price`);
+      const [, answer] = (await new Contract(address, FEED, provider).getFunction("latestRoundData")()) as [
+        bigint,
+        bigint,
+      ];
+      if (answer <= 0n)
+        problems.push(`${name}: ${address} answers ${answer}; a price feed must answer a positive price`);
     } catch {
       problems.push(`${name}: ${address} has no latestRoundData() (not a Chainlink feed?)`);
     }

@@ -38,14 +38,19 @@ function fail(problems: string[]): never {
 const connection = await network.create();
 const { ethers, ignition } = connection;
 const [deployer] = await ethers.getSigners();
-if (deployer === undefined) fail(["the network has no deployer account: set DEPLOYER_PRIVATE_KEY (or the network's accounts)"]);
+if (deployer === undefined)
+  fail(["the network has no deployer account: set DEPLOYER_PRIVATE_KEY (or the network's accounts)"]);
 const { chainId } = await ethers.provider.getNetwork();
 
 let params: Partial<SuiteParameters> = {};
 if (process.env.DEPLOY_PARAMETERS !== undefined && process.env.DEPLOY_PARAMETERS !== "") {
   try {
-    const file = JSON.parse(await readFile(process.env.DEPLOY_PARAMETERS, "utf8")) as { TokenSwapSuite?: Partial<SuiteParameters> };
-    params = file.TokenSwapSuite ?? fail([`DEPLOY_PARAMETERS: ${process.env.DEPLOY_PARAMETERS} has no "TokenSwapSuite" section`]);
+    const file = JSON.parse(await readFile(process.env.DEPLOY_PARAMETERS, "utf8")) as {
+      TokenSwapSuite?: Partial<SuiteParameters>;
+    };
+    params =
+      file.TokenSwapSuite ??
+      fail([`DEPLOY_PARAMETERS: ${process.env.DEPLOY_PARAMETERS} has no "TokenSwapSuite" section`]);
   } catch (error) {
     fail([`DEPLOY_PARAMETERS: ${process.env.DEPLOY_PARAMETERS} cannot be read as JSON (${(error as Error).message})`]);
   }
@@ -53,7 +58,10 @@ if (process.env.DEPLOY_PARAMETERS !== undefined && process.env.DEPLOY_PARAMETERS
 const deploymentId = process.env.DEPLOYMENT_ID || `chain-${chainId}`;
 
 if (process.env.DEPLOY_MOCKS === "true") {
-  if (MAIN_NETWORKS.has(chainId)) fail([`DEPLOY_MOCKS: refused on chain ${chainId}, a main network; point DEPLOY_PARAMETERS at the real stable coins and feeds`]);
+  if (MAIN_NETWORKS.has(chainId))
+    fail([
+      `DEPLOY_MOCKS: refused on chain ${chainId}, a main network; point DEPLOY_PARAMETERS at the real stable coins and feeds`,
+    ]);
   console.log(`Deploying mock stable coins and feeds on chain ${chainId} (DEPLOY_MOCKS=true)`);
   const mocks = await ignition.deploy(DevMocks, { deploymentId: `${deploymentId}-mocks` });
   params = {
@@ -66,14 +74,18 @@ if (process.env.DEPLOY_MOCKS === "true") {
     chfUsdFeed: await mocks.chfUsdFeed.getAddress(),
   };
 } else if (Object.keys(params).length === 0) {
-  fail(["DEPLOY_PARAMETERS: is required (the stable coins and feeds to deploy against), or DEPLOY_MOCKS=true on a dev network"]);
+  fail([
+    "DEPLOY_PARAMETERS: is required (the stable coins and feeds to deploy against), or DEPLOY_MOCKS=true on a dev network",
+  ]);
 }
 
 const problems = await checkSuiteParameters(ethers.provider, params);
 if (problems.length > 0) fail(problems);
 const checked = params as SuiteParameters;
 
-console.log(`Deploying the token and the swap on chain ${chainId} from ${deployer.address} (Ignition deployment ${deploymentId})`);
+console.log(
+  `Deploying the token and the swap on chain ${chainId} from ${deployer.address} (Ignition deployment ${deploymentId})`,
+);
 const { token, swap } = await ignition.deploy(TokenSwapSuite, {
   deploymentId,
   parameters: {
@@ -84,7 +96,9 @@ const { token, swap } = await ignition.deploy(TokenSwapSuite, {
       tokenUsdFeed: checked.tokenUsdFeed,
       ...(checked.tokenName === undefined ? {} : { tokenName: checked.tokenName }),
       ...(checked.tokenSymbol === undefined ? {} : { tokenSymbol: checked.tokenSymbol }),
-      ...(checked.maxPriceAge === undefined ? {} : { maxPriceAge: BigInt(String(checked.maxPriceAge).replace(/n$/, "")) }),
+      ...(checked.maxPriceAge === undefined
+        ? {}
+        : { maxPriceAge: BigInt(String(checked.maxPriceAge).replace(/n$/, "")) }),
     },
   },
 });

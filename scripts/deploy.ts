@@ -49,8 +49,16 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     [FEED_DECIMALS, `${options.token?.symbol ?? "TTK"} / USD`, feedAnswer(prices.tokenUsd)],
     deployer,
   );
-  const eurUsdFeed = await ethers.deployContract("MockAggregator", [FEED_DECIMALS, "EUR / USD", feedAnswer(prices.eurUsd)], deployer);
-  const chfUsdFeed = await ethers.deployContract("MockAggregator", [FEED_DECIMALS, "CHF / USD", feedAnswer(prices.chfUsd)], deployer);
+  const eurUsdFeed = await ethers.deployContract(
+    "MockAggregator",
+    [FEED_DECIMALS, "EUR / USD", feedAnswer(prices.eurUsd)],
+    deployer,
+  );
+  const chfUsdFeed = await ethers.deployContract(
+    "MockAggregator",
+    [FEED_DECIMALS, "CHF / USD", feedAnswer(prices.chfUsd)],
+    deployer,
+  );
   const token = await ethers.deployContract(
     "TradedToken",
     [options.token?.name ?? "Trade Token", options.token?.symbol ?? "TTK", owner],
@@ -99,7 +107,10 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
       chfUsd: await chfUsdFeed.getAddress(),
     },
   };
-  return { addresses, contracts: { token, swap, stableCoins, feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed } } };
+  return {
+    addresses,
+    contracts: { token, swap, stableCoins, feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed } },
+  };
 }
 
 export type DeployedSuite = Awaited<ReturnType<typeof deploySuite>>;

@@ -10,8 +10,14 @@ export default buildModule("DevMocks", (m) => {
   const usdt = m.contract("MockUSDT", [], { id: "USDT" });
   const usdc = m.contract("MockStableCoin", ["USD Coin", "USDC", 6], { id: "USDC" });
   // 8 decimals, as Chainlink's USD feeds.
-  const tokenUsdFeed = m.contract("MockAggregator", [8, "TTK / USD", m.getParameter("tokenUsd", 125_000_000n)], { id: "TokenUsdFeed" });
-  const eurUsdFeed = m.contract("MockAggregator", [8, "EUR / USD", m.getParameter("eurUsd", 108_000_000n)], { id: "EurUsdFeed" });
-  const chfUsdFeed = m.contract("MockAggregator", [8, "CHF / USD", m.getParameter("chfUsd", 112_000_000n)], { id: "ChfUsdFeed" });
+  const tokenUsdFeed = m.contract("MockAggregator", [8, "TTK / USD", m.getParameter("tokenUsd", 125_000_000n)], {
+    id: "TokenUsdFeed",
+  });
+  const eurUsdFeed = m.contract("MockAggregator", [8, "EUR / USD", m.getParameter("eurUsd", 108_000_000n)], {
+    id: "EurUsdFeed",
+  });
+  const chfUsdFeed = m.contract("MockAggregator", [8, "CHF / USD", m.getParameter("chfUsd", 112_000_000n)], {
+    id: "ChfUsdFeed",
+  });
   return { dai, usdt, usdc, tokenUsdFeed, eurUsdFeed, chfUsdFeed };
 });

@@ -17,7 +17,11 @@ export const DEFAULT_MAX_PRICE_AGE_S = 25n * 60n * 60n;
 
 export default buildModule("TokenSwapSuite", (m) => {
   const owner = m.getAccount(0);
-  const token = m.contract("TradedToken", [m.getParameter("tokenName", "Trade Token"), m.getParameter("tokenSymbol", "TTK"), owner]);
+  const token = m.contract("TradedToken", [
+    m.getParameter("tokenName", "Trade Token"),
+    m.getParameter("tokenSymbol", "TTK"),
+    owner,
+  ]);
   const swap = m.contract("TokenSwap", [
     token,
     m.getParameter<string>("tokenUsdFeed"),

@@ -75,14 +75,21 @@ describe("TokenSwap", function () {
           "swap.Sold",
         ]);
         const out = expectedStableOut(amount, PRICE, Number(await stable.decimals()));
-        const [approval, pull, burn, pay, sold] = receipt!.logs.map((log) =>
-          [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
+        const [approval, pull, burn, pay, sold] = receipt!.logs.map(
+          (log) => [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
         );
         expect(approval.args).to.deep.equal([exchange.address, await swap.getAddress(), allowance - amount]);
         expect(pull.args).to.deep.equal([exchange.address, await swap.getAddress(), amount]);
         expect(burn.args).to.deep.equal([await swap.getAddress(), ZeroAddress, amount]);
         expect(pay.args).to.deep.equal([await swap.getAddress(), customer.address, out]);
-        expect(sold.args).to.deep.equal([exchange.address, customer.address, await stable.getAddress(), amount, out, PRICE]);
+        expect(sold.args).to.deep.equal([
+          exchange.address,
+          customer.address,
+          await stable.getAddress(),
+          amount,
+          out,
+          PRICE,
+        ]);
       });
     });
 
@@ -118,12 +125,19 @@ describe("TokenSwap", function () {
           ]);
           const tokens = expectedTokensOut(usd, PRICE, Number(await stable.decimals()));
           expect(tokens).to.equal(parseUnits("80", 18));
-          const [pay, mint, event] = receipt!.logs.map((log) =>
-            [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
+          const [pay, mint, event] = receipt!.logs.map(
+            (log) => [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
           );
           expect(pay.args).to.deep.equal([exchange.address, await swap.getAddress(), usd]);
           expect(mint.args).to.deep.equal([ZeroAddress, customer.address, tokens]);
-          expect(event.args).to.deep.equal([exchange.address, customer.address, await stable.getAddress(), usd, tokens, PRICE]);
+          expect(event.args).to.deep.equal([
+            exchange.address,
+            customer.address,
+            await stable.getAddress(),
+            usd,
+            tokens,
+            PRICE,
+          ]);
         });
       });
     }
@@ -153,8 +167,12 @@ describe("TokenSwap", function () {
 
     it("refuse an unsupported stable coin", async function () {
       const { swap, token } = await loadFixture(deploy);
-      await expect(swap.quoteSell(token, 1n)).to.be.revertedWithCustomError(swap, "SwapUnsupportedStable").withArgs(token.target);
-      await expect(swap.quoteBuy(token, 1n)).to.be.revertedWithCustomError(swap, "SwapUnsupportedStable").withArgs(token.target);
+      await expect(swap.quoteSell(token, 1n))
+        .to.be.revertedWithCustomError(swap, "SwapUnsupportedStable")
+        .withArgs(token.target);
+      await expect(swap.quoteBuy(token, 1n))
+        .to.be.revertedWithCustomError(swap, "SwapUnsupportedStable")
+        .withArgs(token.target);
     });
   });
 
@@ -173,10 +191,9 @@ describe("TokenSwap", function () {
     it("reverts for a zero amount or zero destinatary", async function () {
       const { swap, stableCoins, exchange, customer } = await loadFixture(deploy);
       for (const op of ["sell", "buy", "remit"] as const) {
-        await expect(swap.connect(exchange)[op](stableCoins.DAI, 0n, customer, 0, MaxUint256)).to.be.revertedWithCustomError(
-          swap,
-          "SwapZeroAmount",
-        );
+        await expect(
+          swap.connect(exchange)[op](stableCoins.DAI, 0n, customer, 0, MaxUint256),
+        ).to.be.revertedWithCustomError(swap, "SwapZeroAmount");
         await expect(swap.connect(exchange)[op](stableCoins.DAI, 10n ** 18n, ZeroAddress, 0, MaxUint256))
           .to.be.revertedWithCustomError(swap, "SwapInvalidDestinatary")
           .withArgs(ZeroAddress);
@@ -186,14 +203,12 @@ describe("TokenSwap", function () {
     it("reverts when the amount is worth less than one base unit of the output", async function () {
       const { swap, stableCoins, exchange, customer } = await loadFixture(deploy);
       // 1e12 token base units at $1.25 are worth 1.25e-6 USDT: one base unit, rounded down.
-      await expect(swap.connect(exchange).sell(stableCoins.USDT, 10n ** 12n, customer, 0, MaxUint256)).to.changeTokenBalance(
-        ethers,
-        stableCoins.USDT,
-        customer,
-        1n,
-      );
-      await expect(swap.connect(exchange).sell(stableCoins.USDT, 10n ** 12n - 10n ** 11n * 3n, customer, 0, MaxUint256))
-        .to.be.revertedWithCustomError(swap, "SwapZeroOutput");
+      await expect(
+        swap.connect(exchange).sell(stableCoins.USDT, 10n ** 12n, customer, 0, MaxUint256),
+      ).to.changeTokenBalance(ethers, stableCoins.USDT, customer, 1n);
+      await expect(
+        swap.connect(exchange).sell(stableCoins.USDT, 10n ** 12n - 10n ** 11n * 3n, customer, 0, MaxUint256),
+      ).to.be.revertedWithCustomError(swap, "SwapZeroOutput");
     });
 
     it("reverts after the deadline and below the minimum out", async function () {
@@ -211,7 +226,9 @@ describe("TokenSwap", function () {
       await expect(swap.connect(exchange).buy(stableCoins.DAI, 10n ** 18n, customer, tokens + 1n, MaxUint256))
         .to.be.revertedWithCustomError(swap, "SwapSlippage")
         .withArgs(tokens, tokens + 1n);
-      await expect(swap.connect(exchange).sell(stableCoins.DAI, 10n ** 18n, customer, out, now + 100n)).not.to.revert(ethers);
+      await expect(swap.connect(exchange).sell(stableCoins.DAI, 10n ** 18n, customer, out, now + 100n)).not.to.revert(
+        ethers,
+      );
     });
 
     it("reverts without enough tokens or allowance, with the token's own error", async function () {
@@ -269,14 +286,18 @@ describe("TokenSwap", function () {
           .withArgs(updatedAt, DEFAULT_MAX_PRICE_AGE);
       }
       await feeds.tokenUsd.updateAnswer(PRICE);
-      await expect(swap.connect(exchange).buy(stableCoins.USDC, 10n ** 6n, customer, 0, MaxUint256)).not.to.revert(ethers);
+      await expect(swap.connect(exchange).buy(stableCoins.USDC, 10n ** 6n, customer, 0, MaxUint256)).not.to.revert(
+        ethers,
+      );
     });
 
     it("rejects an answer from the future", async function () {
       const { swap, feeds } = await loadFixture(deploy);
       const future = BigInt(await time.latest()) + 3600n;
       await feeds.tokenUsd.updateRoundData(PRICE, future, future);
-      await expect(swap.currentPrice()).to.be.revertedWithCustomError(swap, "SwapStalePrice").withArgs(future, DEFAULT_MAX_PRICE_AGE);
+      await expect(swap.currentPrice())
+        .to.be.revertedWithCustomError(swap, "SwapStalePrice")
+        .withArgs(future, DEFAULT_MAX_PRICE_AGE);
     });
   });
 
@@ -285,13 +306,14 @@ describe("TokenSwap", function () {
       const { swap, stableCoins, owner, exchange, customer } = await loadFixture(deploy);
       await expect(swap.connect(owner).pause()).to.emit(swap, "Paused").withArgs(owner.address);
       for (const op of ["sell", "buy", "remit"] as const) {
-        await expect(swap.connect(exchange)[op](stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256)).to.be.revertedWithCustomError(
-          swap,
-          "EnforcedPause",
-        );
+        await expect(
+          swap.connect(exchange)[op](stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256),
+        ).to.be.revertedWithCustomError(swap, "EnforcedPause");
       }
       await expect(swap.connect(owner).unpause()).to.emit(swap, "Unpaused").withArgs(owner.address);
-      await expect(swap.connect(exchange).sell(stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256)).not.to.revert(ethers);
+      await expect(swap.connect(exchange).sell(stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256)).not.to.revert(
+        ethers,
+      );
     });
   });
 
@@ -310,10 +332,17 @@ describe("TokenSwap", function () {
         .to.emit(swap, "PriceFeedUpdated")
         .withArgs(await swap.priceFeed(), feed.target);
       expect(await swap.currentPrice()).to.deep.equal([parseUnits("2", 8), 8n]);
-      await expect(swap.connect(owner).setPriceFeed(ZeroAddress)).to.be.revertedWithCustomError(swap, "SwapInvalidFeed");
+      await expect(swap.connect(owner).setPriceFeed(ZeroAddress)).to.be.revertedWithCustomError(
+        swap,
+        "SwapInvalidFeed",
+      );
 
-      await expect(swap.connect(owner).setMaxPriceAge(60)).to.emit(swap, "MaxPriceAgeUpdated").withArgs(DEFAULT_MAX_PRICE_AGE, 60);
-      await expect(swap.connect(owner).setMaxPriceAge(0)).to.be.revertedWithCustomError(swap, "SwapInvalidMaxPriceAge").withArgs(0);
+      await expect(swap.connect(owner).setMaxPriceAge(60))
+        .to.emit(swap, "MaxPriceAgeUpdated")
+        .withArgs(DEFAULT_MAX_PRICE_AGE, 60);
+      await expect(swap.connect(owner).setMaxPriceAge(0))
+        .to.be.revertedWithCustomError(swap, "SwapInvalidMaxPriceAge")
+        .withArgs(0);
 
       await expect(swap.connect(owner).withdrawReserves(stableCoins.USDC, owner, 5n))
         .to.emit(swap, "ReservesWithdrawn")
@@ -339,7 +368,9 @@ describe("TokenSwap", function () {
         () => swap.connect(exchange).withdrawReserves(stableCoins.DAI, exchange, 1n),
       ];
       for (const call of calls) {
-        await expect(call()).to.be.revertedWithCustomError(swap, "OwnableUnauthorizedAccount").withArgs(exchange.address);
+        await expect(call())
+          .to.be.revertedWithCustomError(swap, "OwnableUnauthorizedAccount")
+          .withArgs(exchange.address);
       }
     });
   });
@@ -351,11 +382,13 @@ describe("TokenSwap", function () {
       await swap.connect(owner).setStableAllowed(hostile, true);
       await hostile.mint(exchange, 10n ** 20n);
       await hostile.connect(exchange).approve(swap, 10n ** 20n);
-      await hostile.arm(swap, swap.interface.encodeFunctionData("buy", [hostile.target, 10n ** 18n, customer.address, 0n, MaxUint256]));
-      await expect(swap.connect(exchange).buy(hostile, 10n ** 18n, customer, 0, MaxUint256)).to.be.revertedWithCustomError(
+      await hostile.arm(
         swap,
-        "ReentrancyGuardReentrantCall",
+        swap.interface.encodeFunctionData("buy", [hostile.target, 10n ** 18n, customer.address, 0n, MaxUint256]),
       );
+      await expect(
+        swap.connect(exchange).buy(hostile, 10n ** 18n, customer, 0, MaxUint256),
+      ).to.be.revertedWithCustomError(swap, "ReentrancyGuardReentrantCall");
     });
   });
 });

@@ -14,13 +14,19 @@ async function deployToken() {
 describe("TradedToken", function () {
   it("has the name, symbol and 18 decimals chosen at deployment", async function () {
     const { token } = await networkHelpers.loadFixture(deployToken);
-    expect([await token.name(), await token.symbol(), await token.decimals()]).to.deep.equal(["Trade Token", "TTK", 18n]);
+    expect([await token.name(), await token.symbol(), await token.decimals()]).to.deep.equal([
+      "Trade Token",
+      "TTK",
+      18n,
+    ]);
   });
 
   describe("minting and burning", function () {
     it("is allowed to the minter and to the owner", async function () {
       const { token, owner, minter, holder } = await networkHelpers.loadFixture(deployToken);
-      await expect(token.connect(minter).mint(holder, 5n)).to.emit(token, "Transfer").withArgs(ZeroAddress, holder.address, 5n);
+      await expect(token.connect(minter).mint(holder, 5n))
+        .to.emit(token, "Transfer")
+        .withArgs(ZeroAddress, holder.address, 5n);
       await expect(token.connect(owner).mint(minter, 7n)).to.changeTokenBalance(ethers, token, minter, 7n);
       await expect(token.connect(minter).burn(3n)).to.emit(token, "Transfer").withArgs(minter.address, ZeroAddress, 3n);
       await token.connect(owner).mint(owner, 2n);
@@ -30,8 +36,12 @@ describe("TradedToken", function () {
 
     it("is refused to anyone else, naming the caller", async function () {
       const { token, holder } = await networkHelpers.loadFixture(deployToken);
-      await expect(token.connect(holder).mint(holder, 1n)).to.be.revertedWithCustomError(token, "TokenUnauthorizedMinter").withArgs(holder.address);
-      await expect(token.connect(holder).burn(0n)).to.be.revertedWithCustomError(token, "TokenUnauthorizedMinter").withArgs(holder.address);
+      await expect(token.connect(holder).mint(holder, 1n))
+        .to.be.revertedWithCustomError(token, "TokenUnauthorizedMinter")
+        .withArgs(holder.address);
+      await expect(token.connect(holder).burn(0n))
+        .to.be.revertedWithCustomError(token, "TokenUnauthorizedMinter")
+        .withArgs(holder.address);
     });
   });
 
@@ -40,8 +50,13 @@ describe("TradedToken", function () {
       const { token, minter, holder } = await networkHelpers.loadFixture(deployToken);
       expect(await token.minter()).to.equal(minter.address);
       await expect(token.setMinter(holder)).to.emit(token, "MinterUpdated").withArgs(minter.address, holder.address);
-      await expect(token.connect(minter).mint(holder, 1n)).to.be.revertedWithCustomError(token, "TokenUnauthorizedMinter");
-      await expect(token.connect(holder).setMinter(holder)).to.be.revertedWithCustomError(token, "OwnableUnauthorizedAccount").withArgs(holder.address);
+      await expect(token.connect(minter).mint(holder, 1n)).to.be.revertedWithCustomError(
+        token,
+        "TokenUnauthorizedMinter",
+      );
+      await expect(token.connect(holder).setMinter(holder))
+        .to.be.revertedWithCustomError(token, "OwnableUnauthorizedAccount")
+        .withArgs(holder.address);
     });
   });
 

@@ -17,7 +17,12 @@ describe("deploySuite", function () {
       reservesPerStable: "500",
       walletFunding: "40",
     });
-    const all = [addresses.token, addresses.swap, ...Object.values(addresses.stableCoins), ...Object.values(addresses.feeds)];
+    const all = [
+      addresses.token,
+      addresses.swap,
+      ...Object.values(addresses.stableCoins),
+      ...Object.values(addresses.feeds),
+    ];
     expect(all.every((a) => isAddress(a))).to.equal(true);
     expect(new Set(all).size).to.equal(8);
 
@@ -33,7 +38,11 @@ describe("deploySuite", function () {
     expect((await contracts.feeds.eurUsd.latestRoundData())[1]).to.equal(parseUnits("1.08", 8));
     expect((await contracts.feeds.chfUsd.latestRoundData())[1]).to.equal(parseUnits("1.12", 8));
 
-    for (const [symbol, decimals] of [["DAI", 18], ["USDT", 6], ["USDC", 6]] as const) {
+    for (const [symbol, decimals] of [
+      ["DAI", 18],
+      ["USDT", 6],
+      ["USDC", 6],
+    ] as const) {
       const coin = stableCoins[symbol];
       expect(await coin.decimals()).to.equal(BigInt(decimals));
       expect(await coin.balanceOf(swap)).to.equal(parseUnits("500", decimals));

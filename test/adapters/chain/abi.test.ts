@@ -6,11 +6,17 @@ import { AGGREGATOR_ABI, ERC20_ABI, SWAP_ABI } from "../../../adapters/chain/ind
 
 /** Every fragment the service uses must exist, with the same selector and outputs, in the compiled ABI. */
 async function expectSubset(fragments: readonly string[], contracts: string[]) {
-  const compiled = await Promise.all(contracts.map(async (name) => new Interface((await artifacts.readArtifact(name)).abi)));
+  const compiled = await Promise.all(
+    contracts.map(async (name) => new Interface((await artifacts.readArtifact(name)).abi)),
+  );
   for (const fragment of new Interface(fragments).fragments) {
     const text = fragment.format("full");
     const found = compiled.some((iface) =>
-      iface.fragments.some((candidate) => candidate.type === fragment.type && candidate.format("full").replace(/ [a-zA-Z_]+(?=[,)])/g, "") === text.replace(/ [a-zA-Z_]+(?=[,)])/g, "")),
+      iface.fragments.some(
+        (candidate) =>
+          candidate.type === fragment.type &&
+          candidate.format("full").replace(/ [a-zA-Z_]+(?=[,)])/g, "") === text.replace(/ [a-zA-Z_]+(?=[,)])/g, ""),
+      ),
     );
     expect(found, `${text} is not in ${contracts.join(" or ")}`).to.equal(true);
   }

@@ -11,7 +11,11 @@ describe("MockAggregator", function () {
 
   it("describes itself like a Chainlink feed", async function () {
     const feed = await networkHelpers.loadFixture(deployFeed);
-    expect([await feed.decimals(), await feed.description(), await feed.version()]).to.deep.equal([8n, "EUR / USD", 4n]);
+    expect([await feed.decimals(), await feed.description(), await feed.version()]).to.deep.equal([
+      8n,
+      "EUR / USD",
+      4n,
+    ]);
   });
 
   it("serves the initial answer as round 1, updated at deployment", async function () {

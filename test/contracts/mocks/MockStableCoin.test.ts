@@ -5,7 +5,10 @@ import { network } from "hardhat";
 const { ethers } = await network.create();
 
 describe("MockStableCoin", function () {
-  for (const [name, symbol, decimals] of [["Dai Stablecoin", "DAI", 18n], ["USD Coin", "USDC", 6n]] as const) {
+  for (const [name, symbol, decimals] of [
+    ["Dai Stablecoin", "DAI", 18n],
+    ["USD Coin", "USDC", 6n],
+  ] as const) {
     it(`reports the real decimals of ${symbol} (${decimals})`, async function () {
       const coin = await ethers.deployContract("MockStableCoin", [name, symbol, decimals]);
       expect([await coin.name(), await coin.symbol(), await coin.decimals()]).to.deep.equal([name, symbol, decimals]);
@@ -15,7 +18,9 @@ describe("MockStableCoin", function () {
   it("mints to anyone, like a faucet", async function () {
     const [, someone] = await ethers.getSigners();
     const coin = await ethers.deployContract("MockStableCoin", ["USD Coin", "USDC", 6]);
-    await expect(coin.connect(someone).mint(someone, 42n)).to.emit(coin, "Transfer").withArgs(ZeroAddress, someone.address, 42n);
+    await expect(coin.connect(someone).mint(someone, 42n))
+      .to.emit(coin, "Transfer")
+      .withArgs(ZeroAddress, someone.address, 42n);
     expect(await coin.balanceOf(someone)).to.equal(42n);
   });
 

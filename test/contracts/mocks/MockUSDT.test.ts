@@ -26,8 +26,12 @@ describe("MockUSDT", function () {
     it("accepts resetting to zero and then setting a new value", async function () {
       const { usdt, holder, spender } = await networkHelpers.loadFixture(deployUsdt);
       await usdt.connect(holder).approve(spender, 100n);
-      await expect(usdt.connect(holder).approve(spender, 0n)).to.emit(usdt, "Approval").withArgs(holder.address, spender.address, 0n);
-      await expect(usdt.connect(holder).approve(spender, 200n)).to.emit(usdt, "Approval").withArgs(holder.address, spender.address, 200n);
+      await expect(usdt.connect(holder).approve(spender, 0n))
+        .to.emit(usdt, "Approval")
+        .withArgs(holder.address, spender.address, 0n);
+      await expect(usdt.connect(holder).approve(spender, 200n))
+        .to.emit(usdt, "Approval")
+        .withArgs(holder.address, spender.address, 200n);
       expect(await usdt.allowance(holder, spender)).to.equal(200n);
     });
 
