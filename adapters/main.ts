@@ -127,9 +127,14 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     let chainPid: number | undefined;
     if (config.chain.mode === "embedded") {
       log.info({ chainPort: config.chain.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
-      if (options.embeddedChain === undefined) throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
+      if (options.embeddedChain === undefined)
+        throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
       const startEmbeddedChain = await options.embeddedChain();
-      const chain = await startEmbeddedChain({ chainPort: config.chain.chainPort, log, ...(config.chain.blockTimeMs !== undefined ? { blockTimeMs: config.chain.blockTimeMs } : {}) });
+      const chain = await startEmbeddedChain({
+        chainPort: config.chain.chainPort,
+        log,
+        ...(config.chain.blockTimeMs !== undefined ? { blockTimeMs: config.chain.blockTimeMs } : {}),
+      });
       closers.push(() => chain.close());
       rpcUrl = chain.rpcUrl;
       rpcUrls = [rpcUrl];
@@ -169,13 +174,23 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // were never paid: their Idempotency-Keys work again. Now, and every lease period after.
     const forget = async () => {
       const forgotten = await journal.forgetUnsigned();
-      if (forgotten > 0) log.warn({ trades: forgotten }, "forgot trades a stopped process accepted and never signed (nothing was paid); their Idempotency-Keys work again");
+      if (forgotten > 0)
+        log.warn(
+          { trades: forgotten },
+          "forgot trades a stopped process accepted and never signed (nothing was paid); their Idempotency-Keys work again",
+        );
     };
     await forget();
-    const sweeper = setInterval(() => void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades")), config.trade.leaseMs);
+    const sweeper = setInterval(
+      () => void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades")),
+      config.trade.leaseMs,
+    );
     sweeper.unref();
     closers.push(async () => clearInterval(sweeper));
-    log.info({ journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" }, "trade journal open");
+    log.info(
+      { journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" },
+      "trade journal open",
+    );
 
     // Pin the chain id: an unpinned ethers provider asks eth_chainId again before many calls.
     // With several endpoints, each must serve the same chain: one on another chain is a
@@ -202,7 +217,10 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         trade: config.trade,
         stuckAfterMs: config.stuckAfterMs,
         feedPolicy: config.feedPolicy,
-        log: metrics === undefined ? log.child({ component: "lifecycle" }) : metrics.countingLifecycle(log.child({ component: "lifecycle" })),
+        log:
+          metrics === undefined
+            ? log.child({ component: "lifecycle" })
+            : metrics.countingLifecycle(log.child({ component: "lifecycle" })),
         instanceId,
       });
     } catch (error) {
@@ -222,7 +240,11 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     const useCases = createUseCases({
       trade: metrics === undefined ? adapter.trade : metrics.meteredTrades(adapter.trade),
       price: adapter.price,
-      config: { stableCoins: adapter.stableCoins, limits: config.limits, forbiddenDestinataries: forbiddenDestinataries(addresses, adapter.wallets) },
+      config: {
+        stableCoins: adapter.stableCoins,
+        limits: config.limits,
+        forbiddenDestinataries: forbiddenDestinataries(addresses, adapter.wallets),
+      },
       journal,
       inFlightWaitMs: config.idempotencyWaitMs,
     });
@@ -230,7 +252,11 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // now on this run's) is seen through to its end: confirmed, re-sent, re-priced, or freed by a no-op.
     for (const wallet of adapter.wallets) {
       const open = await journal.openSlots(wallet);
-      if (open.length > 0) log.warn({ wallet, nonces: open.map((slot) => slot.nonce) }, "seeing through transactions left unconfirmed by a previous run");
+      if (open.length > 0)
+        log.warn(
+          { wallet, nonces: open.map((slot) => slot.nonce) },
+          "seeing through transactions left unconfirmed by a previous run",
+        );
     }
     adapter.start();
 
@@ -308,7 +334,10 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
 }
 
 /** Where a trade must never send what it pays out: the suite's own contracts and the exchange wallets. */
-export function forbiddenDestinataries(addresses: DeploymentAddresses, wallets: readonly string[]): Array<{ address: string; what: string }> {
+export function forbiddenDestinataries(
+  addresses: DeploymentAddresses,
+  wallets: readonly string[],
+): Array<{ address: string; what: string }> {
   return [
     { address: addresses.swap, what: "the swap contract" },
     { address: addresses.token, what: "the token contract" },
@@ -350,7 +379,10 @@ async function probeChainId(urls: readonly string[], log: Logger): Promise<bigin
       try {
         return { url, chainId: (await probe.getNetwork()).chainId };
       } catch {
-        log.warn({ rpcEndpoint: redactUrl(url) }, "JSON-RPC endpoint did not answer at start-up; the others serve until it does");
+        log.warn(
+          { rpcEndpoint: redactUrl(url) },
+          "JSON-RPC endpoint did not answer at start-up; the others serve until it does",
+        );
         return { url, chainId: undefined };
       } finally {
         probe.destroy();

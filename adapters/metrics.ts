@@ -61,7 +61,12 @@ const LIFECYCLE_EVENTS: Array<[prefix: string, event: string]> = [
 
 export class ServiceMetrics {
   readonly registry = new Registry();
-  readonly #requests = new Counter({ name: `${PREFIX}requests_total`, help: "Requests answered, by route, protocol and code.", labelNames: ["route", "protocol", "code"], registers: [this.registry] });
+  readonly #requests = new Counter({
+    name: `${PREFIX}requests_total`,
+    help: "Requests answered, by route, protocol and code.",
+    labelNames: ["route", "protocol", "code"],
+    registers: [this.registry],
+  });
   readonly #requestSeconds = new Histogram({
     name: `${PREFIX}request_duration_seconds`,
     help: "Time from a request's arrival to the end of its answer.",
@@ -70,7 +75,12 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   readonly #requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(value: number): void } }>();
-  readonly #trades = new Counter({ name: `${PREFIX}trades_total`, help: "Trades, by kind, stable coin and outcome (success, or the error's code).", labelNames: ["kind", "stable", "outcome"], registers: [this.registry] });
+  readonly #trades = new Counter({
+    name: `${PREFIX}trades_total`,
+    help: "Trades, by kind, stable coin and outcome (success, or the error's code).",
+    labelNames: ["kind", "stable", "outcome"],
+    registers: [this.registry],
+  });
   readonly #tradeSeconds = new Histogram({
     name: `${PREFIX}trade_duration_seconds`,
     help: "Time from a trade's acceptance to its receipt.",
@@ -78,10 +88,30 @@ export class ServiceMetrics {
     buckets: TRADE_BUCKETS,
     registers: [this.registry],
   });
-  readonly #lifecycle = new Counter({ name: `${PREFIX}wallet_lifecycle_events_total`, help: "What the lifecycle monitor did, by wallet and event.", labelNames: ["wallet", "event"], registers: [this.registry] });
-  readonly #rpcRequests = new Counter({ name: `${PREFIX}rpc_requests_total`, help: "JSON-RPC requests (POSTs) by endpoint and outcome.", labelNames: ["endpoint", "outcome"], registers: [this.registry] });
-  readonly #rpcCalls = new Counter({ name: `${PREFIX}rpc_calls_total`, help: "JSON-RPC calls (a batch holds several) by endpoint.", labelNames: ["endpoint"], registers: [this.registry] });
-  readonly #rpcErrors = new Counter({ name: `${PREFIX}rpc_errors_total`, help: "Calls answered with a JSON-RPC error, by endpoint.", labelNames: ["endpoint"], registers: [this.registry] });
+  readonly #lifecycle = new Counter({
+    name: `${PREFIX}wallet_lifecycle_events_total`,
+    help: "What the lifecycle monitor did, by wallet and event.",
+    labelNames: ["wallet", "event"],
+    registers: [this.registry],
+  });
+  readonly #rpcRequests = new Counter({
+    name: `${PREFIX}rpc_requests_total`,
+    help: "JSON-RPC requests (POSTs) by endpoint and outcome.",
+    labelNames: ["endpoint", "outcome"],
+    registers: [this.registry],
+  });
+  readonly #rpcCalls = new Counter({
+    name: `${PREFIX}rpc_calls_total`,
+    help: "JSON-RPC calls (a batch holds several) by endpoint.",
+    labelNames: ["endpoint"],
+    registers: [this.registry],
+  });
+  readonly #rpcErrors = new Counter({
+    name: `${PREFIX}rpc_errors_total`,
+    help: "Calls answered with a JSON-RPC error, by endpoint.",
+    labelNames: ["endpoint"],
+    registers: [this.registry],
+  });
   readonly #rpcSeconds = new Histogram({
     name: `${PREFIX}rpc_request_duration_seconds`,
     help: "JSON-RPC request latency by endpoint.",
@@ -108,7 +138,10 @@ export class ServiceMetrics {
     const key = `${route}\u0000${protocol}\u0000${code}`;
     let child = this.#requestChildren.get(key);
     if (child === undefined) {
-      child = { count: this.#requests.labels(route, protocol, code), seconds: this.#requestSeconds.labels(route, protocol) };
+      child = {
+        count: this.#requests.labels(route, protocol, code),
+        seconds: this.#requestSeconds.labels(route, protocol),
+      };
       this.#requestChildren.set(key, child);
     }
     child.count.inc();
@@ -125,7 +158,11 @@ export class ServiceMetrics {
 
   /** `port`, counting its trades by kind, stable coin and outcome, and timing them to the receipt. */
   meteredTrades(port: TradePort): TradePort {
-    const meter = async (kind: "sell" | "buy" | "remittance", order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> => {
+    const meter = async (
+      kind: "sell" | "buy" | "remittance",
+      order: TradeOrder,
+      hooks?: TradeHooks,
+    ): Promise<TransactionReceipt> => {
       const started = performance.now();
       const labels = { kind, stable: order.stable.symbol };
       try {
@@ -171,7 +208,8 @@ export class ServiceMetrics {
       warn: (details, message) => {
         const event = LIFECYCLE_EVENTS.find(([prefix]) => message.startsWith(prefix))?.[1];
         const wallet = (details as { wallet?: unknown }).wallet;
-        if (event !== undefined && typeof wallet === "string" && !message.endsWith("refused it for now")) this.#lifecycle.inc({ wallet, event });
+        if (event !== undefined && typeof wallet === "string" && !message.endsWith("refused it for now"))
+          this.#lifecycle.inc({ wallet, event });
         log.warn(details, message);
       },
     };
@@ -188,7 +226,8 @@ export class ServiceMetrics {
     let unconfirmed: { at: number; rows: ReturnType<WalletSource["unconfirmed"]> } | undefined;
     const readUnconfirmed = () => {
       const now = performance.now();
-      if (unconfirmed === undefined || now - unconfirmed.at > 1000) unconfirmed = { at: now, rows: source.unconfirmed() };
+      if (unconfirmed === undefined || now - unconfirmed.at > 1000)
+        unconfirmed = { at: now, rows: source.unconfirmed() };
       return unconfirmed.rows;
     };
     const read = async <T>(gauge: Gauge, fetch: () => Promise<T>, fill: (value: T) => void) => {
@@ -205,7 +244,9 @@ export class ServiceMetrics {
       labelNames: ["wallet"],
       registers,
       async collect() {
-        await read(this, readUnconfirmed, (rows) => rows.forEach(({ wallet, count }) => this.set({ wallet }, count)));
+        await read(this, readUnconfirmed, (rows) => {
+          for (const { wallet, count } of rows) this.set({ wallet }, count);
+        });
       },
     });
     new Gauge({
@@ -215,9 +256,10 @@ export class ServiceMetrics {
       registers,
       async collect() {
         const now = Date.now();
-        await read(this, readUnconfirmed, (rows) =>
-          rows.forEach(({ wallet, oldestSince }) => this.set({ wallet }, oldestSince === undefined ? 0 : (now - oldestSince.getTime()) / 1000)),
-        );
+        await read(this, readUnconfirmed, (rows) => {
+          for (const { wallet, oldestSince } of rows)
+            this.set({ wallet }, oldestSince === undefined ? 0 : (now - oldestSince.getTime()) / 1000);
+        });
       },
     });
     new Gauge({
@@ -226,7 +268,13 @@ export class ServiceMetrics {
       labelNames: ["wallet", "asset"],
       registers,
       async collect() {
-        await read(this, () => source.balances(), (rows) => rows.forEach(({ wallet, asset, amount }) => this.set({ wallet, asset }, amount)));
+        await read(
+          this,
+          () => source.balances(),
+          (rows) => {
+            for (const { wallet, asset, amount } of rows) this.set({ wallet, asset }, amount);
+          },
+        );
       },
     });
     new Gauge({
@@ -234,7 +282,11 @@ export class ServiceMetrics {
       help: "Age of the latest block the node reports.",
       registers,
       async collect() {
-        await read(this, () => source.headTimestamp(), (timestamp) => this.set(Math.max(0, Date.now() / 1000 - timestamp)));
+        await read(
+          this,
+          () => source.headTimestamp(),
+          (timestamp) => this.set(Math.max(0, Date.now() / 1000 - timestamp)),
+        );
       },
     });
   }
@@ -248,7 +300,8 @@ export class ServiceMetrics {
       }
       this.registry.metrics().then(
         (text) => res.writeHead(200, { "content-type": this.registry.contentType }).end(text),
-        (error: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${(error as Error).message}\n`),
+        (error: unknown) =>
+          res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${(error as Error).message}\n`),
       );
     });
     await new Promise<void>((resolve, reject) => {
@@ -259,10 +312,11 @@ export class ServiceMetrics {
     const urlHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
     return {
       url: `http://${urlHost}:${address.port}/metrics`,
-      close: () => new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
     };
   }
 }

@@ -36,6 +36,7 @@ export function supportsNode(version: string, minimum = MIN_NODE_VERSION): boole
 export function nodeVersionProblem(version: string): string | undefined {
   const wanted = MIN_NODE_VERSION.replace(/\.0$/, "");
   if (!supportsNode(version)) return `token-trading-service needs Node.js ${wanted} or newer; this is ${version}`;
-  if (parse(version)[0] === 23) return `token-trading-service needs Node.js ${wanted} or newer, and not 23.x (its node:sqlite lacks isTransaction); this is ${version}`;
+  if (parse(version)[0] === 23)
+    return `token-trading-service needs Node.js ${wanted} or newer, and not 23.x (its node:sqlite lacks isTransaction); this is ${version}`;
   return undefined;
 }

@@ -139,7 +139,9 @@ export class TradeDroppedError extends DomainError {
     readonly wallet: string,
     readonly nonce: number,
   ) {
-    super(`trade dropped: nonce ${nonce} of ${wallet} was used by a transaction not signed for this trade; nothing was paid`);
+    super(
+      `trade dropped: nonce ${nonce} of ${wallet} was used by a transaction not signed for this trade; nothing was paid`,
+    );
     this.name = "TradeDroppedError";
   }
 }

@@ -40,6 +40,11 @@ export {
   type TradeJournalling,
 } from "./use-cases/trade.use-case.js";
 export { settle } from "./use-cases/settlement.js";
-export { tradeStatusUseCase, type TradeStatusUseCase, type TradeView, type BroadcastView } from "./use-cases/trade-status.use-case.js";
+export {
+  tradeStatusUseCase,
+  type TradeStatusUseCase,
+  type TradeView,
+  type BroadcastView,
+} from "./use-cases/trade-status.use-case.js";
 export { priceUseCase, type PriceUseCase } from "./use-cases/price.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";

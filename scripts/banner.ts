@@ -28,7 +28,12 @@ export function banner(service: BannerInput): string {
   const hostPort = new URL(apiUrl).host;
   const trade = (amount: string, usdAddress: string) =>
     JSON.stringify({ userAddress: wallet, destinatary: EXAMPLE_CUSTOMER, amount, usdAddress });
-  const grpcTrade = JSON.stringify({ user_address: wallet, destinatary: EXAMPLE_CUSTOMER, amount: "10", usd_address: addresses.stableCoins.DAI });
+  const grpcTrade = JSON.stringify({
+    user_address: wallet,
+    destinatary: EXAMPLE_CUSTOMER,
+    amount: "10",
+    usd_address: addresses.stableCoins.DAI,
+  });
   const curl = `curl -sS${tls ? "k" : ""} -w '\\n'`;
   const curlGet = (path: string) => `${curl} ${apiUrl}${path} -H "api_key: $API_KEY"`;
   const curlPost = (path: string, body: string) =>
@@ -44,7 +49,9 @@ export function banner(service: BannerInput): string {
     "",
     `Token trading service (${service.mode === "embedded" ? "embedded Hardhat chain" : "existing chain"}) is ready.`,
     `  API:        ${apiUrl}   (HTTP/1.1: JSON, Connect, gRPC-Web; ${tls ? "HTTP/2" : "h2c"}: gRPC, Connect)`,
-    ...(service.metricsUrl ? [`  Metrics:    ${service.metricsUrl}   (Prometheus, no key; METRICS_PORT=0 turns it off)`] : []),
+    ...(service.metricsUrl
+      ? [`  Metrics:    ${service.metricsUrl}   (Prometheus, no key; METRICS_PORT=0 turns it off)`]
+      : []),
     `  Chain:      ${service.mode === "embedded" ? service.rpcUrl : "RPC_URL"}   chainId ${service.chainId}`,
     `  Wallet:     ${wallet}`,
     `  Token:      ${addresses.token}`,

@@ -55,7 +55,8 @@ import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain
 const SELF = fileURLToPath(import.meta.url);
 /** The V8 heap flags `npm start` gives the service (package.json), given to it here too. */
 const SERVICE_HEAP_FLAGS = heapFlags(
-  (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }).scripts["start"] ?? "",
+  (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> })
+    .scripts.start ?? "",
 );
 const PROTO_ROOT = fileURLToPath(new URL("../proto", import.meta.url));
 /** Hardhat account #2: receives the stable coins. */
@@ -136,7 +137,11 @@ interface Usage {
   chainMaxRssBytes: number;
 }
 
-type ToServer = { type: "usage" } | { type: "stop" } | { type: "log-level"; level: string } | { type: "bare"; captured: Captured; capturedGrpc: CapturedGrpc };
+type ToServer =
+  | { type: "usage" }
+  | { type: "stop" }
+  | { type: "log-level"; level: string }
+  | { type: "bare"; captured: Captured; capturedGrpc: CapturedGrpc };
 type FromServer = Ready | BareReady | Usage | { type: "log-level"; level: string } | { type: "error"; message: string };
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +156,7 @@ async function serve(): Promise<void> {
   const { startService } = await import("../adapters/main.js");
   const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain.js");
   const { startEmbeddedChainProcess } = await import("./embedded-chain-process.js");
-  const apiKey = process.env["BENCH_API_KEY"]!;
+  const apiKey = process.env.BENCH_API_KEY!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
   // The service's own logger, as `npm start` makes it (LOG_LEVEL, default info), on this process's
   // stdout, which the driver points at a file: what an operator's log collector reads.
@@ -179,12 +184,16 @@ async function serve(): Promise<void> {
   const captured = await capture(`${service.apiUrl}${PRICE_PATH}`, apiKey);
   if (captured.status !== 200) throw new Error(`the price answered ${captured.status}: ${captured.body}`);
   const capturedGrpc = await captureGrpc(service.apiUrl, apiKey);
-  if (capturedGrpc.trailers["grpc-status"] !== "0") throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
+  if (capturedGrpc.trailers["grpc-status"] !== "0")
+    throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
 
   const exchange = hardhatAccount(EXCHANGE_ACCOUNT);
   if (exchange.address !== service.wallets[0]) throw new Error("the service does not sign for Hardhat account #1");
   const defaultLevel = service.log.level;
-  const config: Record<string, string> = { PRICE_CACHE_MS: String(service.config.priceCacheMs), LOG_LEVEL: defaultLevel };
+  const config: Record<string, string> = {
+    PRICE_CACHE_MS: String(service.config.priceCacheMs),
+    LOG_LEVEL: defaultLevel,
+  };
   for (const name of ["CHAIN_BLOCK_TIME_MS", "JOURNAL_URL"]) {
     if (process.env[name]) config[name] = name === "JOURNAL_URL" ? "(set)" : process.env[name]!;
   }
@@ -261,14 +270,26 @@ function serveBare(): void {
           res.end();
         });
       });
-      const listen = (server: net.Server) => new Promise<string>((resolve) => server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`)));
+      const listen = (server: net.Server) =>
+        new Promise<string>((resolve) =>
+          server.listen(0, "127.0.0.1", () =>
+            resolve(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`),
+          ),
+        );
       send({ type: "bare-ready", http1Url: await listen(h1), http2Url: await listen(h2) });
     } else if (message.type === "usage") {
       const now = performance.eventLoopUtilization();
       const since = performance.eventLoopUtilization(now, elu);
       elu = now;
       const usage = process.resourceUsage();
-      send({ type: "usage", cpuMicros: usage.userCPUTime + usage.systemCPUTime, chainCpuMicros: 0, elu: since.utilization, maxRssBytes: usage.maxRSS * 1024, chainMaxRssBytes: 0 });
+      send({
+        type: "usage",
+        cpuMicros: usage.userCPUTime + usage.systemCPUTime,
+        chainCpuMicros: 0,
+        elu: since.utilization,
+        maxRssBytes: usage.maxRSS * 1024,
+        chainMaxRssBytes: 0,
+      });
     } else if (message.type === "stop") {
       process.exit(0);
     }
@@ -284,7 +305,11 @@ async function captureGrpc(apiUrl: string, apiKey: string): Promise<CapturedGrpc
       const out: CapturedGrpc = { headers: {}, data: "", trailers: {} };
       const chunks: Buffer[] = [];
       const plain = (headers: http2.IncomingHttpHeaders) =>
-        Object.fromEntries(Object.entries(headers).filter(([name]) => !name.startsWith(":") && name !== "date").map(([name, value]) => [name, String(value)]));
+        Object.fromEntries(
+          Object.entries(headers)
+            .filter(([name]) => !name.startsWith(":") && name !== "date")
+            .map(([name, value]) => [name, String(value)]),
+        );
       stream.on("response", (headers) => (out.headers = plain(headers)));
       stream.on("data", (chunk: Buffer) => chunks.push(chunk));
       stream.on("trailers", (trailers) => (out.trailers = plain(trailers)));
@@ -309,7 +334,9 @@ const GRPC_PRICE_HEADERS = {
 
 /** The V8 heap-sizing flags in a node command line (--max-semi-space-size, --heap-growing-percent and the like). */
 function heapFlags(command: string): string[] {
-  return command.split(/\s+/).filter((word) => /^--(?:max|min)-(?:semi|old)-space-size=|^--heap-growing-percent=/.test(word));
+  return command
+    .split(/\s+/)
+    .filter((word) => /^--(?:max|min)-(?:semi|old)-space-size=|^--heap-growing-percent=/.test(word));
 }
 
 /** A TCP port free on 127.0.0.1 now. */
@@ -369,7 +396,14 @@ class ServerProcess {
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
     this.#child = fork(SELF, ["--role", role], {
-      execArgv: [...(role === "server" ? SERVICE_HEAP_FLAGS : []), "--import", "tsx", ...(opts.profile && role === "server" ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${opts.profile}`] : [])],
+      execArgv: [
+        ...(role === "server" ? SERVICE_HEAP_FLAGS : []),
+        "--import",
+        "tsx",
+        ...(opts.profile && role === "server"
+          ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${opts.profile}`]
+          : []),
+      ],
       env: { ...process.env, BENCH_API_KEY: apiKey },
       stdio: ["ignore", logFd, "pipe", "ipc"],
     });
@@ -387,11 +421,15 @@ class ServerProcess {
 
   next<T extends FromServer["type"]>(type: T, timeoutMs = 180_000): Promise<Extract<FromServer, { type: T }>> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "${type}" from the service process within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no "${type}" from the service process within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.#waiting.push((message) => {
         clearTimeout(timer);
         if (message.type === "error") reject(new Error(message.message));
-        else if (message.type !== type) reject(new Error(`expected "${type}" from the service process, got "${message.type}"`));
+        else if (message.type !== type)
+          reject(new Error(`expected "${type}" from the service process, got "${message.type}"`));
         else resolve(message as Extract<FromServer, { type: T }>);
       });
     });
@@ -481,7 +519,13 @@ async function measured(server: ServerProcess, work: () => Promise<Run>): Promis
   const run = await work();
   const driverElu = performance.eventLoopUtilization(driverBefore).utilization;
   const after = await server.usage();
-  return { ...run, cpuMicros: after.cpuMicros - before.cpuMicros, chainCpuMicros: after.chainCpuMicros - before.chainCpuMicros, elu: after.elu, driverElu };
+  return {
+    ...run,
+    cpuMicros: after.cpuMicros - before.cpuMicros,
+    chainCpuMicros: after.chainCpuMicros - before.chainCpuMicros,
+    elu: after.elu,
+    driverElu,
+  };
 }
 
 /** Loads `url` for `seconds`; refuses a run with any error or non-2xx answer. */
@@ -502,7 +546,14 @@ async function cannon(url: string, apiKey: string | undefined, seconds: number, 
  * Loads GetPrice over h2c for `seconds`: `sessions` HTTP/2 connections, each with `streams` calls
  * in flight; refuses a run with any error or an answer other than the captured one.
  */
-async function grpcCannon(url: string, apiKey: string | undefined, seconds: number, sessions: number, streams: number, expected: CapturedGrpc): Promise<Run> {
+async function grpcCannon(
+  url: string,
+  apiKey: string | undefined,
+  seconds: number,
+  sessions: number,
+  streams: number,
+  expected: CapturedGrpc,
+): Promise<Run> {
   const latencies: number[] = [];
   let ops = 0;
   const started = performance.now();
@@ -516,7 +567,11 @@ async function grpcCannon(url: string, apiKey: string | undefined, seconds: numb
       stream.on("data", (chunk: Buffer) => (bytes += chunk.length));
       stream.on("trailers", (trailers) => (status = trailers["grpc-status"]));
       stream.on("error", reject);
-      stream.on("close", () => (status === "0" && bytes * 2 === expected.data.length ? resolve() : reject(new Error(`GetPrice: grpc-status ${String(status)}, ${bytes} bytes`))));
+      stream.on("close", () =>
+        status === "0" && bytes * 2 === expected.data.length
+          ? resolve()
+          : reject(new Error(`GetPrice: grpc-status ${String(status)}, ${bytes} bytes`)),
+      );
       stream.end(GRPC_PRICE_REQUEST);
     });
   await Promise.all(
@@ -539,7 +594,11 @@ async function grpcCannon(url: string, apiKey: string | undefined, seconds: numb
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { ops, seconds: (performance.now() - started) / 1000, p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0 };
+  return {
+    ops,
+    seconds: (performance.now() - started) / 1000,
+    p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0,
+  };
 }
 
 /** Runs `count` tasks, `concurrency` at a time; returns ops/s and the p99 of one task, in ms. */
@@ -559,7 +618,11 @@ async function pool(count: number, concurrency: number, task: (index: number) =>
   );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
-  return { ops: count, seconds, p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0 };
+  return {
+    ops: count,
+    seconds,
+    p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0,
+  };
 }
 
 interface SellTarget {
@@ -585,21 +648,35 @@ function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarge
         });
         const req = http.request(
           url,
-          { method: "POST", agent, headers: { api_key: apiKey, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+          {
+            method: "POST",
+            agent,
+            headers: { api_key: apiKey, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+          },
           (res) => {
             const chunks: Buffer[] = [];
             res.on("data", (chunk: Buffer) => chunks.push(chunk));
             res.on("end", () => {
               const text = Buffer.concat(chunks).toString("utf8");
               try {
-                const receipt = JSON.parse(text) as { status?: unknown; from?: unknown; events?: object; transactionHash?: string };
+                const receipt = JSON.parse(text) as {
+                  status?: unknown;
+                  from?: unknown;
+                  events?: object;
+                  transactionHash?: string;
+                };
                 if (res.statusCode !== 200 || receipt.status !== true || receipt.from !== ready.wallet.toLowerCase()) {
                   throw new Error(`HTTP sell ${index}: ${res.statusCode} ${text.slice(0, 300)}`);
                 }
-                if (Object.keys(receipt.events ?? {}).length !== SELL_LOGS) throw new Error(`HTTP sell ${index}: not ${SELL_LOGS} logs`);
+                if (Object.keys(receipt.events ?? {}).length !== SELL_LOGS)
+                  throw new Error(`HTTP sell ${index}: not ${SELL_LOGS} logs`);
                 resolve(receipt.transactionHash!);
               } catch (error) {
-                reject(error instanceof SyntaxError ? new Error(`HTTP sell ${index}: ${res.statusCode} ${text.slice(0, 300)}`) : error);
+                reject(
+                  error instanceof SyntaxError
+                    ? new Error(`HTTP sell ${index}: ${res.statusCode} ${text.slice(0, 300)}`)
+                    : error,
+                );
               }
             });
           },
@@ -612,9 +689,22 @@ function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarge
 }
 
 function grpcSells(ready: Ready, apiKey: string): SellTarget {
-  const definition = protoLoader.loadSync("tokentrade/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
+  const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
+    includeDirs: [PROTO_ROOT],
+    keepCase: true,
+    longs: String,
+    defaults: true,
+  });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } };
+    tokentrade: {
+      v1: {
+        // biome-ignore lint/complexity/noBannedTypes: grpc-js types loaded methods as Function.
+        TokenService: new (
+          address: string,
+          credentials: grpc.ChannelCredentials,
+        ) => grpc.Client & Record<string, Function>;
+      };
+    };
   };
   const client = new proto.tokentrade.v1.TokenService(new URL(ready.apiUrl).host, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();
@@ -629,11 +719,19 @@ function grpcSells(ready: Ready, apiKey: string): SellTarget {
           amount: "1",
           usd_address: ready.addresses.stableCoins[STABLES[index % STABLES.length]!],
         };
-        client["Sell"]!(request, metadata, (error: grpc.ServiceError | null, receipt: { status: boolean; events: unknown[]; transaction_hash: string }) => {
-          if (error) return reject(new Error(`gRPC sell ${index}: ${error.code} ${error.details}`));
-          if (receipt.status !== true || receipt.events.length !== SELL_LOGS) return reject(new Error(`gRPC sell ${index}: status ${receipt.status}, ${receipt.events.length} logs`));
-          resolve(receipt.transaction_hash);
-        });
+        client.Sell!(
+          request,
+          metadata,
+          (
+            error: grpc.ServiceError | null,
+            receipt: { status: boolean; events: unknown[]; transaction_hash: string },
+          ) => {
+            if (error) return reject(new Error(`gRPC sell ${index}: ${error.code} ${error.details}`));
+            if (receipt.status !== true || receipt.events.length !== SELL_LOGS)
+              return reject(new Error(`gRPC sell ${index}: status ${receipt.status}, ${receipt.events.length} logs`));
+            resolve(receipt.transaction_hash);
+          },
+        );
       }),
     close: () => client.close(),
   };
@@ -654,11 +752,22 @@ function grpcSells(ready: Ready, apiKey: string): SellTarget {
  * on several sockets), so such a send is retried until its turn comes.
  */
 async function directSells(ready: Ready, presigned: boolean): Promise<SellTarget> {
-  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), {
+    staticNetwork: true,
+    batchMaxCount: 1,
+    cacheTimeout: -1,
+  });
   const wallet = new Wallet(ready.privateKey);
   const swap = new Interface(SWAP_ABI);
-  const calls = STABLES.map((symbol) => swap.encodeFunctionData("sell", [ready.addresses.stableCoins[symbol], ONE_TOKEN, CUSTOMER, 0n, MaxUint256]));
-  const gasLimits = await Promise.all(calls.map(async (data) => ((await provider.estimateGas({ from: wallet.address, to: ready.addresses.swap, data })) * 120n) / 100n));
+  const calls = STABLES.map((symbol) =>
+    swap.encodeFunctionData("sell", [ready.addresses.stableCoins[symbol], ONE_TOKEN, CUSTOMER, 0n, MaxUint256]),
+  );
+  const gasLimits = await Promise.all(
+    calls.map(
+      async (data) =>
+        ((await provider.estimateGas({ from: wallet.address, to: ready.addresses.swap, data })) * 120n) / 100n,
+    ),
+  );
   const fees = await provider.getFeeData();
   let firstNonce = 0;
   let signed: string[] = [];
@@ -696,9 +805,13 @@ async function directSells(ready: Ready, presigned: boolean): Promise<SellTarget
         }
       }
       for (let delay = 10; ; delay = Math.min(delay * 2, 250)) {
-        const receipt = (await provider.send("eth_getTransactionReceipt", [hash])) as { status: string; logs: unknown[] } | null;
+        const receipt = (await provider.send("eth_getTransactionReceipt", [hash])) as {
+          status: string;
+          logs: unknown[];
+        } | null;
         if (receipt) {
-          if (receipt.status !== "0x1" || receipt.logs.length !== SELL_LOGS) throw new Error(`direct sell ${index}: status ${receipt.status}, ${receipt.logs.length} logs`);
+          if (receipt.status !== "0x1" || receipt.logs.length !== SELL_LOGS)
+            throw new Error(`direct sell ${index}: status ${receipt.status}, ${receipt.logs.length} logs`);
           return hash;
         }
         await new Promise((resolve) => setTimeout(resolve, delay));
@@ -709,8 +822,18 @@ async function directSells(ready: Ready, presigned: boolean): Promise<SellTarget
 }
 
 /** Runs the sells of one target and checks them against the chain. */
-async function sellPhase(server: ServerProcess, ready: Ready, target: SellTarget, count: number, concurrency: number, warmup: number): Promise<Load> {
-  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), { staticNetwork: true, cacheTimeout: -1 });
+async function sellPhase(
+  server: ServerProcess,
+  ready: Ready,
+  target: SellTarget,
+  count: number,
+  concurrency: number,
+  warmup: number,
+): Promise<Load> {
+  const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), {
+    staticNetwork: true,
+    cacheTimeout: -1,
+  });
   const token = new Contract(ready.addresses.token, ERC20_ABI, provider);
   try {
     if (warmup > 0) {
@@ -721,12 +844,19 @@ async function sellPhase(server: ServerProcess, ready: Ready, target: SellTarget
     const nonceBefore = await provider.getTransactionCount(ready.wallet, "latest");
     const balanceBefore = (await token.getFunction("balanceOf")(ready.wallet)) as bigint;
     const hashes = new Set<string>();
-    const load = await measured(server, () => pool(count, concurrency, async (i) => void hashes.add(await target.sell(i))));
+    const load = await measured(server, () =>
+      pool(count, concurrency, async (i) => void hashes.add(await target.sell(i))),
+    );
     const nonceAfter = await provider.getTransactionCount(ready.wallet, "latest");
     const balanceAfter = (await token.getFunction("balanceOf")(ready.wallet)) as bigint;
-    if (hashes.size !== count) throw new Error(`${target.name}: ${hashes.size} distinct transactions for ${count} sells`);
-    if (nonceAfter - nonceBefore !== count) throw new Error(`${target.name}: the wallet sent ${nonceAfter - nonceBefore} transactions for ${count} sells`);
-    if (balanceBefore - balanceAfter !== BigInt(count) * ONE_TOKEN) throw new Error(`${target.name}: the wallet's token balance fell by ${balanceBefore - balanceAfter} base units, not ${count} tokens`);
+    if (hashes.size !== count)
+      throw new Error(`${target.name}: ${hashes.size} distinct transactions for ${count} sells`);
+    if (nonceAfter - nonceBefore !== count)
+      throw new Error(`${target.name}: the wallet sent ${nonceAfter - nonceBefore} transactions for ${count} sells`);
+    if (balanceBefore - balanceAfter !== BigInt(count) * ONE_TOKEN)
+      throw new Error(
+        `${target.name}: the wallet's token balance fell by ${balanceBefore - balanceAfter} base units, not ${count} tokens`,
+      );
     return load;
   } finally {
     target.close?.();
@@ -739,14 +869,16 @@ function machine(): string {
   let limit = "";
   try {
     const [quota, period] = readFileSync("/sys/fs/cgroup/cpu.max", "utf8").trim().split(/\s+/);
-    if (quota !== undefined && quota !== "max" && period !== undefined) limit = `, cgroup limit ${(Number(quota) / Number(period)).toFixed(1)} CPUs`;
+    if (quota !== undefined && quota !== "max" && period !== undefined)
+      limit = `, cgroup limit ${(Number(quota) / Number(period)).toFixed(1)} CPUs`;
   } catch {
     // not Linux cgroup v2
   }
   return `${list[0]?.model.trim() ?? "unknown CPU"}, ${list.length} cores${limit}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.version}, ${process.platform}/${process.arch}`;
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const verdict = (ratio: number, target: number) => `≥ ${target.toFixed(2)} ${ratio >= target ? "✅ met" : "❌ missed"}`;
 
 async function drive(): Promise<void> {
@@ -758,11 +890,20 @@ async function drive(): Promise<void> {
   const concurrency = Number(opts.concurrency);
   const warmup = Number(opts.warmup);
   const rounds = Number(opts.rounds);
-  for (const [name, value] of Object.entries({ duration: seconds, connections, "h2-sessions": h2Sessions, "h2-streams": h2Streams, sells, concurrency, rounds })) {
+  for (const [name, value] of Object.entries({
+    duration: seconds,
+    connections,
+    "h2-sessions": h2Sessions,
+    "h2-streams": h2Streams,
+    sells,
+    concurrency,
+    rounds,
+  })) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
-  if (opts.only !== undefined && opts.only !== "price" && opts.only !== "sells") throw new Error("--only: must be price or sells");
+  if (opts.only !== undefined && opts.only !== "price" && opts.only !== "sells")
+    throw new Error("--only: must be price or sells");
 
   const apiKey = randomBytes(24).toString("base64url");
   const load = loadavg()[0]!;
@@ -775,13 +916,16 @@ async function drive(): Promise<void> {
   let memoryNote = "";
   try {
     if (opts.only !== "sells") {
-      process.stderr.write(`price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections (gRPC: ${h2Sessions} × ${h2Streams} streams)…\n`);
+      process.stderr.write(
+        `price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections (gRPC: ${h2Sessions} × ${h2Streams} streams)…\n`,
+      );
       const bareServers = new ServerProcess(apiKey, "bare");
       try {
         const bareReady = await bareServers.bare(ready.captured, ready.capturedGrpc);
         const priceUrl = `${ready.apiUrl}${PRICE_PATH}`;
         const bareUrl = `${bareReady.http1Url}${PRICE_PATH}`;
-        const grpcPrice = (url: string, key: string | undefined, s: number) => grpcCannon(url, key, s, h2Sessions, h2Streams, ready.capturedGrpc);
+        const grpcPrice = (url: string, key: string | undefined, s: number) =>
+          grpcCannon(url, key, s, h2Sessions, h2Streams, ready.capturedGrpc);
         await cannon(priceUrl, apiKey, 2, connections);
         await cannon(bareUrl, undefined, 2, connections);
         await grpcPrice(ready.apiUrl, apiKey, 2);
@@ -805,14 +949,16 @@ async function drive(): Promise<void> {
           bareRounds.push(await measured(bareServers, () => cannon(bareUrl, undefined, seconds / rounds, connections)));
           await server.logLevel("default");
           grpcRounds.push(await measured(server, () => grpcPrice(ready.apiUrl, apiKey, seconds / rounds)));
-          bareH2Rounds.push(await measured(bareServers, () => grpcPrice(bareReady.http2Url, undefined, seconds / rounds)));
+          bareH2Rounds.push(
+            await measured(bareServers, () => grpcPrice(bareReady.http2Url, undefined, seconds / rounds)),
+          );
         }
         const withLogs = combine(logged);
         const withoutLogs = combine(silent);
         const bare = combine(bareRounds);
         const viaGrpc = combine(grpcRounds);
         const bareH2 = combine(bareH2Rounds);
-        const level = ready.config["LOG_LEVEL"];
+        const level = ready.config.LOG_LEVEL;
         const ratio = perSecond(withLogs) / perSecond(bare);
         const silentRatio = perSecond(withoutLogs) / perSecond(bare);
         const grpcRatio = perSecond(viaGrpc) / perSecond(withLogs);
@@ -837,21 +983,28 @@ async function drive(): Promise<void> {
     }
 
     if (opts.only !== "price") {
-      process.stderr.write(`sells: ${sells} per path, ${concurrency} at a time, in ${rounds} rounds (each after ${warmup} warm-up sells)…\n`);
+      process.stderr.write(
+        `sells: ${sells} per path, ${concurrency} at a time, in ${rounds} rounds (each after ${warmup} warm-up sells)…\n`,
+      );
       const paths = { replay: [] as Load[], direct: [] as Load[], http: [] as Load[], grpc: [] as Load[] };
       for (let round = 0; round < rounds; round++) {
         const count = Math.floor(sells / rounds) + (round < sells % rounds ? 1 : 0);
         // Direct first: the service's nonce sequencer (re)reads the wallet's nonce in its warm-up.
         paths.replay.push(await sellPhase(server, ready, await directSells(ready, true), count, concurrency, warmup));
         paths.direct.push(await sellPhase(server, ready, await directSells(ready, false), count, concurrency, warmup));
-        paths.http.push(await sellPhase(server, ready, httpSells(ready, apiKey, concurrency), count, concurrency, warmup));
+        paths.http.push(
+          await sellPhase(server, ready, httpSells(ready, apiKey, concurrency), count, concurrency, warmup),
+        );
         paths.grpc.push(await sellPhase(server, ready, grpcSells(ready, apiKey), count, concurrency, warmup));
       }
       const replay = combine(paths.replay);
       const direct = combine(paths.direct);
       const viaHttp = combine(paths.http);
       const viaGrpc = combine(paths.grpc);
-      for (const [name, via] of [["JSON HTTP", viaHttp], ["gRPC", viaGrpc]] as const) {
+      for (const [name, via] of [
+        ["JSON HTTP", viaHttp],
+        ["gRPC", viaGrpc],
+      ] as const) {
         const ratio = perSecond(via) / perSecond(direct);
         const ofReplay = perSecond(via) / perSecond(replay);
         // gRPC, the internal services' path, is held to the chain's own limit (issue 15).
@@ -865,8 +1018,15 @@ async function drive(): Promise<void> {
       rows.push(
         `| Service CPU per sell, gRPC / JSON HTTP | ${fmt(viaGrpc.cpuMicros / viaGrpc.ops)} µs | ${fmt(viaHttp.cpuMicros / viaHttp.ops)} µs (JSON HTTP) | ${cpuRatio.toFixed(2)} | ≤ 1.10 ${cpuRatio <= 1.1 ? "✅ met" : "❌ missed"} |`,
       );
-      rows.push(`| Sell p99 latency, JSON HTTP / gRPC | ${fmt(viaHttp.p99Ms)} ms / ${fmt(viaGrpc.p99Ms)} ms | ${fmt(direct.p99Ms)} ms (direct ethers) | | |`);
-      where.push(["sell via JSON HTTP", viaHttp], ["sell via gRPC", viaGrpc], ["sell direct with ethers", direct], ["sell as a pre-signed replay", replay]);
+      rows.push(
+        `| Sell p99 latency, JSON HTTP / gRPC | ${fmt(viaHttp.p99Ms)} ms / ${fmt(viaGrpc.p99Ms)} ms | ${fmt(direct.p99Ms)} ms (direct ethers) | | |`,
+      );
+      where.push(
+        ["sell via JSON HTTP", viaHttp],
+        ["sell via gRPC", viaGrpc],
+        ["sell direct with ethers", direct],
+        ["sell as a pre-signed replay", replay],
+      );
     }
 
     const { maxRssBytes, chainMaxRssBytes, memory } = await server.usage();
@@ -886,7 +1046,9 @@ async function drive(): Promise<void> {
   process.stdout.write(
     [
       `Machine: ${machine()}`,
-      `Service configuration: ${Object.entries(ready.config).map(([k, v]) => `${k}=${v}`).join(", ")}; node ${SERVICE_HEAP_FLAGS.join(" ")} (as npm start); the service logs to a file (its stdout)`,
+      `Service configuration: ${Object.entries(ready.config)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ")}; node ${SERVICE_HEAP_FLAGS.join(" ")} (as npm start); the service logs to a file (its stdout)`,
       `Run: ${new Date().toISOString()}, ${fmt(totalSeconds)} s in all, 1-minute load average before it ${load.toFixed(2)}`,
       "",
       ...rows,

@@ -34,6 +34,7 @@ export const DEFAULT_MAX_PRICE_AGE = 25n * 60n * 60n;
 /** Deploys the suite and returns its addresses and connected contracts. */
 export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOptions) {
   const deployer = options.deployer ?? (await ethers.getSigners())[0];
+  if (deployer === undefined) throw new Error("deploySuite: no deployer given and the network has no signer");
   const owner = await deployer.getAddress();
   const wallets = Array.isArray(options.exchangeWallet)
     ? (options.exchangeWallet as readonly Signer[])

@@ -56,7 +56,11 @@ export async function startEmbeddedChainProcess(options: EmbeddedChainOptions): 
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       reject(new Error(`the embedded chain's process exited (${signal ?? `code ${code}`}) before the chain was ready`));
-      if (!closing) log.error({ code, signal }, "the embedded chain's process stopped: trades and quotes now fail with unavailable");
+      if (!closing)
+        log.error(
+          { code, signal },
+          "the embedded chain's process stopped: trades and quotes now fail with unavailable",
+        );
     });
   });
   child.send({ type: "start", options: { ...rest, logLevel: log.level } } satisfies ToChainProcess);
@@ -103,6 +107,7 @@ function forward(log: Logger, line: string): void {
   }
   const { level, msg, time: _time, pid: _pid, hostname: _hostname, ...fields } = record;
   const label = typeof level === "number" ? log.levels.labels[level] : undefined;
-  const write = label !== undefined && label in log ? (log as unknown as Record<string, Logger["info"]>)[label]! : log.info;
+  const write =
+    label !== undefined && label in log ? (log as unknown as Record<string, Logger["info"]>)[label]! : log.info;
   write.call(log, fields, typeof msg === "string" ? msg : "");
 }

@@ -46,7 +46,9 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
     const exchange = signers[EXCHANGE_ACCOUNT];
     const exchangeKey = hardhatAccount(EXCHANGE_ACCOUNT);
     if (deployer === undefined || exchange === undefined || exchange.address !== exchangeKey.address) {
-      throw new Error("the embedded chain does not use Hardhat's default accounts; remove custom accounts from hardhat.config.ts");
+      throw new Error(
+        "the embedded chain does not use Hardhat's default accounts; remove custom accounts from hardhat.config.ts",
+      );
     }
     const { addresses, contracts } = await deploySuite(ethers, { exchangeWallet: exchange, deployer });
     // Like Chainlink's heartbeat: re-post each mock feed's answer hourly, so a long-running
@@ -68,7 +70,13 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
       await connection.provider.request({ method: "evm_setIntervalMining", params: [options.blockTimeMs] });
     }
     log.info(
-      { rpcUrl, chainId, swap: addresses.swap, exchangeWallet: exchange.address, mining: options.blockTimeMs === undefined ? "auto" : `every ${options.blockTimeMs} ms` },
+      {
+        rpcUrl,
+        chainId,
+        swap: addresses.swap,
+        exchangeWallet: exchange.address,
+        mining: options.blockTimeMs === undefined ? "auto" : `every ${options.blockTimeMs} ms`,
+      },
       "embedded chain ready",
     );
 

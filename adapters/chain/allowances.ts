@@ -96,6 +96,7 @@ export class Allowances {
       }
       let toppedUp = false;
       if (allowance - unpaid < amount) {
+        // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max takes numbers only.
         const target = balance > unpaid + amount ? balance : unpaid + amount;
         try {
           if (allowance !== 0n) await this.#opts.approve(owner, asset.address, 0n);
@@ -181,7 +182,10 @@ export class Allowances {
   /** The holder's balance and (for a wallet) the swap's allowance, read now (latest block). */
   #read(holding: Holding, asset: string): Promise<[bigint, bigint]> {
     if (!holding.withAllowance) return this.#readUint(asset, holding.calls.balanceOf).then((balance) => [balance, 0n]);
-    return Promise.all([this.#readUint(asset, holding.calls.balanceOf), this.#readUint(asset, holding.calls.allowance)]);
+    return Promise.all([
+      this.#readUint(asset, holding.calls.balanceOf),
+      this.#readUint(asset, holding.calls.allowance),
+    ]);
   }
 
   /** An eth_call against the latest block answering one uint256. */

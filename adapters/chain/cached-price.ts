@@ -28,7 +28,8 @@ export class CachedPricePort implements PricePort {
   #inFlight: Promise<PriceRecord> | undefined;
 
   constructor(port: PricePort, options: CachedPriceOptions) {
-    if (!Number.isFinite(options.ttlMs) || options.ttlMs < 0) throw new RangeError(`ttlMs: must be a finite number >= 0, got ${options.ttlMs}`);
+    if (!Number.isFinite(options.ttlMs) || options.ttlMs < 0)
+      throw new RangeError(`ttlMs: must be a finite number >= 0, got ${options.ttlMs}`);
     this.#port = port;
     this.#ttlMs = options.ttlMs;
     this.#now = options.now ?? (() => performance.now());

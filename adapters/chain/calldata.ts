@@ -22,19 +22,23 @@ export function staticCallEncoder(iface: Interface, name: string): (args: readon
   if (!fragment) throw new TypeError(`${name}: not in the ABI`);
   const types = fragment.inputs.map((input) => input.type);
   for (const type of types) {
-    if (type !== "address" && type !== "uint256") throw new TypeError(`${fragment.format()}: ${type} is not a static address or uint256 parameter`);
+    if (type !== "address" && type !== "uint256")
+      throw new TypeError(`${fragment.format()}: ${type} is not a static address or uint256 parameter`);
   }
   const selector = fragment.selector;
   return (args) => {
-    if (args.length !== types.length) throw new TypeError(`${fragment.name}: expected ${types.length} arguments, got ${args.length}`);
+    if (args.length !== types.length)
+      throw new TypeError(`${fragment.name}: expected ${types.length} arguments, got ${args.length}`);
     let data = selector;
     for (let i = 0; i < types.length; i++) {
       const arg = args[i]!;
       if (types[i] === "address") {
-        if (typeof arg !== "string" || !ADDRESS.test(arg)) throw new TypeError(`${fragment.name}: argument ${i} is not an address`);
+        if (typeof arg !== "string" || !ADDRESS.test(arg))
+          throw new TypeError(`${fragment.name}: argument ${i} is not an address`);
         data += ADDRESS_PAD + arg.slice(2).toLowerCase();
       } else {
-        if (typeof arg !== "bigint" || arg < 0n || arg > MaxUint256) throw new RangeError(`${fragment.name}: argument ${i} is not a uint256`);
+        if (typeof arg !== "bigint" || arg < 0n || arg > MaxUint256)
+          throw new RangeError(`${fragment.name}: argument ${i} is not a uint256`);
         data += arg.toString(16).padStart(64, "0");
       }
     }

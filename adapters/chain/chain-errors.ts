@@ -17,7 +17,15 @@ import { SWAP_ABI } from "./abi.js";
 const swapInterface = new Interface(SWAP_ABI);
 
 /** Transport-level failures: the node did not answer, or answered garbage. */
-const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EHOSTUNREACH", "EPIPE", "UND_ERR_SOCKET"]);
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "EPIPE",
+  "UND_ERR_SOCKET",
+]);
 
 export function isChainUnreachable(error: unknown): boolean {
   if (isError(error, "NETWORK_ERROR") || isError(error, "TIMEOUT")) return true;
@@ -41,7 +49,10 @@ function revertData(error: unknown): string | undefined {
     if (data && typeof data === "object" && typeof (data as { data?: unknown }).data === "string") {
       return (data as { data: string }).data;
     }
-    current = (current as { error?: unknown }).error ?? (current as { info?: { error?: unknown } }).info?.error ?? (current as { cause?: unknown }).cause;
+    current =
+      (current as { error?: unknown }).error ??
+      (current as { info?: { error?: unknown } }).info?.error ??
+      (current as { cause?: unknown }).cause;
   }
   return undefined;
 }
@@ -69,9 +80,13 @@ export function toDomainError(error: unknown, context: { stableDecimals?: number
             `the trade needs ${d === undefined ? args[2] : formatUnits(args[2], d)}`,
         );
       case "ERC20InsufficientBalance":
-        return new InsufficientFundsError(`userAddress: balance ${args[1]} is below the ${args[2]} needed (base units)`);
+        return new InsufficientFundsError(
+          `userAddress: balance ${args[1]} is below the ${args[2]} needed (base units)`,
+        );
       case "ERC20InsufficientAllowance":
-        return new InsufficientFundsError(`userAddress: allowance ${args[1]} is below the ${args[2]} needed (base units)`);
+        return new InsufficientFundsError(
+          `userAddress: allowance ${args[1]} is below the ${args[2]} needed (base units)`,
+        );
       case "SwapInvalidPrice":
         return new PriceUnavailableError(`the token/USD feed answered ${args[0]}`);
       case "SwapStalePrice":
@@ -129,7 +144,9 @@ export function isDefiniteRefusal(error: unknown): boolean {
 /** The node refused a transaction for its fees: below the base fee, or too little to replace another. */
 export function isUnderpriced(error: unknown): boolean {
   if (isError(error, "REPLACEMENT_UNDERPRICED")) return true;
-  return /underpriced|fee cap|less than (the )?block base fee|max fee per gas less than|fee too low|feecap/i.test(messageOf(error));
+  return /underpriced|fee cap|less than (the )?block base fee|max fee per gas less than|fee too low|feecap/i.test(
+    messageOf(error),
+  );
 }
 
 /** The messages of an error and of the errors it wraps (ethers nests the node's). */

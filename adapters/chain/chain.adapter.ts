@@ -89,7 +89,12 @@ export interface ChainAdapter {
 }
 
 /** The service's JSON-RPC provider (see rpc-provider.ts): fails fast, fails over, never caches, batches. */
-export function createRpcProvider(urls: string | readonly string[], chainId?: bigint, timeoutMs = 10_000, options: RpcProviderOptions = {}): RpcProvider {
+export function createRpcProvider(
+  urls: string | readonly string[],
+  chainId?: bigint,
+  timeoutMs = 10_000,
+  options: RpcProviderOptions = {},
+): RpcProvider {
   return new RpcProvider(urls, { ...options, ...(chainId === undefined ? {} : { chainId }), timeoutMs });
 }
 
@@ -124,7 +129,9 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
       await feeds.readSequencer();
     } catch (error) {
       if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
-      throw new Error(`${SEQUENCER_SETTINGS.feed}: ${feeds.policy.sequencer.address} is not a readable uptime feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`);
+      throw new Error(
+        `${SEQUENCER_SETTINGS.feed}: ${feeds.policy.sequencer.address} is not a readable uptime feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`,
+      );
     }
   }
 
@@ -171,7 +178,10 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     async readiness() {
       const stuck = trade.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
       if (stuck.length > 0) {
-        const detail = stuck.map(({ wallet, nonce, since }) => `${wallet} has nonce ${nonce} unmined for ${Math.round((Date.now() - since.getTime()) / 1000)} s`);
+        const detail = stuck.map(
+          ({ wallet, nonce, since }) =>
+            `${wallet} has nonce ${nonce} unmined for ${Math.round((Date.now() - since.getTime()) / 1000)} s`,
+        );
         return { ready: false, detail: `stuck: ${detail.join("; ")}` };
       }
       try {
@@ -184,29 +194,45 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
         if (paused) return { ready: false, detail: `the swap is paused${endpoints()}` };
         return { ready: true, detail: `chain reachable, wallets funded${endpoints()}` };
       } catch (error) {
-        return { ready: false, detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}` };
+        return {
+          ready: false,
+          detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}`,
+        };
       }
     },
     walletSource(): WalletSource {
       const journal = options.journal;
       const assets = [
         { symbol: tokenSymbol, address: addresses.token, decimals: 18 },
-        ...stableCoins.map((coin) => ({ symbol: coin.symbol, address: coin.address as string, decimals: coin.decimals })),
-      ].map((asset) => ({ ...asset, balanceOf: new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf") }));
+        ...stableCoins.map((coin) => ({
+          symbol: coin.symbol,
+          address: coin.address as string,
+          decimals: coin.decimals,
+        })),
+      ].map((asset) => ({
+        ...asset,
+        balanceOf: new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf"),
+      }));
       return {
         async unconfirmed() {
           const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
           return Promise.all(
             wallets.map(async (w) => {
               const since = oldest.get(w.address.toLowerCase());
-              return { wallet: w.address, count: (await journal.openSlots(w.address)).length, ...(since === undefined ? {} : { oldestSince: since }) };
+              return {
+                wallet: w.address,
+                count: (await journal.openSlots(w.address)).length,
+                ...(since === undefined ? {} : { oldestSince: since }),
+              };
             }),
           );
         },
         async balances() {
           const rows = await Promise.all(
             wallets.flatMap((w) => [
-              provider.getBalance(w.address).then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
+              provider
+                .getBalance(w.address)
+                .then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
               ...assets.map(async (asset) => {
                 const units = (await asset.balanceOf(w.address)) as bigint;
                 return { wallet: w.address, asset: asset.symbol, amount: Number(formatUnits(units, asset.decimals)) };

@@ -86,10 +86,12 @@ export async function signEip1559With(signer: TransactionSigner, tx: Eip1559Tran
 
 /** The unsigned transaction's RLP-encoded fields, checked. */
 function encodeFields(tx: Eip1559Transaction): Buffer[] {
-  if (!Number.isSafeInteger(tx.nonce) || tx.nonce < 0) throw new RangeError("tx.nonce: must be a non-negative safe integer");
+  if (!Number.isSafeInteger(tx.nonce) || tx.nonce < 0)
+    throw new RangeError("tx.nonce: must be a non-negative safe integer");
   if (!ADDRESS.test(tx.to)) throw new TypeError("tx.to: must be a 20-byte hex address");
   if (!HEX.test(tx.data)) throw new TypeError("tx.data: must be 0x-prefixed hex of whole bytes");
-  if (tx.maxPriorityFeePerGas > tx.maxFeePerGas) throw new RangeError("tx.maxPriorityFeePerGas: must not be more than maxFeePerGas");
+  if (tx.maxPriorityFeePerGas > tx.maxFeePerGas)
+    throw new RangeError("tx.maxPriorityFeePerGas: must not be more than maxFeePerGas");
   return [
     rlpString(quantity(tx.chainId, "chainId")),
     rlpString(quantity(tx.nonce, "nonce")),
@@ -104,6 +106,11 @@ function encodeFields(tx: Eip1559Transaction): Buffer[] {
 }
 
 function withSignature(fields: readonly Buffer[], signature: Signature): SignedTransaction {
-  const signed = typed([...fields, rlpString(toBeArray(signature.yParity)), rlpString(toBeArray(signature.r)), rlpString(toBeArray(signature.s))]);
+  const signed = typed([
+    ...fields,
+    rlpString(toBeArray(signature.yParity)),
+    rlpString(toBeArray(signature.r)),
+    rlpString(toBeArray(signature.s)),
+  ]);
   return { rawTx: `0x${signed.toString("hex")}`, txHash: `0x${Buffer.from(keccak_256(signed)).toString("hex")}` };
 }

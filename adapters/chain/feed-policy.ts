@@ -112,13 +112,21 @@ function decimalText(answer: bigint, decimals: number): string {
  */
 export function checkFeed(key: FeedKey, reading: FeedReading, rule: FeedRule, now: bigint, swapMaxAgeS?: bigint): void {
   const { feed, maxAge, bounds } = FEED_SETTINGS[key];
-  if (reading.updatedAt === 0n) throw new PriceUnavailableError(`the ${feed} feed has no complete round (updatedAt is 0)`);
+  if (reading.updatedAt === 0n)
+    throw new PriceUnavailableError(`the ${feed} feed has no complete round (updatedAt is 0)`);
   if (reading.answer <= 0n) throw new PriceUnavailableError(`the ${feed} feed answered ${reading.answer}`);
-  const limit = rule.maxAgeS !== undefined ? { seconds: BigInt(rule.maxAgeS), name: maxAge } : swapMaxAgeS !== undefined ? { seconds: swapMaxAgeS, name: "the swap's maxPriceAge" } : undefined;
+  const limit =
+    rule.maxAgeS !== undefined
+      ? { seconds: BigInt(rule.maxAgeS), name: maxAge }
+      : swapMaxAgeS !== undefined
+        ? { seconds: swapMaxAgeS, name: "the swap's maxPriceAge" }
+        : undefined;
   // An answer stamped after "now" is fresh (a block read may lag a moment behind another).
   const age = now - reading.updatedAt;
   if (limit !== undefined && age > limit.seconds) {
-    throw new PriceUnavailableError(`the ${feed} feed was last updated ${age} s ago (at ${reading.updatedAt}), more than ${limit.name} allows (${limit.seconds} s)`);
+    throw new PriceUnavailableError(
+      `the ${feed} feed was last updated ${age} s ago (at ${reading.updatedAt}), more than ${limit.name} allows (${limit.seconds} s)`,
+    );
   }
   if (rule.bounds !== undefined && compareToBounds(reading.answer, reading.decimals, rule.bounds) !== 0) {
     throw new PriceUnavailableError(
@@ -133,12 +141,18 @@ export function checkFeed(key: FeedKey, reading: FeedReading, rule: FeedRule, no
  * @throws PriceUnavailableError naming the setting
  */
 export function checkSequencer(reading: FeedReading, graceS: number, now: bigint): void {
-  if (reading.answer !== 0n) throw new PriceUnavailableError(`the L2 sequencer is down (${SEQUENCER_SETTINGS.feed} answered ${reading.answer})`);
+  if (reading.answer !== 0n)
+    throw new PriceUnavailableError(`the L2 sequencer is down (${SEQUENCER_SETTINGS.feed} answered ${reading.answer})`);
   // Chainlink: startedAt is 0 while the uptime feed's round is not initialised (Arbitrum).
-  if (reading.startedAt === 0n) throw new PriceUnavailableError(`the L2 sequencer's status is unknown (${SEQUENCER_SETTINGS.feed} has no started round)`);
+  if (reading.startedAt === 0n)
+    throw new PriceUnavailableError(
+      `the L2 sequencer's status is unknown (${SEQUENCER_SETTINGS.feed} has no started round)`,
+    );
   const up = now - reading.startedAt;
   if (up <= BigInt(graceS)) {
-    throw new PriceUnavailableError(`the L2 sequencer came back up ${up} s ago; feeds are used again once ${SEQUENCER_SETTINGS.grace} (${graceS} s) has passed`);
+    throw new PriceUnavailableError(
+      `the L2 sequencer came back up ${up} s ago; feeds are used again once ${SEQUENCER_SETTINGS.grace} (${graceS} s) has passed`,
+    );
   }
 }
 
@@ -251,7 +265,10 @@ export class FeedGuard {
 
   /** The swap's token feed (its latest round) and its maximum age, read now. */
   async tokenFeed(): Promise<{ token: FeedReading; swapMaxAgeS: bigint }> {
-    const [token, swapMaxAgeS] = await Promise.all([this.#swapFeedRound(), this.#swap.getFunction("maxPriceAge")() as Promise<bigint>]);
+    const [token, swapMaxAgeS] = await Promise.all([
+      this.#swapFeedRound(),
+      this.#swap.getFunction("maxPriceAge")() as Promise<bigint>,
+    ]);
     return { token, swapMaxAgeS };
   }
 

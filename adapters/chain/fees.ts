@@ -131,9 +131,16 @@ export class FeeOracle {
   async #read(): Promise<ChainState> {
     const provider = this.#provider;
     const [history, tip, block] = await Promise.all([
-      provider.send("eth_feeHistory", ["0x5", "latest", [50]]) as Promise<{ baseFeePerGas?: string[]; reward?: string[][] }>,
+      provider.send("eth_feeHistory", ["0x5", "latest", [50]]) as Promise<{
+        baseFeePerGas?: string[];
+        reward?: string[][];
+      }>,
       (provider.send("eth_maxPriorityFeePerGas", []) as Promise<string>).then(BigInt, () => undefined),
-      provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<{ number: string; hash: string; timestamp: string } | null>,
+      provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<{
+        number: string;
+        hash: string;
+        timestamp: string;
+      } | null>,
     ]);
     // baseFeePerGas holds one entry per block asked for, plus the next block's, last.
     const next = history.baseFeePerGas?.at(-1);

@@ -39,10 +39,15 @@ export class Preflight {
     const provider = this.#opts.provider;
     if (known !== undefined) {
       const gasLimit = headroom(known);
-      const output = await (provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]) as Promise<string>).catch(() => undefined);
+      const output = await (
+        provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]) as Promise<string>
+      ).catch(() => undefined);
       if (output !== undefined) return { gasLimit, output: uint(output) };
     }
-    const [gas, output] = await Promise.all([this.#estimateGas(tx), provider.send("eth_call", [tx, "latest"]) as Promise<string>]);
+    const [gas, output] = await Promise.all([
+      this.#estimateGas(tx),
+      provider.send("eth_call", [tx, "latest"]) as Promise<string>,
+    ]);
     if (known === undefined || gas > known) this.#estimates.set(shape, gas);
     return { gasLimit: headroom(gas), output: uint(output) };
   }

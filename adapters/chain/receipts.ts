@@ -87,7 +87,8 @@ export class Receipts {
         asked = elapsed;
         const known = await lookup().catch(() => ({ broadcasts: undefined, error: undefined }));
         if (known.error !== undefined) throw known.error;
-        if (known.broadcasts !== undefined && known.broadcasts.length > 0) hashes = known.broadcasts.map(({ hash, noop }) => ({ hash, noop }));
+        if (known.broadcasts !== undefined && known.broadcasts.length > 0)
+          hashes = known.broadcasts.map(({ hash, noop }) => ({ hash, noop }));
       }
       if (elapsed > timeoutMs) throw new TradePendingError(hashes.at(-1)!.hash);
       await new Promise((resolve) => setTimeout(resolve, delay));

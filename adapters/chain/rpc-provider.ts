@@ -164,7 +164,8 @@ export class RpcProvider extends JsonRpcApiProvider {
     if (list.length === 0) throw new TypeError("RPC_URL: at least one URL is required");
     this.#endpoints = list.map((url) => {
       const parsed = new URL(url);
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new TypeError("RPC_URL: must be an http: or https: URL");
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+        throw new TypeError("RPC_URL: must be an http: or https: URL");
       return new Endpoint(parsed, options.maxSockets ?? 8);
     });
     this.#timeoutMs = options.timeoutMs ?? 10_000;
@@ -205,7 +206,10 @@ export class RpcProvider extends JsonRpcApiProvider {
       for (const call of calls) call.reject(error);
       return;
     }
-    const outcomes = this.#outcomes(calls.map((call) => call.payload), answers);
+    const outcomes = this.#outcomes(
+      calls.map((call) => call.payload),
+      answers,
+    );
     calls.forEach(({ payload, resolve, reject }, i) => {
       const outcome = outcomes[i]!;
       if (this.destroyed) reject(destroyedError(payload.method));
@@ -252,7 +256,13 @@ export class RpcProvider extends JsonRpcApiProvider {
   async #request(endpoint: Endpoint, body: string, calls: number): Promise<Array<JsonRpcResult | JsonRpcError>> {
     const started = performance.now();
     const record = (failed: boolean, errors: number) =>
-      this.#onRequest?.({ endpoint: endpoint.status().url, calls, seconds: (performance.now() - started) / 1000, failed, errors });
+      this.#onRequest?.({
+        endpoint: endpoint.status().url,
+        calls,
+        seconds: (performance.now() - started) / 1000,
+        failed,
+        errors,
+      });
     let text: string;
     try {
       text = await this.#post(endpoint, body);
@@ -265,10 +275,16 @@ export class RpcProvider extends JsonRpcApiProvider {
       parsed = JSON.parse(text);
     } catch {
       record(true, 0);
-      throw new EndpointFailure(makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }));
+      throw new EndpointFailure(
+        makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }),
+      );
     }
     const answers = (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
-    if (this.#onRequest !== undefined) record(false, answers.reduce((n, answer) => n + ("error" in answer && answer.error !== undefined ? 1 : 0), 0));
+    if (this.#onRequest !== undefined)
+      record(
+        false,
+        answers.reduce((n, answer) => n + ("error" in answer && answer.error !== undefined ? 1 : 0), 0),
+      );
     return answers;
   }
 
@@ -306,7 +322,11 @@ export class RpcProvider extends JsonRpcApiProvider {
   async #probe(endpoint: Endpoint): Promise<void> {
     if (this.destroyed) return;
     try {
-      const [answer] = await this.#request(endpoint, JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }), 1);
+      const [answer] = await this.#request(
+        endpoint,
+        JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }),
+        1,
+      );
       if (answer === undefined || !("result" in answer)) throw new Error("it did not answer eth_chainId");
       if (this.#chainId !== undefined && BigInt(answer.result as string) !== this.#chainId) {
         throw new Error(`it serves chain ${BigInt(answer.result as string)}, not ${this.#chainId}`);
@@ -331,7 +351,12 @@ export class RpcProvider extends JsonRpcApiProvider {
    */
   async sendBatch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<RpcOutcome[]> {
     if (calls.length === 0) return [];
-    const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({ jsonrpc: "2.0", id: this.#nextId++, method, params }));
+    const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({
+      jsonrpc: "2.0",
+      id: this.#nextId++,
+      method,
+      params,
+    }));
     return this.#outcomes(payloads, await this._send(payloads));
   }
 
@@ -340,7 +365,10 @@ export class RpcProvider extends JsonRpcApiProvider {
     const byId = new Map(answers.map((answer) => [answer.id, answer]));
     return payloads.map((payload) => {
       const answer = byId.get(payload.id);
-      if (answer === undefined) return { error: makeError("the node did not answer this call of the batch", "BAD_DATA", { value: payload.method }) };
+      if (answer === undefined)
+        return {
+          error: makeError("the node did not answer this call of the batch", "BAD_DATA", { value: payload.method }),
+        };
       if ("error" in answer) return { error: this.getRpcError(payload, answer) };
       return { result: answer.result };
     });
@@ -385,7 +413,14 @@ export class RpcProvider extends JsonRpcApiProvider {
           });
         },
       );
-      request.on("timeout", () => request.destroy(makeError(`the JSON-RPC node did not answer within ${this.#timeoutMs} ms`, "TIMEOUT", { operation: "request", reason: "timeout" })));
+      request.on("timeout", () =>
+        request.destroy(
+          makeError(`the JSON-RPC node did not answer within ${this.#timeoutMs} ms`, "TIMEOUT", {
+            operation: "request",
+            reason: "timeout",
+          }),
+        ),
+      );
       request.on("error", reject);
       request.end(body);
     });

@@ -102,7 +102,8 @@ export class SendQueue {
   #running = false;
 
   constructor(options: SendQueueOptions) {
-    if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1) throw new RangeError("maxBatch: must be a positive integer");
+    if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1)
+      throw new RangeError("maxBatch: must be a positive integer");
     this.#opts = options;
   }
 
@@ -138,7 +139,10 @@ export class SendQueue {
     // Never a nonce the ledger holds a slot for: a transaction recorded there may be on its way
     // (or known to nodes other than this one) even when the node's pending count misses it.
     const chainNonce = async () => {
-      const [pending, slots] = await Promise.all([provider.getTransactionCount(wallet, "pending"), this.#opts.ledger.openSlots(wallet)]);
+      const [pending, slots] = await Promise.all([
+        provider.getTransactionCount(wallet, "pending"),
+        this.#opts.ledger.openSlots(wallet),
+      ]);
       return Math.max(pending, (slots.at(-1)?.nonce ?? -1) + 1);
     };
     const settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => {
@@ -195,7 +199,12 @@ export class SendQueue {
             round.push(...more);
             pending.push(...more);
           }
-          const { ready, again } = await this.#prepare(pending.splice(0, SEND_CHUNK), first + signed.length, fees, (item, error) => settle(item, { error }));
+          const { ready, again } = await this.#prepare(
+            pending.splice(0, SEND_CHUNK),
+            first + signed.length,
+            fees,
+            (item, error) => settle(item, { error }),
+          );
           signed.push(...ready);
           pending.unshift(...again);
           sendChunk();
@@ -214,7 +223,8 @@ export class SendQueue {
           }
           if (firstFailure < 0) firstFailure = index;
           // Refused, or never tried: nothing of it can be mined, so its slot is free again.
-          if ("unsent" in outcome || outcome.definite) released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
+          if ("unsent" in outcome || outcome.definite)
+            released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
           if ("unsent" in outcome) requeue.push(item);
           else if (!item.retried && isNonceConflict(outcome.error)) {
             item.retried = true;
@@ -253,14 +263,20 @@ export class SendQueue {
     for (const item of items) {
       try {
         const nonce = first + chunk.length;
-        const { rawTx, txHash } = await this.#sign({ to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n }, nonce, fees);
+        const { rawTx, txHash } = await this.#sign(
+          { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
+          nonce,
+          fees,
+        );
         chunk.push({ item, nonce, rawTx, txHash });
       } catch (error) {
         refuse(item, error); // not sent, and its nonce goes to the next one
       }
     }
     const written = await Promise.allSettled(
-      chunk.map(({ item, nonce, txHash, rawTx }) => item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...fees, deadline: item.tx.deadline ?? 0 })),
+      chunk.map(({ item, nonce, txHash, rawTx }) =>
+        item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...fees, deadline: item.tx.deadline ?? 0 }),
+      ),
     );
     const failed = written.findIndex((result) => result.status === "rejected");
     if (failed < 0) return { ready: chunk, again: [] };
@@ -268,7 +284,11 @@ export class SendQueue {
     // Those after it are signed again with the next nonces: the slots they recorded go first.
     const again = chunk.slice(failed + 1);
     await Promise.all(
-      again.map(({ nonce, txHash }, i) => (written[failed + 1 + i]!.status === "fulfilled" ? this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}) : undefined)),
+      again.map(({ nonce, txHash }, i) =>
+        written[failed + 1 + i]!.status === "fulfilled"
+          ? this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {})
+          : undefined,
+      ),
     );
     return { ready: chunk.slice(0, failed), again: again.map((s) => s.item) };
   }
@@ -293,7 +313,8 @@ export class SendQueue {
       ]);
       return batch.map((_, i): Outcome => {
         const answer = answers[i]!;
-        if ("error" in answer && !isAlreadyKnown(answer.error)) return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
+        if ("error" in answer && !isAlreadyKnown(answer.error))
+          return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
         const receipt = answers[batch.length + i]!;
         return { accepted: true, receipt: "result" in receipt ? (receipt.result as RpcReceipt | null) : null };
       });
@@ -328,11 +349,20 @@ export class SendQueue {
   async #fillGaps(lastAcceptedNonce: number, fees: Fees): Promise<void> {
     const wallet = this.#opts.signer.address;
     for (let attempts = 0; attempts < 16; attempts += 1) {
-      const missing = await this.#opts.provider.getTransactionCount(wallet, "pending").catch(() => Number.POSITIVE_INFINITY);
+      const missing = await this.#opts.provider
+        .getTransactionCount(wallet, "pending")
+        .catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
-      const { rawTx, txHash } = await this.#sign({ to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n }, missing, fees);
+      const { rawTx, txHash } = await this.#sign(
+        { to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n },
+        missing,
+        fees,
+      );
       const recorded = await this.#opts.ledger
-        .recordSlot({ wallet, nonce: missing, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() })
+        .recordSlot(
+          { wallet, nonce: missing, purpose: "filler", deadline: null },
+          { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() },
+        )
         .then(
           () => true,
           () => false,
@@ -346,7 +376,11 @@ export class SendQueue {
     }
   }
 
-  #sign(tx: { to: string; data: string; gasLimit: bigint; value: bigint }, nonce: number, fees: Fees): Promise<SignedTransaction> {
+  #sign(
+    tx: { to: string; data: string; gasLimit: bigint; value: bigint },
+    nonce: number,
+    fees: Fees,
+  ): Promise<SignedTransaction> {
     return signEip1559With(this.#opts.signer, { ...tx, ...fees, chainId: this.#opts.chainId, nonce });
   }
 }

@@ -47,7 +47,11 @@ export class KeystoreError extends Error {
  * @throws KeystoreError when the JSON is not a keystore, the password is wrong, or the
  *   address in the file does not match the key
  */
-export async function keystoreSigner(json: string, password: string, source = "the keystore"): Promise<TransactionSigner> {
+export async function keystoreSigner(
+  json: string,
+  password: string,
+  source = "the keystore",
+): Promise<TransactionSigner> {
   if (!isKeystoreJson(json)) throw new KeystoreError(`${source} is not a JSON keystore (Web3 Secret Storage v3)`);
   let privateKey: string;
   try {

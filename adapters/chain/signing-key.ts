@@ -28,6 +28,10 @@ export class WasmSigningKey extends SigningKey {
     const hash = getBytes(digest, "digest");
     if (hash.length !== 32) throw new TypeError(`digest: must be 32 bytes, got ${hash.length}`);
     const { signature, recoveryId } = signRecoverable(hash, this.#secret);
-    return Signature.from({ r: hexlify(signature.subarray(0, 32)), s: hexlify(signature.subarray(32)), v: 27 + recoveryId });
+    return Signature.from({
+      r: hexlify(signature.subarray(0, 32)),
+      s: hexlify(signature.subarray(32)),
+      v: 27 + recoveryId,
+    });
   }
 }

@@ -47,7 +47,7 @@ import { DEFAULT_FEED_POLICY, FeedGuard } from "./feed-policy.js";
 import { FeeOracle, tradeFees } from "./fees.js";
 import { WalletMonitor, type LifecycleLog, type LifecycleSettings } from "./lifecycle/monitor.js";
 import { Preflight, minimumOut } from "./preflight.js";
-import { Receipts, type NonceLookup } from "./receipts.js";
+import { Receipts, type NonceLookup, type Outcome } from "./receipts.js";
 import { SendQueue } from "./send-queue.js";
 import { toSigner, type TransactionSigner } from "./signer.js";
 import { toWeb3Receipt } from "./web3-receipt.js";
@@ -147,7 +147,11 @@ export class ChainTradeAdapter implements TradePort {
     });
     this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
     this.#feeds = options.feeds ?? new FeedGuard({ provider, swap: options.swap, policy: DEFAULT_FEED_POLICY });
-    this.#allowances = new Allowances({ provider, swap: options.swap, approve: (owner, asset, value) => this.#approve(owner, asset, value) });
+    this.#allowances = new Allowances({
+      provider,
+      swap: options.swap,
+      approve: (owner, asset, value) => this.#approve(owner, asset, value),
+    });
     for (const signer of options.wallets.map(toSigner)) {
       const queue = new SendQueue({
         signer,
@@ -225,7 +229,8 @@ export class ChainTradeAdapter implements TradePort {
       };
       const first = await mined();
       if (first) return first;
-      if ((await this.#opts.provider.getTransactionCount(trade.wallet, "latest")) <= trade.nonce) return { state: "pending" };
+      if ((await this.#opts.provider.getTransactionCount(trade.wallet, "latest")) <= trade.nonce)
+        return { state: "pending" };
       // The nonce is used: by one of them if it was mined meanwhile, else by another transaction.
       return (await mined()) ?? { state: "dropped" };
     } catch (error) {
@@ -239,7 +244,10 @@ export class ChainTradeAdapter implements TradePort {
     const { signer, queue } = wallet;
     const { lifetimeS, slippageBps, feeCap } = this.#settings;
     // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
-    const spent: Asset = kind === "sell" ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 } : order.stable;
+    const spent: Asset =
+      kind === "sell"
+        ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
+        : order.stable;
 
     let sent: Awaited<ReturnType<SendQueue["send"]>>;
     let deadline = 0;
@@ -252,7 +260,8 @@ export class ChainTradeAdapter implements TradePort {
       const fed = this.#feeds.forTrade(state.head);
       fed.catch(() => {}); // awaited below, unless something fails first
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
-      const encode = (minOut: bigint) => SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
+      const encode = (minOut: bigint) =>
+        SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
       const prove = () => {
         // By the later of this machine's clock and the chain's: the contract checks the chain's.
         deadline = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp) + lifetimeS;
@@ -275,7 +284,8 @@ export class ChainTradeAdapter implements TradePort {
       });
       // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
       // accepted together never pay out more than the swap holds (none reverts for want of it).
-      if (kind === "sell") payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
+      if (kind === "sell")
+        payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
       sent = await queue.send({
         to: this.#opts.swap,
         data: encode(minimumOut(proof.output, slippageBps)),
@@ -332,15 +342,25 @@ export class ChainTradeAdapter implements TradePort {
   async #approve(owner: string, asset: string, value: bigint): Promise<void> {
     const { queue } = this.#wallets.get(owner.toLowerCase())!;
     const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
-    const gas = BigInt((await this.#opts.provider.send("eth_estimateGas", [{ from: owner, to: asset, data }, "latest"])) as string);
-    const sent = await queue.send({ to: asset, data, gasLimit: (gas * 12n) / 10n, deadline: null, onSigned: (tx) => this.#recordUnjournalled(tx, "approval") });
-    let outcome;
+    const gas = BigInt(
+      (await this.#opts.provider.send("eth_estimateGas", [{ from: owner, to: asset, data }, "latest"])) as string,
+    );
+    const sent = await queue.send({
+      to: asset,
+      data,
+      gasLimit: (gas * 12n) / 10n,
+      deadline: null,
+      onSigned: (tx) => this.#recordUnjournalled(tx, "approval"),
+    });
+    let outcome: Outcome;
     try {
       outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(owner, sent.nonce));
     } catch (error) {
-      if (error instanceof TradePendingError) throw new ChainUnavailableError(`the allowance update ${sent.hash} is not mined yet; retry later`);
+      if (error instanceof TradePendingError)
+        throw new ChainUnavailableError(`the allowance update ${sent.hash} is not mined yet; retry later`);
       throw error;
     }
-    if (BigInt(outcome.receipt.status) !== 1n || outcome.noop) throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
+    if (BigInt(outcome.receipt.status) !== 1n || outcome.noop)
+      throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
   }
 }

@@ -81,7 +81,8 @@ export function toWeb3Receipt(receipt: RpcReceipt): TransactionReceipt {
 
 /** web3.js 1.x turns these quantities into numbers; refuse to lose precision silently. */
 function quantity(hex: string, field: string): number {
-  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(hex)) throw new TypeError(`${field}: the node sent ${String(hex)}, not a quantity`);
+  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(hex))
+    throw new TypeError(`${field}: the node sent ${String(hex)}, not a quantity`);
   const value = BigInt(hex);
   if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`${field} ${value} exceeds a safe JSON number`);
   return Number(value);

@@ -4,14 +4,23 @@ import { z } from "zod";
 
 import { ConfigError } from "./env.js";
 
-const address = (name: string) => z.string({ error: `${name}: is required` }).regex(/^0x[0-9a-fA-F]{40}$/, `${name}: must be a 0x-prefixed 40-hex-digit address`);
+const address = (name: string) =>
+  z
+    .string({ error: `${name}: is required` })
+    .regex(/^0x[0-9a-fA-F]{40}$/, `${name}: must be a 0x-prefixed 40-hex-digit address`);
 
 /** The part of a deployment file the service needs (the file `npm start` writes to .dev/deployment.json has more). */
 const schema = z.object({
   token: address("token"),
   swap: address("swap"),
-  stableCoins: z.object({ DAI: address("stableCoins.DAI"), USDT: address("stableCoins.USDT"), USDC: address("stableCoins.USDC") }, { error: "stableCoins: is required" }),
-  feeds: z.object({ tokenUsd: address("feeds.tokenUsd"), eurUsd: address("feeds.eurUsd"), chfUsd: address("feeds.chfUsd") }, { error: "feeds: is required" }),
+  stableCoins: z.object(
+    { DAI: address("stableCoins.DAI"), USDT: address("stableCoins.USDT"), USDC: address("stableCoins.USDC") },
+    { error: "stableCoins: is required" },
+  ),
+  feeds: z.object(
+    { tokenUsd: address("feeds.tokenUsd"), eurUsd: address("feeds.eurUsd"), chfUsd: address("feeds.chfUsd") },
+    { error: "feeds: is required" },
+  ),
 });
 
 export type DeploymentFileAddresses = z.infer<typeof schema>;
@@ -25,7 +34,10 @@ export function readDeploymentFile(path: string): DeploymentFileAddresses {
   try {
     json = JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    const reason = error instanceof SyntaxError ? "is not valid JSON" : `cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"})`;
+    const reason =
+      error instanceof SyntaxError
+        ? "is not valid JSON"
+        : `cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"})`;
     throw new ConfigError([`DEPLOYMENT_FILE: ${path} ${reason}`]);
   }
   const parsed = schema.safeParse(json);

@@ -5,7 +5,14 @@ import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
 import type { RateLimitOptions } from "../transport/rate-limit.js";
-import { DEFAULT_FX_MAX_AGE_S, DEFAULT_SEQUENCER_GRACE_S, FEED_SETTINGS, SEQUENCER_SETTINGS, type FeedBounds, type FeedPolicy } from "../chain/feed-policy.js";
+import {
+  DEFAULT_FX_MAX_AGE_S,
+  DEFAULT_SEQUENCER_GRACE_S,
+  FEED_SETTINGS,
+  SEQUENCER_SETTINGS,
+  type FeedBounds,
+  type FeedPolicy,
+} from "../chain/feed-policy.js";
 
 /**
  * The service's configuration, read from environment variables once at start-up.
@@ -108,7 +115,9 @@ const integer = (name: string, min: number, max: number) =>
     .refine((n) => n >= min && n <= max, `${name}: must be an integer from ${min} to ${max}`);
 
 const decimal = (name: string) =>
-  z.string().regex(/^\d+(\.\d+)?$/, `${name}: must be a plain decimal number greater than 0, such as "10000"`)
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, `${name}: must be a plain decimal number greater than 0, such as "10000"`)
     .refine((text) => Number(text) > 0, `${name}: must be greater than 0`);
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
@@ -120,12 +129,18 @@ const MAX_FEED_AGE_S = 30 * 86_400;
 const bounds = (name: string) =>
   z
     .string()
-    .regex(/^\s*\d+(\.\d+)?\s*-\s*\d+(\.\d+)?\s*$/, `${name}: must be "min-max", two plain decimal numbers in the pair's units, such as "0.5-2"`)
+    .regex(
+      /^\s*\d+(\.\d+)?\s*-\s*\d+(\.\d+)?\s*$/,
+      `${name}: must be "min-max", two plain decimal numbers in the pair's units, such as "0.5-2"`,
+    )
     .transform((text): FeedBounds => {
       const [min, max] = text.split("-").map((part) => part.trim());
       return { min: min!, max: max! };
     })
-    .refine(({ min, max }) => compareDecimals(min, max) < 0 && Number(min) > 0, `${name}: min must be greater than 0 and less than max`);
+    .refine(
+      ({ min, max }) => compareDecimals(min, max) < 0 && Number(min) > 0,
+      `${name}: min must be greater than 0 and less than max`,
+    );
 
 /** Compares two plain decimals exactly. */
 function compareDecimals(a: string, b: string): number {
@@ -136,7 +151,9 @@ function compareDecimals(a: string, b: string): number {
 }
 
 const schema = z.object({
-  HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default("127.0.0.1"),
+  HOST: optional(z.string().regex(/^[A-Za-z0-9.:\-[\]]+$/, "HOST: must be a host name or IP address")).default(
+    "127.0.0.1",
+  ),
   PORT: optional(integer("PORT", 0, 65535)).default(8080),
   METRICS_PORT: optional(integer("METRICS_PORT", 0, 65535)).default(9464),
   CHAIN_PORT: optional(integer("CHAIN_PORT", 0, 65535)).default(8545),
@@ -149,7 +166,12 @@ const schema = z.object({
   API_KEYS: optional(z.string()),
   API_KEYS_FILE: optional(z.string()),
   RPC_URL: optional(
-    z.string().regex(/^\s*https?:\/\/[^\s,]+\s*(,\s*https?:\/\/[^\s,]+\s*)*$/, "RPC_URL: must be one http:// or https:// URL, or several separated by commas"),
+    z
+      .string()
+      .regex(
+        /^\s*https?:\/\/[^\s,]+\s*(,\s*https?:\/\/[^\s,]+\s*)*$/,
+        "RPC_URL: must be one http:// or https:// URL, or several separated by commas",
+      ),
   ),
   RPC_TIMEOUT_MS: optional(integer("RPC_TIMEOUT_MS", 100, 120_000)).default(10_000),
   EXCHANGE_KEYSTORE: optional(z.string()),
@@ -165,13 +187,20 @@ const schema = z.object({
   CASH_DISCOUNT_BPS: optional(integer("CASH_DISCOUNT_BPS", 0, 9999)),
   PRICE_CACHE_MS: optional(integer("PRICE_CACHE_MS", 0, 60_000)).default(1000),
   DATA_DIR: optional(z.string()).default("data"),
-  JOURNAL_URL: optional(z.string().regex(/^postgres(ql)?:\/\/\S+$/, "JOURNAL_URL: must be a postgres:// or postgresql:// URL")),
+  JOURNAL_URL: optional(
+    z.string().regex(/^postgres(ql)?:\/\/\S+$/, "JOURNAL_URL: must be a postgres:// or postgresql:// URL"),
+  ),
   RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
   IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
   TRADE_LIFETIME_S: optional(integer("TRADE_LIFETIME_S", 10, 86_400)).default(300),
   SLIPPAGE_BPS: optional(integer("SLIPPAGE_BPS", 0, 5_000)).default(100),
   MAX_FEE_PER_GAS_GWEI: optional(
-    z.string().regex(/^\d+(\.\d{1,9})?$/, "MAX_FEE_PER_GAS_GWEI: must be a plain decimal number of gwei with at most 9 decimals, such as \"100\""),
+    z
+      .string()
+      .regex(
+        /^\d+(\.\d{1,9})?$/,
+        'MAX_FEE_PER_GAS_GWEI: must be a plain decimal number of gwei with at most 9 decimals, such as "100"',
+      ),
   ).default("100"),
   CONFIRMATIONS: optional(integer("CONFIRMATIONS", 1, 1_000)).default(1),
   REORG_DEPTH: optional(integer("REORG_DEPTH", 1, 10_000)).default(64),
@@ -180,12 +209,23 @@ const schema = z.object({
   MONITOR_LEASE_MS: optional(integer("MONITOR_LEASE_MS", 1_000, 600_000)).default(15_000),
   STUCK_AFTER_MS: optional(integer("STUCK_AFTER_MS", 1_000, 86_400_000)).default(600_000),
   [FEED_SETTINGS.tokenUsd.maxAge]: optional(integer(FEED_SETTINGS.tokenUsd.maxAge, 1, MAX_FEED_AGE_S)),
-  [FEED_SETTINGS.eurUsd.maxAge]: optional(integer(FEED_SETTINGS.eurUsd.maxAge, 1, MAX_FEED_AGE_S)).default(DEFAULT_FX_MAX_AGE_S),
-  [FEED_SETTINGS.chfUsd.maxAge]: optional(integer(FEED_SETTINGS.chfUsd.maxAge, 1, MAX_FEED_AGE_S)).default(DEFAULT_FX_MAX_AGE_S),
+  [FEED_SETTINGS.eurUsd.maxAge]: optional(integer(FEED_SETTINGS.eurUsd.maxAge, 1, MAX_FEED_AGE_S)).default(
+    DEFAULT_FX_MAX_AGE_S,
+  ),
+  [FEED_SETTINGS.chfUsd.maxAge]: optional(integer(FEED_SETTINGS.chfUsd.maxAge, 1, MAX_FEED_AGE_S)).default(
+    DEFAULT_FX_MAX_AGE_S,
+  ),
   [FEED_SETTINGS.tokenUsd.bounds]: optional(bounds(FEED_SETTINGS.tokenUsd.bounds)),
   [FEED_SETTINGS.eurUsd.bounds]: optional(bounds(FEED_SETTINGS.eurUsd.bounds)),
   [FEED_SETTINGS.chfUsd.bounds]: optional(bounds(FEED_SETTINGS.chfUsd.bounds)),
-  [SEQUENCER_SETTINGS.feed]: optional(z.string().regex(/^0x[0-9a-fA-F]{40}$/, `${SEQUENCER_SETTINGS.feed}: must be a contract address, 0x followed by 40 hex digits`)),
+  [SEQUENCER_SETTINGS.feed]: optional(
+    z
+      .string()
+      .regex(
+        /^0x[0-9a-fA-F]{40}$/,
+        `${SEQUENCER_SETTINGS.feed}: must be a contract address, 0x followed by 40 hex digits`,
+      ),
+  ),
   [SEQUENCER_SETTINGS.grace]: optional(integer(SEQUENCER_SETTINGS.grace, 0, 86_400)),
   CORS_ORIGINS: optional(
     z
@@ -215,15 +255,25 @@ function readFile(name: string, path: string, problems: string[]): string | unde
 }
 
 /** The keystore files (comma-separated paths) and their password, read now so that a missing file stops the start. */
-function readKeystores(paths: string, passwordFile: string | undefined, problems: string[]): RpcChainConfig["keystore"] {
+function readKeystores(
+  paths: string,
+  passwordFile: string | undefined,
+  problems: string[],
+): RpcChainConfig["keystore"] {
   const files: Array<{ path: string; json: string }> = [];
-  for (const path of paths.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+  for (const path of paths
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
     const json = readFile("EXCHANGE_KEYSTORE", path, problems);
     if (json !== undefined) files.push({ path, json });
   }
-  if (files.length === 0 && !problems.some((p) => p.startsWith("EXCHANGE_KEYSTORE:"))) problems.push("EXCHANGE_KEYSTORE: names no file");
+  if (files.length === 0 && !problems.some((p) => p.startsWith("EXCHANGE_KEYSTORE:")))
+    problems.push("EXCHANGE_KEYSTORE: names no file");
   if (passwordFile === undefined) {
-    problems.push("EXCHANGE_KEYSTORE_PASSWORD_FILE: is required with EXCHANGE_KEYSTORE (a file holding the keystore's password)");
+    problems.push(
+      "EXCHANGE_KEYSTORE_PASSWORD_FILE: is required with EXCHANGE_KEYSTORE (a file holding the keystore's password)",
+    );
     return undefined;
   }
   const text = readFile("EXCHANGE_KEYSTORE_PASSWORD_FILE", passwordFile, problems);
@@ -251,7 +301,12 @@ function apiKeys(env: z.infer<typeof schema>, problems: string[]): string[] {
     keys.push(...list);
   };
   if (env.API_KEYS !== undefined) {
-    check("API_KEYS", env.API_KEYS.split(",").map((k) => k.trim()).filter((k) => k !== ""));
+    check(
+      "API_KEYS",
+      env.API_KEYS.split(",")
+        .map((k) => k.trim())
+        .filter((k) => k !== ""),
+    );
     if (keys.length === 0 && !problems.some((p) => p.startsWith("API_KEYS:"))) problems.push("API_KEYS: holds no key");
   }
   if (env.API_KEYS_FILE !== undefined) {
@@ -292,7 +347,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   let tls: AppConfig["tls"];
   if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
-    problems.push(e.TLS_CERT === undefined ? "TLS_CERT: is required when TLS_KEY is set" : "TLS_KEY: is required when TLS_CERT is set");
+    problems.push(
+      e.TLS_CERT === undefined
+        ? "TLS_CERT: is required when TLS_KEY is set"
+        : "TLS_KEY: is required when TLS_CERT is set",
+    );
   } else if (e.TLS_CERT !== undefined && e.TLS_KEY !== undefined) {
     const cert = readFile("TLS_CERT", e.TLS_CERT, problems);
     const key = readFile("TLS_KEY", e.TLS_KEY, problems);
@@ -301,21 +360,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   let chain: AppConfig["chain"];
   if (e.RPC_URL === undefined) {
-    for (const name of ["DEPLOYMENT_FILE", "EXCHANGE_PRIVATE_KEYS", "EXCHANGE_KEYSTORE", "EXCHANGE_KEYSTORE_PASSWORD_FILE"] as const) {
-      if (e[name] !== undefined) problems.push(`${name}: is only used with RPC_URL; set RPC_URL to use an existing chain, or unset ${name}`);
+    for (const name of [
+      "DEPLOYMENT_FILE",
+      "EXCHANGE_PRIVATE_KEYS",
+      "EXCHANGE_KEYSTORE",
+      "EXCHANGE_KEYSTORE_PASSWORD_FILE",
+    ] as const) {
+      if (e[name] !== undefined)
+        problems.push(`${name}: is only used with RPC_URL; set RPC_URL to use an existing chain, or unset ${name}`);
     }
-    chain = { mode: "embedded", chainPort: e.CHAIN_PORT, ...(e.CHAIN_BLOCK_TIME_MS !== undefined ? { blockTimeMs: e.CHAIN_BLOCK_TIME_MS } : {}) };
+    chain = {
+      mode: "embedded",
+      chainPort: e.CHAIN_PORT,
+      ...(e.CHAIN_BLOCK_TIME_MS !== undefined ? { blockTimeMs: e.CHAIN_BLOCK_TIME_MS } : {}),
+    };
   } else {
-    if (e.CHAIN_BLOCK_TIME_MS !== undefined) problems.push("CHAIN_BLOCK_TIME_MS: is only used by the embedded chain; unset it with RPC_URL (the chain sets its own block time)");
-    if (e.DEPLOYMENT_FILE === undefined) problems.push("DEPLOYMENT_FILE: is required when RPC_URL is set (the suite's addresses, see .env.example)");
-    const privateKeys = (e.EXCHANGE_PRIVATE_KEYS ?? "").split(",").map((k) => k.trim()).filter((k) => k !== "");
+    if (e.CHAIN_BLOCK_TIME_MS !== undefined)
+      problems.push(
+        "CHAIN_BLOCK_TIME_MS: is only used by the embedded chain; unset it with RPC_URL (the chain sets its own block time)",
+      );
+    if (e.DEPLOYMENT_FILE === undefined)
+      problems.push("DEPLOYMENT_FILE: is required when RPC_URL is set (the suite's addresses, see .env.example)");
+    const privateKeys = (e.EXCHANGE_PRIVATE_KEYS ?? "")
+      .split(",")
+      .map((k) => k.trim())
+      .filter((k) => k !== "");
     let keystore: RpcChainConfig["keystore"];
     if (e.EXCHANGE_KEYSTORE !== undefined && e.EXCHANGE_PRIVATE_KEYS !== undefined) {
       problems.push("EXCHANGE_KEYSTORE: set either EXCHANGE_KEYSTORE or EXCHANGE_PRIVATE_KEYS, not both");
     } else if (e.EXCHANGE_KEYSTORE !== undefined) {
       keystore = readKeystores(e.EXCHANGE_KEYSTORE, e.EXCHANGE_KEYSTORE_PASSWORD_FILE, problems);
     } else if (e.EXCHANGE_PRIVATE_KEYS === undefined || privateKeys.length === 0) {
-      problems.push("EXCHANGE_KEYSTORE: is required when RPC_URL is set (or EXCHANGE_PRIVATE_KEYS, comma-separated 0x-prefixed keys)");
+      problems.push(
+        "EXCHANGE_KEYSTORE: is required when RPC_URL is set (or EXCHANGE_PRIVATE_KEYS, comma-separated 0x-prefixed keys)",
+      );
     } else if (!privateKeys.every((k) => PRIVATE_KEY.test(k))) {
       problems.push("EXCHANGE_PRIVATE_KEYS: every key must be 0x followed by 64 hex digits");
     }
@@ -349,13 +427,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const feeCap = decimalToBaseUnits(e.MAX_FEE_PER_GAS_GWEI, 9, "down") ?? 0n;
   if (feeCap <= 0n) problems.push("MAX_FEE_PER_GAS_GWEI: must be greater than 0");
   if (e.MONITOR_LEASE_MS < 3 * e.MONITOR_INTERVAL_MS) {
-    problems.push("MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time");
+    problems.push(
+      "MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time",
+    );
   }
   if (e.REORG_DEPTH < e.CONFIRMATIONS) problems.push("REORG_DEPTH: must be at least CONFIRMATIONS");
-  if (e.RATE_LIMIT_BURST !== undefined && e.RATE_LIMIT_RPS === 0) problems.push("RATE_LIMIT_BURST: is only used with RATE_LIMIT_RPS");
+  if (e.RATE_LIMIT_BURST !== undefined && e.RATE_LIMIT_RPS === 0)
+    problems.push("RATE_LIMIT_BURST: is only used with RATE_LIMIT_RPS");
   const rateLimits: RateLimitOptions = {
-    ...(e.RATE_LIMIT_RPS > 0 ? { perKey: { rate: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST ?? 3 * e.RATE_LIMIT_RPS } } : {}),
-    ...(e.AUTH_FAILURES_PER_MINUTE > 0 ? { authFailures: { rate: e.AUTH_FAILURES_PER_MINUTE / 60, burst: e.AUTH_FAILURES_PER_MINUTE } } : {}),
+    ...(e.RATE_LIMIT_RPS > 0
+      ? { perKey: { rate: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST ?? 3 * e.RATE_LIMIT_RPS } }
+      : {}),
+    ...(e.AUTH_FAILURES_PER_MINUTE > 0
+      ? { authFailures: { rate: e.AUTH_FAILURES_PER_MINUTE / 60, burst: e.AUTH_FAILURES_PER_MINUTE } }
+      : {}),
   };
   if (e[SEQUENCER_SETTINGS.grace] !== undefined && e[SEQUENCER_SETTINGS.feed] === undefined) {
     problems.push(`${SEQUENCER_SETTINGS.grace}: is only used with ${SEQUENCER_SETTINGS.feed}`);
@@ -363,14 +448,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const rule = (key: keyof typeof FEED_SETTINGS) => {
     const maxAgeS = e[FEED_SETTINGS[key].maxAge];
     const feedBounds = e[FEED_SETTINGS[key].bounds];
-    return { ...(maxAgeS === undefined ? {} : { maxAgeS }), ...(feedBounds === undefined ? {} : { bounds: feedBounds }) };
+    return {
+      ...(maxAgeS === undefined ? {} : { maxAgeS }),
+      ...(feedBounds === undefined ? {} : { bounds: feedBounds }),
+    };
   };
   const sequencer = e[SEQUENCER_SETTINGS.feed];
   const feedPolicy: FeedPolicy = {
     tokenUsd: rule("tokenUsd"),
     eurUsd: rule("eurUsd"),
     chfUsd: rule("chfUsd"),
-    ...(sequencer === undefined ? {} : { sequencer: { address: sequencer, graceS: e[SEQUENCER_SETTINGS.grace] ?? DEFAULT_SEQUENCER_GRACE_S } }),
+    ...(sequencer === undefined
+      ? {}
+      : { sequencer: { address: sequencer, graceS: e[SEQUENCER_SETTINGS.grace] ?? DEFAULT_SEQUENCER_GRACE_S } }),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -401,7 +491,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     stuckAfterMs: e.STUCK_AFTER_MS,
     rateLimits,
-    corsOrigins: (e.CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    corsOrigins: (e.CORS_ORIGINS ?? "")
+      .split(",")
+      .map((o) => o.trim())
+      .filter((o) => o !== ""),
     feedPolicy,
     chain,
   };

@@ -16,7 +16,12 @@ export type Journal = TradeJournal & NonceStore & NonceLedger;
  * URL (several instances may share it), else SQLite at `<dataDir>/journal.sqlite` (one process).
  * Any other non-empty `url` is refused rather than silently falling back to a per-process file.
  */
-export async function openJournal(config: { url?: string; dataDir: string; instanceId?: string; leaseMs?: number }): Promise<Journal> {
+export async function openJournal(config: {
+  url?: string;
+  dataDir: string;
+  instanceId?: string;
+  leaseMs?: number;
+}): Promise<Journal> {
   const url = config.url?.trim() ?? "";
   if (/^postgres(ql)?:\/\//i.test(url)) {
     return openPostgresJournal(url, {

@@ -41,7 +41,8 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
   async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
     if (trade.idempotencyKey !== null) {
       for (const stored of this.#trades.values()) {
-        if (stored.scope === trade.scope && stored.idempotencyKey === trade.idempotencyKey) return { created: false, record: this.#record(stored) };
+        if (stored.scope === trade.scope && stored.idempotencyKey === trade.idempotencyKey)
+          return { created: false, record: this.#record(stored) };
       }
     }
     const now = new Date();
@@ -70,13 +71,40 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     const existing = this.#slots.get(key);
     if (existing && existing.tradeId !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
     // Signed again at another nonce: the first was refused, so its slot goes.
-    if (stored.wallet !== null && stored.nonce !== null && slotKey(stored.wallet, stored.nonce) !== key) this.#dropSlot(slotKey(stored.wallet, stored.nonce), id);
+    if (stored.wallet !== null && stored.nonce !== null && slotKey(stored.wallet, stored.nonce) !== key)
+      this.#dropSlot(slotKey(stored.wallet, stored.nonce), id);
     const now = new Date();
-    const first: Broadcast = { hash: tx.txHash, rawTx: tx.rawTx, maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas, noop: false, sentAt: now };
+    const first: Broadcast = {
+      hash: tx.txHash,
+      rawTx: tx.rawTx,
+      maxFeePerGas: tx.maxFeePerGas,
+      maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+      noop: false,
+      sentAt: now,
+    };
     this.#dropSlot(key, id);
-    this.#slots.set(key, { wallet, nonce: tx.nonce, purpose: "trade", tradeId: id, deadline: tx.deadline, state: "pending", broadcasts: [first], mined: null, createdAt: now, updatedAt: now });
+    this.#slots.set(key, {
+      wallet,
+      nonce: tx.nonce,
+      purpose: "trade",
+      tradeId: id,
+      deadline: tx.deadline,
+      state: "pending",
+      broadcasts: [first],
+      mined: null,
+      createdAt: now,
+      updatedAt: now,
+    });
     this.#hashes.set(tx.txHash.toLowerCase(), key);
-    Object.assign(stored, { status: "signed", wallet: tx.wallet, nonce: tx.nonce, txHash: tx.txHash, rawTx: tx.rawTx, deadline: tx.deadline, updatedAt: now });
+    Object.assign(stored, {
+      status: "signed",
+      wallet: tx.wallet,
+      nonce: tx.nonce,
+      txHash: tx.txHash,
+      rawTx: tx.rawTx,
+      deadline: tx.deadline,
+      updatedAt: now,
+    });
   }
 
   async markSubmitted(id: string): Promise<void> {
@@ -128,11 +156,17 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     const key = this.#hashes.get(txHash.toLowerCase());
     const tradeId = key === undefined ? undefined : this.#slots.get(key)?.tradeId;
     if (tradeId) return this.get(tradeId);
-    for (const stored of this.#trades.values()) if (stored.txHash?.toLowerCase() === txHash.toLowerCase()) return this.#record(stored);
+    for (const stored of this.#trades.values())
+      if (stored.txHash?.toLowerCase() === txHash.toLowerCase()) return this.#record(stored);
     return undefined;
   }
 
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+  async withNonce<T>(
+    wallet: string,
+    chainNonce: () => Promise<number>,
+    send: (nonce: number) => Promise<T>,
+    consumed?: NoncesConsumed<T>,
+  ): Promise<T> {
     const key = wallet.toLowerCase();
     return this.#nonceLocks.run(key, async () => {
       const nonce = this.#next.get(key) ?? checkNonce(await chainNonce());
@@ -144,12 +178,24 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     });
   }
 
-  async recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+  async recordSlot(
+    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    first: Broadcast,
+  ): Promise<void> {
     const wallet = slot.wallet.toLowerCase();
     const key = slotKey(wallet, slot.nonce);
     if (this.#slots.has(key)) throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
     const now = new Date();
-    this.#slots.set(key, { ...slot, wallet, tradeId: null, state: "pending", broadcasts: [{ ...first }], mined: null, createdAt: now, updatedAt: now });
+    this.#slots.set(key, {
+      ...slot,
+      wallet,
+      tradeId: null,
+      state: "pending",
+      broadcasts: [{ ...first }],
+      mined: null,
+      createdAt: now,
+      updatedAt: now,
+    });
     this.#hashes.set(first.hash.toLowerCase(), key);
   }
 
@@ -188,7 +234,12 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
   async finalizeSlots(wallet: string, blockNumber: number): Promise<number> {
     let count = 0;
     for (const slot of this.#slots.values()) {
-      if (slot.wallet === wallet.toLowerCase() && slot.state === "mined" && slot.mined !== null && slot.mined.blockNumber <= blockNumber) {
+      if (
+        slot.wallet === wallet.toLowerCase() &&
+        slot.state === "mined" &&
+        slot.mined !== null &&
+        slot.mined.blockNumber <= blockNumber
+      ) {
         Object.assign(slot, { state: "final", updatedAt: new Date() });
         count += 1;
       }
@@ -238,7 +289,11 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     this.#update(stored, { status, receipt: structuredClone(receipt), txHash: receipt.transactionHash });
     const slot = this.#tradeSlot(stored);
     if (slot && slot.state !== "final") {
-      Object.assign(slot, { state: "mined", mined: { hash: receipt.transactionHash, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash }, updatedAt: new Date() });
+      Object.assign(slot, {
+        state: "mined",
+        mined: { hash: receipt.transactionHash, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash },
+        updatedAt: new Date(),
+      });
     }
   }
 

@@ -118,7 +118,8 @@ export const MIGRATIONS = [
 
 const COLUMNS =
   "id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
-const BROADCAST_COLUMNS = "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
+const BROADCAST_COLUMNS =
+  "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
 export interface PostgresJournalOptions {
   /** This instance's name: it owns the trades it accepts, while it renews its lease. Default: random. */
@@ -172,10 +173,14 @@ async function migrate(pool: pg.Pool): Promise<void> {
     await client.query(
       "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
     );
-    const { rows } = await client.query<{ version: number }>("SELECT coalesce(max(version), 0) AS version FROM schema_version");
+    const { rows } = await client.query<{ version: number }>(
+      "SELECT coalesce(max(version), 0) AS version FROM schema_version",
+    );
     const current = rows[0]!.version;
     if (current > MIGRATIONS.length) {
-      throw new Error(`trade journal schema version ${current} is newer than this service knows (${MIGRATIONS.length})`);
+      throw new Error(
+        `trade journal schema version ${current} is newer than this service knows (${MIGRATIONS.length})`,
+      );
     }
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
       await client.query(MIGRATIONS[version - 1]!);
@@ -236,13 +241,21 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
          VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7)
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${COLUMNS}`,
-        [id, trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), this.#instance],
+        [
+          id,
+          trade.scope,
+          trade.idempotencyKey,
+          trade.requestHash,
+          trade.kind,
+          JSON.stringify(trade.request),
+          this.#instance,
+        ],
       );
       if (inserted.rows[0]) return { created: true, record: toRecord(inserted.rows[0], []) };
-      const existing = await this.#pool.query<Row>(`SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`, [
-        trade.scope,
-        trade.idempotencyKey,
-      ]);
+      const existing = await this.#pool.query<Row>(
+        `SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`,
+        [trade.scope, trade.idempotencyKey],
+      );
       const record = existing.rows[0] && (await this.get(existing.rows[0].id));
       if (record) return { created: false, record };
     }
@@ -260,12 +273,10 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
         [id],
       );
       await client.query("DELETE FROM nonce_slots WHERE trade_id = $1", [id]);
-      await client.query("INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state) VALUES ($1, $2, 'trade', $3, $4, 'pending')", [
-        wallet,
-        tx.nonce,
-        id,
-        tx.deadline,
-      ]);
+      await client.query(
+        "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state) VALUES ($1, $2, 'trade', $3, $4, 'pending')",
+        [wallet, tx.nonce, id, tx.deadline],
+      );
       await insertBroadcast(client, wallet, tx.nonce, {
         hash: tx.txHash,
         rawTx: tx.rawTx,
@@ -283,7 +294,10 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   async markSubmitted(id: string): Promise<void> {
-    const { rowCount } = await this.#pool.query("UPDATE trades SET status = 'submitted', updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed'", [id]);
+    const { rowCount } = await this.#pool.query(
+      "UPDATE trades SET status = 'submitted', updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed'",
+      [id],
+    );
     if (rowCount === 0) await this.#expectTrade(id);
   }
 
@@ -309,11 +323,15 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#updateOne(id, "status = 'failed', error = $2", [JSON.stringify({ code: error.code, message: error.message })]);
+    await this.#updateOne(id, "status = 'failed', error = $2", [
+      JSON.stringify({ code: error.code, message: error.message }),
+    ]);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#updateOne(id, "status = 'expired', error = $2", [JSON.stringify({ code: error.code, message: error.message })]);
+    await this.#updateOne(id, "status = 'expired', error = $2", [
+      JSON.stringify({ code: error.code, message: error.message }),
+    ]);
   }
 
   async discard(id: string): Promise<void> {
@@ -346,15 +364,16 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     return rows[0] ? this.get(rows[0].id) : undefined;
   }
 
-  async recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+  async recordSlot(
+    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    first: Broadcast,
+  ): Promise<void> {
     const wallet = slot.wallet.toLowerCase();
     await this.#transaction(async (client) => {
-      await client.query("INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state) VALUES ($1, $2, $3, $4, 'pending')", [
-        wallet,
-        slot.nonce,
-        slot.purpose,
-        slot.deadline,
-      ]);
+      await client.query(
+        "INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state) VALUES ($1, $2, $3, $4, 'pending')",
+        [wallet, slot.nonce, slot.purpose, slot.deadline],
+      );
       await insertBroadcast(client, wallet, slot.nonce, first);
     });
   }
@@ -362,13 +381,22 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
     const lower = wallet.toLowerCase();
     await this.#transaction(async (client) => {
-      const { rows } = await client.query<{ trade_id: string | null }>("SELECT trade_id FROM nonce_slots WHERE wallet = $1 AND nonce = $2 FOR UPDATE", [lower, nonce]);
+      const { rows } = await client.query<{ trade_id: string | null }>(
+        "SELECT trade_id FROM nonce_slots WHERE wallet = $1 AND nonce = $2 FOR UPDATE",
+        [lower, nonce],
+      );
       if (rows.length === 0) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
       await insertBroadcast(client, lower, nonce, broadcast);
-      await client.query("UPDATE nonce_slots SET updated_at = clock_timestamp() WHERE wallet = $1 AND nonce = $2", [lower, nonce]);
+      await client.query("UPDATE nonce_slots SET updated_at = clock_timestamp() WHERE wallet = $1 AND nonce = $2", [
+        lower,
+        nonce,
+      ]);
       const tradeId = rows[0]!.trade_id;
       if (tradeId !== null) {
-        await client.query("UPDATE trades SET tx_hash = $2, raw_tx = $3, updated_at = clock_timestamp() WHERE id = $1", [tradeId, broadcast.hash, broadcast.rawTx]);
+        await client.query(
+          "UPDATE trades SET tx_hash = $2, raw_tx = $3, updated_at = clock_timestamp() WHERE id = $1",
+          [tradeId, broadcast.hash, broadcast.rawTx],
+        );
       }
     });
   }
@@ -381,7 +409,10 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
          FROM nonce_slots WHERE wallet = $1 AND nonce = $2`,
         [lower, nonce],
       ),
-      this.#pool.query<BroadcastRow>(`SELECT ${BROADCAST_COLUMNS} FROM broadcasts b WHERE b.wallet = $1 AND b.nonce = $2 ORDER BY b.seq`, [lower, nonce]),
+      this.#pool.query<BroadcastRow>(
+        `SELECT ${BROADCAST_COLUMNS} FROM broadcasts b WHERE b.wallet = $1 AND b.nonce = $2 ORDER BY b.seq`,
+        [lower, nonce],
+      ),
     ]);
     return slots.rows[0] && toSlot(slots.rows[0], broadcasts.rows.map(toBroadcast));
   }
@@ -404,11 +435,16 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     for (const row of broadcasts.rows) {
       const nonce = Number(row.nonce);
       let list = byNonce.get(nonce);
-      if (list === undefined) byNonce.set(nonce, (list = []));
+      if (list === undefined) {
+        list = [];
+        byNonce.set(nonce, list);
+      }
       list.push(toBroadcast(row));
     }
     // A slot whose broadcasts were not yet committed when read: left for the next look.
-    return slots.rows.map((row) => toSlot(row, byNonce.get(Number(row.nonce)) ?? [])).filter((slot) => slot.broadcasts.length > 0);
+    return slots.rows
+      .map((row) => toSlot(row, byNonce.get(Number(row.nonce)) ?? []))
+      .filter((slot) => slot.broadcasts.length > 0);
   }
 
   async markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void> {
@@ -431,7 +467,10 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
     const lower = wallet.toLowerCase();
     await this.#transaction(async (client) => {
-      const { rows } = await client.query<{ hash: string }>("SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 FOR UPDATE", [lower, nonce]);
+      const { rows } = await client.query<{ hash: string }>(
+        "SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 FOR UPDATE",
+        [lower, nonce],
+      );
       if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return;
       await client.query("DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2", [lower, nonce]);
       await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
@@ -454,7 +493,12 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     await this.#pool.query("DELETE FROM leases WHERE name = $1 AND holder = $2", [name, holder]);
   }
 
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+  async withNonce<T>(
+    wallet: string,
+    chainNonce: () => Promise<number>,
+    send: (nonce: number) => Promise<T>,
+    consumed?: NoncesConsumed<T>,
+  ): Promise<T> {
     const key = wallet.toLowerCase();
     // Queue in this process first, so it holds at most one connection per wallet waiting on the database.
     return this.#nonceLocks.run(key, async () => {
@@ -551,7 +595,10 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   async #updateOne(id: string, set: string, values: unknown[]): Promise<void> {
-    const updated = await this.#pool.query(`UPDATE trades SET ${set}, updated_at = clock_timestamp() WHERE id = $1`, [id, ...values]);
+    const updated = await this.#pool.query(`UPDATE trades SET ${set}, updated_at = clock_timestamp() WHERE id = $1`, [
+      id,
+      ...values,
+    ]);
     if (updated.rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
   }
 }
@@ -604,7 +651,16 @@ async function insertBroadcast(client: pg.PoolClient, wallet: string, nonce: num
   await client.query(
     `INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [b.hash.toLowerCase(), wallet, nonce, b.rawTx, b.maxFeePerGas.toString(), b.maxPriorityFeePerGas.toString(), b.noop, b.sentAt],
+    [
+      b.hash.toLowerCase(),
+      wallet,
+      nonce,
+      b.rawTx,
+      b.maxFeePerGas.toString(),
+      b.maxPriorityFeePerGas.toString(),
+      b.noop,
+      b.sentAt,
+    ],
   );
 }
 
@@ -650,7 +706,10 @@ function toSlot(row: SlotRow, broadcasts: Broadcast[]): NonceSlot {
     deadline: row.deadline === null ? null : Number(row.deadline),
     state: row.state,
     broadcasts,
-    mined: row.mined_hash === null ? null : { hash: row.mined_hash, blockNumber: Number(row.block_number), blockHash: row.block_hash ?? "" },
+    mined:
+      row.mined_hash === null
+        ? null
+        : { hash: row.mined_hash, blockNumber: Number(row.block_number), blockHash: row.block_hash ?? "" },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -150,7 +150,10 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
   } catch (error) {
     db.close();
     if (isBusy(error)) {
-      throw new Error(`trade journal ${path} is in use by another process: a SQLite journal serves one process (use PostgreSQL for several)`, { cause: error });
+      throw new Error(
+        `trade journal ${path} is in use by another process: a SQLite journal serves one process (use PostgreSQL for several)`,
+        { cause: error },
+      );
     }
     throw error;
   }
@@ -162,9 +165,13 @@ function migrate(db: DatabaseSync): void {
   db.exec("BEGIN IMMEDIATE");
   try {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    const current = Number(db.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_version").get()!.version);
+    const current = Number(
+      db.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_version").get()!.version,
+    );
     if (current > MIGRATIONS.length) {
-      throw new Error(`trade journal schema version ${current} is newer than this service knows (${MIGRATIONS.length})`);
+      throw new Error(
+        `trade journal schema version ${current} is newer than this service knows (${MIGRATIONS.length})`,
+      );
     }
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
       db.exec(MIGRATIONS[version - 1]!);
@@ -194,13 +201,17 @@ function statements(db: DatabaseSync) {
     byKey: db.prepare("SELECT * FROM trades WHERE scope = ? AND idempotency_key = ?"),
     byId: db.prepare("SELECT * FROM trades WHERE id = ?"),
     byTxHash: db.prepare("SELECT * FROM trades WHERE tx_hash = ?"),
-    tradeOfBroadcast: db.prepare("SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?"),
+    tradeOfBroadcast: db.prepare(
+      "SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?",
+    ),
     signed: db.prepare(
       // raw_tx stays NULL: the signed bytes are the broadcast's (the column holds version 1's).
       "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, updated_at = ? WHERE id = ?",
     ),
     submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
-    reorged: db.prepare("UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')"),
+    reorged: db.prepare(
+      "UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')",
+    ),
     mined: db.prepare("UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, updated_at = ? WHERE id = ?"),
     ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
     exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
@@ -214,7 +225,9 @@ function statements(db: DatabaseSync) {
     // The ledger of nonces.
     // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
     tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce FROM trades WHERE id = ?"),
-    dropSlotBroadcasts: db.prepare("DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)"),
+    dropSlotBroadcasts: db.prepare(
+      "DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)",
+    ),
     dropTradeSlot: db.prepare("DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?"),
     insertSlot: db.prepare(
       `INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, created_at, updated_at)
@@ -231,22 +244,30 @@ function statements(db: DatabaseSync) {
        WHERE s.wallet = ? AND s.nonce = ? AND s.trade_id = ? ORDER BY b.sent_at, b.rowid`,
     ),
     setTradeTx: db.prepare("UPDATE trades SET tx_hash = ?, updated_at = ? WHERE id = ?"),
-    openSlots: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND state IN ('pending', 'mined') ORDER BY nonce"),
+    openSlots: db.prepare(
+      "SELECT * FROM nonce_slots WHERE wallet = ? AND state IN ('pending', 'mined') ORDER BY nonce",
+    ),
     openBroadcasts: db.prepare(
       `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
        WHERE s.wallet = ? AND s.state IN ('pending', 'mined') ORDER BY b.nonce, b.sent_at, b.rowid`,
     ),
-    markSlot: db.prepare("UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ?"),
+    markSlot: db.prepare(
+      "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ?",
+    ),
     markTradeSlot: db.prepare(
       "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ? AND trade_id = ? AND state <> 'final'",
     ),
-    finalize: db.prepare("UPDATE nonce_slots SET state = 'final', updated_at = ? WHERE wallet = ? AND state = 'mined' AND block_number <= ?"),
+    finalize: db.prepare(
+      "UPDATE nonce_slots SET state = 'final', updated_at = ? WHERE wallet = ? AND state = 'mined' AND block_number <= ?",
+    ),
     release: db.prepare(
       `DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ?
        AND (SELECT count(*) FROM broadcasts WHERE wallet = ? AND nonce = ?) = 1
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
-    releaseBroadcast: db.prepare("DELETE FROM broadcasts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ?)"),
+    releaseBroadcast: db.prepare(
+      "DELETE FROM broadcasts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ?)",
+    ),
     lease: db.prepare(
       `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
        ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
@@ -294,7 +315,14 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const now = Date.now();
       const inserted = this.#sql.insert.get(
-        randomUUID(), trade.scope, trade.idempotencyKey, trade.requestHash, trade.kind, JSON.stringify(trade.request), now, now,
+        randomUUID(),
+        trade.scope,
+        trade.idempotencyKey,
+        trade.requestHash,
+        trade.kind,
+        JSON.stringify(trade.request),
+        now,
+        now,
       );
       if (inserted) return { created: true, record: toRecord(inserted, []) };
       return { created: false, record: this.#record(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
@@ -315,7 +343,16 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
       if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
       if (holder) this.#dropSlot(wallet, tx.nonce, id);
       this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now);
-      this.#sql.insertBroadcast.run(tx.txHash.toLowerCase(), wallet, tx.nonce, tx.rawTx, tx.maxFeePerGas.toString(), tx.maxPriorityFeePerGas.toString(), 0, now);
+      this.#sql.insertBroadcast.run(
+        tx.txHash.toLowerCase(),
+        wallet,
+        tx.nonce,
+        tx.rawTx,
+        tx.maxFeePerGas.toString(),
+        tx.maxPriorityFeePerGas.toString(),
+        0,
+        now,
+      );
     });
   }
 
@@ -371,7 +408,12 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return row ? this.#record(row) : undefined;
   }
 
-  async withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+  async withNonce<T>(
+    wallet: string,
+    chainNonce: () => Promise<number>,
+    send: (nonce: number) => Promise<T>,
+    consumed?: NoncesConsumed<T>,
+  ): Promise<T> {
     const key = wallet.toLowerCase();
     // One process owns the file (see the header), so an in-process lock is the wallet's lock.
     return this.#nonceLocks.run(key, async () => {
@@ -386,12 +428,16 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     });
   }
 
-  recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void> {
+  recordSlot(
+    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    first: Broadcast,
+  ): Promise<void> {
     return this.#write(() => {
       const now = Date.now();
       const wallet = slot.wallet.toLowerCase();
       // Checked first, so that a refused write leaves nothing behind in the group's transaction.
-      if (this.#sql.slot.get(wallet, slot.nonce)) throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
+      if (this.#sql.slot.get(wallet, slot.nonce))
+        throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
       this.#insertBroadcast(wallet, slot.nonce, first);
       this.#sql.insertSlot.run(wallet, slot.nonce, slot.purpose, null, slot.deadline, now, now);
     });
@@ -419,7 +465,10 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     for (const row of this.#sql.openBroadcasts.all(lower)) {
       const nonce = Number(row.nonce);
       let list = broadcasts.get(nonce);
-      if (list === undefined) broadcasts.set(nonce, (list = []));
+      if (list === undefined) {
+        list = [];
+        broadcasts.set(nonce, list);
+      }
       list.push(toBroadcast(row));
     }
     return this.#sql.openSlots.all(lower).map((row) => toSlot(row, broadcasts.get(Number(row.nonce)) ?? []));
@@ -427,7 +476,15 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
 
   markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null): Promise<void> {
     return this.#write(() => {
-      const changes = this.#sql.markSlot.run(state, mined?.hash ?? null, mined?.blockNumber ?? null, mined?.blockHash ?? null, Date.now(), wallet.toLowerCase(), nonce).changes;
+      const changes = this.#sql.markSlot.run(
+        state,
+        mined?.hash ?? null,
+        mined?.blockNumber ?? null,
+        mined?.blockHash ?? null,
+        Date.now(),
+        wallet.toLowerCase(),
+        nonce,
+      ).changes;
       if (Number(changes) !== 1) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
     });
   }
@@ -440,7 +497,8 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const lower = wallet.toLowerCase();
       const h = hash.toLowerCase();
-      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) === 1) this.#sql.releaseBroadcast.run(h, lower, nonce);
+      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) === 1)
+        this.#sql.releaseBroadcast.run(h, lower, nonce);
     });
   }
 
@@ -464,7 +522,17 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
       // The trade first: if it is unknown, this throws before the second statement writes anything.
       expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, now, id).changes, id);
       const at = this.#sql.tradeNonce.get(id)!;
-      if (at.wallet !== null) this.#sql.markTradeSlot.run("mined", receipt.transactionHash.toLowerCase(), receipt.blockNumber, receipt.blockHash, now, at.wallet, at.nonce, id);
+      if (at.wallet !== null)
+        this.#sql.markTradeSlot.run(
+          "mined",
+          receipt.transactionHash.toLowerCase(),
+          receipt.blockNumber,
+          receipt.blockHash,
+          now,
+          at.wallet,
+          at.nonce,
+          id,
+        );
     });
   }
 
@@ -480,7 +548,16 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   #insertBroadcast(wallet: string, nonce: number, b: Broadcast): void {
-    this.#sql.insertBroadcast.run(b.hash.toLowerCase(), wallet, nonce, b.rawTx, b.maxFeePerGas.toString(), b.maxPriorityFeePerGas.toString(), b.noop ? 1 : 0, b.sentAt.getTime());
+    this.#sql.insertBroadcast.run(
+      b.hash.toLowerCase(),
+      wallet,
+      nonce,
+      b.rawTx,
+      b.maxFeePerGas.toString(),
+      b.maxPriorityFeePerGas.toString(),
+      b.noop ? 1 : 0,
+      b.sentAt.getTime(),
+    );
   }
 
   #expectTrade(id: string): void {
@@ -488,7 +565,12 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   #record(row: Row): TradeRecord {
-    const broadcasts = row.wallet === null ? [] : this.#sql.tradeBroadcastsOf.all((row.wallet as string).toLowerCase(), row.nonce, row.id as string).map(toBroadcast);
+    const broadcasts =
+      row.wallet === null
+        ? []
+        : this.#sql.tradeBroadcastsOf
+            .all((row.wallet as string).toLowerCase(), row.nonce, row.id as string)
+            .map(toBroadcast);
     return toRecord(row, broadcasts);
   }
 
@@ -583,7 +665,14 @@ function toSlot(row: Row, broadcasts: Broadcast[]): NonceSlot {
     deadline: row.deadline === null ? null : Number(row.deadline),
     state: row.state as SlotState,
     broadcasts,
-    mined: row.mined_hash === null ? null : { hash: row.mined_hash as string, blockNumber: Number(row.block_number), blockHash: row.block_hash as string },
+    mined:
+      row.mined_hash === null
+        ? null
+        : {
+            hash: row.mined_hash as string,
+            blockNumber: Number(row.block_number),
+            blockHash: row.block_hash as string,
+          },
     createdAt: new Date(Number(row.created_at)),
     updatedAt: new Date(Number(row.updated_at)),
   };

@@ -28,7 +28,8 @@ export class KeyedMutex {
 
 /** A nonce from the chain must be a non-negative safe integer; anything else is a bug upstream. */
 export function checkNonce(nonce: number): number {
-  if (!Number.isSafeInteger(nonce) || nonce < 0) throw new Error(`chainNonce() returned ${String(nonce)}, not a non-negative integer`);
+  if (!Number.isSafeInteger(nonce) || nonce < 0)
+    throw new Error(`chainNonce() returned ${String(nonce)}, not a non-negative integer`);
   return nonce;
 }
 
@@ -37,6 +38,7 @@ export function nextNonce<T>(nonce: number, result: T, consumed?: NoncesConsumed
   if (consumed === undefined) return nonce + 1;
   const used = consumed(result);
   if (used === null) return null;
-  if (!Number.isSafeInteger(used) || used < 0) throw new Error(`consumed() returned ${String(used)}, not a count of nonces`);
+  if (!Number.isSafeInteger(used) || used < 0)
+    throw new Error(`consumed() returned ${String(used)}, not a count of nonces`);
   return nonce + used;
 }

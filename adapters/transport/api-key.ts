@@ -48,7 +48,9 @@ export function createApiKeyVerifier(acceptedKeys: readonly string[]): ApiKeyVer
   const keys = [...acceptedKeys];
   if (keys.length === 0) throw new TypeError("at least one API key is required");
   if (keys.some((key) => key.length === 0)) throw new TypeError("API keys must not be empty");
-  const accepted = keys.map((key, keyIndex) => ({ ok: true, keyIndex, scope: hash("sha256", key, "hex").slice(0, 32) }) as const);
+  const accepted = keys.map(
+    (key, keyIndex) => ({ ok: true, keyIndex, scope: hash("sha256", key, "hex").slice(0, 32) }) as const,
+  );
   return {
     check(presented) {
       if (presented === undefined || presented === null || presented === "") {

@@ -17,13 +17,24 @@ import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 const ALLOW_METHODS = ["GET", "POST", "OPTIONS"].join(", ");
-const ALLOW_HEADERS = [...new Set([API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, "x-request-id", ...connectCors.allowedHeaders.map((h) => h.toLowerCase())])].join(", ");
-const EXPOSE_HEADERS = [...new Set([...connectCors.exposedHeaders.map((h) => h.toLowerCase()), "x-request-id", "retry-after"])].join(", ");
+const ALLOW_HEADERS = [
+  ...new Set([
+    API_KEY_HEADER,
+    IDEMPOTENCY_KEY_HEADER,
+    "x-request-id",
+    ...connectCors.allowedHeaders.map((h) => h.toLowerCase()),
+  ]),
+].join(", ");
+const EXPOSE_HEADERS = [
+  ...new Set([...connectCors.exposedHeaders.map((h) => h.toLowerCase()), "x-request-id", "retry-after"]),
+].join(", ");
 /** How long a browser may reuse a preflight's answer, in seconds (Chromium caps it at 7200). */
 const MAX_AGE_S = "7200";
 
 /** The CORS policy for `origins` ("*" = any origin), or undefined when the list is empty (CORS off). */
-export function corsPolicy(origins: readonly string[]): ((req: NodeServerRequest, res: NodeServerResponse) => boolean) | undefined {
+export function corsPolicy(
+  origins: readonly string[],
+): ((req: NodeServerRequest, res: NodeServerResponse) => boolean) | undefined {
   if (origins.length === 0) return undefined;
   const any = origins.includes("*");
   const allowed = new Set(origins.map((o) => o.toLowerCase()));
@@ -43,7 +54,10 @@ export function corsPolicy(origins: readonly string[]): ((req: NodeServerRequest
       return false;
     }
     if (!ok) {
-      const body = JSON.stringify({ code: "permission_denied", message: `Origin: ${origin.slice(0, 200)} is not allowed (CORS_ORIGINS)` });
+      const body = JSON.stringify({
+        code: "permission_denied",
+        message: `Origin: ${origin.slice(0, 200)} is not allowed (CORS_ORIGINS)`,
+      });
       res.writeHead(403, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
       return true;

@@ -30,7 +30,8 @@ const PAGE = `<!doctype html>
 const INIT = `window.ui = SwaggerUIBundle({ url: "/api/v1/openapi.json", dom_id: "#ui", deepLinking: true, validatorUrl: null });\n`;
 
 /** Only this origin; Swagger UI sets styles inline and shows its logo as a data: URL. */
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 /** The docs handler: answers and returns true for /docs and its files, false for anything else. */
 export function docsHandler(): (req: NodeServerRequest, res: NodeServerResponse, path: string) => boolean {
@@ -55,8 +56,15 @@ export function docsHandler(): (req: NodeServerRequest, res: NodeServerResponse,
       files.set(path, found);
     }
     if (found === undefined || (req.method !== "GET" && req.method !== "HEAD")) {
-      const body = JSON.stringify(found === undefined ? { code: "not_found", message: `no route for ${req.method} ${path.slice(0, 200)}` } : { code: "unimplemented", message: `method ${req.method} is not allowed on ${path}; use GET` });
-      res.writeHead(found === undefined ? 404 : 405, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      const body = JSON.stringify(
+        found === undefined
+          ? { code: "not_found", message: `no route for ${req.method} ${path.slice(0, 200)}` }
+          : { code: "unimplemented", message: `method ${req.method} is not allowed on ${path}; use GET` },
+      );
+      res.writeHead(found === undefined ? 404 : 405, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+      });
       res.end(body);
       return true;
     }

@@ -75,7 +75,11 @@ export function toConnectError(thrown: unknown): MappedError {
       };
     }
   }
-  return { error: new ConnectError(INTERNAL_MESSAGE, Code.Internal, undefined, undefined, thrown), internal: true, status: 500 };
+  return {
+    error: new ConnectError(INTERNAL_MESSAGE, Code.Internal, undefined, undefined, thrown),
+    internal: true,
+    status: 500,
+  };
 }
 
 /**

@@ -21,7 +21,12 @@ export function errorInterceptor(fallbackLog: Logger): Interceptor {
       if (outcome) outcome.code = "ok";
       return answer;
     } catch (thrown) {
-      throw rpcError(thrown, req.contextValues.get(kRequestLog) ?? fallbackLog, `${req.service.typeName}/${req.method.name}`, outcome);
+      throw rpcError(
+        thrown,
+        req.contextValues.get(kRequestLog) ?? fallbackLog,
+        `${req.service.typeName}/${req.method.name}`,
+        outcome,
+      );
     }
   };
 }

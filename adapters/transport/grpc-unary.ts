@@ -65,7 +65,12 @@ interface UnaryMethod {
 }
 
 /** How the outermost handler tells the path who called: the verified key's scope. */
-export type GrpcUnaryHandler = (req: NodeServerRequest, res: NodeServerResponse, scope: string, outcome: { code?: string }) => boolean;
+export type GrpcUnaryHandler = (
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  scope: string,
+  outcome: { code?: string },
+) => boolean;
 
 /**
  * The lean gRPC path. The handler returns false, having done nothing, for a request it does
@@ -75,7 +80,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
   const { calls, readMaxBytes, log } = options;
   const methods = new Map<string, UnaryMethod>();
   for (const method of Object.values(TokenService.method) as DescMethodUnary[]) {
-    const call = calls[method.localName as keyof TokenCalls] as (request: Message, context: CallContext) => Promise<Message>;
+    const call = calls[method.localName as keyof TokenCalls] as (
+      request: Message,
+      context: CallContext,
+    ) => Promise<Message>;
     methods.set(`/${TokenService.typeName}/${method.name}`, {
       procedure: `${TokenService.typeName}/${method.name}`,
       input: method.input,
@@ -150,7 +158,8 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     const body = call.chunks.length === 1 ? call.chunks[0]! : Buffer.concat(call.chunks, call.length);
     let request: Message;
     try {
-      if (call.length < PREFIX_BYTES || body[0] !== 0 || body.readUInt32BE(1) !== call.length - PREFIX_BYTES) throw new Error("not one plain message");
+      if (call.length < PREFIX_BYTES || body[0] !== 0 || body.readUInt32BE(1) !== call.length - PREFIX_BYTES)
+        throw new Error("not one plain message");
       request = fromBinary(call.method.input, body.subarray(PREFIX_BYTES));
     } catch {
       // No message, several, a compressed or truncated one, or bytes that do not decode.
@@ -166,7 +175,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     const idempotencyKey = req.headers[IDEMPOTENCY_KEY_HEADER];
     let frame: Buffer;
     try {
-      const message = await method.call(request, { scope: call.scope, idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey });
+      const message = await method.call(request, {
+        scope: call.scope,
+        idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey,
+      });
       frame = frameOf(method, message);
     } catch (thrown) {
       // A refusal, or a bug (an answer that does not encode included): "internal error", logged with its stack.
@@ -213,7 +225,10 @@ function answerHeaders(accepted: string | undefined): Record<string, string> {
       .split(",")
       .map((name) => name.trim())
       .find((name) => RESPONSE_ENCODINGS.includes(name));
-    headers = chosen === undefined ? { "content-type": CONTENT_TYPE_PROTO } : { "content-type": CONTENT_TYPE_PROTO, "grpc-encoding": chosen };
+    headers =
+      chosen === undefined
+        ? { "content-type": CONTENT_TYPE_PROTO }
+        : { "content-type": CONTENT_TYPE_PROTO, "grpc-encoding": chosen };
     // A client sends one of a few values; anything else is answered without being remembered.
     if (HEADERS_BY_ACCEPT.size < 64) HEADERS_BY_ACCEPT.set(key, headers);
   }

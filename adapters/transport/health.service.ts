@@ -11,7 +11,11 @@
  */
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 
-import { HealthCheckResponse_ServingStatus as Status, type Health, type HealthCheckRequest } from "../../gen/grpc/health/v1/health_pb.js";
+import {
+  HealthCheckResponse_ServingStatus as Status,
+  type Health,
+  type HealthCheckRequest,
+} from "../../gen/grpc/health/v1/health_pb.js";
 
 export interface HealthOptions {
   /** Whether the service is ready (the same check as /readyz, cached). */
@@ -34,7 +38,8 @@ export function healthService(options: HealthOptions): ServiceImpl<typeof Health
 
   return {
     async check(request: HealthCheckRequest) {
-      if (!known.has(request.service)) throw new ConnectError(`unknown service ${JSON.stringify(request.service)}`, Code.NotFound);
+      if (!known.has(request.service))
+        throw new ConnectError(`unknown service ${JSON.stringify(request.service)}`, Code.NotFound);
       return { status: await status() };
     },
 

@@ -92,19 +92,25 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     readinessCacheMs: 0,
     bodyLimitBytes,
     log,
-    ...(refusedKeys === undefined ? {} : { onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(req.socket?.remoteAddress ?? "") }),
+    ...(refusedKeys === undefined
+      ? {}
+      : { onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(req.socket?.remoteAddress ?? "") }),
   });
   // What every RPC's handlers and interceptors reach: the request's logger and its outcome holder.
-  const contextValues = (req: NodeServerRequest) => createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req));
+  const contextValues = (req: NodeServerRequest) =>
+    createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, rpcOutcome(req));
   // Unknown RPCs get their protocol's "unimplemented"; anything else, the JSON routes.
   const fallback: NodeHandlerFn = (req, res) => (refuseUnknownRpc(req, res, log) ? undefined : json(req, res));
   const ecosystem = rpcAdapter({
     routes: (router) => {
-      router.service(Health, healthService({
-        ready: async () => (await readiness()).ready,
-        services: [TokenService.typeName],
-        closing: options.closing ?? new AbortController().signal,
-      }));
+      router.service(
+        Health,
+        healthService({
+          ready: async () => (await readiness()).ready,
+          services: [TokenService.typeName],
+          closing: options.closing ?? new AbortController().signal,
+        }),
+      );
       const reflection = reflectionService(new Reflection([TokenService, ...ECOSYSTEM_SERVICES]));
       router.service(ServerReflectionV1, reflection);
       router.service(ServerReflectionV1Alpha, reflection);
@@ -150,7 +156,9 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const { metrics } = options;
   const rpcRoutes = new Set([
     ...Object.values(TokenService.method).map((m) => `/${TokenService.typeName}/${m.name}`),
-    ...ECOSYSTEM_SERVICES.flatMap((service) => Object.values(service.method).map((m) => `/${service.typeName}/${m.name}`)),
+    ...ECOSYSTEM_SERVICES.flatMap((service) =>
+      Object.values(service.method).map((m) => `/${service.typeName}/${m.name}`),
+    ),
   ]);
   const cors = corsPolicy(options.corsOrigins ?? []);
   const docs = docsHandler();
@@ -165,7 +173,10 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
     if (metrics !== undefined) {
       const protocol = protocolOf(req, path);
       const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
-      const code = protocol === "grpc" || protocol === "grpc-web" ? (rpcOutcome(req).code ?? grpcCodeOf(this)) : String(this.statusCode);
+      const code =
+        protocol === "grpc" || protocol === "grpc-web"
+          ? (rpcOutcome(req).code ?? grpcCodeOf(this))
+          : String(this.statusCode);
       metrics.request(route, protocol, code, seconds);
     }
     if (log.isLevelEnabled("info")) {
@@ -197,19 +208,32 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       const blocked = refusedKeys.peek(address);
       if (!blocked.ok) {
         res.setHeader("x-request-id", context.id);
-        refuseRateLimited(req, res, blocked.retryAfterS, `too many requests with a refused ${API_KEY_HEADER} from this address; retry in ${blocked.retryAfterS} s`);
+        refuseRateLimited(
+          req,
+          res,
+          blocked.retryAfterS,
+          `too many requests with a refused ${API_KEY_HEADER} from this address; retry in ${blocked.retryAfterS} s`,
+        );
         return;
       }
     }
     const raw = req.headers[API_KEY_HEADER];
     const rpc = path.startsWith(RPC_PATH_PREFIX);
     // Checked once here for an RPC, or for a key's rate limit (the JSON routes check their own).
-    const key = rpc || (perKey !== undefined && raw !== undefined) ? options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw) : undefined;
+    const key =
+      rpc || (perKey !== undefined && raw !== undefined)
+        ? options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw)
+        : undefined;
     if (perKey !== undefined && key?.ok) {
       const turn = perKey.take(key.scope);
       if (!turn.ok) {
         res.setHeader("x-request-id", context.id);
-        refuseRateLimited(req, res, turn.retryAfterS, `rate limit of this ${API_KEY_HEADER} reached; retry in ${turn.retryAfterS} s`);
+        refuseRateLimited(
+          req,
+          res,
+          turn.retryAfterS,
+          `rate limit of this ${API_KEY_HEADER} reached; retry in ${turn.retryAfterS} s`,
+        );
         return;
       }
     }
@@ -245,7 +269,8 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
   const { path, id } = requestContext(req, log);
   if (req.method !== "POST" || !RPC_PATH.test(path)) return false;
   const contentType = String(req.headers["content-type"] ?? "");
-  const connectProtocol = req.headers["connect-protocol-version"] !== undefined || /^application\/(connect\+|proto\b)/i.test(contentType);
+  const connectProtocol =
+    req.headers["connect-protocol-version"] !== undefined || /^application\/(connect\+|proto\b)/i.test(contentType);
   if (!/^application\/grpc/i.test(contentType) && !connectProtocol) return false;
   res.setHeader("x-request-id", id);
   const service = path.slice(1, path.lastIndexOf("/"));
@@ -261,7 +286,8 @@ const kRequest = Symbol("request");
 /** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
 function rpcOutcome(req: NodeServerRequest): { code?: string } {
   const holder = req as NodeServerRequest & { [kOutcome]?: { code?: string } };
-  return (holder[kOutcome] ??= {});
+  holder[kOutcome] ??= {};
+  return holder[kOutcome];
 }
 
 /** The protocol a request speaks: an RPC protocol on RPC paths, else "http" (the JSON routes). */
@@ -280,7 +306,12 @@ function grpcCodeOf(res: NodeServerResponse): string {
 }
 
 /** Over a rate limit: 429 with Retry-After (JSON, Connect), RESOURCE_EXHAUSTED (gRPC, gRPC-Web). */
-function refuseRateLimited(req: NodeServerRequest, res: NodeServerResponse, retryAfterS: number, message: string): void {
+function refuseRateLimited(
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  retryAfterS: number,
+  message: string,
+): void {
   res.setHeader("retry-after", String(retryAfterS));
   answerRpcError(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message });
 }
@@ -309,7 +340,11 @@ function answerRpcError(
   const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
   if (/^application\/grpc/i.test(contentType)) {
     const grpcType = /^application\/grpc-web/i.test(contentType) ? contentType.split(";")[0]! : "application/grpc";
-    const headers = { "content-type": grpcType, "grpc-status": String(grpcStatus), "grpc-message": grpcPercentEncode(message) };
+    const headers = {
+      "content-type": grpcType,
+      "grpc-status": String(grpcStatus),
+      "grpc-message": grpcPercentEncode(message),
+    };
     const stream = (req as Http2ServerRequest).stream as ServerHttp2Stream | undefined;
     if (stream !== undefined) {
       // Trailers-only: one HEADERS frame that ends the stream, as gRPC clients expect.
@@ -322,6 +357,10 @@ function answerRpcError(
     return;
   }
   const body = JSON.stringify({ code, message });
-  res.writeHead(httpStatus, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...close });
+  res.writeHead(httpStatus, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    ...close,
+  });
   res.end(body);
 }

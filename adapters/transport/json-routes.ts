@@ -46,7 +46,10 @@ export interface JsonRoutesOptions {
  * `readiness`, one check at a time, reused for `cacheMs` from when it started (failures too),
  * and failing after `timeoutMs` (default 5000). `cacheMs` 0 checks every time.
  */
-export function cachedReadiness(readiness: () => Promise<Readiness>, { timeoutMs = 5_000, cacheMs }: { timeoutMs?: number; cacheMs: number }): () => Promise<Readiness> {
+export function cachedReadiness(
+  readiness: () => Promise<Readiness>,
+  { timeoutMs = 5_000, cacheMs }: { timeoutMs?: number; cacheMs: number },
+): () => Promise<Readiness> {
   let last: { at: number; result: Promise<Readiness> } | undefined;
   return () => {
     const now = Date.now();
@@ -211,9 +214,23 @@ function parseJson(bytes: Buffer): unknown {
  * id), which Node writes out directly: setting them one by one first costs a cached price
  * answer a fifth of its CPU.
  */
-function send(req: NodeServerRequest, res: NodeServerResponse, id: string, status: number, json: string, headers?: Record<string, string>): void {
+function send(
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  id: string,
+  status: number,
+  json: string,
+  headers?: Record<string, string>,
+): void {
   if (res.headersSent || res.writableEnded) return;
-  const list = ["x-request-id", id, "content-type", "application/json", "content-length", String(Buffer.byteLength(json))];
+  const list = [
+    "x-request-id",
+    id,
+    "content-type",
+    "application/json",
+    "content-length",
+    String(Buffer.byteLength(json)),
+  ];
   if (headers !== undefined) for (const name in headers) list.push(name, headers[name]!);
   // Node's HTTP/2 compatibility layer takes the same flat list, though its types say otherwise.
   (res as ServerResponse).writeHead(status, list);
@@ -292,8 +309,24 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
         },
       },
     ],
-    ["/healthz", { method: "GET", authenticated: false, jsonBody: false, handle: async () => ({ status: 200, body: { status: "ok" } }) }],
-    ["/api/v1/openapi.json", { method: "GET", authenticated: false, jsonBody: false, handle: async () => ({ status: 200, json: OPENAPI_JSON }) }],
+    [
+      "/healthz",
+      {
+        method: "GET",
+        authenticated: false,
+        jsonBody: false,
+        handle: async () => ({ status: 200, body: { status: "ok" } }),
+      },
+    ],
+    [
+      "/api/v1/openapi.json",
+      {
+        method: "GET",
+        authenticated: false,
+        jsonBody: false,
+        handle: async () => ({ status: 200, json: OPENAPI_JSON }),
+      },
+    ],
     [
       "/readyz",
       {
@@ -326,7 +359,8 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
   const routeOf = (path: string): { route?: Route; param: string } => {
     const route = routes.get(path);
     if (route !== undefined) return { route, param: "" };
-    if (path.startsWith(TRADES_PREFIX) && path.length > TRADES_PREFIX.length) return { route: tradeStatus, param: path.slice(TRADES_PREFIX.length) };
+    if (path.startsWith(TRADES_PREFIX) && path.length > TRADES_PREFIX.length)
+      return { route: tradeStatus, param: path.slice(TRADES_PREFIX.length) };
     return { param: "" };
   };
 
@@ -363,7 +397,14 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     }
     if (thrown instanceof HttpError) {
       reqLog.info({ code: codeName(thrown.code), reason: thrown.message, path }, "request refused");
-      send(req, res, id, thrown.status, JSON.stringify({ code: codeName(thrown.code), message: thrown.message }), thrown.headers);
+      send(
+        req,
+        res,
+        id,
+        thrown.status,
+        JSON.stringify({ code: codeName(thrown.code), message: thrown.message }),
+        thrown.headers,
+      );
       return;
     }
     const { error, internal, status } = toConnectError(thrown);

@@ -67,8 +67,14 @@ const clock = (() => {
     }
   };
   return {
-    iso: () => (tick(), text),
-    field: () => (tick(), field),
+    iso: () => {
+      tick();
+      return text;
+    },
+    field: () => {
+      tick();
+      return field;
+    },
   };
 })();
 
@@ -152,7 +158,11 @@ export class LogBuffer implements DestinationStream {
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
   #broken = false;
 
-  constructor({ fd = 1, minLength = LOG_BUFFER_BYTES, flushMs = LOG_FLUSH_MS }: { fd?: number; minLength?: number; flushMs?: number } = {}) {
+  constructor({
+    fd = 1,
+    minLength = LOG_BUFFER_BYTES,
+    flushMs = LOG_FLUSH_MS,
+  }: { fd?: number; minLength?: number; flushMs?: number } = {}) {
     this.#fd = fd;
     this.#minLength = minLength;
     this.#flushMs = flushMs;
@@ -186,7 +196,11 @@ export class LogBuffer implements DestinationStream {
     at = this.#string(path, at);
     at += buffer.write(`,"httpVersion":`, at, "latin1");
     at = this.#string(httpVersion, at);
-    at += buffer.write(`,"status":${status},"completed":${completed},"ms":${ms},"msg":"request completed"}\n`, at, "latin1");
+    at += buffer.write(
+      `,"status":${status},"completed":${completed},"ms":${ms},"msg":"request completed"}\n`,
+      at,
+      "latin1",
+    );
     this.#length = at;
     this.#written();
   }
@@ -245,7 +259,8 @@ const SLEEP = new Int32Array(new SharedArrayBuffer(4));
 /** The one LogBuffer on stdout, made on first use. */
 let stdout: LogBuffer | undefined;
 function stdoutLogBuffer(): LogBuffer {
-  return (stdout ??= new LogBuffer());
+  stdout ??= new LogBuffer();
+  return stdout;
 }
 
 /** What every layer of a request can reach: its id, its path, and a logger that carries the id. */
@@ -271,7 +286,8 @@ class LazyRequestContext implements RequestContext {
   ) {}
 
   get log(): Logger {
-    return (this.#log ??= this.parent.child({ reqId: this.id }));
+    this.#log ??= this.parent.child({ reqId: this.id });
+    return this.#log;
   }
 }
 

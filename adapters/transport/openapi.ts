@@ -6,16 +6,25 @@
  * so the document cannot drift from the routes unnoticed.
  */
 
-const ADDRESS = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$", description: "0x and 40 hex digits; mixed case must pass its EIP-55 checksum." } as const;
+const ADDRESS = {
+  type: "string",
+  pattern: "^0x[0-9a-fA-F]{40}$",
+  description: "0x and 40 hex digits; mixed case must pass its EIP-55 checksum.",
+} as const;
 const HASH = { type: "string", pattern: "^0x[0-9a-f]{64}$" } as const;
 const HEX = { type: "string", pattern: "^0x[0-9a-f]*$" } as const;
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ref("Error") } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { "application/json": { schema: ref("Error") } },
+});
 
 /** The error answers a trade can get (README "Errors"). */
 const TRADE_ERRORS = {
-  "400": errorResponse("invalid_argument (a field, named in the message) or failed_precondition (funds, allowance, reserves, a revert, an expired or dropped trade). Nothing was sent."),
+  "400": errorResponse(
+    "invalid_argument (a field, named in the message) or failed_precondition (funds, allowance, reserves, a revert, an expired or dropped trade). Nothing was sent.",
+  ),
   "401": errorResponse("unauthenticated: missing or wrong api_key."),
   "403": errorResponse("permission_denied: userAddress is not a wallet the service signs for."),
   "409": errorResponse("aborted: the first request with this Idempotency-Key is still running."),
@@ -28,8 +37,12 @@ const TRADE_ERRORS = {
     content: { "application/json": { schema: ref("Error") } },
   },
   "500": errorResponse("internal: a bug (logged with its request id)."),
-  "503": errorResponse("unavailable: price feed stale or broken, chain unreachable, fees above the cap, shutting down or overloaded. Nothing was sent."),
-  "504": errorResponse("deadline_exceeded: broadcast, no receipt within RECEIPT_TIMEOUT_MS; the message names the transaction hash. Retry with the same Idempotency-Key for the outcome."),
+  "503": errorResponse(
+    "unavailable: price feed stale or broken, chain unreachable, fees above the cap, shutting down or overloaded. Nothing was sent.",
+  ),
+  "504": errorResponse(
+    "deadline_exceeded: broadcast, no receipt within RECEIPT_TIMEOUT_MS; the message names the transaction hash. Retry with the same Idempotency-Key for the outcome.",
+  ),
 } as const;
 
 const trade = (operationId: string, summary: string, description: string) => ({
@@ -39,7 +52,13 @@ const trade = (operationId: string, summary: string, description: string) => ({
   tags: ["Trades"],
   parameters: [{ $ref: "#/components/parameters/IdempotencyKey" }],
   requestBody: { required: true, content: { "application/json": { schema: ref("TradeRequest") } } },
-  responses: { "200": { description: "The mined transaction's receipt, in the web3.js 1.x shape.", content: { "application/json": { schema: ref("TransactionReceipt") } } }, ...TRADE_ERRORS },
+  responses: {
+    "200": {
+      description: "The mined transaction's receipt, in the web3.js 1.x shape.",
+      content: { "application/json": { schema: ref("TransactionReceipt") } },
+    },
+    ...TRADE_ERRORS,
+  },
 });
 
 export const OPENAPI_DOCUMENT = {
@@ -55,13 +74,25 @@ export const OPENAPI_DOCUMENT = {
   tags: [{ name: "Trades" }, { name: "Price" }, { name: "Probes" }],
   paths: {
     "/api/v1/token/sell": {
-      post: trade("sell", "Sell tokens for a stable coin", "The exchange wallet (userAddress) sends `amount` tokens (18 decimals) to the swap; destinatary receives the stable coin at usdAddress. The receipt has five logs."),
+      post: trade(
+        "sell",
+        "Sell tokens for a stable coin",
+        "The exchange wallet (userAddress) sends `amount` tokens (18 decimals) to the swap; destinatary receives the stable coin at usdAddress. The receipt has five logs.",
+      ),
     },
     "/api/v1/token/buy": {
-      post: trade("buy", "Buy tokens with a USD amount", "The exchange wallet pays `amount` USD of the stable coin at usdAddress; destinatary receives the tokens. Three logs."),
+      post: trade(
+        "buy",
+        "Buy tokens with a USD amount",
+        "The exchange wallet pays `amount` USD of the stable coin at usdAddress; destinatary receives the tokens. Three logs.",
+      ),
     },
     "/api/v1/remmitance": {
-      post: trade("remittance", "Remit a USD amount as tokens", "As buy, for a remittance (the SPEC's spelling; /api/v1/remittance is an alias). Three logs."),
+      post: trade(
+        "remittance",
+        "Remit a USD amount as tokens",
+        "As buy, for a remittance (the SPEC's spelling; /api/v1/remittance is an alias). Three logs.",
+      ),
     },
     "/api/v1/token/price": {
       get: {
@@ -83,7 +114,10 @@ export const OPENAPI_DOCUMENT = {
         tags: ["Trades"],
         parameters: [{ name: "transactionHash", in: "path", required: true, schema: HASH }],
         responses: {
-          "200": { description: "The trade, as the journal knows it and the chain confirms it.", content: { "application/json": { schema: ref("Trade") } } },
+          "200": {
+            description: "The trade, as the journal knows it and the chain confirms it.",
+            content: { "application/json": { schema: ref("Trade") } },
+          },
           "400": errorResponse("invalid_argument: not a transaction hash."),
           "401": TRADE_ERRORS["401"],
           "404": errorResponse("not_found: no trade of this caller broadcast that hash."),
@@ -97,7 +131,21 @@ export const OPENAPI_DOCUMENT = {
         summary: "Liveness",
         tags: ["Probes"],
         security: [],
-        responses: { "200": { description: "Alive.", content: { "application/json": { schema: { type: "object", properties: { status: { const: "ok" } }, required: ["status"], additionalProperties: false } } } } },
+        responses: {
+          "200": {
+            description: "Alive.",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: { status: { const: "ok" } },
+                  required: ["status"],
+                  additionalProperties: false,
+                },
+              },
+            },
+          },
+        },
       },
     },
     "/readyz": {
@@ -109,7 +157,16 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           "200": {
             description: "Ready.",
-            content: { "application/json": { schema: { type: "object", properties: { status: { const: "ready" }, detail: { type: "string" } }, required: ["status", "detail"], additionalProperties: false } } },
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: { status: { const: "ready" }, detail: { type: "string" } },
+                  required: ["status", "detail"],
+                  additionalProperties: false,
+                },
+              },
+            },
           },
           "503": errorResponse("unavailable: why not."),
         },
@@ -117,13 +174,16 @@ export const OPENAPI_DOCUMENT = {
     },
   },
   components: {
-    securitySchemes: { api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." } },
+    securitySchemes: {
+      api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." },
+    },
     parameters: {
       IdempotencyKey: {
         name: "Idempotency-Key",
         in: "header",
         required: false,
-        description: "Makes the trade safe to retry: a retry with the same key and request answers the first one's outcome and never trades twice.",
+        description:
+          "Makes the trade safe to retry: a retry with the same key and request answers the first one's outcome and never trades twice.",
         schema: { type: "string", minLength: 1, maxLength: 255 },
       },
     },
@@ -133,7 +193,19 @@ export const OPENAPI_DOCUMENT = {
         properties: {
           code: {
             type: "string",
-            enum: ["invalid_argument", "unauthenticated", "permission_denied", "failed_precondition", "not_found", "unimplemented", "resource_exhausted", "aborted", "unavailable", "deadline_exceeded", "internal"],
+            enum: [
+              "invalid_argument",
+              "unauthenticated",
+              "permission_denied",
+              "failed_precondition",
+              "not_found",
+              "unimplemented",
+              "resource_exhausted",
+              "aborted",
+              "unavailable",
+              "deadline_exceeded",
+              "internal",
+            ],
           },
           message: { type: "string", description: "What is wrong, naming the field." },
         },
@@ -145,7 +217,12 @@ export const OPENAPI_DOCUMENT = {
         properties: {
           userAddress: { ...ADDRESS, description: "The exchange wallet that trades (one the service signs for)." },
           destinatary: { ...ADDRESS, description: "Who receives what the trade pays out." },
-          amount: { type: "string", pattern: "^[0-9]+(\\.[0-9]+)?$", description: "Decimal text: tokens (sell, 18 decimals) or USD (buy, remittance; at most the stable coin's decimals)." },
+          amount: {
+            type: "string",
+            pattern: "^[0-9]+(\\.[0-9]+)?$",
+            description:
+              "Decimal text: tokens (sell, 18 decimals) or USD (buy, remittance; at most the stable coin's decimals).",
+          },
           usdAddress: { ...ADDRESS, description: "The stable coin: DAI, USDT or USDC." },
         },
         required: ["userAddress", "destinatary", "amount", "usdAddress"],
@@ -156,20 +233,31 @@ export const OPENAPI_DOCUMENT = {
         properties: {
           cryptoCurrency: { type: "string" },
           rateForCashCurrency: ref("Rates"),
-          rateWithDiscountForCashCurrency: { ...ref("OptionalRates"), description: "Empty unless CASH_DISCOUNT_BPS is set." },
+          rateWithDiscountForCashCurrency: {
+            ...ref("OptionalRates"),
+            description: "Empty unless CASH_DISCOUNT_BPS is set.",
+          },
         },
         required: ["cryptoCurrency", "rateForCashCurrency", "rateWithDiscountForCashCurrency"],
         additionalProperties: false,
       },
       Rates: {
         type: "object",
-        properties: { CHF: { type: "number", exclusiveMinimum: 0 }, EUR: { type: "number", exclusiveMinimum: 0 }, USD: { type: "number", exclusiveMinimum: 0 } },
+        properties: {
+          CHF: { type: "number", exclusiveMinimum: 0 },
+          EUR: { type: "number", exclusiveMinimum: 0 },
+          USD: { type: "number", exclusiveMinimum: 0 },
+        },
         required: ["CHF", "EUR", "USD"],
         additionalProperties: false,
       },
       OptionalRates: {
         type: "object",
-        properties: { CHF: { type: "number", exclusiveMinimum: 0 }, EUR: { type: "number", exclusiveMinimum: 0 }, USD: { type: "number", exclusiveMinimum: 0 } },
+        properties: {
+          CHF: { type: "number", exclusiveMinimum: 0 },
+          EUR: { type: "number", exclusiveMinimum: 0 },
+          USD: { type: "number", exclusiveMinimum: 0 },
+        },
         additionalProperties: false,
       },
       TransactionReceipt: {
@@ -191,7 +279,22 @@ export const OPENAPI_DOCUMENT = {
           type: { type: "string", pattern: "^0x[0-9a-f]+$" },
           events: { type: "object", patternProperties: { "^[0-9]+$": ref("EventLog") }, additionalProperties: false },
         },
-        required: ["blockHash", "blockNumber", "contractAddress", "cumulativeGasUsed", "effectiveGasPrice", "from", "gasUsed", "logsBloom", "status", "to", "transactionHash", "transactionIndex", "type", "events"],
+        required: [
+          "blockHash",
+          "blockNumber",
+          "contractAddress",
+          "cumulativeGasUsed",
+          "effectiveGasPrice",
+          "from",
+          "gasUsed",
+          "logsBloom",
+          "status",
+          "to",
+          "transactionHash",
+          "transactionIndex",
+          "type",
+          "events",
+        ],
         additionalProperties: false,
       },
       EventLog: {
@@ -207,9 +310,26 @@ export const OPENAPI_DOCUMENT = {
           id: { type: "string", pattern: "^log_[0-9a-f]{8}$" },
           returnValues: { type: "object" },
           signature: { type: ["string", "null"] },
-          raw: { type: "object", properties: { data: HEX, topics: { type: "array", items: HASH } }, required: ["data", "topics"], additionalProperties: false },
+          raw: {
+            type: "object",
+            properties: { data: HEX, topics: { type: "array", items: HASH } },
+            required: ["data", "topics"],
+            additionalProperties: false,
+          },
         },
-        required: ["address", "blockHash", "blockNumber", "logIndex", "removed", "transactionHash", "transactionIndex", "id", "returnValues", "signature", "raw"],
+        required: [
+          "address",
+          "blockHash",
+          "blockNumber",
+          "logIndex",
+          "removed",
+          "transactionHash",
+          "transactionIndex",
+          "id",
+          "returnValues",
+          "signature",
+          "raw",
+        ],
         additionalProperties: false,
       },
       Trade: {
@@ -240,11 +360,36 @@ export const OPENAPI_DOCUMENT = {
           },
           confirmations: { type: ["integer", "null"], minimum: 0 },
           receipt: { oneOf: [ref("TransactionReceipt"), { type: "null" }] },
-          error: { oneOf: [{ type: "object", properties: { code: { type: "string" }, message: { type: "string" } }, required: ["code", "message"], additionalProperties: false }, { type: "null" }] },
+          error: {
+            oneOf: [
+              {
+                type: "object",
+                properties: { code: { type: "string" }, message: { type: "string" } },
+                required: ["code", "message"],
+                additionalProperties: false,
+              },
+              { type: "null" },
+            ],
+          },
           createdAt: { type: "string", format: "date-time" },
           updatedAt: { type: "string", format: "date-time" },
         },
-        required: ["id", "kind", "status", "request", "wallet", "nonce", "deadline", "transactionHash", "transactions", "confirmations", "receipt", "error", "createdAt", "updatedAt"],
+        required: [
+          "id",
+          "kind",
+          "status",
+          "request",
+          "wallet",
+          "nonce",
+          "deadline",
+          "transactionHash",
+          "transactions",
+          "confirmations",
+          "receipt",
+          "error",
+          "createdAt",
+          "updatedAt",
+        ],
         additionalProperties: false,
       },
     },

@@ -45,7 +45,8 @@ function uint64(value: number | string | bigint, field: string): bigint {
 
 /** A count as a uint32 field (see uint64). */
 function uint32(value: number, field: string): number {
-  if (!Number.isInteger(value) || value < 0 || value >= UINT32_LIMIT) throw new RangeError(`${field}: ${value} is out of uint32 range`);
+  if (!Number.isInteger(value) || value < 0 || value >= UINT32_LIMIT)
+    throw new RangeError(`${field}: ${value} is out of uint32 range`);
   return value;
 }
 

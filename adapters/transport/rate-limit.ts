@@ -31,7 +31,8 @@ export class TokenBuckets {
   #sweptAt: number;
 
   constructor(limit: BucketLimit, now: () => number = () => performance.now()) {
-    if (!(limit.rate > 0) || !(limit.burst >= 1)) throw new RangeError(`rate must be > 0 and burst >= 1, got ${limit.rate} and ${limit.burst}`);
+    if (!(limit.rate > 0) || !(limit.burst >= 1))
+      throw new RangeError(`rate must be > 0 and burst >= 1, got ${limit.rate} and ${limit.burst}`);
     this.#limit = limit;
     this.#now = now;
     this.#sweptAt = now();

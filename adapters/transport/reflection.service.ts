@@ -37,9 +37,9 @@ export class Reflection {
     const add = (file: DescFile) => {
       if (this.#files.has(file.proto.name)) return;
       this.#files.set(file.proto.name, file);
-      file.dependencies.forEach(add);
+      for (const dependency of file.dependencies) add(dependency);
     };
-    services.forEach((s) => add(s.file));
+    for (const s of services) add(s.file);
   }
 
   /**
@@ -50,7 +50,12 @@ export class Reflection {
     const message = request.messageRequest;
     switch (message.case) {
       case "listServices":
-        return { messageResponse: { case: "listServicesResponse", value: { service: this.#services.map((s) => ({ name: s.typeName })) } as never } };
+        return {
+          messageResponse: {
+            case: "listServicesResponse",
+            value: { service: this.#services.map((s) => ({ name: s.typeName })) } as never,
+          },
+        };
       case "fileByFilename": {
         const file = this.#files.get(message.value);
         return file ? this.#filesReply(file, sent) : notFound(`file ${message.value} not found`);
@@ -62,12 +67,25 @@ export class Reflection {
       case "allExtensionNumbersOfType": {
         const type = this.#registry.getMessage(message.value);
         if (type === undefined) return notFound(`type ${message.value} not found`);
-        return { messageResponse: { case: "allExtensionNumbersResponse", value: { baseTypeName: type.typeName, extensionNumber: [] } as never } };
+        return {
+          messageResponse: {
+            case: "allExtensionNumbersResponse",
+            value: { baseTypeName: type.typeName, extensionNumber: [] } as never,
+          },
+        };
       }
       case "fileContainingExtension":
         return notFound(`extension ${message.value.extensionNumber} of ${message.value.containingType} not found`);
       default:
-        return { messageResponse: { case: "errorResponse", value: { errorCode: Code.InvalidArgument, errorMessage: "the request names nothing to reflect on" } as never } };
+        return {
+          messageResponse: {
+            case: "errorResponse",
+            value: {
+              errorCode: Code.InvalidArgument,
+              errorMessage: "the request names nothing to reflect on",
+            } as never,
+          },
+        };
     }
   }
 
@@ -87,7 +105,7 @@ export class Reflection {
       if (!first && sent.has(f.proto.name)) return;
       sent.add(f.proto.name);
       out.push(toBinary(FileDescriptorProtoSchema, f.proto));
-      f.dependencies.forEach((d) => visit(d, false));
+      for (const d of f.dependencies) visit(d, false);
     };
     visit(file, true);
     return { messageResponse: { case: "fileDescriptorResponse", value: { fileDescriptorProto: out } as never } };
@@ -95,11 +113,15 @@ export class Reflection {
 }
 
 function notFound(message: string): Reply {
-  return { messageResponse: { case: "errorResponse", value: { errorCode: Code.NotFound, errorMessage: message } as never } };
+  return {
+    messageResponse: { case: "errorResponse", value: { errorCode: Code.NotFound, errorMessage: message } as never },
+  };
 }
 
 /** The ServerReflection implementation for either version, over one Reflection. */
-export function reflectionService(reflection: Reflection): ServiceImpl<typeof ServerReflectionV1> & ServiceImpl<typeof ServerReflectionV1Alpha> {
+export function reflectionService(
+  reflection: Reflection,
+): ServiceImpl<typeof ServerReflectionV1> & ServiceImpl<typeof ServerReflectionV1Alpha> {
   return {
     async *serverReflectionInfo(requests: AsyncIterable<ServerReflectionRequest>) {
       const sent = new Set<string>();

@@ -17,7 +17,10 @@ const INVALID_ARGUMENT = String(Code.InvalidArgument);
 /** Wraps every handler of `handlers` in place. */
 export function answerUndecodableRequestsAsInvalid(handlers: UniversalHandler[]): void {
   handlers.forEach((handler, i) => {
-    handlers[i] = Object.assign((request: Parameters<UniversalHandler>[0]) => handler(request).then(reclassify), handler);
+    handlers[i] = Object.assign(
+      (request: Parameters<UniversalHandler>[0]) => handler(request).then(reclassify),
+      handler,
+    );
   });
 }
 
@@ -33,21 +36,33 @@ function clientFault(message: string | null | undefined): boolean {
 function reclassify(response: UniversalServerResponse): UniversalServerResponse | Promise<UniversalServerResponse> {
   // gRPC: in the headers of a trailers-only answer, or in the trailers.
   for (const headers of [response.header, response.trailer]) {
-    if (headers?.get("grpc-status") === INTERNAL && clientFault(headers.get("grpc-message"))) headers.set("grpc-status", INVALID_ARGUMENT);
+    if (headers?.get("grpc-status") === INTERNAL && clientFault(headers.get("grpc-message")))
+      headers.set("grpc-status", INVALID_ARGUMENT);
   }
   // Connect: an error body (JSON, a few hundred bytes) with HTTP 500.
-  if (response.status === 500 && response.body !== undefined && /^application\/json/.test(response.header?.get("content-type") ?? "")) {
+  if (
+    response.status === 500 &&
+    response.body !== undefined &&
+    /^application\/json/.test(response.header?.get("content-type") ?? "")
+  ) {
     return reclassifyConnect(response, response.body);
   }
   // gRPC-Web: the status travels in a trailer frame (flag 0x80) at the end of the body.
   const body = response.body;
-  if (body !== undefined && !(body instanceof Uint8Array) && /^application\/grpc-web/.test(response.header?.get("content-type") ?? "")) {
+  if (
+    body !== undefined &&
+    !(body instanceof Uint8Array) &&
+    /^application\/grpc-web/.test(response.header?.get("content-type") ?? "")
+  ) {
     return { ...response, body: rewriteTrailerFrames(body) };
   }
   return response;
 }
 
-async function reclassifyConnect(response: UniversalServerResponse, raw: Uint8Array | AsyncIterable<Uint8Array>): Promise<UniversalServerResponse> {
+async function reclassifyConnect(
+  response: UniversalServerResponse,
+  raw: Uint8Array | AsyncIterable<Uint8Array>,
+): Promise<UniversalServerResponse> {
   const bytes = raw instanceof Uint8Array ? Buffer.from(raw) : Buffer.concat(await collect(raw));
   try {
     const error = JSON.parse(bytes.toString("utf8")) as { code?: string; message?: string };
@@ -74,7 +89,10 @@ async function* rewriteTrailerFrames(body: AsyncIterable<Uint8Array>): AsyncIter
       yield chunk;
       continue;
     }
-    const trailers = Buffer.from(text.replace(/^grpc-status: ?13(\r?)$/im, `grpc-status: ${INVALID_ARGUMENT}$1`), "latin1");
+    const trailers = Buffer.from(
+      text.replace(/^grpc-status: ?13(\r?)$/im, `grpc-status: ${INVALID_ARGUMENT}$1`),
+      "latin1",
+    );
     const frame = Buffer.alloc(5 + trailers.length);
     frame[0] = 0x80;
     frame.writeUInt32BE(trailers.length, 1);

@@ -38,7 +38,12 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
 
   /** `withBody`; in text mode the request is typed as the binary call it encodes, and the answer encoded back. */
-  const serve = (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>, textMode: boolean) => {
+  const serve = (
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+    body: AsyncIterable<Uint8Array>,
+    textMode: boolean,
+  ) => {
     const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
     if (handler === undefined) {
       binary(req, res); // the fallback, as for any unknown path
@@ -71,7 +76,10 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
     // Text mode: served as the binary call it encodes, its body decoded on the fly.
     serve(req, res, base64Decoded(req as AsyncIterable<Uint8Array>), true);
   };
-  return Object.assign(handler, { withBody: (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>) => serve(req, res, body, false) });
+  return Object.assign(handler, {
+    withBody: (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>) =>
+      serve(req, res, body, false),
+  });
 }
 
 /**

@@ -154,8 +154,12 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   /** Answers 503 without running anything: the request may be sent again as it is. */
   const refuseUnstarted = (res: NodeServerResponse, message: string, close: boolean) => {
     const body = JSON.stringify({ code: "unavailable", message });
-    const headers: Record<string, string | number> = { "content-type": "application/json", "content-length": Buffer.byteLength(body), "retry-after": "1" };
-    if (close) headers["connection"] = "close";
+    const headers: Record<string, string | number> = {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "retry-after": "1",
+    };
+    if (close) headers.connection = "close";
     res.writeHead(503, headers);
     res.end(body);
   };
@@ -225,11 +229,19 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // and what it sent beyond the limit is refused unstarted; the connection then closes.
       http1Socket.pause();
       overPipelined.add(http1Socket);
-      refuseUnstarted(res, `more than ${limits.pipelinedPerConnection} requests in flight on one connection: this one was not started`, true);
+      refuseUnstarted(
+        res,
+        `more than ${limits.pipelinedPerConnection} requests in flight on one connection: this one was not started`,
+        true,
+      );
       return;
     }
     if (inFlight > limits.requestsInFlight) {
-      refuseUnstarted(res, "the service is overloaded: the request was not started; retry shortly", http1Socket !== undefined);
+      refuseUnstarted(
+        res,
+        "the service is overloaded: the request was not started; retry shortly",
+        http1Socket !== undefined,
+      );
       return;
     }
     if (http1Socket === undefined) {
@@ -265,7 +277,13 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   let http1: http.Server | undefined;
   if (options.tls !== undefined) {
     const secure = http2.createSecureServer(
-      { cert: options.tls.cert, key: options.tls.key, allowHTTP1: true, ALPNProtocols: ["h2", "http/1.1"], settings: http2Settings },
+      {
+        cert: options.tls.cert,
+        key: options.tls.key,
+        allowHTTP1: true,
+        ALPNProtocols: ["h2", "http/1.1"],
+        settings: http2Settings,
+      },
       onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
     );
     secure.on("connection", (socket: net.Socket) => void track(socket));
@@ -296,7 +314,10 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
           `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     });
-    const h2 = http2.createServer({ settings: http2Settings }, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+    const h2 = http2.createServer(
+      { settings: http2Settings },
+      onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+    );
     h2.on("session", trackSession);
     http1 = h1;
 

@@ -40,7 +40,8 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
   return {
     sell: async (request, context) => receiptMessage(await useCases.sell(tradeInputFromMessage(request), context)),
     buy: async (request, context) => receiptMessage(await useCases.buy(tradeInputFromMessage(request), context)),
-    remittance: async (request, context) => receiptMessage(await useCases.remittance(tradeInputFromMessage(request), context)),
+    remittance: async (request, context) =>
+      receiptMessage(await useCases.remittance(tradeInputFromMessage(request), context)),
     getPrice: async () => {
       const record = await useCases.price();
       if (lastPrice?.record !== record) lastPrice = { record, message: priceMessage(record) };
@@ -53,7 +54,10 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
 /** The call context of a Connect handler: the scope the api_key interceptor set, and the metadata. */
 function callContext(context: HandlerContext | undefined): CallContext {
   if (!context) return {};
-  return { scope: context.values.get(kCallerScope), idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined };
+  return {
+    scope: context.values.get(kCallerScope),
+    idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
+  };
 }
 
 /**

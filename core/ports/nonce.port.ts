@@ -19,7 +19,12 @@ export interface NonceStore {
    * used through `consumed(result)`: the stored next nonce becomes nonce + that count, or is
    * cleared when it answers null (some went out and some did not: only the chain knows).
    */
-  withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T>;
+  withNonce<T>(
+    wallet: string,
+    chainNonce: () => Promise<number>,
+    send: (nonce: number) => Promise<T>,
+    consumed?: NoncesConsumed<T>,
+  ): Promise<T>;
 }
 
 /** One transaction broadcast at a nonce: the first, a re-priced replacement, or a no-op. */
@@ -80,7 +85,10 @@ export interface NonceLedger {
    * nonce has a slot. (A journalled trade's slot is written by TradeJournal.markSigned, with
    * its trade; this one has none.)
    */
-  recordSlot(slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null }, first: Broadcast): Promise<void>;
+  recordSlot(
+    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    first: Broadcast,
+  ): Promise<void>;
   /** Records another broadcast at an open slot's nonce (a replacement or a no-op), durable before it is broadcast. */
   recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void>;
   /** The slot of a wallet's nonce, in any state. */

@@ -42,7 +42,10 @@ export function createUseCases({ trade, price, config, journal, inFlightWaitMs =
     trade: journal
       ? tradeStatusUseCase(journal, trade)
       : async () => {
-          throw new InvalidArgumentError("transactionHash", "trades cannot be looked up: this service runs without a trade journal");
+          throw new InvalidArgumentError(
+            "transactionHash",
+            "trades cannot be looked up: this service runs without a trade journal",
+          );
         },
   };
 }

@@ -28,7 +28,9 @@ export function priceUseCase(price: PricePort): PriceUseCase {
     if (record === checked) return record;
     const discount = record.rateWithDiscountForCashCurrency as Record<string, unknown>;
     if (!hasValidRates(record.rateForCashCurrency) || (Object.keys(discount).length > 0 && !hasValidRates(discount))) {
-      throw new PriceUnavailableError("the price source returned rates that are not positive numbers for CHF, EUR and USD");
+      throw new PriceUnavailableError(
+        "the price source returned rates that are not positive numbers for CHF, EUR and USD",
+      );
     }
     checked = record;
     return record;

@@ -25,9 +25,11 @@ export async function settle(
       const { receipt } = resolution;
       if (!receipt.status) {
         const error = new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
-        if (record.status !== "failed") await journal.markFailed(record.id, { code: error.code, message: error.message });
+        if (record.status !== "failed")
+          await journal.markFailed(record.id, { code: error.code, message: error.message });
       } else if (resolution.confirmed) {
-        if (record.status !== "confirmed" || record.receipt?.blockHash !== receipt.blockHash) await journal.markConfirmed(record.id, receipt);
+        if (record.status !== "confirmed" || record.receipt?.blockHash !== receipt.blockHash)
+          await journal.markConfirmed(record.id, receipt);
       } else if (record.status !== "mined" || record.receipt?.blockHash !== receipt.blockHash) {
         await journal.markMined(record.id, receipt);
       }

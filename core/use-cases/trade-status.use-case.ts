@@ -50,7 +50,8 @@ const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
  */
 export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): TradeStatusUseCase {
   return async (txHash, context = {}) => {
-    if (typeof txHash !== "string" || !TX_HASH.test(txHash)) throw new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits");
+    if (typeof txHash !== "string" || !TX_HASH.test(txHash))
+      throw new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits");
     const found = await journal.findByHash(txHash.toLowerCase());
     if (found === undefined || found.scope !== (context.scope ?? "")) throw new TradeNotFoundError(txHash);
     let record = found;

@@ -46,7 +46,13 @@ export function parseIdempotencyKey(value: string): string {
 
 /** Identifies a request by what it asks for: the same trade in other spellings ("1.0", lowercase) hashes the same. */
 function requestHash(order: TradeOrder): string {
-  const canonical = JSON.stringify([order.kind, order.wallet, order.destinatary, order.amount.toString(), order.stable.address]);
+  const canonical = JSON.stringify([
+    order.kind,
+    order.wallet,
+    order.destinatary,
+    order.amount.toString(),
+    order.stable.address,
+  ]);
   return bytesToHex(sha256(utf8ToBytes(canonical)));
 }
 
@@ -61,12 +67,21 @@ function requestHash(order: TradeOrder): string {
  * IdempotencyInFlightError (or TradePendingError once its transaction is out).
  * A trade refused before signing leaves no record, so its key can be retried.
  */
-export function tradeUseCase(kind: TradeKind, trade: TradePort, config: TradeConfig, journalling?: TradeJournalling): TradeUseCase {
+export function tradeUseCase(
+  kind: TradeKind,
+  trade: TradePort,
+  config: TradeConfig,
+  journalling?: TradeJournalling,
+): TradeUseCase {
   return async (input, context = {}) => {
     const order = parseTradeRequest(kind, input, config);
     const key = context.idempotencyKey === undefined ? null : parseIdempotencyKey(context.idempotencyKey);
     if (!journalling) {
-      if (key !== null) throw new InvalidArgumentError("Idempotency-Key", "is not supported: this service runs without a trade journal");
+      if (key !== null)
+        throw new InvalidArgumentError(
+          "Idempotency-Key",
+          "is not supported: this service runs without a trade journal",
+        );
       return trade[kind](order);
     }
 
@@ -74,7 +89,13 @@ export function tradeUseCase(kind: TradeKind, trade: TradePort, config: TradeCon
     const hash = requestHash(order);
     const request = pickRequest(input as TradeRequest);
     for (;;) {
-      const { created, record } = await journal.open({ scope: context.scope ?? "", idempotencyKey: key, requestHash: hash, kind, request });
+      const { created, record } = await journal.open({
+        scope: context.scope ?? "",
+        idempotencyKey: key,
+        requestHash: hash,
+        kind,
+        request,
+      });
       if (created) return execute(trade, journalling, order, record.id);
       if (record.requestHash !== hash) throw new IdempotencyKeyReusedError();
       const outcome = await awaitOutcome(trade, journalling, record);
@@ -84,7 +105,12 @@ export function tradeUseCase(kind: TradeKind, trade: TradePort, config: TradeCon
   };
 }
 
-async function execute(trade: TradePort, journalling: TradeJournalling, order: TradeOrder, id: string): Promise<TransactionReceipt> {
+async function execute(
+  trade: TradePort,
+  journalling: TradeJournalling,
+  order: TradeOrder,
+  id: string,
+): Promise<TransactionReceipt> {
   const { journal } = journalling;
   let signed: SignedTradeTx | undefined;
   try {
@@ -130,7 +156,11 @@ async function execute(trade: TradePort, journalling: TradeJournalling, order: T
  * recording what it says). A confirmed trade is checked against the chain too, so a retry
  * never gets a receipt whose block a reorg removed.
  */
-async function awaitOutcome(trade: TradePort, journalling: TradeJournalling, first: TradeRecord): Promise<TransactionReceipt | "discarded"> {
+async function awaitOutcome(
+  trade: TradePort,
+  journalling: TradeJournalling,
+  first: TradeRecord,
+): Promise<TransactionReceipt | "discarded"> {
   const until = Date.now() + journalling.inFlightWaitMs;
   let record: TradeRecord | undefined = first;
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
@@ -147,14 +177,18 @@ async function awaitOutcome(trade: TradePort, journalling: TradeJournalling, fir
       });
       if (settled !== undefined) {
         record = settled.record;
-        if (record.status === "confirmed" && record.receipt && settled.resolution?.state === "mined") return record.receipt;
+        if (record.status === "confirmed" && record.receipt && settled.resolution?.state === "mined")
+          return record.receipt;
         const outcome = recorded(record);
         if (outcome) throw outcome;
       }
     } else if (record.status === "confirmed" && record.receipt) {
       return record.receipt; // journalled before transactions were (no broadcasts to look up)
     }
-    if (Date.now() >= until) throw record.txHash && record.status !== "accepted" ? new TradePendingError(record.txHash) : new IdempotencyInFlightError();
+    if (Date.now() >= until)
+      throw record.txHash && record.status !== "accepted"
+        ? new TradePendingError(record.txHash)
+        : new IdempotencyInFlightError();
     await new Promise((resolve) => setTimeout(resolve, Math.min(delay, Math.max(1, until - Date.now()))));
     record = await journalling.journal.get(first.id);
   }
@@ -166,5 +200,10 @@ function recorded(record: TradeRecord | undefined): DomainError | undefined {
 }
 
 function pickRequest(input: TradeRequest): TradeRequest {
-  return { userAddress: input.userAddress, destinatary: input.destinatary, amount: input.amount, usdAddress: input.usdAddress };
+  return {
+    userAddress: input.userAddress,
+    destinatary: input.destinatary,
+    amount: input.amount,
+    usdAddress: input.usdAddress,
+  };
 }

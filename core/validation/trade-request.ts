@@ -78,7 +78,8 @@ export function assertTradeConfig(config: TradeConfig): void {
     throw new TypeError("limits.minSellTokens: must not be more than limits.maxSellTokens");
   }
   for (const coin of config.stableCoins) {
-    if (minUsdFor(config, coin) > maxUsdFor(config, coin)) throw new TypeError(`limits.minUsd: must not be more than limits.maxUsd (${coin.symbol})`);
+    if (minUsdFor(config, coin) > maxUsdFor(config, coin))
+      throw new TypeError(`limits.minUsd: must not be more than limits.maxUsd (${coin.symbol})`);
   }
 }
 
@@ -91,7 +92,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 /** Checks the shape of SPEC 2.1: a plain object with exactly the four string fields. */
 function parseShape(input: unknown): TradeRequest {
   if (!isPlainObject(input)) {
-    throw new InvalidArgumentError("request", `must be a JSON object with the fields ${TRADE_REQUEST_FIELDS.join(", ")}`);
+    throw new InvalidArgumentError(
+      "request",
+      `must be a JSON object with the fields ${TRADE_REQUEST_FIELDS.join(", ")}`,
+    );
   }
   for (const field of TRADE_REQUEST_FIELDS) {
     if (!Object.hasOwn(input, field) || input[field] === undefined) {
@@ -127,9 +131,14 @@ export function parseTradeRequest(kind: TradeKind, input: unknown, config: Trade
   const request = parseShape(input);
   const wallet = parseAddress("userAddress", request.userAddress);
   const destinatary = parseAddress("destinatary", request.destinatary, { nonZero: true });
-  const forbidden = config.forbiddenDestinataries?.find((entry) => entry.address.toLowerCase() === destinatary.toLowerCase());
+  const forbidden = config.forbiddenDestinataries?.find(
+    (entry) => entry.address.toLowerCase() === destinatary.toLowerCase(),
+  );
   if (forbidden !== undefined) {
-    throw new InvalidArgumentError("destinatary", `${request.destinatary} is ${forbidden.what}: what it received would be lost`);
+    throw new InvalidArgumentError(
+      "destinatary",
+      `${request.destinatary} is ${forbidden.what}: what it received would be lost`,
+    );
   }
   const usdAddress = parseAddress("usdAddress", request.usdAddress);
   const stable = config.stableCoins.find((coin) => coin.address.toLowerCase() === usdAddress.toLowerCase());
@@ -144,7 +153,10 @@ export function parseTradeRequest(kind: TradeKind, input: unknown, config: Trade
   const minimum = kind === "sell" ? (config.limits.minSellTokens ?? 1n) : minUsdFor(config, stable);
   if (amount < minimum) {
     const decimals = kind === "sell" ? TOKEN_DECIMALS : stable.decimals;
-    throw new InvalidArgumentError("amount", `must be at least ${formatUnits(minimum, decimals)} ${kind === "sell" ? "tokens" : "USD"}`);
+    throw new InvalidArgumentError(
+      "amount",
+      `must be at least ${formatUnits(minimum, decimals)} ${kind === "sell" ? "tokens" : "USD"}`,
+    );
   }
   return { kind, wallet, destinatary, amount, stable };
 }

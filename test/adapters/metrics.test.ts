@@ -68,21 +68,46 @@ describe("Prometheus metrics", function () {
     const sell = await fetch(`${s.service.apiUrl}/api/v1/token/sell`, {
       method: "POST",
       headers: { api_key: API_KEY, "content-type": "application/json" },
-      body: JSON.stringify({ userAddress: s.wallet, destinatary: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", amount: "2", usdAddress: dai }),
+      body: JSON.stringify({
+        userAddress: s.wallet,
+        destinatary: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+        amount: "2",
+        usdAddress: dai,
+      }),
     });
     expect(sell.status).to.equal(200);
-    expect((await fetch(`${s.service.apiUrl}/api/v1/token/price`, { headers: { api_key: "wrong-key-0123456789" } })).status).to.equal(401);
+    expect(
+      (await fetch(`${s.service.apiUrl}/api/v1/token/price`, { headers: { api_key: "wrong-key-0123456789" } })).status,
+    ).to.equal(401);
     const client = grpcClient(s.service.apiUrl);
     expect((await grpcCall(client, "GetPrice", {}, API_KEY)).response).to.not.equal(undefined);
     expect((await grpcCall(client, "GetPrice", {}, "wrong-key-0123456789")).error?.code).to.equal(16);
     client.close();
 
     const all = samples(await (await fetch(metricsUrl)).text());
-    expect(value(all, "token_service_requests_total", { route: "/api/v1/token/sell", protocol: "http", code: "200" })).to.equal(1);
-    expect(value(all, "token_service_requests_total", { route: "/api/v1/token/price", protocol: "http", code: "401" })).to.equal(1);
-    expect(value(all, "token_service_requests_total", { route: "/tokentrade.v1.TokenService/GetPrice", protocol: "grpc", code: "ok" })).to.equal(1);
-    expect(value(all, "token_service_requests_total", { route: "/tokentrade.v1.TokenService/GetPrice", protocol: "grpc", code: "unauthenticated" })).to.equal(1);
-    expect(value(all, "token_service_request_duration_seconds_count", { route: "/api/v1/token/sell", protocol: "http" })).to.equal(1);
+    expect(
+      value(all, "token_service_requests_total", { route: "/api/v1/token/sell", protocol: "http", code: "200" }),
+    ).to.equal(1);
+    expect(
+      value(all, "token_service_requests_total", { route: "/api/v1/token/price", protocol: "http", code: "401" }),
+    ).to.equal(1);
+    expect(
+      value(all, "token_service_requests_total", {
+        route: "/tokentrade.v1.TokenService/GetPrice",
+        protocol: "grpc",
+        code: "ok",
+      }),
+    ).to.equal(1);
+    expect(
+      value(all, "token_service_requests_total", {
+        route: "/tokentrade.v1.TokenService/GetPrice",
+        protocol: "grpc",
+        code: "unauthenticated",
+      }),
+    ).to.equal(1);
+    expect(
+      value(all, "token_service_request_duration_seconds_count", { route: "/api/v1/token/sell", protocol: "http" }),
+    ).to.equal(1);
     expect(value(all, "token_service_trades_total", { kind: "sell", stable: "DAI", outcome: "success" })).to.equal(1);
     expect(value(all, "token_service_trade_duration_seconds_count", { kind: "sell", stable: "DAI" })).to.equal(1);
     expect(value(all, "token_service_wallet_balance", { wallet: s.wallet, asset: "ETH" })).to.be.greaterThan(0);
@@ -94,7 +119,9 @@ describe("Prometheus metrics", function () {
     expect(value(all, "token_service_rpc_requests_total", { outcome: "ok" })).to.be.greaterThan(0);
     expect(value(all, "token_service_rpc_calls_total")).to.be.greaterThan(0);
     expect(value(all, "token_service_rpc_request_duration_seconds_count")).to.be.greaterThan(0);
-    expect(value(all, "token_service_journal_operation_duration_seconds_count", { operation: "open" })).to.be.greaterThan(0);
+    expect(
+      value(all, "token_service_journal_operation_duration_seconds_count", { operation: "open" }),
+    ).to.be.greaterThan(0);
     expect(value(all, "nodejs_eventloop_lag_seconds")).to.be.a("number");
     expect(value(all, "process_cpu_seconds_total")).to.be.a("number");
     // No key reaches the metrics: labels hold routes, codes, wallets and endpoints only.
@@ -106,10 +133,16 @@ describe("Prometheus metrics", function () {
   it("count the lifecycle monitor's events by wallet from its warnings, and pass every line on", async function () {
     const metrics = new ServiceMetrics();
     const lines: string[] = [];
-    const log = metrics.countingLifecycle({ warn: (_d, message) => lines.push(message), info: (_d, message) => lines.push(message) });
+    const log = metrics.countingLifecycle({
+      warn: (_d, message) => lines.push(message),
+      info: (_d, message) => lines.push(message),
+    });
     const wallet = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
     log.warn({ wallet, nonce: 1 }, "replaced a transaction not mined in time, with higher fees");
-    log.warn({ wallet, nonce: 1 }, "replaced a transaction not mined in time, with higher fees: the node refused it for now");
+    log.warn(
+      { wallet, nonce: 1 },
+      "replaced a transaction not mined in time, with higher fees: the node refused it for now",
+    );
     log.warn({ wallet, nonce: 2 }, "re-sent a transaction the node no longer knew (same signed bytes)");
     log.warn({ wallet, nonce: 3 }, "reorg: transaction's block left the canonical chain; watching it again");
     log.warn({ wallet }, "lifecycle monitor: look failed; trying again");

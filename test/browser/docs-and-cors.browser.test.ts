@@ -21,7 +21,9 @@ const ENSURE = fileURLToPath(new URL("../../scripts/ensure-chromium.sh", import.
 
 /** A page server on its own origin (another port is another origin). */
 async function pageOrigin(): Promise<{ url: string; server: Server }> {
-  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>app</title>"));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>app</title>"),
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
@@ -33,11 +35,17 @@ describe("in a real browser (chromium)", function () {
   before(async function () {
     let executablePath: string;
     try {
-      executablePath = execFileSync("sh", [ENSURE], { encoding: "utf8", timeout: 600_000, stdio: ["ignore", "pipe", "pipe"] }).trim();
+      executablePath = execFileSync("sh", [ENSURE], {
+        encoding: "utf8",
+        timeout: 600_000,
+        stdio: ["ignore", "pipe", "pipe"],
+      }).trim();
     } catch (error) {
       // Without root (a developer's machine without chromium) the browser tests are skipped; in CI they must run.
-      if (process.getuid?.() !== 0 && process.env["CI"] === undefined) this.skip();
-      throw new Error(`chromium could not be installed: ${(error as { stderr?: string }).stderr ?? (error as Error).message}`);
+      if (process.getuid?.() !== 0 && process.env.CI === undefined) this.skip();
+      throw new Error(
+        `chromium could not be installed: ${(error as { stderr?: string }).stderr ?? (error as Error).message}`,
+      );
     }
     browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
   });
@@ -67,7 +75,12 @@ describe("in a real browser (chromium)", function () {
       const answer = await page.goto(`${t.url}/docs`);
       expect(answer?.status()).to.equal(200);
       expect(answer?.headers()["content-security-policy"]).to.include("default-src 'self'");
-      for (const operation of ["/api/v1/token/sell", "/api/v1/token/buy", "/api/v1/remmitance", "/api/v1/token/price"]) {
+      for (const operation of [
+        "/api/v1/token/sell",
+        "/api/v1/token/buy",
+        "/api/v1/remmitance",
+        "/api/v1/token/price",
+      ]) {
         await page.getByText(operation, { exact: true }).first().waitFor({ timeout: 30_000 });
       }
       const text = await page.locator("#ui").innerText();
@@ -113,7 +126,13 @@ describe("in a real browser (chromium)", function () {
           grpcWeb: await attempt(() => fetch(api + rpc, { method: "POST", headers: { api_key: "wrong-key-0123456789", "content-type": "application/grpc-web+proto", "x-grpc-web": "1" }, body: new Uint8Array(5) })),
         };
       })(${JSON.stringify({ api: t.url, key: API_KEY, rpc: `/${TokenService.typeName}/GetPrice` })})`;
-      type Call = { status?: number; grpcStatus?: string | null; requestId?: string | null; body?: string; refused?: string };
+      type Call = {
+        status?: number;
+        grpcStatus?: string | null;
+        requestId?: string | null;
+        body?: string;
+        refused?: string;
+      };
       const result = (await page.evaluate(script)) as { json: Call; sell: Call; connect: Call; grpcWeb: Call };
       await page.close();
       return result;
@@ -133,7 +152,10 @@ describe("in a real browser (chromium)", function () {
       const other = await pageOrigin();
       try {
         const result = await fromPage(other.url);
-        for (const call of [result.json, result.sell, result.connect, result.grpcWeb]) expect(call).to.have.property("refused").that.match(/Failed to fetch/);
+        for (const call of [result.json, result.sell, result.connect, result.grpcWeb])
+          expect(call)
+            .to.have.property("refused")
+            .that.match(/Failed to fetch/);
       } finally {
         other.server.close();
       }

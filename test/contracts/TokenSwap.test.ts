@@ -3,7 +3,7 @@ import { MaxUint256, ZeroAddress, parseUnits } from "ethers";
 import { network } from "hardhat";
 
 import { DEFAULT_MAX_PRICE_AGE } from "../../scripts/deploy.js";
-import { STABLES, expectedStableOut, expectedTokensOut, logNames, suiteFixture } from "../helpers/suite.js";
+import { STABLES, expectedStableOut, expectedTokensOut, logNames, parseLogs, suiteFixture } from "../helpers/suite.js";
 
 const { ethers, networkHelpers } = await network.create();
 const { loadFixture, time } = networkHelpers;
@@ -75,9 +75,7 @@ describe("TokenSwap", function () {
           "swap.Sold",
         ]);
         const out = expectedStableOut(amount, PRICE, Number(await stable.decimals()));
-        const [approval, pull, burn, pay, sold] = receipt!.logs.map(
-          (log) => [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
-        );
+        const [approval, pull, burn, pay, sold] = parseLogs(receipt!, [token, stable, swap], 5);
         expect(approval.args).to.deep.equal([exchange.address, await swap.getAddress(), allowance - amount]);
         expect(pull.args).to.deep.equal([exchange.address, await swap.getAddress(), amount]);
         expect(burn.args).to.deep.equal([await swap.getAddress(), ZeroAddress, amount]);
@@ -125,9 +123,7 @@ describe("TokenSwap", function () {
           ]);
           const tokens = expectedTokensOut(usd, PRICE, Number(await stable.decimals()));
           expect(tokens).to.equal(parseUnits("80", 18));
-          const [pay, mint, event] = receipt!.logs.map(
-            (log) => [token, stable, swap].find((c) => c.target === log.address)!.interface.parseLog(log)!,
-          );
+          const [pay, mint, event] = parseLogs(receipt!, [token, stable, swap], 3);
           expect(pay.args).to.deep.equal([exchange.address, await swap.getAddress(), usd]);
           expect(mint.args).to.deep.equal([ZeroAddress, customer.address, tokens]);
           expect(event.args).to.deep.equal([

@@ -2,10 +2,12 @@ import { expect } from "chai";
 import { MaxUint256, ZeroAddress } from "ethers";
 import { network } from "hardhat";
 
+import { signers } from "../helpers/suite.js";
+
 const { ethers, networkHelpers } = await network.create();
 
 async function deployToken() {
-  const [owner, minter, holder, spender] = await ethers.getSigners();
+  const [owner, minter, holder, spender] = await signers(ethers, 4);
   const token = await ethers.deployContract("TradedToken", ["Trade Token", "TTK", owner.address]);
   await token.setMinter(minter);
   return { token, owner, minter, holder, spender };
@@ -68,7 +70,7 @@ describe("TradedToken", function () {
       const receipt = await (await token.connect(spender).transferFrom(holder, spender, 25n)).wait();
       const events = receipt!.logs.map((log) => token.interface.parseLog(log)!);
       expect(events.map((e) => e.name)).to.deep.equal(["Approval", "Transfer"]);
-      expect(events[0].args).to.deep.equal([holder.address, spender.address, 35n]);
+      expect(events[0]!.args).to.deep.equal([holder.address, spender.address, 35n]);
       expect(await token.allowance(holder, spender)).to.equal(35n);
     });
 

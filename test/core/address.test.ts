@@ -82,7 +82,11 @@ describe("parseAddress", () => {
   describe("when a mixed-case address fails its EIP-55 checksum", () => {
     for (const address of CHECKSUMMED.slice(0, 4)) {
       it(`refuses ${address} with one letter's case flipped`, () => {
-        expectInvalid(() => parseAddress("usdAddress", flipOneLetter(address)), "usdAddress", /fails its EIP-55 checksum$/);
+        expectInvalid(
+          () => parseAddress("usdAddress", flipOneLetter(address)),
+          "usdAddress",
+          /fails its EIP-55 checksum$/,
+        );
       });
     }
   });

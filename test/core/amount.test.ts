@@ -63,7 +63,7 @@ describe("parseAmount", () => {
 
   describe("when the amount is not a string", () => {
     for (const value of [10, 1.5, 10n, null, undefined, true, {}, ["1"]]) {
-      it(`refuses ${typeof value === "bigint" ? `${value}n` : JSON.stringify(value) ?? "undefined"}, naming the field`, () => {
+      it(`refuses ${typeof value === "bigint" ? `${value}n` : (JSON.stringify(value) ?? "undefined")}, naming the field`, () => {
         expectInvalid(() => parseAmount("amount", value, 6, BIG), "amount", /^amount: must be a string/);
       });
     }
@@ -130,7 +130,11 @@ describe("parseAmount", () => {
     });
 
     it("states a fractional maximum without trailing zeros", () => {
-      expectInvalid(() => parseAmount("amount", "2", 18, 15n * 10n ** 17n, { unit: "tokens" }), "amount", /at most 1\.5 tokens$/);
+      expectInvalid(
+        () => parseAmount("amount", "2", 18, 15n * 10n ** 17n, { unit: "tokens" }),
+        "amount",
+        /at most 1\.5 tokens$/,
+      );
     });
   });
 });

@@ -193,7 +193,10 @@ describe("trades with a journal and Idempotency-Key", function () {
     const { useCases, chain, journal } = setup(20);
     chain.mode = "pending";
     await rejection(useCases.buy(request(), A));
-    const receipt = { ...fakeReceipt({ wallet: request().userAddress } as TradeOrder), transactionHash: chain.sent[0]!.txHash };
+    const receipt = {
+      ...fakeReceipt({ wallet: request().userAddress } as TradeOrder),
+      transactionHash: chain.sent[0]!.txHash,
+    };
     chain.resolution = { state: "mined", receipt, confirmations: 1, confirmed: false };
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(TradePendingError);
     expect(journal.trades()[0]!.status).to.equal("mined");
@@ -246,7 +249,9 @@ describe("trades with a journal and Idempotency-Key", function () {
     chain.resolution = { state: "dropped" };
     const error = await rejection(useCases.buy(request(), A));
     expect(error).to.have.property("code", "trade_dropped");
-    expect((error as Error).message).to.match(/nonce 0 of .* was used by a transaction not signed for this trade; nothing was paid/);
+    expect((error as Error).message).to.match(
+      /nonce 0 of .* was used by a transaction not signed for this trade; nothing was paid/,
+    );
     expect(journal.trades()[0]!.status).to.equal("failed");
     // Settled: the chain is not asked again.
     const asked = chain.resolved;
@@ -259,10 +264,32 @@ describe("trades with a journal and Idempotency-Key", function () {
     const receipt = await useCases.buy(request(), A);
     chain.resolution = { state: "mined", receipt, confirmations: 4, confirmed: true };
     const view = await useCases.trade(chain.sent[0]!.txHash, { scope: A.scope });
-    expect(view).to.deep.include({ kind: "buy", status: "confirmed", nonce: 0, deadline: 1_900_000_000, confirmations: 4, receipt, error: null });
-    expect(view.transactions).to.deep.equal([{ hash: chain.sent[0]!.txHash, maxFeePerGas: "2", maxPriorityFeePerGas: "1", noop: false, sentAt: view.transactions[0]!.sentAt }]);
-    expect(await rejection(useCases.trade(chain.sent[0]!.txHash, { scope: "caller-b" }))).to.have.property("code", "trade_not_found");
-    expect(await rejection(useCases.trade(`0x${"11".repeat(32)}`, { scope: A.scope }))).to.have.property("code", "trade_not_found");
+    expect(view).to.deep.include({
+      kind: "buy",
+      status: "confirmed",
+      nonce: 0,
+      deadline: 1_900_000_000,
+      confirmations: 4,
+      receipt,
+      error: null,
+    });
+    expect(view.transactions).to.deep.equal([
+      {
+        hash: chain.sent[0]!.txHash,
+        maxFeePerGas: "2",
+        maxPriorityFeePerGas: "1",
+        noop: false,
+        sentAt: view.transactions[0]!.sentAt,
+      },
+    ]);
+    expect(await rejection(useCases.trade(chain.sent[0]!.txHash, { scope: "caller-b" }))).to.have.property(
+      "code",
+      "trade_not_found",
+    );
+    expect(await rejection(useCases.trade(`0x${"11".repeat(32)}`, { scope: A.scope }))).to.have.property(
+      "code",
+      "trade_not_found",
+    );
     const bad = await rejection(useCases.trade("0x1234", { scope: A.scope }));
     expect(bad).to.be.instanceOf(InvalidArgumentError);
     expect((bad as Error).message).to.match(/^transactionHash: /);

@@ -17,7 +17,13 @@ describe("parseTradeRequest", () => {
 
     it("turns a remittance into an order the same way as a buy", () => {
       const order = parseTradeRequest("remittance", request({ usdAddress: USDC.address }), CONFIG);
-      expect(order).to.deep.equal({ kind: "remittance", wallet: WALLET, destinatary: CUSTOMER, amount: 1_500_000n, stable: USDC });
+      expect(order).to.deep.equal({
+        kind: "remittance",
+        wallet: WALLET,
+        destinatary: CUSTOMER,
+        amount: 1_500_000n,
+        stable: USDC,
+      });
     });
 
     it("reads a buy paid in DAI with DAI's 18 decimals", () => {
@@ -42,7 +48,11 @@ describe("parseTradeRequest", () => {
 
     it("matches the stable coin case-insensitively and returns the configured coin", () => {
       const lower = parseTradeRequest("buy", request({ usdAddress: USDT.address.toLowerCase() }), CONFIG);
-      const upper = parseTradeRequest("buy", request({ usdAddress: `0x${USDT.address.slice(2).toUpperCase()}` }), CONFIG);
+      const upper = parseTradeRequest(
+        "buy",
+        request({ usdAddress: `0x${USDT.address.slice(2).toUpperCase()}` }),
+        CONFIG,
+      );
       expect(lower.stable).to.equal(USDT);
       expect(upper.stable).to.equal(USDT);
     });
@@ -122,12 +132,20 @@ describe("parseTradeRequest", () => {
 
   describe("when an address is invalid", () => {
     it("refuses a malformed userAddress", () => {
-      expectInvalid(() => parseTradeRequest("sell", request({ userAddress: "0x123" }), CONFIG), "userAddress", /40-hex-digit/);
+      expectInvalid(
+        () => parseTradeRequest("sell", request({ userAddress: "0x123" }), CONFIG),
+        "userAddress",
+        /40-hex-digit/,
+      );
     });
 
     it("refuses a destinatary that fails its checksum", () => {
       const bad = `0xFB${CUSTOMER.slice(4)}`; // the first letter, f, in upper case
-      expectInvalid(() => parseTradeRequest("sell", request({ destinatary: bad }), CONFIG), "destinatary", /EIP-55 checksum/);
+      expectInvalid(
+        () => parseTradeRequest("sell", request({ destinatary: bad }), CONFIG),
+        "destinatary",
+        /EIP-55 checksum/,
+      );
     });
 
     it("refuses the zero address as destinatary", () => {
@@ -139,7 +157,11 @@ describe("parseTradeRequest", () => {
     });
 
     it("refuses a malformed usdAddress", () => {
-      expectInvalid(() => parseTradeRequest("buy", request({ usdAddress: "DAI" }), CONFIG), "usdAddress", /40-hex-digit/);
+      expectInvalid(
+        () => parseTradeRequest("buy", request({ usdAddress: "DAI" }), CONFIG),
+        "usdAddress",
+        /40-hex-digit/,
+      );
     });
 
     it("checks userAddress before destinatary", () => {
@@ -192,7 +214,11 @@ describe("parseTradeRequest", () => {
     });
 
     it("refuses a zero amount", () => {
-      expectInvalid(() => parseTradeRequest("remittance", request({ amount: "0" }), CONFIG), "amount", /greater than 0$/);
+      expectInvalid(
+        () => parseTradeRequest("remittance", request({ amount: "0" }), CONFIG),
+        "amount",
+        /greater than 0$/,
+      );
     });
 
     it("refuses a number written in exponent form", () => {
@@ -261,11 +287,17 @@ describe("assertTradeConfig", () => {
 
   it("refuses a stable coin with a malformed address, naming its position", () => {
     const bad = { ...USDT, address: "0x12" as const };
-    expect(() => assertTradeConfig(broken({ stableCoins: [DAI, bad] }))).to.throw(TypeError, /stableCoins\[1\]\.address/);
+    expect(() => assertTradeConfig(broken({ stableCoins: [DAI, bad] }))).to.throw(
+      TypeError,
+      /stableCoins\[1\]\.address/,
+    );
   });
 
   it("refuses a stable coin with impossible decimals", () => {
-    expect(() => assertTradeConfig(broken({ stableCoins: [{ ...USDT, decimals: -6 }] }))).to.throw(TypeError, /decimals/);
+    expect(() => assertTradeConfig(broken({ stableCoins: [{ ...USDT, decimals: -6 }] }))).to.throw(
+      TypeError,
+      /decimals/,
+    );
   });
 
   it("refuses a maxUsd that is not a plain decimal", () => {
@@ -292,9 +324,21 @@ describe("assertTradeConfig", () => {
     };
 
     it("refuses each, in any letter case, naming destinatary and what it is", () => {
-      expectInvalid(() => parseTradeRequest("sell", request({ destinatary: SWAP.toLowerCase() }), withForbidden), "destinatary", /is the swap contract: what it received would be lost$/);
-      expectInvalid(() => parseTradeRequest("buy", request({ destinatary: USDT.address }), withForbidden), "destinatary", /is the USDT contract/);
-      expectInvalid(() => parseTradeRequest("remittance", request({ destinatary: WALLET.toLowerCase() }), withForbidden), "destinatary", /is an exchange wallet of this service/);
+      expectInvalid(
+        () => parseTradeRequest("sell", request({ destinatary: SWAP.toLowerCase() }), withForbidden),
+        "destinatary",
+        /is the swap contract: what it received would be lost$/,
+      );
+      expectInvalid(
+        () => parseTradeRequest("buy", request({ destinatary: USDT.address }), withForbidden),
+        "destinatary",
+        /is the USDT contract/,
+      );
+      expectInvalid(
+        () => parseTradeRequest("remittance", request({ destinatary: WALLET.toLowerCase() }), withForbidden),
+        "destinatary",
+        /is an exchange wallet of this service/,
+      );
     });
 
     it("accepts any other", () => {
@@ -303,16 +347,36 @@ describe("assertTradeConfig", () => {
   });
 
   describe("when the amount is dust", () => {
-    const withMinimums: TradeConfig = { ...CONFIG, limits: { ...CONFIG.limits, minSellTokens: 10n ** 16n, minUsd: "0.01" } };
+    const withMinimums: TradeConfig = {
+      ...CONFIG,
+      limits: { ...CONFIG.limits, minSellTokens: 10n ** 16n, minUsd: "0.01" },
+    };
 
     it("refuses a sell below the minimum, naming amount", () => {
-      expectInvalid(() => parseTradeRequest("sell", request({ amount: "0.000000000000000001" }), withMinimums), "amount", /must be at least 0\.01 tokens$/);
+      expectInvalid(
+        () => parseTradeRequest("sell", request({ amount: "0.000000000000000001" }), withMinimums),
+        "amount",
+        /must be at least 0\.01 tokens$/,
+      );
       expect(parseTradeRequest("sell", request({ amount: "0.01" }), withMinimums).amount).to.equal(10n ** 16n);
     });
 
     it("refuses a buy or remittance below the minimum in the coin's own units", () => {
-      expectInvalid(() => parseTradeRequest("buy", request({ amount: "0.009999" }), withMinimums), "amount", /must be at least 0\.01 USD$/);
-      expectInvalid(() => parseTradeRequest("remittance", request({ amount: "0.009999999999999999", usdAddress: DAI.address }), withMinimums), "amount", /0\.01 USD/);
+      expectInvalid(
+        () => parseTradeRequest("buy", request({ amount: "0.009999" }), withMinimums),
+        "amount",
+        /must be at least 0\.01 USD$/,
+      );
+      expectInvalid(
+        () =>
+          parseTradeRequest(
+            "remittance",
+            request({ amount: "0.009999999999999999", usdAddress: DAI.address }),
+            withMinimums,
+          ),
+        "amount",
+        /0\.01 USD/,
+      );
       expect(parseTradeRequest("buy", request({ amount: "0.01" }), withMinimums).amount).to.equal(10_000n);
     });
 
@@ -323,8 +387,14 @@ describe("assertTradeConfig", () => {
     });
 
     it("is refused at start when above the maximum", () => {
-      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minUsd: "10000.01" } })).to.throw(TypeError, /limits\.minUsd/);
-      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minSellTokens: 10n ** 30n } })).to.throw(TypeError, /limits\.minSellTokens/);
+      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minUsd: "10000.01" } })).to.throw(
+        TypeError,
+        /limits\.minUsd/,
+      );
+      expect(() => assertTradeConfig({ ...CONFIG, limits: { ...CONFIG.limits, minSellTokens: 10n ** 30n } })).to.throw(
+        TypeError,
+        /limits\.minSellTokens/,
+      );
     });
   });
 });

@@ -173,7 +173,8 @@ describe("the use cases", () => {
 
     it("refuses a record whose discount rates are partly filled", async () => {
       const { price, useCases } = setup();
-      price.answer = async () => ({ ...PRICE, rateWithDiscountForCashCurrency: { CHF: 0.9 } }) as unknown as PriceRecord;
+      price.answer = async () =>
+        ({ ...PRICE, rateWithDiscountForCashCurrency: { CHF: 0.9 } }) as unknown as PriceRecord;
       expect(await rejection(useCases.price())).to.be.instanceOf(PriceUnavailableError);
     });
   });

@@ -24,7 +24,9 @@ export class FakeRpcNode {
   pendingNonce = 0;
   /** Decides each eth_sendRawTransaction; the default takes the next nonce only. */
   onSend: (tx: Transaction, node: FakeRpcNode) => SendAnswer = (tx, node) =>
-    tx.nonce === node.pendingNonce ? { accept: true } : { error: { code: -32000, message: `nonce too ${tx.nonce < node.pendingNonce ? "low" : "high"}` } };
+    tx.nonce === node.pendingNonce
+      ? { accept: true }
+      : { error: { code: -32000, message: `nonce too ${tx.nonce < node.pendingNonce ? "low" : "high"}` } };
   /** Mines each accepted transaction at once: eth_getTransactionReceipt then answers it (else null). */
   automine = false;
   /** Rewrites the answers to each batch before they are sent (reordered, some left out…). */

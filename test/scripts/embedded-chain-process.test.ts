@@ -12,7 +12,8 @@ describe("the embedded chain process", function () {
     const lines: Array<Record<string, unknown>> = [];
     const destination = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of chunk.toString("utf8").split("\n").filter(Boolean))
+          lines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
@@ -21,15 +22,18 @@ describe("the embedded chain process", function () {
     try {
       expect(Number((await provider.getNetwork()).chainId)).to.equal(chain.chainId);
       expect(await provider.getCode(chain.addresses.swap)).to.not.equal("0x");
-      const ready = lines.find((line) => line["msg"] === "embedded chain ready");
-      expect(ready, "the child's \"embedded chain ready\" line").to.not.equal(undefined);
+      const ready = lines.find((line) => line.msg === "embedded chain ready");
+      expect(ready, 'the child\'s "embedded chain ready" line').to.not.equal(undefined);
       expect(ready).to.include({ level: 30, swap: chain.addresses.swap, rpcUrl: chain.rpcUrl });
     } finally {
       provider.destroy();
       await chain.close();
     }
     const after = new JsonRpcProvider(chain.rpcUrl, Network.from(chain.chainId), { staticNetwork: true });
-    const thrown = await after.send("eth_chainId", []).then(() => undefined, (error: unknown) => error);
+    const thrown = await after.send("eth_chainId", []).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     after.destroy();
     expect(thrown, "the chain still answers after close").to.be.instanceOf(Error);
   });

@@ -31,7 +31,7 @@ async function freePort(): Promise<number> {
 
 /** A node on PATH, other than npm's node_modules/.bin one, too old to run the service; undefined if none. */
 function olderNodeOnPath(): { binary: string; version: string } | undefined {
-  for (const dir of (process.env["PATH"] ?? "").split(delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
     const binary = join(dir, "node");
     if (dir === "" || dir.includes("node_modules") || !existsSync(binary)) continue;
     const run = spawnSync(binary, ["-p", "process.versions.node"], { encoding: "utf8" });
@@ -58,7 +58,8 @@ describe("production build", function () {
     for (const dev of ["tsx", "hardhat", "solc", "typescript", "@nomicfoundation/edr", "mocha"]) {
       expect(installed(dev) || resolvable(dev), dev).to.equal(false);
     }
-    for (const prod of ["ethers", "pino", "pg", "zod", "@connectrpc/connect-node", "tiny-secp256k1"]) expect(installed(prod), prod).to.equal(true);
+    for (const prod of ["ethers", "pino", "pg", "zod", "@connectrpc/connect-node", "tiny-secp256k1"])
+      expect(installed(prod), prod).to.equal(true);
     // Only the service: no tests, no Hardhat scripts.
     expect(existsSync(join(app, "test"))).to.equal(false);
     expect(existsSync(join(app, "scripts", "embedded-chain.js"))).to.equal(false);
@@ -91,7 +92,7 @@ describe("production build", function () {
       service = spawn(command!, args, {
         cwd: productionApp(),
         env: {
-          PATH: process.env["PATH"] ?? "",
+          PATH: process.env.PATH ?? "",
           RPC_URL: anvil.url,
           DEPLOYMENT_FILE: join(dir, "deployment.json"),
           EXCHANGE_PRIVATE_KEYS: hardhatAccount(1).privateKey,
@@ -106,7 +107,13 @@ describe("production build", function () {
       const until = Date.now() + 60_000;
       for (;;) {
         if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}: ${out}`);
-        if (await fetch(`${api}/healthz`).then((r) => r.status === 200, () => false)) break;
+        if (
+          await fetch(`${api}/healthz`).then(
+            (r) => r.status === 200,
+            () => false,
+          )
+        )
+          break;
         if (Date.now() > until) throw new Error(`the service did not answer /healthz: ${out}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -119,7 +126,8 @@ describe("production build", function () {
       expect(body).to.match(/\d/);
       expect((await fetch(`${api}/api/v1/token/price`)).status).to.equal(401);
       // Log lines are written within 200 ms (buffered).
-      for (const until = Date.now() + 5_000; !out.includes("existing chain") && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (const until = Date.now() + 5_000; !out.includes("existing chain") && Date.now() < until; )
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(out).to.include("existing chain");
 
       service.kill("SIGTERM");
@@ -129,11 +137,18 @@ describe("production build", function () {
 
   it("refuses to start without RPC_URL, with one line saying what to do", function () {
     const [command, ...args] = productionEntry();
-    const run = spawnSync(command!, args, { cwd: productionApp(), env: { PATH: process.env["PATH"] ?? "" }, encoding: "utf8", timeout: 60_000 });
+    const run = spawnSync(command!, args, {
+      cwd: productionApp(),
+      env: { PATH: process.env.PATH ?? "" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     expect(run.status).to.equal(1);
     const lines = run.stderr.trim().split("\n");
     expect(lines, run.stderr).to.have.length(1);
-    expect(lines[0]).to.match(/^Cannot start: RPC_URL is not set, and the embedded chain needs the development dependencies/);
+    expect(lines[0]).to.match(
+      /^Cannot start: RPC_URL is not set, and the embedded chain needs the development dependencies/,
+    );
     expect(lines[0]).to.include("`npm install`, then `npm start`");
     expect(run.stderr).to.not.match(/ERR_MODULE_NOT_FOUND|ERR_UNKNOWN_BUILTIN_MODULE|at .*\.js:\d+/);
   });
@@ -143,7 +158,7 @@ describe("production build", function () {
     if (older === undefined) this.skip();
     const run = spawnSync(older!.binary, [join(productionApp(), "scripts", "start.js")], {
       cwd: productionApp(),
-      env: { PATH: process.env["PATH"] ?? "", RPC_URL: "http://127.0.0.1:1" },
+      env: { PATH: process.env.PATH ?? "", RPC_URL: "http://127.0.0.1:1" },
       encoding: "utf8",
       timeout: 60_000,
     });
@@ -154,14 +169,19 @@ describe("production build", function () {
 
   it("compares versions: the check's function", function () {
     // As a plain comparison against 20.19 (package.json `engines`, the install floor).
-    for (const version of ["18.20.0", "20.18.9", "v16.0.0"]) expect(supportsNode(version, "20.19.0"), version).to.equal(false);
-    for (const version of ["20.19.0", "20.20.2", "22.1.0", "v24.0.0", "24.0.0-pre"]) expect(supportsNode(version, "20.19.0"), version).to.equal(true);
+    for (const version of ["18.20.0", "20.18.9", "v16.0.0"])
+      expect(supportsNode(version, "20.19.0"), version).to.equal(false);
+    for (const version of ["20.19.0", "20.20.2", "22.1.0", "v24.0.0", "24.0.0-pre"])
+      expect(supportsNode(version, "20.19.0"), version).to.equal(true);
     // What the service needs: node:sqlite with DatabaseSync#isTransaction (22.16+, 24+; not 23.x).
     expect(MIN_NODE_VERSION).to.equal("22.16.0");
     for (const version of ["18.20.0", "20.18.9", "20.19.0", "22.1.0", "22.15.1", "23.11.0"]) {
       expect(nodeVersionProblem(version), version).to.be.a("string").and.include(`this is ${version}`);
     }
-    for (const version of ["22.16.0", "22.20.0", "24.0.0", "24.21.0", "25.1.0"]) expect(nodeVersionProblem(version), version).to.equal(undefined);
-    expect(nodeVersionProblem("18.20.0")).to.equal("token-trading-service needs Node.js 22.16 or newer; this is 18.20.0");
+    for (const version of ["22.16.0", "22.20.0", "24.0.0", "24.21.0", "25.1.0"])
+      expect(nodeVersionProblem(version), version).to.equal(undefined);
+    expect(nodeVersionProblem("18.20.0")).to.equal(
+      "token-trading-service needs Node.js 22.16 or newer; this is 18.20.0",
+    );
   });
 });

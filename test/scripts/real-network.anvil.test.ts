@@ -86,7 +86,7 @@ async function freePort(): Promise<number> {
 function deploy(env: Record<string, string>) {
   return spawnSync(HARDHAT, ["run", "scripts/deploy-cli.ts", "--network", "rpc"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     encoding: "utf8",
     timeout: 120_000,
   });
@@ -100,7 +100,14 @@ describe("on a real network: deploy with the CLI, start the production build wit
   let dir: string;
   let service: ChildProcess | undefined;
   let out = "";
-  let existing: { dai: string; usdt: string; usdc: string; tokenUsdFeed: string; eurUsdFeed: string; chfUsdFeed: string };
+  let existing: {
+    dai: string;
+    usdt: string;
+    usdc: string;
+    tokenUsdFeed: string;
+    eurUsdFeed: string;
+    chfUsdFeed: string;
+  };
 
   before(async function () {
     anvil = await startAnvil({ blockTime: 1 });
@@ -113,7 +120,8 @@ describe("on a real network: deploy with the CLI, start the production build wit
     await anvil.rpc("evm_setAutomine", [true]);
     const connection = await network.create({ network: "localhost", override: { url: anvil.url } });
     const issuer = (await connection.ethers.getSigners())[5]!;
-    const deployed = async (name: string, args: unknown[]) => (await connection.ethers.deployContract(name, args, issuer)).getAddress();
+    const deployed = async (name: string, args: unknown[]) =>
+      (await connection.ethers.deployContract(name, args, issuer)).getAddress();
     existing = {
       dai: await deployed("MockStableCoin", ["Dai Stablecoin", "DAI", 18]),
       usdt: await deployed("MockUSDT", []),
@@ -149,7 +157,9 @@ describe("on a real network: deploy with the CLI, start the production build wit
 
   it("refuses parameters whose decimals are wrong, naming them, before sending anything", async function () {
     const nonce = await anvil.rpc<string>("eth_getTransactionCount", [DEPLOYER.address, "latest"]);
-    const run = deploy(deployEnv({ ...existing, dai: existing.eurUsdFeed, usdc: DEPLOYER.address }, `test-bad-${process.pid}`));
+    const run = deploy(
+      deployEnv({ ...existing, dai: existing.eurUsdFeed, usdc: DEPLOYER.address }, `test-bad-${process.pid}`),
+    );
     expect(run.status, run.stdout + run.stderr).to.equal(1);
     expect(run.stderr).to.include(`dai: ${existing.eurUsdFeed} has 8 decimals; a stable coin must have 6 or 18`);
     expect(run.stderr).to.include(`usdc: no contract at ${DEPLOYER.address}`);
@@ -170,7 +180,11 @@ describe("on a real network: deploy with the CLI, start the production build wit
     };
     expect(deployment.chainId).to.equal(31337);
     expect(deployment.stableCoins).to.deep.equal({ DAI: existing.dai, USDT: existing.usdt, USDC: existing.usdc });
-    expect(deployment.feeds).to.deep.equal({ tokenUsd: existing.tokenUsdFeed, eurUsd: existing.eurUsdFeed, chfUsd: existing.chfUsdFeed });
+    expect(deployment.feeds).to.deep.equal({
+      tokenUsd: existing.tokenUsdFeed,
+      eurUsd: existing.eurUsdFeed,
+      chfUsd: existing.chfUsdFeed,
+    });
     expect(run.stdout + run.stderr).to.not.include(DEPLOYER.privateKey.slice(2));
 
     // The operator funds the hot wallet: gas, tokens to sell; the swap holds USDC to pay out.
@@ -179,14 +193,25 @@ describe("on a real network: deploy with the CLI, start the production build wit
     const { network } = await import("hardhat");
     const connection = await network.create({ network: "localhost", override: { url: anvil.url } });
     const signers = await connection.ethers.getSigners();
-    const token = new Contract(deployment.token, ["function mint(address,uint256)", "function symbol() view returns (string)"], signers[0]!);
+    const token = new Contract(
+      deployment.token,
+      ["function mint(address,uint256)", "function symbol() view returns (string)"],
+      signers[0]!,
+    );
     await (await token.getFunction("mint")(wallet.address, parseUnits("1000", 18))).wait();
-    const usdc = new Contract(existing.usdc, ["function mint(address,uint256)", "function balanceOf(address) view returns (uint256)"], signers[5]!);
+    const usdc = new Contract(
+      existing.usdc,
+      ["function mint(address,uint256)", "function balanceOf(address) view returns (uint256)"],
+      signers[5]!,
+    );
     await (await usdc.getFunction("mint")(deployment.swap, parseUnits("100000", 6))).wait();
     await connection.close();
 
     // The key only in an encrypted keystore, its password in a file.
-    writeFileSync(join(dir, "wallet.json"), await encryptKeystoreJson({ address: wallet.address, privateKey: wallet.privateKey }, PASSWORD));
+    writeFileSync(
+      join(dir, "wallet.json"),
+      await encryptKeystoreJson({ address: wallet.address, privateKey: wallet.privateKey }, PASSWORD),
+    );
     writeFileSync(join(dir, "password"), `${PASSWORD}\n`);
 
     const port = await freePort();
@@ -195,7 +220,7 @@ describe("on a real network: deploy with the CLI, start the production build wit
     service = spawn(command!, args, {
       cwd: productionApp(),
       env: {
-        PATH: process.env["PATH"] ?? "",
+        PATH: process.env.PATH ?? "",
         RPC_URL: `${proxy.url},${anvil.url}`,
         RPC_TIMEOUT_MS: "2000",
         DEPLOYMENT_FILE: env.DEPLOYMENT_FILE,
@@ -211,7 +236,10 @@ describe("on a real network: deploy with the CLI, start the production build wit
     service.stderr!.on("data", (d: Buffer) => (out += d.toString()));
     await waitFor("the service to be ready", async () => {
       if (service!.exitCode !== null) throw new Error(`the service exited: ${out}`);
-      return fetch(`${api}/readyz`).then((r) => r.status === 200, () => false);
+      return fetch(`${api}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
     });
     // Log lines are written within 200 ms (buffered): waited for, not expected at once.
     await waitFor("the keystore's log line", () => out.includes("keystores decrypted"), 5_000);
@@ -220,11 +248,20 @@ describe("on a real network: deploy with the CLI, start the production build wit
       fetch(`${api}/api/v1/token/sell`, {
         method: "POST",
         headers: { api_key: API_KEY, "content-type": "application/json" },
-        body: JSON.stringify({ userAddress: wallet.address, destinatary: CUSTOMER, amount: "1", usdAddress: existing.usdc }),
-      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { status?: boolean; transactionHash?: string; message?: string } }));
+        body: JSON.stringify({
+          userAddress: wallet.address,
+          destinatary: CUSTOMER,
+          amount: "1",
+          usdAddress: existing.usdc,
+        }),
+      }).then(async (response) => ({
+        status: response.status,
+        body: (await response.json()) as { status?: boolean; transactionHash?: string; message?: string },
+      }));
 
     // Trades go on, two at a time, while the preferred endpoint dies and comes back.
-    const answers: Array<{ status: number; body: { status?: boolean; transactionHash?: string; message?: string } }> = [];
+    const answers: Array<{ status: number; body: { status?: boolean; transactionHash?: string; message?: string } }> =
+      [];
     let readyWhileDown = "";
     for (let round = 0; round < 12; round++) {
       if (round === 3) await proxy.kill();
@@ -237,7 +274,11 @@ describe("on a real network: deploy with the CLI, start the production build wit
     expect(new Set(answers.map((a) => a.body.transactionHash)).size).to.equal(24);
     expect(Number(await anvil.rpc<string>("eth_getTransactionCount", [wallet.address, "latest"]))).to.equal(24 + 1); // + the swap approval
     expect(readyWhileDown).to.match(/endpoints: 1\/2 up, http:\/\/127\.0\.0\.1:\d+ down/);
-    await waitFor("the endpoint's failure in the log", () => out.includes("JSON-RPC endpoint failed; resting it and using the others"), 5_000);
+    await waitFor(
+      "the endpoint's failure in the log",
+      () => out.includes("JSON-RPC endpoint failed; resting it and using the others"),
+      5_000,
+    );
     await waitFor("the endpoint to come back", () => out.includes("JSON-RPC endpoint is back up"), 90_000);
 
     // Nothing secret reached the logs.

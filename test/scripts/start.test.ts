@@ -42,7 +42,7 @@ registerHooks({ resolve(specifier, context, next) {
 function run(env: Record<string, string>): Run {
   const child = spawn(process.execPath, ["--import", REPORT_HARDHAT, "--import", "tsx", "scripts/start.ts"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -63,10 +63,14 @@ async function waitFor(predicate: () => boolean | Promise<boolean>, what: string
 
 describe("npm start (scripts/start.ts)", function () {
   it("(the Hardhat detector used below does see Hardhat when it is loaded)", async function () {
-    const child = spawn(process.execPath, ["--import", REPORT_HARDHAT, "--input-type=module", "-e", 'await import("hardhat/config")'], {
-      cwd: ROOT,
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", REPORT_HARDHAT, "--input-type=module", "-e", 'await import("hardhat/config")'],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     let err = "";
     child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
     await new Promise((resolve) => child.once("exit", resolve));
@@ -76,9 +80,15 @@ describe("npm start (scripts/start.ts)", function () {
   describe("with a bad configuration", function () {
     for (const [env, name] of [
       [{ PORT: "eighty" }, "PORT"],
-      [{ RPC_URL: "http://127.0.0.1:1", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}`, API_KEYS: KEY }, "DEPLOYMENT_FILE"],
+      [
+        { RPC_URL: "http://127.0.0.1:1", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}`, API_KEYS: KEY },
+        "DEPLOYMENT_FILE",
+      ],
       [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", API_KEYS: KEY }, "EXCHANGE_KEYSTORE"],
-      [{ RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}` }, "API_KEYS"],
+      [
+        { RPC_URL: "http://127.0.0.1:1", DEPLOYMENT_FILE: "d.json", EXCHANGE_PRIVATE_KEYS: `0x${"11".repeat(32)}` },
+        "API_KEYS",
+      ],
     ] as const) {
       it(`stops with exit code 1 and a message naming ${name}`, async function () {
         const r = run(env);
@@ -95,7 +105,11 @@ describe("npm start (scripts/start.ts)", function () {
       await waitFor(() => r.stderr().includes("is ready"), "the banner");
       const rpcUrl = /Chain: +(http\S+)/.exec(r.stderr())![1]!;
       const chainId = async () =>
-        fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' }).then(
+        fetch(rpcUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+        }).then(
           (res) => res.ok,
           () => false,
         );
@@ -115,7 +129,10 @@ describe("npm start (scripts/start.ts)", function () {
         const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true });
         const feed = new Contract(chain.addresses.feeds.tokenUsd, AGGREGATOR_ABI, rpc);
         const [firstRound, answer] = (await feed.getFunction("latestRoundData")()) as bigint[];
-        await waitFor(async () => ((await feed.getFunction("latestRoundData")()) as bigint[])[0]! > firstRound!, "a new round");
+        await waitFor(
+          async () => ((await feed.getFunction("latestRoundData")()) as bigint[])[0]! > firstRound!,
+          "a new round",
+        );
         const [, sameAnswer] = (await feed.getFunction("latestRoundData")()) as bigint[];
         expect(sameAnswer).to.equal(answer);
         rpc.destroy();
@@ -146,7 +163,8 @@ describe("npm start (scripts/start.ts)", function () {
         DEPLOYMENT_FILE: join(dir, "deployment.json"),
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
-        PORT: "0", METRICS_PORT: "0",
+        PORT: "0",
+        METRICS_PORT: "0",
         DATA_DIR: dir,
       });
       try {
@@ -165,10 +183,16 @@ describe("npm start (scripts/start.ts)", function () {
         const sell = fetch(`${apiUrl}/api/v1/token/sell`, {
           method: "POST",
           headers: { api_key: KEY, "content-type": "application/json" },
-          body: JSON.stringify({ userAddress: chain.exchangeWallet.address, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI }),
+          body: JSON.stringify({
+            userAddress: chain.exchangeWallet.address,
+            destinatary: EXAMPLE_CUSTOMER,
+            amount: "1",
+            usdAddress: chain.addresses.stableCoins.DAI,
+          }),
         });
         const until = Date.now() + 10_000;
-        while ((await pending()) === before && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+        while ((await pending()) === before && Date.now() < until)
+          await new Promise((resolve) => setTimeout(resolve, 20));
         expect(await pending()).to.equal(before + 1);
 
         r.child.kill("SIGTERM");
@@ -197,7 +221,8 @@ describe("npm start (scripts/start.ts)", function () {
         DEPLOYMENT_FILE: join(dir, "deployment.json"),
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
-        PORT: "0", METRICS_PORT: "0",
+        PORT: "0",
+        METRICS_PORT: "0",
         DATA_DIR: dir,
         FEED_BOUNDS_TOKEN_USD: "2-3", // the embedded chain's token feed answers 1.25
       });
@@ -213,7 +238,12 @@ describe("npm start (scripts/start.ts)", function () {
         const sell = await fetch(`${apiUrl}/api/v1/token/sell`, {
           method: "POST",
           headers: { api_key: KEY, "content-type": "application/json" },
-          body: JSON.stringify({ userAddress: chain.exchangeWallet.address, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.DAI }),
+          body: JSON.stringify({
+            userAddress: chain.exchangeWallet.address,
+            destinatary: EXAMPLE_CUSTOMER,
+            amount: "1",
+            usdAddress: chain.addresses.stableCoins.DAI,
+          }),
         });
         expect(sell.status).to.equal(503);
         expect(((await sell.json()) as { message: string }).message).to.include("outside FEED_BOUNDS_TOKEN_USD");
@@ -234,7 +264,14 @@ describe("npm start stopped as systemd, Docker and Kubernetes stop it", function
     const child = spawn("npm", ["start"], {
       cwd: ROOT,
       detached: true,
-      env: { PATH: process.env["PATH"] ?? "", PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, CHAIN_BLOCK_TIME_MS: "1000" },
+      env: {
+        PATH: process.env.PATH ?? "",
+        PORT: "0",
+        METRICS_PORT: "0",
+        CHAIN_PORT: "0",
+        API_KEYS: KEY,
+        CHAIN_BLOCK_TIME_MS: "1000",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

@@ -137,7 +137,9 @@ export class WalletMonitor {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
       this.#running = this.look()
-        .catch((error: unknown) => this.#opts.log.warn({ wallet: this.#wallet, err: error }, "lifecycle monitor: look failed; trying again"))
+        .catch((error: unknown) =>
+          this.#opts.log.warn({ wallet: this.#wallet, err: error }, "lifecycle monitor: look failed; trying again"),
+        )
         .finally(() => {
           this.#running = undefined;
           this.#schedule(this.#opts.settings.intervalMs);
@@ -155,13 +157,22 @@ export class WalletMonitor {
     if (slots.length === 0) return;
     const leader = await journal.acquireLease(this.#lease, holder, settings.leaseMs);
     if (leader !== this.#leader) {
-      this.#opts.log.info({ wallet: this.#wallet, holder }, leader ? "lifecycle monitor: watching the wallet" : "lifecycle monitor: another instance watches the wallet");
+      this.#opts.log.info(
+        { wallet: this.#wallet, holder },
+        leader ? "lifecycle monitor: watching the wallet" : "lifecycle monitor: another instance watches the wallet",
+      );
       this.#leader = leader;
     }
     if (!leader) return;
 
-    const [state, latestNonce] = await Promise.all([this.#opts.fees.read(), provider.getTransactionCount(this.#wallet, "latest")]);
-    await this.#watchMined(slots.filter((slot) => slot.state === "mined"), state);
+    const [state, latestNonce] = await Promise.all([
+      this.#opts.fees.read(),
+      provider.getTransactionCount(this.#wallet, "latest"),
+    ]);
+    await this.#watchMined(
+      slots.filter((slot) => slot.state === "mined"),
+      state,
+    );
     for (const slot of pending) await this.#advance(slot, state, latestNonce);
     await this.#fillGaps(slots, latestNonce, state);
   }
@@ -200,7 +211,14 @@ export class WalletMonitor {
     if (found !== undefined && found.receipt.blockHash === was.blockHash) return;
     if (found !== undefined) {
       log.warn(
-        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: found.receipt.transactionHash, orphanedBlock: was.blockHash, block: Number(found.receipt.blockNumber) },
+        {
+          tradeId: slot.tradeId,
+          wallet: this.#wallet,
+          nonce: slot.nonce,
+          hash: found.receipt.transactionHash,
+          orphanedBlock: was.blockHash,
+          block: Number(found.receipt.blockNumber),
+        },
         "reorg: transaction mined again in another block",
       );
       await this.#settle(slot, found);
@@ -252,21 +270,35 @@ export class WalletMonitor {
     const now = Math.max(state.head.timestamp, Math.floor(Date.now() / 1000));
     if (slot.deadline !== null && !last.noop && now >= slot.deadline) {
       // Its call can no longer succeed: free the nonce, so the wallet's later transactions go on.
-      await this.#replace(slot, last, noopFees(last, market, settings.feeCap), true, "deadline passed: freeing the nonce with a no-op");
+      await this.#replace(
+        slot,
+        last,
+        noopFees(last, market, settings.feeCap),
+        true,
+        "deadline passed: freeing the nonce with a no-op",
+      );
       return;
     }
-    const known = await Promise.all(slot.broadcasts.map((b) => this.#opts.provider.send("eth_getTransactionByHash", [b.hash]).catch(() => undefined)));
+    const known = await Promise.all(
+      slot.broadcasts.map((b) => this.#opts.provider.send("eth_getTransactionByHash", [b.hash]).catch(() => undefined)),
+    );
     if (known.every((tx) => tx === null)) {
       // The node has forgotten it (evicted, dropped, restarted, reorged away): the same bytes again.
       try {
         await this.#opts.provider.send("eth_sendRawTransaction", [last.rawTx]);
         this.#resent.set(slot.nonce, Date.now());
-        log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash }, "re-sent a transaction the node no longer knew (same signed bytes)");
+        log.warn(
+          { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash },
+          "re-sent a transaction the node no longer knew (same signed bytes)",
+        );
         return;
       } catch (error) {
         if (isAlreadyKnown(error) || isNonceConflict(error)) return; // in the pool after all, or the nonce was just used
         if (!isUnderpriced(error)) {
-          log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash, err: error }, "could not re-send a transaction; trying again");
+          log.warn(
+            { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash, err: error },
+            "could not re-send a transaction; trying again",
+          );
           return;
         }
         // It can never be mined at its fees now: re-priced at once.
@@ -287,7 +319,14 @@ export class WalletMonitor {
       if (!this.#capped.has(key)) {
         this.#capped.add(key);
         this.#opts.log.warn(
-          { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: last.hash, maxFeePerGasGwei: gwei(last.maxFeePerGas), capGwei: gwei(cap) },
+          {
+            tradeId: slot.tradeId,
+            wallet: this.#wallet,
+            nonce: slot.nonce,
+            hash: last.hash,
+            maxFeePerGasGwei: gwei(last.maxFeePerGas),
+            capGwei: gwei(cap),
+          },
           "not replacing a transaction: the fee cap leaves no room for a higher bid; it waits for fees to fall",
         );
       }
@@ -336,7 +375,10 @@ export class WalletMonitor {
     if (found.noop) {
       if (!confirmed) return;
       const error = new TradeExpiredError(slot.deadline ?? 0, slot.nonce);
-      log.warn({ tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: receipt.transactionHash }, "trade expired: its no-op was mined; nothing was paid");
+      log.warn(
+        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: receipt.transactionHash },
+        "trade expired: its no-op was mined; nothing was paid",
+      );
       await journal.markExpired(slot.tradeId, { code: error.code, message: error.message });
       return;
     }
@@ -361,8 +403,19 @@ export class WalletMonitor {
       if (Date.now() - above.createdAt.getTime() < settings.minAgeMs) return;
       if ((await journal.slot(this.#wallet, nonce)) !== undefined) continue;
       const fees = noopFees({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n }, marketFees(state), settings.feeCap);
-      const { rawTx, txHash } = await signEip1559With(signer, { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n, ...fees, chainId, nonce });
-      await journal.recordSlot({ wallet: this.#wallet, nonce, purpose: "filler", deadline: null }, { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() });
+      const { rawTx, txHash } = await signEip1559With(signer, {
+        to: this.#wallet,
+        data: "0x",
+        gasLimit: NOOP_GAS,
+        value: 0n,
+        ...fees,
+        chainId,
+        nonce,
+      });
+      await journal.recordSlot(
+        { wallet: this.#wallet, nonce, purpose: "filler", deadline: null },
+        { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() },
+      );
       const sent = await provider.send("eth_sendRawTransaction", [rawTx]).then(
         () => true,
         () => false,

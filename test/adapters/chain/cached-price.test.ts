@@ -11,7 +11,11 @@ import { suiteFixture } from "../../helpers/suite.js";
 
 const connection = await network.create();
 const deploySuite = () => suiteFixture(connection.ethers);
-const EXCHANGE_KEY = HDNodeWallet.fromPhrase("test test test test test test test test test test test junk", undefined, "m/44'/60'/0'/0/1").privateKey;
+const EXCHANGE_KEY = HDNodeWallet.fromPhrase(
+  "test test test test test test test test test test test junk",
+  undefined,
+  "m/44'/60'/0'/0/1",
+).privateKey;
 
 /** A price port that counts its reads; each read answers a new USD rate (1, 2, 3, ...). */
 class CountingPricePort implements PricePort {
@@ -37,7 +41,11 @@ class CountingPricePort implements PricePort {
     const call = this.calls;
     if (this.#gate) await this.#gate.promise;
     if (this.failure) throw this.failure;
-    return { cryptoCurrency: "TTK", rateForCashCurrency: { CHF: call, EUR: call, USD: call }, rateWithDiscountForCashCurrency: {} };
+    return {
+      cryptoCurrency: "TTK",
+      rateForCashCurrency: { CHF: call, EUR: call, USD: call },
+      rateWithDiscountForCashCurrency: {},
+    };
   }
 }
 
@@ -112,7 +120,12 @@ describe("the price cache (CachedPricePort)", function () {
     const cache = new CachedPricePort(port, { ttlMs: 1000, now: clock().now });
     port.failure = new PriceUnavailableError("stale");
     port.hold();
-    const quotes = Array.from({ length: 10 }, () => cache.getPrice().then(() => "ok", (error: unknown) => error));
+    const quotes = Array.from({ length: 10 }, () =>
+      cache.getPrice().then(
+        () => "ok",
+        (error: unknown) => error,
+      ),
+    );
     port.release();
     const outcomes = await Promise.all(quotes);
     expect(outcomes.every((o) => o instanceof PriceUnavailableError)).to.equal(true);
@@ -140,7 +153,11 @@ describe("the price cache (CachedPricePort)", function () {
       getPrice() {
         calls += 1;
         if (calls === 1) throw new PriceUnavailableError("sync");
-        return Promise.resolve({ cryptoCurrency: "TTK", rateForCashCurrency: { CHF: 1, EUR: 1, USD: 1 }, rateWithDiscountForCashCurrency: {} });
+        return Promise.resolve({
+          cryptoCurrency: "TTK",
+          rateForCashCurrency: { CHF: 1, EUR: 1, USD: 1 },
+          rateWithDiscountForCashCurrency: {},
+        });
       },
     };
     const cache = new CachedPricePort(port, { ttlMs: 1000, now: clock().now });

@@ -28,8 +28,12 @@ describe("staticCallEncoder (calldata of address/uint256-only functions)", funct
   it("encodes ERC-20 approve and allowance the same way, whatever the address's case", function () {
     fc.assert(
       fc.property(address, uint256, address, (spender, value, owner) => {
-        expect(staticCallEncoder(erc20, "approve")([spender.toLowerCase(), value])).to.equal(erc20.encodeFunctionData("approve", [spender, value]));
-        expect(staticCallEncoder(erc20, "allowance")([owner, spender])).to.equal(erc20.encodeFunctionData("allowance", [owner, spender]));
+        expect(staticCallEncoder(erc20, "approve")([spender.toLowerCase(), value])).to.equal(
+          erc20.encodeFunctionData("approve", [spender, value]),
+        );
+        expect(staticCallEncoder(erc20, "allowance")([owner, spender])).to.equal(
+          erc20.encodeFunctionData("allowance", [owner, spender]),
+        );
       }),
       { numRuns: 100, seed: 7 },
     );
@@ -37,7 +41,8 @@ describe("staticCallEncoder (calldata of address/uint256-only functions)", funct
 
   it("refuses a function with any other parameter type, when the encoder is made", function () {
     const other = new Interface(["function f(address a, bytes b)", "function g(uint8 x)", "function h(int256 x)"]);
-    for (const name of ["f", "g", "h"]) expect(() => staticCallEncoder(other, name)).to.throw(TypeError, /not a static address or uint256/);
+    for (const name of ["f", "g", "h"])
+      expect(() => staticCallEncoder(other, name)).to.throw(TypeError, /not a static address or uint256/);
     expect(() => staticCallEncoder(swap, "nope")).to.throw(TypeError, /nope: not in the ABI/);
   });
 

@@ -26,12 +26,33 @@ const PRICE = parseUnits("1.25", 8);
 const deploySuiteOnly = () => suiteFixture(ethers);
 
 const RECEIPT_KEYS = [
-  "blockHash", "blockNumber", "contractAddress", "cumulativeGasUsed", "effectiveGasPrice", "from", "gasUsed",
-  "logsBloom", "status", "to", "transactionHash", "transactionIndex", "type", "events",
+  "blockHash",
+  "blockNumber",
+  "contractAddress",
+  "cumulativeGasUsed",
+  "effectiveGasPrice",
+  "from",
+  "gasUsed",
+  "logsBloom",
+  "status",
+  "to",
+  "transactionHash",
+  "transactionIndex",
+  "type",
+  "events",
 ];
 const LOG_KEYS = [
-  "address", "blockHash", "blockNumber", "logIndex", "removed", "transactionHash", "transactionIndex", "id",
-  "returnValues", "signature", "raw",
+  "address",
+  "blockHash",
+  "blockNumber",
+  "logIndex",
+  "removed",
+  "transactionHash",
+  "transactionIndex",
+  "id",
+  "returnValues",
+  "signature",
+  "raw",
 ];
 
 async function deployed() {
@@ -39,9 +60,19 @@ async function deployed() {
   // A new adapter per test: a restored snapshot rewinds the chain but not an adapter's nonce cache.
   // It talks to the chain through a plain ethers provider over the EIP-1193 connection.
   const provider = new BrowserProvider(connection.provider, undefined, { cacheTimeout: -1 });
-  const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses: suite.addresses, journal: new MemoryJournal() });
+  const adapter = await createChainAdapter({
+    provider,
+    privateKeys: [keyOf(1)],
+    addresses: suite.addresses,
+    journal: new MemoryJournal(),
+  });
   const coin = (symbol: string) => adapter.stableCoins.find((c) => c.symbol === symbol)!;
-  const order = (kind: TradeKind, stable: StableCoin, amount: bigint, destinatary = suite.customer.address): TradeOrder => ({
+  const order = (
+    kind: TradeKind,
+    stable: StableCoin,
+    amount: bigint,
+    destinatary = suite.customer.address,
+  ): TradeOrder => ({
     kind,
     wallet: suite.exchange.address as `0x${string}`,
     destinatary: destinatary as `0x${string}`,
@@ -72,7 +103,9 @@ async function expectWeb3Receipt(receipt: TransactionReceipt, logCount: number, 
   expect(receipt.effectiveGasPrice).to.equal(Number(raw.effectiveGasPrice));
   expect(receipt.from).to.equal(from.toLowerCase()).and.to.equal(raw.from);
   expect(receipt.gasUsed).to.equal(Number(raw.gasUsed));
-  expect(receipt.logsBloom).to.equal(raw.logsBloom).and.to.match(/^0x[0-9a-f]{512}$/);
+  expect(receipt.logsBloom)
+    .to.equal(raw.logsBloom)
+    .and.to.match(/^0x[0-9a-f]{512}$/);
   expect(receipt.status).to.equal(true);
   expect(receipt.to).to.equal(to.toLowerCase()).and.to.equal(raw.to);
   expect(receipt.transactionHash).to.match(/^0x[0-9a-f]{64}$/);
@@ -91,7 +124,9 @@ async function expectWeb3Receipt(receipt: TransactionReceipt, logCount: number, 
     expect(log.removed).to.equal(false);
     expect(log.transactionHash).to.equal(receipt.transactionHash);
     expect(log.transactionIndex).to.equal(receipt.transactionIndex);
-    expect(log.id).to.equal(web3Id(rawLog.blockHash, rawLog.transactionHash, rawLog.logIndex)).and.to.match(/^log_[0-9a-f]{8}$/);
+    expect(log.id)
+      .to.equal(web3Id(rawLog.blockHash, rawLog.transactionHash, rawLog.logIndex))
+      .and.to.match(/^log_[0-9a-f]{8}$/);
     expect(log.returnValues).to.deep.equal({});
     expect(log.signature).to.equal(null);
     expect(log.raw).to.deep.equal({ data: rawLog.data, topics: rawLog.topics });
@@ -110,7 +145,9 @@ describe("the chain adapter", function () {
         const tokensBefore = await token.balanceOf(exchange);
         const receipt = await adapter.trade.sell(order("sell", stable, amount));
         await expectWeb3Receipt(receipt, 5, exchange.address, await swap.getAddress());
-        expect(await stableCoins[symbol].balanceOf(customer)).to.equal(before + expectedStableOut(amount, PRICE, stable.decimals));
+        expect(await stableCoins[symbol].balanceOf(customer)).to.equal(
+          before + expectedStableOut(amount, PRICE, stable.decimals),
+        );
         expect(await token.balanceOf(exchange)).to.equal(tokensBefore - amount);
       });
 
@@ -134,14 +171,20 @@ describe("the chain adapter", function () {
       const { adapter } = await deployed();
       expect(await adapter.price.getPrice()).to.deep.equal({
         cryptoCurrency: "TTK",
-        rateForCashCurrency: { CHF: 1.11607142, EUR: 1.15740740, USD: 1.25 },
+        rateForCashCurrency: { CHF: 1.11607142, EUR: 1.1574074, USD: 1.25 },
         rateWithDiscountForCashCurrency: {},
       });
     });
 
     it("fills the discount record when a cash discount is configured", async function () {
       const { provider, addresses } = await deployed();
-      const adapter = await createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, cashDiscountBps: 200, journal: new MemoryJournal() });
+      const adapter = await createChainAdapter({
+        provider,
+        privateKeys: [keyOf(1)],
+        addresses,
+        cashDiscountBps: 200,
+        journal: new MemoryJournal(),
+      });
       const price = await adapter.price.getPrice();
       expect(price.rateWithDiscountForCashCurrency).to.deep.equal({ CHF: 1.09374999, EUR: 1.13425925, USD: 1.225 });
     });
@@ -174,14 +217,34 @@ describe("the chain adapter", function () {
       const DAI = coin("DAI");
       const USDT = coin("USDT");
 
-      await expectRejected(adapter.trade.sell({ ...order("sell", DAI, 1n), wallet: other.address as `0x${string}` }), UnknownWalletError, /userAddress/);
-      await expectRejected(adapter.trade.sell(order("sell", DAI, parseUnits("1000001", 18))), InsufficientFundsError, /userAddress: .* holds 1000000\.0 TTK/);
-      await expectRejected(adapter.trade.buy(order("buy", USDT, parseUnits("1000001", 6))), InsufficientFundsError, /holds 1000000\.0 USDT/);
-      await expectRejected(adapter.trade.sell(order("sell", USDT, 10n ** 9n)), InvalidArgumentError, /amount: is worth less than one base unit/);
+      await expectRejected(
+        adapter.trade.sell({ ...order("sell", DAI, 1n), wallet: other.address as `0x${string}` }),
+        UnknownWalletError,
+        /userAddress/,
+      );
+      await expectRejected(
+        adapter.trade.sell(order("sell", DAI, parseUnits("1000001", 18))),
+        InsufficientFundsError,
+        /userAddress: .* holds 1000000\.0 TTK/,
+      );
+      await expectRejected(
+        adapter.trade.buy(order("buy", USDT, parseUnits("1000001", 6))),
+        InsufficientFundsError,
+        /holds 1000000\.0 USDT/,
+      );
+      await expectRejected(
+        adapter.trade.sell(order("sell", USDT, 10n ** 9n)),
+        InvalidArgumentError,
+        /amount: is worth less than one base unit/,
+      );
 
       // Reserves run out.
       await swap.connect(owner).withdrawReserves(stableCoins.USDC, owner, await stableCoins.USDC.balanceOf(swap));
-      await expectRejected(adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n)), InsufficientFundsError, /reserves hold 0\.0/);
+      await expectRejected(
+        adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n)),
+        InsufficientFundsError,
+        /reserves hold 0\.0/,
+      );
 
       // A stable coin the swap stopped allowing.
       await swap.connect(owner).setStableAllowed(stableCoins.DAI, false);
@@ -190,7 +253,11 @@ describe("the chain adapter", function () {
 
       // Bad prices.
       await feeds.tokenUsd.updateAnswer(-5n);
-      await expectRejected(adapter.trade.remittance(order("remittance", DAI, 10n ** 18n)), PriceUnavailableError, /answered -5/);
+      await expectRejected(
+        adapter.trade.remittance(order("remittance", DAI, 10n ** 18n)),
+        PriceUnavailableError,
+        /answered -5/,
+      );
       await feeds.tokenUsd.updateAnswer(PRICE);
       await networkHelpers.time.increase(26 * 3600);
       await expectRejected(adapter.trade.sell(order("sell", DAI, 10n ** 18n)), PriceUnavailableError, /older than/);
@@ -220,7 +287,9 @@ describe("the chain adapter", function () {
       const tokensBefore = await token.balanceOf(exchange);
       const paidBefore = await Promise.all(STABLES.map((s) => stableCoins[s].balanceOf(customer)));
 
-      const receipts = await Promise.all(amounts.map((amount, i) => adapter.trade.sell(order("sell", stables[i % 3], amount))));
+      const receipts = await Promise.all(
+        amounts.map((amount, i) => adapter.trade.sell(order("sell", stables[i % 3], amount))),
+      );
 
       expect(new Set(receipts.map((r) => r.transactionHash)).size).to.equal(50);
       expect(receipts.every((r) => r.status && Object.keys(r.events).length === 5)).to.equal(true);
@@ -238,7 +307,9 @@ describe("the chain adapter", function () {
       const { adapter, coin, order, token, exchange, customer, nonce } = await deployed();
       await adapter.trade.sell(order("sell", coin("DAI"), 10n ** 18n)); // sets the allowance up
       // The wallet keeps 10.5 tokens: ten sells of one token fit, the eleventh does not.
-      await (await token.connect(exchange).transfer(customer, (await token.balanceOf(exchange)) - parseUnits("10.5", 18))).wait();
+      await (
+        await token.connect(exchange).transfer(customer, (await token.balanceOf(exchange)) - parseUnits("10.5", 18))
+      ).wait();
       const balanceReads = { count: 0 };
       const request = connection.provider.request.bind(connection.provider);
       connection.provider.request = async (args) => {
@@ -248,7 +319,9 @@ describe("the chain adapter", function () {
       };
       const start = await nonce();
       try {
-        const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n))));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 20 }, () => adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n))),
+        );
         const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
         expect(outcomes.filter((o) => o.status === "fulfilled")).to.have.length(10);
         expect(refused).to.have.length(10);
@@ -267,13 +340,17 @@ describe("the chain adapter", function () {
       // The swap holds 1,000,000 USDT: at 1.25 USD a token, 16 sells of 50,000 tokens (62,500 USDT each) fit, 18 do not.
       expect(await stableCoins.USDT.balanceOf(swap)).to.equal(parseUnits("1000000", 6));
       const start = await nonce();
-      const outcomes = await Promise.allSettled(Array.from({ length: 18 }, () => adapter.trade.sell(order("sell", coin("USDT"), parseUnits("50000", 18)))));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 18 }, () => adapter.trade.sell(order("sell", coin("USDT"), parseUnits("50000", 18)))),
+      );
       const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
       expect(outcomes.filter((o) => o.status === "fulfilled")).to.have.length(16);
       expect(refused).to.have.length(2);
       for (const { reason } of refused) {
         expect(reason).to.be.instanceOf(InsufficientFundsError);
-        expect((reason as Error).message).to.match(/^the swap's reserves hold [\d.]+ USDT( \([\d.]+ already committed to trades in flight\))?, the trade pays out 62500\.0$/);
+        expect((reason as Error).message).to.match(
+          /^the swap's reserves hold [\d.]+ USDT( \([\d.]+ already committed to trades in flight\))?, the trade pays out 62500\.0$/,
+        );
       }
       expect(await nonce()).to.equal(start + 16); // only what fit was signed: nothing reverted on chain
       expect(await stableCoins.USDT.balanceOf(swap)).to.equal(0n);
@@ -315,7 +392,11 @@ describe("the chain adapter", function () {
     it("refuses to start with ChainUnavailableError", async function () {
       const { addresses } = await deployed();
       const provider = createRpcProvider("http://127.0.0.1:9", 31337n, 2_000);
-      await expectRejected(createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, journal: new MemoryJournal() }), ChainUnavailableError, /did not answer/);
+      await expectRejected(
+        createChainAdapter({ provider, privateKeys: [keyOf(1)], addresses, journal: new MemoryJournal() }),
+        ChainUnavailableError,
+        /did not answer/,
+      );
       provider.destroy();
     });
   });

@@ -15,7 +15,13 @@ describe("the core driving the chain adapter", function () {
     const suite = await suiteFixture(ethers);
     const chain = await createChainAdapter({
       provider: new BrowserProvider(connection.provider, undefined, { cacheTimeout: -1 }),
-      privateKeys: [HDNodeWallet.fromPhrase("test test test test test test test test test test test junk", undefined, "m/44'/60'/0'/0/1").privateKey],
+      privateKeys: [
+        HDNodeWallet.fromPhrase(
+          "test test test test test test test test test test test junk",
+          undefined,
+          "m/44'/60'/0'/0/1",
+        ).privateKey,
+      ],
       addresses: suite.addresses,
       journal: new MemoryJournal(),
     });

@@ -27,7 +27,12 @@ const MNEMONIC = "test test test test test test test test test test test junk";
 const keyOf = (index: number) => HDNodeWallet.fromPhrase(MNEMONIC, undefined, `m/44'/60'/0'/0/${index}`).privateKey;
 const PRICE = parseUnits("1.25", 8);
 
-const reading = (answer: bigint, updatedAt: bigint, decimals = 8, startedAt = updatedAt): FeedReading => ({ answer, decimals, startedAt, updatedAt });
+const reading = (answer: bigint, updatedAt: bigint, decimals = 8, startedAt = updatedAt): FeedReading => ({
+  answer,
+  decimals,
+  startedAt,
+  updatedAt,
+});
 
 /** The error `fn` throws (it must throw). */
 function thrown(fn: () => void): Error {
@@ -63,33 +68,54 @@ describe("the feed policy", function () {
     });
 
     it("refuses an incomplete round, a non-positive answer, an old one and one out of bounds, naming the feed and the setting", function () {
-      expect(thrown(() => checkFeed("eurUsd", reading(PRICE, 0n), {}, NOW)).message).to.equal("price unavailable: the EUR/USD feed has no complete round (updatedAt is 0)");
-      expect(thrown(() => checkFeed("chfUsd", reading(0n, NOW), {}, NOW)).message).to.include("the CHF/USD feed answered 0");
+      expect(thrown(() => checkFeed("eurUsd", reading(PRICE, 0n), {}, NOW)).message).to.equal(
+        "price unavailable: the EUR/USD feed has no complete round (updatedAt is 0)",
+      );
+      expect(thrown(() => checkFeed("chfUsd", reading(0n, NOW), {}, NOW)).message).to.include(
+        "the CHF/USD feed answered 0",
+      );
       const old = thrown(() => checkFeed("eurUsd", reading(PRICE, NOW - 101n), { maxAgeS: 100 }, NOW));
       expect(old).to.be.instanceOf(PriceUnavailableError);
-      expect(old.message).to.equal(`price unavailable: the EUR/USD feed was last updated 101 s ago (at ${NOW - 101n}), more than FEED_MAX_AGE_EUR_USD_S allows (100 s)`);
+      expect(old.message).to.equal(
+        `price unavailable: the EUR/USD feed was last updated 101 s ago (at ${NOW - 101n}), more than FEED_MAX_AGE_EUR_USD_S allows (100 s)`,
+      );
       checkFeed("eurUsd", reading(PRICE, NOW - 100n), { maxAgeS: 100 }, NOW); // exactly the limit: accepted
       checkFeed("eurUsd", reading(PRICE, NOW + 5n), { maxAgeS: 100 }, NOW); // stamped after "now": fresh
-      const out = thrown(() => checkFeed("tokenUsd", reading(250_000_000n, NOW), { bounds: { min: "0.5", max: "2" } }, NOW));
-      expect(out.message).to.equal("price unavailable: the token/USD feed answered 2.5, outside FEED_BOUNDS_TOKEN_USD (0.5-2)");
+      const out = thrown(() =>
+        checkFeed("tokenUsd", reading(250_000_000n, NOW), { bounds: { min: "0.5", max: "2" } }, NOW),
+      );
+      expect(out.message).to.equal(
+        "price unavailable: the token/USD feed answered 2.5, outside FEED_BOUNDS_TOKEN_USD (0.5-2)",
+      );
     });
 
     it("gives the token feed the swap's maxPriceAge unless its own is set", function () {
       const answer = reading(PRICE, NOW - 500n);
       checkFeed("tokenUsd", answer, {}, NOW, 600n);
-      expect(thrown(() => checkFeed("tokenUsd", answer, {}, NOW, 400n)).message).to.include("more than the swap's maxPriceAge allows (400 s)");
-      expect(thrown(() => checkFeed("tokenUsd", answer, { maxAgeS: 300 }, NOW, 600n)).message).to.include("more than FEED_MAX_AGE_TOKEN_USD_S allows (300 s)");
+      expect(thrown(() => checkFeed("tokenUsd", answer, {}, NOW, 400n)).message).to.include(
+        "more than the swap's maxPriceAge allows (400 s)",
+      );
+      expect(thrown(() => checkFeed("tokenUsd", answer, { maxAgeS: 300 }, NOW, 600n)).message).to.include(
+        "more than FEED_MAX_AGE_TOKEN_USD_S allows (300 s)",
+      );
     });
 
     it("lets FX feeds through a weekend by default, not through a week", function () {
       // Last update Thursday 22:00 UTC, the FX market reopening Sunday 22:00: 72 h.
       checkFeed("eurUsd", reading(PRICE, NOW - 72n * 3600n), { maxAgeS: DEFAULT_FX_MAX_AGE_S }, NOW);
-      expect(thrown(() => checkFeed("eurUsd", reading(PRICE, NOW - 7n * 86_400n), { maxAgeS: DEFAULT_FX_MAX_AGE_S }, NOW)).message).to.include("FEED_MAX_AGE_EUR_USD_S");
+      expect(
+        thrown(() => checkFeed("eurUsd", reading(PRICE, NOW - 7n * 86_400n), { maxAgeS: DEFAULT_FX_MAX_AGE_S }, NOW))
+          .message,
+      ).to.include("FEED_MAX_AGE_EUR_USD_S");
     });
 
     it("needs the sequencer up for longer than the grace period", function () {
-      expect(thrown(() => checkSequencer(reading(1n, NOW - 10_000n, 0), 3600, NOW)).message).to.equal("price unavailable: the L2 sequencer is down (SEQUENCER_UPTIME_FEED answered 1)");
-      expect(thrown(() => checkSequencer(reading(0n, NOW, 0, 0n), 3600, NOW)).message).to.include("has no started round");
+      expect(thrown(() => checkSequencer(reading(1n, NOW - 10_000n, 0), 3600, NOW)).message).to.equal(
+        "price unavailable: the L2 sequencer is down (SEQUENCER_UPTIME_FEED answered 1)",
+      );
+      expect(thrown(() => checkSequencer(reading(0n, NOW, 0, 0n), 3600, NOW)).message).to.include(
+        "has no started round",
+      );
       expect(thrown(() => checkSequencer(reading(0n, NOW - 3600n, 0), 3600, NOW)).message).to.equal(
         "price unavailable: the L2 sequencer came back up 3600 s ago; feeds are used again once SEQUENCER_GRACE_S (3600 s) has passed",
       );
@@ -121,7 +147,13 @@ describe("the feed policy", function () {
       });
       const dai = adapter.stableCoins.find((c) => c.symbol === "DAI")!;
       const trade = (kind: TradeKind, amount: bigint) =>
-        adapter.trade[kind]({ kind, wallet: suite.exchange.address as `0x${string}`, destinatary: suite.customer.address as `0x${string}`, amount, stable: dai });
+        adapter.trade[kind]({
+          kind,
+          wallet: suite.exchange.address as `0x${string}`,
+          destinatary: suite.customer.address as `0x${string}`,
+          amount,
+          stable: dai,
+        });
       const nonce = () => ethers.provider.getTransactionCount(suite.exchange.address, "pending");
       const now = async () => BigInt((await ethers.provider.getBlock("latest"))!.timestamp);
       return { ...suite, adapter, trade, nonce, now };
@@ -147,7 +179,9 @@ describe("the feed policy", function () {
       await d.feeds.chfUsd.updateRoundData(parseUnits("1.12", 8), now - 97n * 3600n, now - 97n * 3600n);
       const error = await rejection(d.adapter.price.getPrice());
       expect(error).to.be.instanceOf(PriceUnavailableError);
-      expect(error.message).to.match(/the CHF\/USD feed was last updated \d+ s ago .* more than FEED_MAX_AGE_CHF_USD_S allows \(345600 s\)/);
+      expect(error.message).to.match(
+        /the CHF\/USD feed was last updated \d+ s ago .* more than FEED_MAX_AGE_CHF_USD_S allows \(345600 s\)/,
+      );
       // Trades are priced by the token feed alone: a stale FX feed does not stop them.
       const receipt = await d.trade("sell", 10n ** 18n);
       expect(receipt.status).to.equal(true);
@@ -157,7 +191,10 @@ describe("the feed policy", function () {
       const d = await deployed({ tokenUsd: { maxAgeS: 600 }, eurUsd: {}, chfUsd: {} });
       const now = await d.now();
       await d.feeds.tokenUsd.updateRoundData(PRICE, now - 700n, now - 700n);
-      await refused(d, /the token\/USD feed was last updated \d+ s ago .*more than FEED_MAX_AGE_TOKEN_USD_S allows \(600 s\)/);
+      await refused(
+        d,
+        /the token\/USD feed was last updated \d+ s ago .*more than FEED_MAX_AGE_TOKEN_USD_S allows \(600 s\)/,
+      );
       // The swap's own maximum (25 h) accepts it: without the setting, the same sell goes through.
       const lax = await deployed();
       await lax.feeds.tokenUsd.updateRoundData(PRICE, now - 700n, now - 700n);
@@ -178,7 +215,9 @@ describe("the feed policy", function () {
     it("refuses the price, not trades, while an FX feed is outside its bounds", async function () {
       const d = await deployed({ tokenUsd: {}, eurUsd: { bounds: { min: "0.8", max: "1.5" } }, chfUsd: {} });
       await d.feeds.eurUsd.updateAnswer(parseUnits("0.1", 8));
-      expect((await rejection(d.adapter.price.getPrice())).message).to.include("the EUR/USD feed answered 0.1, outside FEED_BOUNDS_EUR_USD (0.8-1.5)");
+      expect((await rejection(d.adapter.price.getPrice())).message).to.include(
+        "the EUR/USD feed answered 0.1, outside FEED_BOUNDS_EUR_USD (0.8-1.5)",
+      );
       expect((await d.trade("sell", 10n ** 18n)).status).to.equal(true);
     });
 
@@ -195,7 +234,12 @@ describe("the feed policy", function () {
         let sequencer: Awaited<ReturnType<typeof suiteFixture>>["feeds"]["eurUsd"] | undefined;
         const d = await deployed(async () => {
           sequencer = await ethers.deployContract("MockAggregator", [0, "L2 Sequencer Uptime Status Feed", 0]);
-          return { tokenUsd: {}, eurUsd: {}, chfUsd: {}, sequencer: { address: await sequencer!.getAddress(), graceS } };
+          return {
+            tokenUsd: {},
+            eurUsd: {},
+            chfUsd: {},
+            sequencer: { address: await sequencer!.getAddress(), graceS },
+          };
         });
         return { ...d, sequencer: sequencer! };
       }
@@ -203,7 +247,10 @@ describe("the feed policy", function () {
       it("refuses the price and trades within the grace period after the sequencer came up, and serves after it", async function () {
         const d = await withSequencer();
         // Deployed "up" just now: within the hour's grace.
-        await refused(d, /the L2 sequencer came back up \d+ s ago; feeds are used again once SEQUENCER_GRACE_S \(3600 s\) has passed/);
+        await refused(
+          d,
+          /the L2 sequencer came back up \d+ s ago; feeds are used again once SEQUENCER_GRACE_S \(3600 s\) has passed/,
+        );
         const now = await d.now();
         await d.sequencer.updateRoundData(0, now - 3601n, now - 3601n);
         expect((await d.adapter.price.getPrice()).rateForCashCurrency.USD).to.equal(1.25);
@@ -227,10 +274,17 @@ describe("the feed policy", function () {
             privateKeys: [keyOf(1)],
             addresses: suite.addresses,
             journal: new MemoryJournal(),
-            feedPolicy: { tokenUsd: {}, eurUsd: {}, chfUsd: {}, sequencer: { address: suite.customer.address, graceS: 3600 } },
+            feedPolicy: {
+              tokenUsd: {},
+              eurUsd: {},
+              chfUsd: {},
+              sequencer: { address: suite.customer.address, graceS: 3600 },
+            },
           }),
         );
-        expect(error.message).to.match(new RegExp(`^SEQUENCER_UPTIME_FEED: ${suite.customer.address} is not a readable uptime feed`));
+        expect(error.message).to.match(
+          new RegExp(`^SEQUENCER_UPTIME_FEED: ${suite.customer.address} is not a readable uptime feed`),
+        );
       });
     });
   });

@@ -7,11 +7,18 @@ import { FeesTooHighError } from "../../../core/index.js";
 
 const GWEI = 10n ** 9n;
 const fee = fc.bigInt({ min: 0n, max: 10n ** 15n });
-const fees = fc.tuple(fee, fee).map(([a, b]) => (a >= b ? { maxFeePerGas: a, maxPriorityFeePerGas: b } : { maxFeePerGas: b, maxPriorityFeePerGas: a }));
+const fees = fc
+  .tuple(fee, fee)
+  .map(([a, b]) =>
+    a >= b ? { maxFeePerGas: a, maxPriorityFeePerGas: b } : { maxFeePerGas: b, maxPriorityFeePerGas: a },
+  );
 
 describe("fees", function () {
   it("offers 2 x the next base fee + the priority fee for a new transaction", function () {
-    expect(marketFees({ baseFee: 30n * GWEI, priorityFee: 2n * GWEI })).to.deep.equal({ maxFeePerGas: 62n * GWEI, maxPriorityFeePerGas: 2n * GWEI });
+    expect(marketFees({ baseFee: 30n * GWEI, priorityFee: 2n * GWEI })).to.deep.equal({
+      maxFeePerGas: 62n * GWEI,
+      maxPriorityFeePerGas: 2n * GWEI,
+    });
   });
 
   it("bumps both fields by more than 10 %: geth's replacement rule", function () {
@@ -24,7 +31,10 @@ describe("fees", function () {
         expect(next.maxPriorityFeePerGas <= next.maxFeePerGas).to.equal(true);
       }),
     );
-    expect(bumped({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n })).to.deep.equal({ maxFeePerGas: 1n, maxPriorityFeePerGas: 1n });
+    expect(bumped({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n })).to.deep.equal({
+      maxFeePerGas: 1n,
+      maxPriorityFeePerGas: 1n,
+    });
   });
 
   describe("a replacement", function () {
@@ -54,10 +64,18 @@ describe("fees", function () {
           expect(next.maxFeePerGas <= cap).to.equal(true);
           expect(next.maxPriorityFeePerGas <= next.maxFeePerGas).to.equal(true);
           const least = bumped(last);
-          expect(next.maxFeePerGas >= least.maxFeePerGas && next.maxPriorityFeePerGas >= least.maxPriorityFeePerGas).to.equal(true);
+          expect(
+            next.maxFeePerGas >= least.maxFeePerGas && next.maxPriorityFeePerGas >= least.maxPriorityFeePerGas,
+          ).to.equal(true);
         }),
       );
-      expect(replacementFees({ maxFeePerGas: 50n * GWEI, maxPriorityFeePerGas: GWEI }, marketFees({ baseFee: 100n * GWEI, priorityFee: GWEI }), 50n * GWEI)).to.equal(null);
+      expect(
+        replacementFees(
+          { maxFeePerGas: 50n * GWEI, maxPriorityFeePerGas: GWEI },
+          marketFees({ baseFee: 100n * GWEI, priorityFee: GWEI }),
+          50n * GWEI,
+        ),
+      ).to.equal(null);
     });
   });
 
@@ -75,31 +93,52 @@ describe("fees", function () {
         fc.property(fees, fees, fee, (last, market, cap) => {
           const noop = noopFees(last, market, cap);
           const least = bumped(last);
-          expect(noop.maxFeePerGas >= least.maxFeePerGas && noop.maxPriorityFeePerGas >= least.maxPriorityFeePerGas).to.equal(true);
+          expect(
+            noop.maxFeePerGas >= least.maxFeePerGas && noop.maxPriorityFeePerGas >= least.maxPriorityFeePerGas,
+          ).to.equal(true);
           expect(noop.maxPriorityFeePerGas <= noop.maxFeePerGas).to.equal(true);
         }),
       );
       const atCap = { maxFeePerGas: 50n * GWEI, maxPriorityFeePerGas: GWEI };
-      expect(noopFees(atCap, marketFees({ baseFee: 100n * GWEI, priorityFee: GWEI }), 50n * GWEI).maxFeePerGas).to.equal(55n * GWEI + 1n);
+      expect(
+        noopFees(atCap, marketFees({ baseFee: 100n * GWEI, priorityFee: GWEI }), 50n * GWEI).maxFeePerGas,
+      ).to.equal(55n * GWEI + 1n);
     });
   });
 
   describe("a new trade's fees", function () {
     it("are the market's, capped, with the tip cut to what the cap leaves above the base fee", function () {
-      expect(tradeFees({ baseFee: GWEI, priorityFee: GWEI }, 100n * GWEI)).to.deep.equal({ maxFeePerGas: 3n * GWEI, maxPriorityFeePerGas: GWEI });
-      expect(tradeFees({ baseFee: 40n * GWEI, priorityFee: 2n * GWEI }, 50n * GWEI)).to.deep.equal({ maxFeePerGas: 50n * GWEI, maxPriorityFeePerGas: 2n * GWEI });
-      expect(tradeFees({ baseFee: 49n * GWEI, priorityFee: 2n * GWEI }, 50n * GWEI)).to.deep.equal({ maxFeePerGas: 50n * GWEI, maxPriorityFeePerGas: GWEI });
+      expect(tradeFees({ baseFee: GWEI, priorityFee: GWEI }, 100n * GWEI)).to.deep.equal({
+        maxFeePerGas: 3n * GWEI,
+        maxPriorityFeePerGas: GWEI,
+      });
+      expect(tradeFees({ baseFee: 40n * GWEI, priorityFee: 2n * GWEI }, 50n * GWEI)).to.deep.equal({
+        maxFeePerGas: 50n * GWEI,
+        maxPriorityFeePerGas: 2n * GWEI,
+      });
+      expect(tradeFees({ baseFee: 49n * GWEI, priorityFee: 2n * GWEI }, 50n * GWEI)).to.deep.equal({
+        maxFeePerGas: 50n * GWEI,
+        maxPriorityFeePerGas: GWEI,
+      });
     });
 
     it("are refused while the next base fee is above the cap, saying why", function () {
       expect(() => tradeFees({ baseFee: 100n * GWEI + 1n, priorityFee: GWEI }, 100n * GWEI))
         .to.throw(FeesTooHighError)
-        .with.property("message", "the chain's base fee is 100.000000001 gwei, above this service's cap of 100 gwei; nothing was sent: retry once fees fall");
+        .with.property(
+          "message",
+          "the chain's base fee is 100.000000001 gwei, above this service's cap of 100 gwei; nothing was sent: retry once fees fall",
+        );
     });
   });
 
   it("writes wei as exact gwei", function () {
-    expect([gwei(0n), gwei(2_240_000_000n), gwei(1n), gwei(100n * GWEI)]).to.deep.equal(["0", "2.24", "0.000000001", "100"]);
+    expect([gwei(0n), gwei(2_240_000_000n), gwei(1n), gwei(100n * GWEI)]).to.deep.equal([
+      "0",
+      "2.24",
+      "0.000000001",
+      "100",
+    ]);
   });
 });
 

@@ -69,9 +69,21 @@ describe("RpcProvider with several endpoints", function () {
     provider = make();
     first.pendingNonce = 5;
     const key = Wallet.createRandom().signingKey;
-    const stale = signEip1559(key, { chainId: 31337n, nonce: 1, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n, gasLimit: 21_000n, to: Wallet.createRandom().address, value: 0n, data: "0x" });
+    const stale = signEip1559(key, {
+      chainId: 31337n,
+      nonce: 1,
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+      gasLimit: 21_000n,
+      to: Wallet.createRandom().address,
+      value: 0n,
+      data: "0x",
+    });
     for (let i = 0; i < 5; i++) {
-      const thrown = await provider.send("eth_sendRawTransaction", [stale.rawTx]).then(() => undefined, (error: unknown) => error);
+      const thrown = await provider.send("eth_sendRawTransaction", [stale.rawTx]).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(String((thrown as Error).message)).to.match(/nonce too low/);
     }
     expect(provider.endpoints().every((e) => e.up)).to.equal(true);
@@ -82,7 +94,11 @@ describe("RpcProvider with several endpoints", function () {
 
   for (const [name, status, body] of [
     ["an HTTP 502 page", 502, "<html>bad gateway</html>"],
-    ["a rate limit (429), even with a JSON body", 429, '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit exceeded"}}'],
+    [
+      "a rate limit (429), even with a JSON body",
+      429,
+      '{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit exceeded"}}',
+    ],
     ["an answer that is not JSON", 200, "not json"],
   ] as const) {
     it(`fails over on ${name}`, async function () {
@@ -135,7 +151,16 @@ describe("RpcProvider with several endpoints", function () {
   it("hands every signed transaction to the other endpoints too, and the caller gets the first's answer", async function () {
     provider = make();
     const key = Wallet.createRandom().signingKey;
-    const tx = signEip1559(key, { chainId: 31337n, nonce: 0, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n, gasLimit: 21_000n, to: Wallet.createRandom().address, value: 0n, data: "0x" });
+    const tx = signEip1559(key, {
+      chainId: 31337n,
+      nonce: 0,
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+      gasLimit: 21_000n,
+      to: Wallet.createRandom().address,
+      value: 0n,
+      data: "0x",
+    });
     const [sent, receipt] = await provider.sendBatch([
       { method: "eth_sendRawTransaction", params: [tx.rawTx] },
       { method: "eth_getTransactionReceipt", params: [tx.txHash] },
@@ -150,7 +175,10 @@ describe("RpcProvider with several endpoints", function () {
   it("fails as unreachable when every endpoint is down, and tries them all", async function () {
     provider = make();
     await Promise.all([first.close(), second.close()]);
-    const thrown = await provider.send("eth_blockNumber", []).then(() => undefined, (error: unknown) => error);
+    const thrown = await provider.send("eth_blockNumber", []).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(isChainUnreachable(thrown)).to.equal(true);
     expect(provider.endpoints().map((e) => e.up)).to.deep.equal([false, false]);
     expect(isError(thrown, "UNSUPPORTED_OPERATION")).to.equal(false);
@@ -158,7 +186,10 @@ describe("RpcProvider with several endpoints", function () {
 
   it("never puts an endpoint's path or query (where API keys live) in what it reports", async function () {
     const firstUrl = first.url;
-    provider = new RpcProvider([`${firstUrl}/v3/secret-project-key?key=abc`, second.url], { chainId: 31337n, restMs: 60_000 });
+    provider = new RpcProvider([`${firstUrl}/v3/secret-project-key?key=abc`, second.url], {
+      chainId: 31337n,
+      restMs: 60_000,
+    });
     await first.close();
     await provider.send("eth_blockNumber", []);
     const text = JSON.stringify(provider.endpoints());

@@ -29,7 +29,11 @@ describe("RpcProvider", function () {
     ]);
     expect(answers).to.deep.equal(["0x10", "0x5", "0x10"]);
     expect(node.requests).to.have.length(1);
-    expect(node.requests[0]!.map((c) => c.method)).to.deep.equal(["eth_blockNumber", "eth_getTransactionCount", "eth_blockNumber"]);
+    expect(node.requests[0]!.map((c) => c.method)).to.deep.equal([
+      "eth_blockNumber",
+      "eth_getTransactionCount",
+      "eth_blockNumber",
+    ]);
   });
 
   it("matches answers to calls by id, whatever their order, and fails only a call left unanswered", async function () {
@@ -63,7 +67,15 @@ describe("RpcProvider", function () {
     const queued = provider.send("eth_blockNumber", []);
     provider.destroy();
     for (const call of [queued, provider.send("eth_blockNumber", [])]) {
-      expect(isError(await call.then(() => undefined, (error: unknown) => error), "UNSUPPORTED_OPERATION")).to.equal(true);
+      expect(
+        isError(
+          await call.then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+          "UNSUPPORTED_OPERATION",
+        ),
+      ).to.equal(true);
     }
     await new Promise((resolve) => setTimeout(resolve, 80));
     expect(node.requests).to.have.length(0);
@@ -97,7 +109,10 @@ describe("RpcProvider", function () {
       res.writeHead(502, { "content-type": "text/html" });
       res.end("<html>bad gateway</html>");
     };
-    const thrown = await provider.send("eth_blockNumber", []).then(() => undefined, (error: unknown) => error);
+    const thrown = await provider.send("eth_blockNumber", []).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(isError(thrown, "SERVER_ERROR")).to.equal(true);
     expect(isChainUnreachable(thrown)).to.equal(true);
     expect(String((thrown as Error).message)).to.not.include("secret-project-key");
@@ -106,7 +121,10 @@ describe("RpcProvider", function () {
   it("times out a node that does not answer", async function () {
     provider = new RpcProvider(node.url, { chainId: 31337n, timeoutMs: 200 });
     node.nextRaw = () => {}; // never answers
-    const thrown = await provider.send("eth_blockNumber", []).then(() => undefined, (error: unknown) => error);
+    const thrown = await provider.send("eth_blockNumber", []).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(isError(thrown, "TIMEOUT")).to.equal(true);
     expect(isChainUnreachable(thrown)).to.equal(true);
   });

@@ -25,7 +25,14 @@ describe("SendQueue", function () {
   const record = (tx: SignedTradeTx) =>
     nonces.recordSlot(
       { wallet: tx.wallet, nonce: tx.nonce, purpose: "trade", deadline: tx.deadline },
-      { hash: tx.txHash, rawTx: tx.rawTx, maxFeePerGas: tx.maxFeePerGas, maxPriorityFeePerGas: tx.maxPriorityFeePerGas, noop: false, sentAt: new Date() },
+      {
+        hash: tx.txHash,
+        rawTx: tx.rawTx,
+        maxFeePerGas: tx.maxFeePerGas,
+        maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+        noop: false,
+        sentAt: new Date(),
+      },
     );
   const trade = (i: number, onSigned?: (tx: SignedTradeTx) => Promise<void>): Outgoing => ({
     to: SWAP,
@@ -37,14 +44,28 @@ describe("SendQueue", function () {
       await record(tx);
     },
   });
-  const nextStored = () => nonces.withNonce(wallet.address, async () => -1, async (nonce) => nonce, () => null);
+  const nextStored = () =>
+    nonces.withNonce(
+      wallet.address,
+      async () => -1,
+      async (nonce) => nonce,
+      () => null,
+    );
 
   beforeEach(async function () {
     node = await FakeRpcNode.start();
     node.pendingNonce = 7;
     provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 0 });
     nonces = new MemoryJournal();
-    queue = new SendQueue({ signer: toSigner(wallet), chainId: 31337n, provider, nonces, ledger: nonces, fees: async () => FEES, maxBatch: 50 });
+    queue = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+    });
   });
 
   afterEach(async function () {
@@ -54,7 +75,11 @@ describe("SendQueue", function () {
 
   it("signs a burst with consecutive nonces from the chain's count and sends it in a few ordered batches", async function () {
     const journalled: SignedTradeTx[] = [];
-    const hashes = (await Promise.all(Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))))).map((sent) => sent.hash);
+    const hashes = (
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) => queue.send(trade(i, async (tx) => void journalled.push(tx)))),
+      )
+    ).map((sent) => sent.hash);
 
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal(Array.from({ length: 30 }, (_, i) => 7 + i));
     expect(node.accepted.map((tx) => tx.data)).to.deep.equal(Array.from({ length: 30 }, (_, i) => trade(i).data));
@@ -62,10 +87,19 @@ describe("SendQueue", function () {
     // Journalled before sending, with the hash of exactly what was sent.
     expect(journalled.map((tx) => tx.txHash)).to.deep.equal(hashes);
     expect(journalled.every((tx) => keccak256(tx.rawTx) === tx.txHash && tx.wallet === wallet.address)).to.equal(true);
-    expect(journalled.every((tx) => tx.maxFeePerGas === FEES.maxFeePerGas && tx.maxPriorityFeePerGas === FEES.maxPriorityFeePerGas && tx.deadline === 1_900_000_000)).to.equal(true);
+    expect(
+      journalled.every(
+        (tx) =>
+          tx.maxFeePerGas === FEES.maxFeePerGas &&
+          tx.maxPriorityFeePerGas === FEES.maxPriorityFeePerGas &&
+          tx.deadline === 1_900_000_000,
+      ),
+    ).to.equal(true);
     // Each is a slot in the ledger, with the bytes that went out.
     const slots = await nonces.openSlots(wallet.address);
-    expect(slots.map((slot) => [slot.nonce, slot.broadcasts[0]!.hash])).to.deep.equal(node.accepted.map((tx) => [tx.nonce, tx.hash]));
+    expect(slots.map((slot) => [slot.nonce, slot.broadcasts[0]!.hash])).to.deep.equal(
+      node.accepted.map((tx) => [tx.nonce, tx.hash]),
+    );
     // One lone send, then the rest in batches: far fewer requests than transactions.
     const sendRequests = node.requests.filter((calls) => calls.some((c) => c.method === "eth_sendRawTransaction"));
     expect(sendRequests.length).to.be.lessThan(10);
@@ -84,13 +118,21 @@ describe("SendQueue", function () {
         ),
       ),
     );
-    expect(results.map((r) => r.status)).to.deep.equal(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect(results.map((r) => r.status)).to.deep.equal([
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
     expect((results[2] as PromiseRejectedResult).reason).to.equal(failure);
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9, 10]);
     expect(node.accepted.map((tx) => tx.data)).to.deep.equal([0, 1, 3, 4].map((i) => trade(i).data));
     // The ledger holds exactly what went out: those signed again left no slot at their first nonce.
     const slots = await nonces.openSlots(wallet.address);
-    expect(slots.map((slot) => [slot.nonce, slot.broadcasts.map((b) => b.hash)])).to.deep.equal(node.accepted.map((tx) => [tx.nonce, [tx.hash]]));
+    expect(slots.map((slot) => [slot.nonce, slot.broadcasts.map((b) => b.hash)])).to.deep.equal(
+      node.accepted.map((tx) => [tx.nonce, [tx.hash]]),
+    );
   });
 
   it("journals a chunk's trades together, and rewrites the records of those signed again after a failed write", async function () {
@@ -112,15 +154,23 @@ describe("SendQueue", function () {
       ),
     );
     // Trade 0 goes out alone (the queue was idle); trades 1-3 arrive meanwhile and form one chunk.
-    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     expect(started).to.deep.equal([0, 1, 2, 3]);
     release();
     const settled = await results;
     expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
     // Trades 2 and 3 were first signed with nonces 9 and 10, then again with 8 and 9: the
     // journal holds what was sent.
-    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([[7, trade(0).data], [8, trade(2).data], [9, trade(3).data]]);
-    for (const [i, sent] of [[2, 1], [3, 2]] as const) {
+    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([
+      [7, trade(0).data],
+      [8, trade(2).data],
+      [9, trade(3).data],
+    ]);
+    for (const [i, sent] of [
+      [2, 1],
+      [3, 2],
+    ] as const) {
       expect(lastWritten.get(i)!.txHash).to.equal(node.accepted[sent]!.hash);
       expect(lastWritten.get(i)!.nonce).to.equal(node.accepted[sent]!.nonce);
     }
@@ -131,21 +181,36 @@ describe("SendQueue", function () {
     /** Counts the rounds: one nonce-lock hold each. */
     class CountingNonceStore extends MemoryJournal {
       holds = 0;
-      override withNonce<T>(wallet: string, chainNonce: () => Promise<number>, send: (nonce: number) => Promise<T>, consumed?: NoncesConsumed<T>): Promise<T> {
+      override withNonce<T>(
+        wallet: string,
+        chainNonce: () => Promise<number>,
+        send: (nonce: number) => Promise<T>,
+        consumed?: NoncesConsumed<T>,
+      ): Promise<T> {
         this.holds += 1;
         return super.withNonce(wallet, chainNonce, send, consumed);
       }
     }
     const counted = new CountingNonceStore();
     nonces = counted;
-    queue = new SendQueue({ signer: toSigner(wallet), chainId: 31337n, provider, nonces: counted, ledger: counted, fees: async () => FEES, maxBatch: 16 });
+    queue = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider,
+      nonces: counted,
+      ledger: counted,
+      fees: async () => FEES,
+      maxBatch: 16,
+    });
     const later: Array<Promise<unknown>> = [];
     // Trades 1-3 arrive while trade 0 is being journalled, so after its round began.
     const first = queue.send(trade(0, async () => void later.push(...[1, 2, 3].map((i) => queue.send(trade(i))))));
     await first;
     await Promise.all(later);
     expect(counted.holds).to.equal(1);
-    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal([0, 1, 2, 3].map((i) => [7 + i, trade(i).data]));
+    expect(node.accepted.map((tx) => [tx.nonce, tx.data])).to.deep.equal(
+      [0, 1, 2, 3].map((i) => [7 + i, trade(i).data]),
+    );
 
     // Once a send of the round was refused, later arrivals wait for the next round.
     // Trade 5 arrives while the node refuses trade 4, so before the round knows it.
@@ -155,7 +220,10 @@ describe("SendQueue", function () {
       more.push(queue.send(trade(5)));
       return { error: { code: -32000, message: "exceeds block gas limit" } };
     };
-    const refused = await queue.send(trade(4)).then(() => undefined, (error: unknown) => error);
+    const refused = await queue.send(trade(4)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(String(refused)).to.match(/exceeds block gas limit/);
     await Promise.all(more);
     expect(counted.holds).to.equal(3);
@@ -169,8 +237,13 @@ describe("SendQueue", function () {
     const sent = await Promise.all([first, ...[1, 2, 3].map((i) => queue.send(trade(i)))]);
     expect(sent.map((s) => s.receipt?.transactionHash)).to.deep.equal(node.accepted.map((tx) => tx.hash));
     expect(sent.map((s) => s.hash)).to.deep.equal(node.accepted.map((tx) => tx.hash));
-    const batch = node.requests.find((calls) => calls.filter((c) => c.method === "eth_sendRawTransaction").length === 3)!;
-    expect(batch.map((c) => c.method)).to.deep.equal([...Array(3).fill("eth_sendRawTransaction"), ...Array(3).fill("eth_getTransactionReceipt")]);
+    const batch = node.requests.find(
+      (calls) => calls.filter((c) => c.method === "eth_sendRawTransaction").length === 3,
+    )!;
+    expect(batch.map((c) => c.method)).to.deep.equal([
+      ...Array(3).fill("eth_sendRawTransaction"),
+      ...Array(3).fill("eth_getTransactionReceipt"),
+    ]);
     expect(batch.slice(3).map((c) => c.params[0])).to.deep.equal(node.accepted.slice(1).map((tx) => tx.hash));
   });
 
@@ -203,7 +276,10 @@ describe("SendQueue", function () {
 
   it("fails a trade refused twice for its nonce, and resyncs the next one", async function () {
     node.onSend = () => ({ error: { code: -32000, message: "nonce too low" } });
-    const thrown = await queue.send(trade(0)).then(() => undefined, (error: unknown) => error);
+    const thrown = await queue.send(trade(0)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(String(thrown)).to.match(/nonce too low/);
     expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
     node.onSend = () => ({ accept: true });
@@ -213,10 +289,16 @@ describe("SendQueue", function () {
 
   it("fills the nonce of a refused send with an empty transfer when one after it was accepted", async function () {
     // A node that queues future nonces (a real mempool) and refuses one transaction for itself.
-    node.onSend = (tx) => (tx.data === trade(1).data ? { error: { code: -32000, message: "exceeds block gas limit" } } : { accept: true });
+    node.onSend = (tx) =>
+      tx.data === trade(1).data ? { error: { code: -32000, message: "exceeds block gas limit" } } : { accept: true };
     // Hold the first send back so that the three others go out in one batch behind it.
     const first = queue.send(trade(0));
-    const rest = [1, 2, 3].map((i) => queue.send(trade(i)).then((sent) => sent.hash, (error: unknown) => error as Error));
+    const rest = [1, 2, 3].map((i) =>
+      queue.send(trade(i)).then(
+        (sent) => sent.hash,
+        (error: unknown) => error as Error,
+      ),
+    );
     await first;
     const [refused, ...sent] = await Promise.all(rest);
     expect(String(refused)).to.match(/exceeds block gas limit/);
@@ -233,8 +315,14 @@ describe("SendQueue", function () {
     expect(filler!.gasLimit).to.equal(21_000n);
     expect(node.pendingNonce).to.equal(11);
     // The refused trade's slot was freed, and the filler recorded there before it went out.
-    expect(await nonces.slot(wallet.address, 8)).to.deep.include({ purpose: "filler", tradeId: null, state: "pending" });
-    expect((await nonces.slot(wallet.address, 8))!.broadcasts.map((b) => [b.hash, b.noop])).to.deep.equal([[filler!.hash, true]]);
+    expect(await nonces.slot(wallet.address, 8)).to.deep.include({
+      purpose: "filler",
+      tradeId: null,
+      state: "pending",
+    });
+    expect((await nonces.slot(wallet.address, 8))!.broadcasts.map((b) => [b.hash, b.noop])).to.deep.equal([
+      [filler!.hash, true],
+    ]);
     expect(node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b)).to.deep.equal([7, 8, 9, 10]);
   });
 
@@ -242,7 +330,10 @@ describe("SendQueue", function () {
     node.onSend = () => ({ accept: true }); // a real mempool queues a nonce above a gap
     await queue.send(trade(0));
     node.nextRaw = (res) => res.destroy();
-    const thrown = await queue.send(trade(1)).then(() => undefined, (error: unknown) => error);
+    const thrown = await queue.send(trade(1)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(thrown).to.be.instanceOf(Error);
     expect(node.calls("eth_getTransactionCount")).to.have.length(1);
     // The node may have it, or not: its slot stays for the lifecycle monitor, which re-sends it.
@@ -253,8 +344,14 @@ describe("SendQueue", function () {
   });
 
   it("frees the slot of a send the node refused, so its nonce is used again", async function () {
-    node.onSend = (tx) => (tx.data === trade(0).data ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } } : { accept: true });
-    const refused = await queue.send(trade(0)).then(() => undefined, (error: unknown) => error);
+    node.onSend = (tx) =>
+      tx.data === trade(0).data
+        ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } }
+        : { accept: true };
+    const refused = await queue.send(trade(0)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(String(refused)).to.match(/insufficient funds/);
     expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
     await queue.send(trade(1));

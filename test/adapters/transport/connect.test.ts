@@ -23,7 +23,10 @@ import {
 const PROTOCOLS: Array<{ name: string; transport: (baseUrl: string) => Transport }> = [
   { name: "Connect over HTTP/1.1", transport: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1" }) },
   { name: "Connect over HTTP/2 (h2c)", transport: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "2" }) },
-  { name: "Connect over HTTP/1.1 with JSON", transport: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }) },
+  {
+    name: "Connect over HTTP/1.1 with JSON",
+    transport: (baseUrl) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+  },
   { name: "gRPC-Web over HTTP/1.1", transport: (baseUrl) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }) },
 ];
 
@@ -80,7 +83,9 @@ for (const protocol of PROTOCOLS) {
 
       it(`${method} with a wrong key fails with unauthenticated and trades nothing`, async function () {
         const options = { headers: { api_key: "wrong-key-0123456789abc" } };
-        const error = await failure(method === "getPrice" ? client.getPrice({}, options) : client[method](trade(), options));
+        const error = await failure(
+          method === "getPrice" ? client.getPrice({}, options) : client[method](trade(), options),
+        );
         expect(error.code).to.equal(Code.Unauthenticated);
         expect(t.trade.calls).to.have.length(0);
       });
@@ -120,10 +125,17 @@ describe("a request body that cannot be decoded, on every RPC protocol", functio
   async function grpc(frame: Buffer): Promise<{ status: string; message: string }> {
     const session = http2.connect(t.url);
     try {
-      const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/tokentrade.v1.TokenService/Sell",
+        "content-type": "application/grpc",
+        te: "trailers",
+        api_key: API_KEY,
+      });
       const fields: Record<string, string> = {};
       const take = (headers: http2.IncomingHttpHeaders) => {
-        for (const name of ["grpc-status", "grpc-message"]) if (typeof headers[name] === "string") fields[name] = headers[name] as string;
+        for (const name of ["grpc-status", "grpc-message"])
+          if (typeof headers[name] === "string") fields[name] = headers[name] as string;
       };
       stream.on("response", take);
       stream.on("trailers", take);
@@ -137,26 +149,49 @@ describe("a request body that cannot be decoded, on every RPC protocol", functio
   }
 
   it("answers gRPC invalid_argument (3), not internal, for garbage protobuf and for a compressed message without grpc-encoding", async function () {
-    expect(await grpc(envelope(0, garbage))).to.deep.equal({ status: "3", message: "parse binary: illegal tag: field no 524287 wire type 7" });
-    expect(await grpc(envelope(1, garbage))).to.deep.equal({ status: "3", message: "received compressed envelope, but do not know how to decompress" });
+    expect(await grpc(envelope(0, garbage))).to.deep.equal({
+      status: "3",
+      message: "parse binary: illegal tag: field no 524287 wire type 7",
+    });
+    expect(await grpc(envelope(1, garbage))).to.deep.equal({
+      status: "3",
+      message: "received compressed envelope, but do not know how to decompress",
+    });
     expect(t.trade.calls).to.have.length(0);
   });
 
   it("answers gRPC-Web and Connect invalid_argument too", async function () {
-    const web = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/grpc-web+proto" }, body: envelope(0, garbage) });
+    const web = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, {
+      method: "POST",
+      headers: { api_key: API_KEY, "content-type": "application/grpc-web+proto" },
+      body: envelope(0, garbage),
+    });
     const trailer = Buffer.from(await web.arrayBuffer());
     expect(trailer[0]).to.equal(0x80);
     expect(trailer.subarray(5).toString("latin1")).to.match(/grpc-status: ?3\r?\n/);
-    const connect = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/proto" }, body: garbage });
+    const connect = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, {
+      method: "POST",
+      headers: { api_key: API_KEY, "content-type": "application/proto" },
+      body: garbage,
+    });
     expect(connect.status).to.equal(400);
-    expect(await connect.json()).to.deep.equal({ code: "invalid_argument", message: "parse binary: illegal tag: field no 524287 wire type 7" });
+    expect(await connect.json()).to.deep.equal({
+      code: "invalid_argument",
+      message: "parse binary: illegal tag: field no 524287 wire type 7",
+    });
   });
 
   it("refuses a JSON field the message does not have, on Connect as on the /api/v1 routes", async function () {
     const connect = await fetch(`${t.url}/tokentrade.v1.TokenService/Sell`, {
       method: "POST",
       headers: { api_key: API_KEY, "content-type": "application/json" },
-      body: JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address, note: "x" }),
+      body: JSON.stringify({
+        userAddress: WALLET,
+        destinatary: CUSTOMER,
+        amount: "1",
+        usdAddress: DAI.address,
+        note: "x",
+      }),
     });
     expect(connect.status).to.equal(400);
     expect(((await connect.json()) as { code: string; message: string }).message).to.match(/key "note" is unknown/);

@@ -43,7 +43,14 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     dir = mkdtempSync(join(tmpdir(), "e2e-"));
     logs = new LogSink();
     service = await startService({
-      env: { PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY, MAX_SELL_TOKENS: "100000000", MAX_USD: "100000000" },
+      env: {
+        PORT: "0",
+        METRICS_PORT: "0",
+        CHAIN_PORT: "0",
+        API_KEYS: KEY,
+        MAX_SELL_TOKENS: "100000000",
+        MAX_USD: "100000000",
+      },
       embeddedChain: async () => startEmbeddedChain,
       log: pino({ level: "debug" }, logs),
       rootDir: dir,
@@ -87,7 +94,12 @@ describe("end to end on the embedded chain (npm start's composition)", function 
 
   it("writes .dev/deployment.json once the API listens", function () {
     const written = JSON.parse(readFileSync(join(dir, ".dev/deployment.json"), "utf8"));
-    expect(written).to.include({ chainId: 31337, rpcUrl: service.rpcUrl, apiUrl: service.apiUrl, exchangeWallet: wallet });
+    expect(written).to.include({
+      chainId: 31337,
+      rpcUrl: service.rpcUrl,
+      apiUrl: service.apiUrl,
+      exchangeWallet: wallet,
+    });
     expect(written.swap).to.equal(service.addresses.swap);
     expect(written.token).to.equal(service.addresses.token);
     expect(Object.keys(written.stableCoins)).to.deep.equal(["DAI", "USDT", "USDC"]);
@@ -136,19 +148,103 @@ describe("end to end on the embedded chain (npm start's composition)", function 
   });
 
   describe("refused trades send nothing (the exchange wallet's nonce does not move)", function () {
-    const refusals: Array<{ name: string; path: string; body: () => unknown; apiKey?: string | null; status: number; code: string; message?: RegExp }> = [
-      { name: "a missing key", path: "/api/v1/token/sell", body: () => body("1", coins.DAI), apiKey: null, status: 401, code: "unauthenticated" },
-      { name: "a wrong key", path: "/api/v1/token/buy", body: () => body("1", coins.DAI), apiKey: "wrong-key-0123456789", status: 401, code: "unauthenticated" },
-      { name: "a bad address", path: "/api/v1/token/sell", body: () => body("1", coins.DAI, { destinatary: "0x123" }), status: 400, code: "invalid_argument" },
-      { name: "a bad amount", path: "/api/v1/token/buy", body: () => body("1.0000001", coins.USDT), status: 400, code: "invalid_argument" },
-      { name: "an extra field", path: "/api/v1/remmitance", body: () => ({ ...body("1", coins.DAI), note: "x" }), status: 400, code: "invalid_argument" },
-      { name: "an unsupported stable coin", path: "/api/v1/token/buy", body: () => body("1", service.addresses.token), status: 400, code: "invalid_argument" },
-      { name: "an unknown wallet", path: "/api/v1/token/sell", body: () => body("1", coins.DAI, { userAddress: STRANGER }), status: 403, code: "permission_denied" },
-      { name: "insufficient tokens for a sell", path: "/api/v1/token/sell", body: () => body("5000000", coins.DAI), status: 400, code: "failed_precondition" },
-      { name: "insufficient stable coin for a buy", path: "/api/v1/token/buy", body: () => body("5000000", coins.USDC), status: 400, code: "failed_precondition" },
-      { name: "insufficient stable coin for a remittance", path: "/api/v1/remmitance", body: () => body("5000000", coins.USDT), status: 400, code: "failed_precondition" },
-      { name: "dust: a sell of 1e-18 tokens", path: "/api/v1/token/sell", body: () => body("0.000000000000000001", coins.DAI), status: 400, code: "invalid_argument", message: /^amount: must be at least 0\.01 tokens$/ },
-      { name: "dust: a buy of 0.001 USD", path: "/api/v1/token/buy", body: () => body("0.001", coins.USDC), status: 400, code: "invalid_argument", message: /^amount: must be at least 0\.01 USD$/ },
+    const refusals: Array<{
+      name: string;
+      path: string;
+      body: () => unknown;
+      apiKey?: string | null;
+      status: number;
+      code: string;
+      message?: RegExp;
+    }> = [
+      {
+        name: "a missing key",
+        path: "/api/v1/token/sell",
+        body: () => body("1", coins.DAI),
+        apiKey: null,
+        status: 401,
+        code: "unauthenticated",
+      },
+      {
+        name: "a wrong key",
+        path: "/api/v1/token/buy",
+        body: () => body("1", coins.DAI),
+        apiKey: "wrong-key-0123456789",
+        status: 401,
+        code: "unauthenticated",
+      },
+      {
+        name: "a bad address",
+        path: "/api/v1/token/sell",
+        body: () => body("1", coins.DAI, { destinatary: "0x123" }),
+        status: 400,
+        code: "invalid_argument",
+      },
+      {
+        name: "a bad amount",
+        path: "/api/v1/token/buy",
+        body: () => body("1.0000001", coins.USDT),
+        status: 400,
+        code: "invalid_argument",
+      },
+      {
+        name: "an extra field",
+        path: "/api/v1/remmitance",
+        body: () => ({ ...body("1", coins.DAI), note: "x" }),
+        status: 400,
+        code: "invalid_argument",
+      },
+      {
+        name: "an unsupported stable coin",
+        path: "/api/v1/token/buy",
+        body: () => body("1", service.addresses.token),
+        status: 400,
+        code: "invalid_argument",
+      },
+      {
+        name: "an unknown wallet",
+        path: "/api/v1/token/sell",
+        body: () => body("1", coins.DAI, { userAddress: STRANGER }),
+        status: 403,
+        code: "permission_denied",
+      },
+      {
+        name: "insufficient tokens for a sell",
+        path: "/api/v1/token/sell",
+        body: () => body("5000000", coins.DAI),
+        status: 400,
+        code: "failed_precondition",
+      },
+      {
+        name: "insufficient stable coin for a buy",
+        path: "/api/v1/token/buy",
+        body: () => body("5000000", coins.USDC),
+        status: 400,
+        code: "failed_precondition",
+      },
+      {
+        name: "insufficient stable coin for a remittance",
+        path: "/api/v1/remmitance",
+        body: () => body("5000000", coins.USDT),
+        status: 400,
+        code: "failed_precondition",
+      },
+      {
+        name: "dust: a sell of 1e-18 tokens",
+        path: "/api/v1/token/sell",
+        body: () => body("0.000000000000000001", coins.DAI),
+        status: 400,
+        code: "invalid_argument",
+        message: /^amount: must be at least 0\.01 tokens$/,
+      },
+      {
+        name: "dust: a buy of 0.001 USD",
+        path: "/api/v1/token/buy",
+        body: () => body("0.001", coins.USDC),
+        status: 400,
+        code: "invalid_argument",
+        message: /^amount: must be at least 0\.01 USD$/,
+      },
       ...(["swap", "token"] as const).map((name) => ({
         name: `the ${name} as destinatary`,
         path: "/api/v1/token/buy",
@@ -173,12 +269,21 @@ describe("end to end on the embedded chain (npm start's composition)", function 
         code: "invalid_argument",
         message: /price feed: what it received would be lost$/,
       })),
-      { name: "the exchange wallet paying itself", path: "/api/v1/token/sell", body: () => body("1", coins.DAI, { destinatary: wallet.toLowerCase() }), status: 400, code: "invalid_argument", message: /is an exchange wallet of this service/ },
+      {
+        name: "the exchange wallet paying itself",
+        path: "/api/v1/token/sell",
+        body: () => body("1", coins.DAI, { destinatary: wallet.toLowerCase() }),
+        status: 400,
+        code: "invalid_argument",
+        message: /is an exchange wallet of this service/,
+      },
     ];
     for (const r of refusals) {
       it(`${r.name}: ${r.status} ${r.code}`, async function () {
         const before = await nonce();
-        const res = await postJson(`${service.apiUrl}${r.path}`, r.body(), { apiKey: r.apiKey === undefined ? KEY : r.apiKey });
+        const res = await postJson(`${service.apiUrl}${r.path}`, r.body(), {
+          apiKey: r.apiKey === undefined ? KEY : r.apiKey,
+        });
         expect(res.status, res.text).to.equal(r.status);
         expect(res.body.code).to.equal(r.code);
         if (r.message) expect(res.body.message).to.match(r.message);
@@ -188,9 +293,21 @@ describe("end to end on the embedded chain (npm start's composition)", function 
 
     it("malformed JSON, a wrong Content-Type and an oversized body", async function () {
       const before = await nonce();
-      expect((await postJson(`${service.apiUrl}/api/v1/token/sell`, undefined, { apiKey: KEY, raw: "{" })).status).to.equal(400);
-      expect((await postJson(`${service.apiUrl}/api/v1/token/sell`, body("1", coins.DAI), { apiKey: KEY, contentType: "text/plain" })).status).to.equal(415);
-      expect((await postJson(`${service.apiUrl}/api/v1/token/sell`, body("1".repeat(20_000), coins.DAI), { apiKey: KEY })).status).to.equal(413);
+      expect(
+        (await postJson(`${service.apiUrl}/api/v1/token/sell`, undefined, { apiKey: KEY, raw: "{" })).status,
+      ).to.equal(400);
+      expect(
+        (
+          await postJson(`${service.apiUrl}/api/v1/token/sell`, body("1", coins.DAI), {
+            apiKey: KEY,
+            contentType: "text/plain",
+          })
+        ).status,
+      ).to.equal(415);
+      expect(
+        (await postJson(`${service.apiUrl}/api/v1/token/sell`, body("1".repeat(20_000), coins.DAI), { apiKey: KEY }))
+          .status,
+      ).to.equal(413);
       expect(await nonce()).to.equal(before);
     });
 
@@ -198,10 +315,18 @@ describe("end to end on the embedded chain (npm start's composition)", function 
       const client = grpcClient(service.apiUrl);
       const before = await nonce();
       const request = { user_address: wallet, destinatary: CUSTOMER, amount: "1", usd_address: coins.DAI };
-      expect((await grpcCall(client, "Sell", request, "wrong-key-0123456789")).error?.code).to.equal(grpc.status.UNAUTHENTICATED);
-      expect((await grpcCall(client, "Sell", { ...request, user_address: STRANGER }, KEY)).error?.code).to.equal(grpc.status.PERMISSION_DENIED);
-      expect((await grpcCall(client, "Buy", { ...request, amount: "5000000" }, KEY)).error?.code).to.equal(grpc.status.FAILED_PRECONDITION);
-      expect((await grpcCall(client, "Buy", { ...request, amount: "-1" }, KEY)).error?.code).to.equal(grpc.status.INVALID_ARGUMENT);
+      expect((await grpcCall(client, "Sell", request, "wrong-key-0123456789")).error?.code).to.equal(
+        grpc.status.UNAUTHENTICATED,
+      );
+      expect((await grpcCall(client, "Sell", { ...request, user_address: STRANGER }, KEY)).error?.code).to.equal(
+        grpc.status.PERMISSION_DENIED,
+      );
+      expect((await grpcCall(client, "Buy", { ...request, amount: "5000000" }, KEY)).error?.code).to.equal(
+        grpc.status.FAILED_PRECONDITION,
+      );
+      expect((await grpcCall(client, "Buy", { ...request, amount: "-1" }, KEY)).error?.code).to.equal(
+        grpc.status.INVALID_ARGUMENT,
+      );
       client.close();
       expect(await nonce()).to.equal(before);
     });
@@ -215,41 +340,53 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     ] as const) {
       it(`${method} returns the receipt with ${logCount} events`, async function () {
         const client = grpcClient(service.apiUrl);
-        const { response, error } = await grpcCall(client, method, { user_address: wallet, destinatary: CUSTOMER, amount: "3", usd_address: coins.USDC }, KEY);
+        const { response, error } = await grpcCall(
+          client,
+          method,
+          { user_address: wallet, destinatary: CUSTOMER, amount: "3", usd_address: coins.USDC },
+          KEY,
+        );
         client.close();
         expect(error, error?.message).to.equal(undefined);
-        expect(response!["status"]).to.equal(true);
-        expect(response!["to"]).to.equal(service.addresses.swap.toLowerCase());
-        expect(response!["events"]).to.have.length(logCount);
-        const raw = await provider.getTransactionReceipt(response!["transaction_hash"]);
+        expect(response!.status).to.equal(true);
+        expect(response!.to).to.equal(service.addresses.swap.toLowerCase());
+        expect(response!.events).to.have.length(logCount);
+        const raw = await provider.getTransactionReceipt(response!.transaction_hash);
         expect(raw?.logs).to.have.length(logCount);
       });
     }
 
     it("sends a receipt uncompressed although the client accepts gzip", async function () {
-      const request = create(TradeRequestSchema, { userAddress: wallet, destinatary: CUSTOMER, amount: "1", usdAddress: coins.DAI });
+      const request = create(TradeRequestSchema, {
+        userAddress: wallet,
+        destinatary: CUSTOMER,
+        amount: "1",
+        usdAddress: coins.DAI,
+      });
       const message = toBinary(TradeRequestSchema, request);
       const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), Buffer.from(message)]);
       frame.writeUInt32BE(message.length, 1);
       const session = http2.connect(service.apiUrl);
       try {
-        const { headers, body } = await new Promise<{ headers: http2.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-          const stream = session.request({
-            ":method": "POST",
-            ":path": "/tokentrade.v1.TokenService/Sell",
-            "content-type": "application/grpc",
-            te: "trailers",
-            "grpc-accept-encoding": "gzip",
-            api_key: KEY,
-          });
-          const chunks: Buffer[] = [];
-          let headers: http2.IncomingHttpHeaders = {};
-          stream.on("response", (h) => (headers = h));
-          stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-          stream.on("end", () => resolve({ headers, body: Buffer.concat(chunks) }));
-          stream.on("error", reject);
-          stream.end(frame);
-        });
+        const { headers, body } = await new Promise<{ headers: http2.IncomingHttpHeaders; body: Buffer }>(
+          (resolve, reject) => {
+            const stream = session.request({
+              ":method": "POST",
+              ":path": "/tokentrade.v1.TokenService/Sell",
+              "content-type": "application/grpc",
+              te: "trailers",
+              "grpc-accept-encoding": "gzip",
+              api_key: KEY,
+            });
+            const chunks: Buffer[] = [];
+            let headers: http2.IncomingHttpHeaders = {};
+            stream.on("response", (h) => (headers = h));
+            stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+            stream.on("end", () => resolve({ headers, body: Buffer.concat(chunks) }));
+            stream.on("error", reject);
+            stream.end(frame);
+          },
+        );
         expect(headers[":status"]).to.equal(200);
         // The stream may name gzip (Connect negotiates it), but the message itself is sent with
         // the compressed flag 0, although it is large enough that Connect would gzip it by
@@ -265,7 +402,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
       const client = grpcClient(service.apiUrl);
       const { response } = await grpcCall(client, "GetPrice", {}, KEY);
       client.close();
-      expect(Object.keys(response!["rate_for_cash_currency"]).sort()).to.deep.equal(["CHF", "EUR", "USD"]);
+      expect(Object.keys(response!.rate_for_cash_currency).sort()).to.deep.equal(["CHF", "EUR", "USD"]);
     });
   });
 
@@ -298,7 +435,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
 
   describe("after all the calls above", function () {
     it("has logged every request without a key in sight", function () {
-      expect(logs.records().filter((r) => r["msg"] === "request completed").length).to.be.greaterThan(30);
+      expect(logs.records().filter((r) => r.msg === "request completed").length).to.be.greaterThan(30);
       expect(logs.text).not.to.include(KEY);
       expect(logs.text).not.to.include("wrong-key-0123456789");
       expect(logs.text).not.to.include(hardhatAccount(EXCHANGE_ACCOUNT).privateKey.slice(2));
@@ -315,7 +452,15 @@ describe("production mode (RPC_URL) on an existing chain", function () {
       const file = join(dir, "deployment.json");
       writeFileSync(file, JSON.stringify(chain.addresses));
       service = await startService({
-        env: { RPC_URL: chain.rpcUrl, DEPLOYMENT_FILE: file, EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey, API_KEYS: KEY, PORT: "0", METRICS_PORT: "0", DATA_DIR: dir },
+        env: {
+          RPC_URL: chain.rpcUrl,
+          DEPLOYMENT_FILE: file,
+          EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+          API_KEYS: KEY,
+          PORT: "0",
+          METRICS_PORT: "0",
+          DATA_DIR: dir,
+        },
         log: pino({ level: "silent" }),
         rootDir: dir,
       });
@@ -323,7 +468,12 @@ describe("production mode (RPC_URL) on an existing chain", function () {
       expect(service.deploymentFile).to.equal(undefined);
       const res = await postJson(
         `${service.apiUrl}/api/v1/token/sell`,
-        { userAddress: chain.exchangeWallet.address, destinatary: CUSTOMER, amount: "1", usdAddress: chain.addresses.stableCoins.USDT },
+        {
+          userAddress: chain.exchangeWallet.address,
+          destinatary: CUSTOMER,
+          amount: "1",
+          usdAddress: chain.addresses.stableCoins.USDT,
+        },
         { apiKey: KEY },
       );
       expect(res.status, res.text).to.equal(200);

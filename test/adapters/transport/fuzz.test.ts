@@ -22,8 +22,8 @@ import { erc20, startEmbeddedService, type EmbeddedService } from "./chain-helpe
 
 const KEY = "fuzz-api-key-0123456789abcdef";
 const WRONG_KEY = "fuzz-api-kez-0123456789abcdef";
-const SEED = Number(process.env["FUZZ_SEED"] ?? 20_250_605);
-const RUNS = Number(process.env["FUZZ_RUNS"] ?? 300);
+const SEED = Number(process.env.FUZZ_SEED ?? 20_250_605);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
 const TRADE_PATHS = ["/api/v1/token/sell", "/api/v1/token/buy", "/api/v1/remmitance", "/api/v1/remittance"];
 const CUSTOMER = hardhatAccount(2).address;
@@ -71,7 +71,12 @@ function mightBeValidTrade(
   const fields = value as Record<string, unknown>;
   if (Object.keys(fields).sort().join() !== "amount,destinatary,usdAddress,userAddress") return false;
   const { userAddress, destinatary, amount, usdAddress } = fields;
-  if (typeof userAddress !== "string" || typeof destinatary !== "string" || typeof amount !== "string" || typeof usdAddress !== "string") {
+  if (
+    typeof userAddress !== "string" ||
+    typeof destinatary !== "string" ||
+    typeof amount !== "string" ||
+    typeof usdAddress !== "string"
+  ) {
     return false;
   }
   const address = (text: string) => {
@@ -97,7 +102,9 @@ function mightBeValidTrade(
   const units = BigInt(match[1]!) * 10n ** BigInt(places) + BigInt(fraction.padEnd(places, "0") || "0");
   const spent = sell ? "token" : address(usdAddress)!.toLowerCase();
   if (units > balances.get(spent)!) return false;
-  const out = sell ? (units * PRICE * 10n ** BigInt(decimals)) / 10n ** 26n : (units * 10n ** 26n) / (PRICE * 10n ** BigInt(decimals));
+  const out = sell
+    ? (units * PRICE * 10n ** BigInt(decimals)) / 10n ** 26n
+    : (units * 10n ** 26n) / (PRICE * 10n ** BigInt(decimals));
   return out > 0n;
 }
 
@@ -141,7 +148,9 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
       [coins.USDC.toLowerCase(), 6],
     ]);
     const base = service.apiUrl;
-    const balances = new Map<string, bigint>([["token", await erc20(service.addresses.token, provider).balanceOf(wallet)]]);
+    const balances = new Map<string, bigint>([
+      ["token", await erc20(service.addresses.token, provider).balanceOf(wallet)],
+    ]);
     for (const coin of stables.keys()) balances.set(coin, await erc20(coin, provider).balanceOf(wallet));
 
     const address = fc.constantFrom(wallet, wallet.toLowerCase(), CUSTOMER, coins.DAI, coins.USDT, coins.USDC);
@@ -158,20 +167,61 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
       address.map((a) => a.slice(2)),
       address.map((a) => `0X${a.slice(2)}`),
       address.map((a) => ` ${a}`),
-      fc.constantFrom("0x", "", "0x0", `0x${"0".repeat(40)}`, `0x${"g".repeat(40)}`, "vitalik.eth", STRANGER, service.addresses.token, service.addresses.swap),
+      fc.constantFrom(
+        "0x",
+        "",
+        "0x0",
+        `0x${"0".repeat(40)}`,
+        `0x${"g".repeat(40)}`,
+        "vitalik.eth",
+        STRANGER,
+        service.addresses.token,
+        service.addresses.swap,
+      ),
       fc.string({ unit: "grapheme", maxLength: 60 }),
     );
     const badAmount = fc.oneof(
-      fc.constantFrom("1e3", "-1", "0", "0.0", "000", " 1", "1 ", "+1", ".5", "1.", "0x10", "1,5", "1_000", "١", "Infinity", "NaN", "", "1.0000001"),
-      fc.constantFrom("0.0000000000000000001", "1".repeat(101), "9".repeat(1000), `1.${"0".repeat(5000)}1`, "100000.000001", "5000000"),
+      fc.constantFrom(
+        "1e3",
+        "-1",
+        "0",
+        "0.0",
+        "000",
+        " 1",
+        "1 ",
+        "+1",
+        ".5",
+        "1.",
+        "0x10",
+        "1,5",
+        "1_000",
+        "١",
+        "Infinity",
+        "NaN",
+        "",
+        "1.0000001",
+      ),
+      fc.constantFrom(
+        "0.0000000000000000001",
+        "1".repeat(101),
+        "9".repeat(1000),
+        `1.${"0".repeat(5000)}1`,
+        "100000.000001",
+        "5000000",
+      ),
       fc.bigInt({ min: 0n, max: 10n ** 40n }).map(String),
       fc.tuple(fc.nat(10_000), fc.stringMatching(/^\d{0,25}$/)).map(([whole, fraction]) => `${whole}.${fraction}`),
       fc.string({ unit: "grapheme", maxLength: 30 }),
     );
-    const anyValue = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.string({ unit: "grapheme", maxLength: 40 }), fc.double().map((n) => n));
+    const anyValue = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      fc.string({ unit: "grapheme", maxLength: 40 }),
+      fc.double().map((n) => n),
+    );
     const refusedByChain = fc.constantFrom("5000000", "1000000.000001", "99999999", "0.000000000000000001", "0.000001");
-    const nearValid = fc.tuple(validBody, fc.nat(10), badAddress, badAmount, anyValue, fc.string({ maxLength: 12 }), refusedByChain).map(
-      ([body, which, addr, amount, value, key, tooMuch]): Record<string, unknown> => {
+    const nearValid = fc
+      .tuple(validBody, fc.nat(10), badAddress, badAmount, anyValue, fc.string({ maxLength: 12 }), refusedByChain)
+      .map(([body, which, addr, amount, value, key, tooMuch]): Record<string, unknown> => {
         switch (which) {
           case 0:
             return { ...body, userAddress: addr };
@@ -183,7 +233,11 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
           case 4:
             return { ...body, amount };
           case 5:
-            return { ...body, [["userAddress", "destinatary", "amount", "usdAddress"][value === null ? 0 : String(value).length % 4]!]: value };
+            return {
+              ...body,
+              [["userAddress", "destinatary", "amount", "usdAddress"][value === null ? 0 : String(value).length % 4]!]:
+                value,
+            };
           case 6: {
             const { amount: _dropped, ...rest } = body;
             return rest;
@@ -197,10 +251,14 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
           default:
             return { ...body, amount: Number(body.amount) };
         }
-      },
+      });
+    const fourFields = fc.record(
+      { userAddress: anyValue, destinatary: anyValue, amount: anyValue, usdAddress: anyValue },
+      { requiredKeys: [] },
     );
-    const fourFields = fc.record({ userAddress: anyValue, destinatary: anyValue, amount: anyValue, usdAddress: anyValue }, { requiredKeys: [] });
-    const hugeString = fc.integer({ min: 10_000, max: 40_000 }).chain((n) => fc.constantFrom("9".repeat(n), "é".repeat(n), `{"amount":"${"1".repeat(n)}"}`));
+    const hugeString = fc
+      .integer({ min: 10_000, max: 40_000 })
+      .chain((n) => fc.constantFrom("9".repeat(n), "é".repeat(n), `{"amount":"${"1".repeat(n)}"}`));
     const body: fc.Arbitrary<FuzzCase["body"]> = fc.oneof(
       { weight: 3, arbitrary: validBody.map((b) => JSON.stringify(b)) },
       { weight: 6, arbitrary: nearValid.map((b) => JSON.stringify(b)) },
@@ -209,7 +267,10 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
       { weight: 1, arbitrary: hugeString },
       { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 200 }) },
       { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }) },
-      { weight: 1, arbitrary: fc.constantFrom(null, "", " ", "null", "[]", "{}", "{", '{"userAddress":', "\u0000", "\ufeff{}") },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(null, "", " ", "null", "[]", "{}", "{", '{"userAddress":', "\u0000", "\ufeff{}"),
+      },
     );
     const method = fc.oneof(
       { weight: 12, arbitrary: fc.constant("POST") },
@@ -235,8 +296,14 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
           "/api/v2/token/sell",
         ),
       },
-      { weight: 1, arbitrary: fc.array(fc.webSegment(), { maxLength: 4 }).map((segments) => `/api/v1/${segments.join("/")}`) },
-      { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 20 }).map((s) => `/api/v1/${encodeURIComponent(s)}`) },
+      {
+        weight: 1,
+        arbitrary: fc.array(fc.webSegment(), { maxLength: 4 }).map((segments) => `/api/v1/${segments.join("/")}`),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.string({ unit: "grapheme", maxLength: 20 }).map((s) => `/api/v1/${encodeURIComponent(s)}`),
+      },
     );
     const contentType = fc.oneof(
       { weight: 10, arbitrary: fc.constant("application/json") },
@@ -261,7 +328,19 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
     );
     const apiKey = fc.oneof(
       { weight: 10, arbitrary: fc.constant(KEY) },
-      { weight: 3, arbitrary: fc.constantFrom(null, "", WRONG_KEY, KEY.toUpperCase(), `${KEY}x`, KEY.slice(1), `${KEY},${KEY}`, `Bearer ${KEY}`) },
+      {
+        weight: 3,
+        arbitrary: fc.constantFrom(
+          null,
+          "",
+          WRONG_KEY,
+          KEY.toUpperCase(),
+          `${KEY}x`,
+          KEY.slice(1),
+          `${KEY},${KEY}`,
+          `Bearer ${KEY}`,
+        ),
+      },
       { weight: 1, arbitrary: printable(64) },
     );
     const idempotencyKey = fc.option(printable(80), { freq: 3 });
@@ -292,18 +371,16 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
       );
     const anything = fc.record({ method, path, contentType, apiKey, idempotencyKey, body });
 
-    const cases = fc
-      .oneof(anything, oneMutation)
-      .map((c): FuzzCase => {
-        // Never a valid key together with a request that could be a valid trade.
-        const couldTrade =
-          c.apiKey !== null &&
-          c.apiKey.includes(KEY) &&
-          (c.contentType === null || /json/i.test(c.contentType)) &&
-          mightReachTrade(c, base) &&
-          TRADE_PATHS.some((p) => mightBeValidTrade(p, c.body, wallet, stables, balances));
-        return couldTrade ? { ...c, apiKey: WRONG_KEY } : c;
-      });
+    const cases = fc.oneof(anything, oneMutation).map((c): FuzzCase => {
+      // Never a valid key together with a request that could be a valid trade.
+      const couldTrade =
+        c.apiKey !== null &&
+        c.apiKey.includes(KEY) &&
+        (c.contentType === null || /json/i.test(c.contentType)) &&
+        mightReachTrade(c, base) &&
+        TRADE_PATHS.some((p) => mightBeValidTrade(p, c.body, wallet, stables, balances));
+      return couldTrade ? { ...c, apiKey: WRONG_KEY } : c;
+    });
 
     const nonceBefore = await provider.getTransactionCount(wallet, "pending");
     const blockBefore = await provider.getBlockNumber();
@@ -314,7 +391,7 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
     const property = fc.asyncProperty(cases, async (c) => {
       const headers: Record<string, string> = {};
       if (c.contentType !== null) headers["content-type"] = c.contentType;
-      if (c.apiKey !== null) headers["api_key"] = c.apiKey;
+      if (c.apiKey !== null) headers.api_key = c.apiKey;
       if (c.idempotencyKey !== null) headers["idempotency-key"] = c.idempotencyKey;
       const bodyless = ["GET", "HEAD"].includes(c.method.toUpperCase());
       const nonce = await provider.getTransactionCount(wallet, "pending");
@@ -334,14 +411,23 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
         expect(() => (parsed = JSON.parse(text)), where).not.to.throw();
         expect(parsed, where).to.be.an("object");
         const { code, message } = parsed as { code: unknown; message: unknown };
-        expect(code, where).to.be.a("string").and.match(/^[a-z_]+$/);
+        expect(code, where)
+          .to.be.a("string")
+          .and.match(/^[a-z_]+$/);
         expect(message, where).to.be.a("string").and.not.equal("");
       }
-      expect(await provider.getTransactionCount(wallet, "pending"), `${where}: the wallet sent a transaction`).to.equal(nonce);
+      expect(await provider.getTransactionCount(wallet, "pending"), `${where}: the wallet sent a transaction`).to.equal(
+        nonce,
+      );
     });
 
     try {
-      await fc.assert(property, { seed: SEED, numRuns: RUNS, interruptAfterTimeLimit: 90_000, markInterruptAsFailure: true });
+      await fc.assert(property, {
+        seed: SEED,
+        numRuns: RUNS,
+        interruptAfterTimeLimit: 90_000,
+        markInterruptAsFailure: true,
+      });
     } catch (error) {
       (error as Error).message = `FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}: ${(error as Error).message}`;
       throw error;
@@ -351,8 +437,14 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
     expect(await provider.getTransactionCount(wallet, "pending")).to.equal(nonceBefore);
     expect(await provider.getTransactionCount(wallet, "latest")).to.equal(nonceBefore);
     expect(await provider.getBlockNumber(), "no block was mined, so no transaction from anyone").to.equal(blockBefore);
-    const summary = [...statuses].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join(" ");
-    const codeSummary = [...codes].sort(([a], [b]) => a.localeCompare(b)).map(([code, n]) => `${code}×${n}`).join(" ");
+    const summary = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([status, n]) => `${status}×${n}`)
+      .join(" ");
+    const codeSummary = [...codes]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([code, n]) => `${code}×${n}`)
+      .join(" ");
     console.log(`      ${RUNS} cases in ${Math.round(elapsedMs)} ms: ${summary}; ${codeSummary}`);
     // The generator is not degenerate: it reaches every refusal of the JSON routes.
     expect([...statuses.keys()]).to.include.members([400, 401, 404, 405, 413, 415]);

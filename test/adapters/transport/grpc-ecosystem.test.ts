@@ -13,7 +13,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { expect } from "chai";
 
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
-import { API_KEY, PROTO_ROOT, startTestServer, type TestServer } from "./helpers.js";
+import { API_KEY, type GrpcServiceClient, PROTO_ROOT, startTestServer, type TestServer } from "./helpers.js";
 
 const BUF = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));
 const TOKEN_SERVICE = TokenService.typeName;
@@ -21,7 +21,9 @@ const TOKEN_SERVICE = TokenService.typeName;
 /** Runs `buf curl` (HTTP/2 without TLS) with `args`; its exit code, stdout and stderr. */
 async function bufCurl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(BUF, ["curl", "--http2-prior-knowledge", ...args], { timeout: 60_000 });
+    const { stdout, stderr } = await promisify(execFile)(BUF, ["curl", "--http2-prior-knowledge", ...args], {
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -30,10 +32,20 @@ async function bufCurl(args: string[]): Promise<{ code: number; stdout: string; 
 }
 
 /** A grpc-js client for grpc.health.v1.Health, from its .proto file. */
-function healthClient(url: string): grpc.Client & Record<string, Function> {
-  const definition = protoLoader.loadSync("grpc/health/v1/health.proto", { includeDirs: [PROTO_ROOT], enums: String, defaults: true });
+function healthClient(url: string): GrpcServiceClient {
+  const definition = protoLoader.loadSync("grpc/health/v1/health.proto", {
+    includeDirs: [PROTO_ROOT],
+    enums: String,
+    defaults: true,
+  });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    grpc: { health: { v1: { Health: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & Record<string, Function> } } };
+    grpc: {
+      health: {
+        v1: {
+          Health: new (address: string, credentials: grpc.ChannelCredentials) => GrpcServiceClient;
+        };
+      };
+    };
   };
   return new proto.grpc.health.v1.Health(new URL(url).host, grpc.credentials.createInsecure());
 }
@@ -75,16 +87,28 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
         const services = await bufCurl(["--reflect-protocol", protocol, "--list-services", t.url]);
         expect(services.code, services.stderr).to.equal(0);
         expect(services.stdout.trim().split("\n").sort()).to.deep.equal(
-          [TOKEN_SERVICE, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"].sort(),
+          [
+            TOKEN_SERVICE,
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+          ].sort(),
         );
         const methods = await bufCurl(["--reflect-protocol", protocol, "--list-methods", t.url]);
         expect(methods.code, methods.stderr).to.equal(0);
-        for (const method of ["Sell", "Buy", "Remittance", "GetPrice", "GetTrade"]) expect(methods.stdout).to.include(`${TOKEN_SERVICE}/${method}`);
+        for (const method of ["Sell", "Buy", "Remittance", "GetPrice", "GetTrade"])
+          expect(methods.stdout).to.include(`${TOKEN_SERVICE}/${method}`);
       });
     }
 
     it("lets buf curl call GetPrice by its schema from reflection; the call itself still needs the api_key", async function () {
-      const call = await bufCurl(["--protocol", "grpc", "-H", `api_key: ${API_KEY}`, `${t.url}/${TOKEN_SERVICE}/GetPrice`]);
+      const call = await bufCurl([
+        "--protocol",
+        "grpc",
+        "-H",
+        `api_key: ${API_KEY}`,
+        `${t.url}/${TOKEN_SERVICE}/GetPrice`,
+      ]);
       expect(call.code, call.stderr).to.equal(0);
       const price = JSON.parse(call.stdout) as { rateForCashCurrency: Record<string, number> };
       expect(Object.keys(price.rateForCashCurrency).sort()).to.deep.equal(["CHF", "EUR", "USD"]);
@@ -113,7 +137,9 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
       const notServing = await bufCurl(["--protocol", "grpc", "-d", "{}", health]);
       expect(JSON.parse(notServing.stdout)).to.deep.equal({ status: "NOT_SERVING" });
       t.readiness.result = new Error("timeout");
-      expect(JSON.parse((await bufCurl(["--protocol", "grpc", "-d", "{}", health])).stdout)).to.deep.equal({ status: "NOT_SERVING" });
+      expect(JSON.parse((await bufCurl(["--protocol", "grpc", "-d", "{}", health])).stdout)).to.deep.equal({
+        status: "NOT_SERVING",
+      });
 
       const unknown = await bufCurl(["--protocol", "grpc", "-d", '{"service":"nope.v1.Nothing"}', health]);
       expect(unknown.code).to.not.equal(0);
@@ -129,7 +155,7 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
     it("Watch sends the status, each change, then NOT_SERVING and the end of the stream when the server shuts down (grpc-js)", async function () {
       const client = healthClient(t.url);
       const seen: string[] = [];
-      const call = client["Watch"]!({ service: "" }) as grpc.ClientReadableStream<{ status: string }>;
+      const call = client.Watch!({ service: "" }) as grpc.ClientReadableStream<{ status: string }>;
       const ended = new Promise<{ code: number }>((resolve) => call.on("status", resolve));
       call.on("data", (message: { status: string }) => seen.push(message.status));
       call.on("error", () => {});
@@ -156,7 +182,7 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
 
     it("Watch of an unknown service answers SERVICE_UNKNOWN", async function () {
       const client = healthClient(t.url);
-      const call = client["Watch"]!({ service: "nope.v1.Nothing" }) as grpc.ClientReadableStream<{ status: string }>;
+      const call = client.Watch!({ service: "nope.v1.Nothing" }) as grpc.ClientReadableStream<{ status: string }>;
       const first = await new Promise<{ status: string }>((resolve) => call.once("data", resolve));
       expect(first.status).to.equal("SERVICE_UNKNOWN");
       call.on("error", () => {});
@@ -175,13 +201,25 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
     });
 
     it("answers gRPC-Web unimplemented and Connect 404 unimplemented; a plain JSON POST keeps the JSON routes' 404", async function () {
-      const web = await fetch(`${t.url}/nope.v1.Nothing/Call`, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: new Uint8Array(5) });
+      const web = await fetch(`${t.url}/nope.v1.Nothing/Call`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto" },
+        body: new Uint8Array(5),
+      });
       expect(web.status).to.equal(200);
       expect(web.headers.get("grpc-status")).to.equal("12");
-      const connect = await fetch(`${t.url}/nope.v1.Nothing/Call`, { method: "POST", headers: { "content-type": "application/json", "connect-protocol-version": "1" }, body: "{}" });
+      const connect = await fetch(`${t.url}/nope.v1.Nothing/Call`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+        body: "{}",
+      });
       expect(connect.status).to.equal(404);
       expect(await connect.json()).to.deep.include({ code: "unimplemented" });
-      const json = await fetch(`${t.url}/nope.v1.Nothing/Call`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      const json = await fetch(`${t.url}/nope.v1.Nothing/Call`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
       expect(json.status).to.equal(404);
       expect(await json.json()).to.deep.include({ code: "not_found" });
     });

@@ -15,14 +15,30 @@ import { expect } from "chai";
 
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { MemoryJournal } from "../../helpers/memory-journal.js";
-import { API_KEY, CUSTOMER, DAI, PRICE, STRANGER, USDT, WALLET, failure, grpcClient, startTestServer, type TestServer } from "./helpers.js";
+import {
+  API_KEY,
+  CUSTOMER,
+  DAI,
+  PRICE,
+  STRANGER,
+  USDT,
+  WALLET,
+  failure,
+  grpcClient,
+  startTestServer,
+  type TestServer,
+} from "./helpers.js";
 
 const BUF = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));
 const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
 async function bufCurl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(BUF, ["curl", "--schema", PROTO_ROOT, "--protocol", "grpc", "--http2-prior-knowledge", ...args], { timeout: 60_000 });
+    const { stdout, stderr } = await promisify(execFile)(
+      BUF,
+      ["curl", "--schema", PROTO_ROOT, "--protocol", "grpc", "--http2-prior-knowledge", ...args],
+      { timeout: 60_000 },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -35,7 +51,12 @@ function grpcJs(
   url: string,
   method: string,
   request: object,
-  { apiKey = API_KEY, idempotencyKey, deadlineMs, channel }: { apiKey?: string; idempotencyKey?: string; deadlineMs?: number; channel?: grpc.ChannelOptions } = {},
+  {
+    apiKey = API_KEY,
+    idempotencyKey,
+    deadlineMs,
+    channel,
+  }: { apiKey?: string; idempotencyKey?: string; deadlineMs?: number; channel?: grpc.ChannelOptions } = {},
 ): Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }> {
   const client = channel ? grpcClient(url, channel) : grpcClient(url);
   const metadata = new grpc.Metadata();
@@ -50,8 +71,20 @@ function grpcJs(
   });
 }
 
-const snakeTrade = (overrides: Record<string, string> = {}) => ({ user_address: WALLET, destinatary: CUSTOMER, amount: "1.5", usd_address: USDT.address, ...overrides });
-const camelTrade = (overrides: Record<string, string> = {}) => ({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1.5", usdAddress: USDT.address, ...overrides });
+const snakeTrade = (overrides: Record<string, string> = {}) => ({
+  user_address: WALLET,
+  destinatary: CUSTOMER,
+  amount: "1.5",
+  usd_address: USDT.address,
+  ...overrides,
+});
+const camelTrade = (overrides: Record<string, string> = {}) => ({
+  userAddress: WALLET,
+  destinatary: CUSTOMER,
+  amount: "1.5",
+  usdAddress: USDT.address,
+  ...overrides,
+});
 
 for (const grpcFastPath of [true, false]) {
   describe(`gRPC clients ${grpcFastPath ? "on the lean gRPC path" : "through Connect (grpcFastPath: false)"}`, function () {
@@ -72,7 +105,7 @@ for (const grpcFastPath of [true, false]) {
         const first = await grpcJs(t.url, "Sell", snakeTrade(), { deadlineMs: 10_000, idempotencyKey: "order-7" });
         expect(first.error?.message).to.equal(undefined);
         const again = await grpcJs(t.url, "Sell", snakeTrade(), { deadlineMs: 10_000, idempotencyKey: "order-7" });
-        expect(again.response!["transaction_hash"]).to.equal(first.response!["transaction_hash"]);
+        expect(again.response!.transaction_hash).to.equal(first.response!.transaction_hash);
         expect(t.trade.nonce).to.equal(1);
         const other = await grpcJs(t.url, "Sell", snakeTrade({ amount: "2" }), { idempotencyKey: "order-7" });
         expect(other.error?.code).to.equal(grpc.status.FAILED_PRECONDITION);
@@ -83,7 +116,7 @@ for (const grpcFastPath of [true, false]) {
         const channel = { "grpc.default_compression_algorithm": 2, "grpc.default_compression_level": 2 };
         const { response, error } = await grpcJs(t.url, "Buy", snakeTrade({ usd_address: DAI.address }), { channel });
         expect(error?.message).to.equal(undefined);
-        expect(response!["events"]).to.have.length(3);
+        expect(response!.events).to.have.length(3);
         expect(t.trade.calls.map((c) => c.kind)).to.deep.equal(["buy"]);
       });
 
@@ -107,7 +140,7 @@ for (const grpcFastPath of [true, false]) {
         t.trade.delayMs = 0;
         const retry = await grpcJs(t.url, "Sell", snakeTrade(), { idempotencyKey: "late-1" });
         expect(retry.error?.message).to.equal(undefined);
-        expect(retry.response!["status"]).to.equal(true);
+        expect(retry.response!.status).to.equal(true);
         expect(t.trade.nonce).to.equal(1);
       });
 
@@ -128,7 +161,14 @@ for (const grpcFastPath of [true, false]) {
       });
 
       it("sends a gzip-compressed request and accepts the answer", async function () {
-        const gzipped = createClient(TokenService, createGrpcTransport({ baseUrl: t.url, sendCompression: (await import("@connectrpc/connect-node")).compressionGzip, compressMinBytes: 1 }));
+        const gzipped = createClient(
+          TokenService,
+          createGrpcTransport({
+            baseUrl: t.url,
+            sendCompression: (await import("@connectrpc/connect-node")).compressionGzip,
+            compressMinBytes: 1,
+          }),
+        );
         const receipt = await gzipped.remittance(camelTrade({ amount: "2" }), { headers: { api_key: API_KEY } });
         expect(receipt.events).to.have.length(3);
       });
@@ -151,13 +191,27 @@ for (const grpcFastPath of [true, false]) {
         const price = await bufCurl(["-H", `api_key: ${API_KEY}`, "-d", "{}", `${url}/GetPrice`]);
         expect(price.code, price.stderr).to.equal(0);
         expect(JSON.parse(price.stdout).rateForCashCurrency).to.deep.equal(PRICE.rateForCashCurrency);
-        const sell = await bufCurl(["-H", `api_key: ${API_KEY}`, "-H", "idempotency-key: buf-1", "-d", JSON.stringify(camelTrade()), `${url}/Sell`]);
+        const sell = await bufCurl([
+          "-H",
+          `api_key: ${API_KEY}`,
+          "-H",
+          "idempotency-key: buf-1",
+          "-d",
+          JSON.stringify(camelTrade()),
+          `${url}/Sell`,
+        ]);
         expect(sell.code, sell.stderr).to.equal(0);
         expect(JSON.parse(sell.stdout).events).to.have.length(5);
         const refused = await bufCurl(["-d", "{}", `${url}/GetPrice`]);
         expect(refused.code).to.not.equal(0);
         expect(refused.stderr).to.include("unauthenticated");
-        const invalid = await bufCurl(["-H", `api_key: ${API_KEY}`, "-d", JSON.stringify(camelTrade({ usdAddress: CUSTOMER })), `${url}/Sell`]);
+        const invalid = await bufCurl([
+          "-H",
+          `api_key: ${API_KEY}`,
+          "-d",
+          JSON.stringify(camelTrade({ usdAddress: CUSTOMER })),
+          `${url}/Sell`,
+        ]);
         expect(invalid.stderr).to.include("invalid_argument");
         expect(invalid.stderr).to.include("usdAddress");
         expect(t.trade.nonce).to.equal(1);

@@ -11,7 +11,12 @@ import { expect } from "chai";
 import { pino } from "pino";
 
 import { createUseCases } from "../../../core/index.js";
-import { GetPriceRequestSchema, GetTradeRequestSchema, TradeRequestSchema, TradeSchema } from "../../../gen/tokentrade/v1/token_pb.js";
+import {
+  GetPriceRequestSchema,
+  GetTradeRequestSchema,
+  TradeRequestSchema,
+  TradeSchema,
+} from "../../../gen/tokentrade/v1/token_pb.js";
 import { grpcUnary } from "../../../adapters/transport/grpc-unary.js";
 import { bindRequestContext } from "../../../adapters/transport/logger.js";
 import { tokenCalls } from "../../../adapters/transport/token.service.js";
@@ -43,8 +48,19 @@ function frame(message: Uint8Array, flags = 0): Buffer {
   return out;
 }
 
-function trade(fields: Partial<Record<"userAddress" | "destinatary" | "amount" | "usdAddress", string>> = {}): Uint8Array {
-  return toBinary(TradeRequestSchema, create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "1.5", usdAddress: USDT.address, ...fields }));
+function trade(
+  fields: Partial<Record<"userAddress" | "destinatary" | "amount" | "usdAddress", string>> = {},
+): Uint8Array {
+  return toBinary(
+    TradeRequestSchema,
+    create(TradeRequestSchema, {
+      userAddress: WALLET,
+      destinatary: CUSTOMER,
+      amount: "1.5",
+      usdAddress: USDT.address,
+      ...fields,
+    }),
+  );
 }
 
 const PRICE_REQUEST = toBinary(GetPriceRequestSchema, create(GetPriceRequestSchema, {}));
@@ -76,7 +92,8 @@ const VARYING = new Set(["date", "x-request-id"]);
 
 function normalised(headers: http2.IncomingHttpHeaders): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers).sort(([a], [b]) => a.localeCompare(b))) if (!VARYING.has(name) && name !== ":status") out[name] = value;
+  for (const [name, value] of Object.entries(headers).sort(([a], [b]) => a.localeCompare(b)))
+    if (!VARYING.has(name) && name !== ":status") out[name] = value;
   return out;
 }
 
@@ -110,7 +127,10 @@ async function send(session: http2.ClientHttp2Session, call: Call): Promise<Wire
     stream.on("close", () => {
       try {
         const bytes = Buffer.concat(data);
-        resolve({ ...wire, data: Buffer.from(call.data && bytes.length > 0 ? call.data(bytes) : bytes).toString("hex") });
+        resolve({
+          ...wire,
+          data: Buffer.from(call.data && bytes.length > 0 ? call.data(bytes) : bytes).toString("hex"),
+        });
       } catch (error) {
         reject(error);
       }
@@ -124,23 +144,45 @@ const CALLS: Call[] = [
   { name: "Sell", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "3", usdAddress: DAI.address }))] },
   { name: "Buy", path: `${SERVICE}/Buy`, body: [frame(trade())] },
   { name: "Remittance", path: `${SERVICE}/Remittance`, body: [frame(trade({ amount: "2" }))] },
-  { name: "Sell, content type application/grpc+proto", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "content-type": "application/grpc+proto" } },
-  { name: "Sell, the message in several DATA frames", path: `${SERVICE}/Sell`, body: [...frame(trade())].map((byte) => Buffer.from([byte])) },
-  { name: "Sell with an unknown field (skipped)", path: `${SERVICE}/Sell`, body: [frame(Buffer.concat([trade(), Buffer.from([0xfa, 0x06, 0x01, 0x78])]))] },
+  {
+    name: "Sell, content type application/grpc+proto",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    headers: { "content-type": "application/grpc+proto" },
+  },
+  {
+    name: "Sell, the message in several DATA frames",
+    path: `${SERVICE}/Sell`,
+    body: [...frame(trade())].map((byte) => Buffer.from([byte])),
+  },
+  {
+    name: "Sell with an unknown field (skipped)",
+    path: `${SERVICE}/Sell`,
+    body: [frame(Buffer.concat([trade(), Buffer.from([0xfa, 0x06, 0x01, 0x78])]))],
+  },
   { name: "Sell without amount", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "" }))] },
   { name: "Sell to a bad address", path: `${SERVICE}/Sell`, body: [frame(trade({ destinatary: "0x12" }))] },
   { name: "Sell with a bad amount", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "1e3" }))] },
   { name: "Buy from an unknown wallet", path: `${SERVICE}/Buy`, body: [frame(trade({ userAddress: STRANGER }))] },
   { name: "Buy beyond the funds", path: `${SERVICE}/Buy`, body: [frame(trade({ amount: "600" }))] },
   { name: "Buy that would revert", path: `${SERVICE}/Buy`, body: [frame(trade({ amount: "13" }))] },
-  { name: "Sell, an amount with percent, colon and non-ASCII", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "10%: é" }))] },
+  {
+    name: "Sell, an amount with percent, colon and non-ASCII",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade({ amount: "10%: é" }))],
+  },
   {
     name: "Sell on an unreachable chain",
     path: `${SERVICE}/Sell`,
     body: [frame(trade())],
     setup: (t) => (t.trade.failure = new ChainUnavailableError("connection refused")),
   },
-  { name: "Sell hitting a bug", path: `${SERVICE}/Sell`, body: [frame(trade())], setup: (t) => (t.trade.failure = new RangeError("secret internals")) },
+  {
+    name: "Sell hitting a bug",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    setup: (t) => (t.trade.failure = new RangeError("secret internals")),
+  },
   {
     name: "Sell whose receipt does not fit the message (a gas price over uint64)",
     path: `${SERVICE}/Sell`,
@@ -162,17 +204,48 @@ const CALLS: Call[] = [
   {
     name: "GetTrade of an unknown hash",
     path: `${SERVICE}/GetTrade`,
-    body: [frame(toBinary(GetTradeRequestSchema, create(GetTradeRequestSchema, { transactionHash: `0x${"ab".repeat(32)}` })))],
+    body: [
+      frame(
+        toBinary(GetTradeRequestSchema, create(GetTradeRequestSchema, { transactionHash: `0x${"ab".repeat(32)}` })),
+      ),
+    ],
     setup: (t) => (t.price.failure = undefined),
   },
-  { name: "Sell with an Idempotency-Key", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "4" }))], headers: { "idempotency-key": "order-1" } },
-  { name: "the same Sell again: the first outcome", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "4" }))], headers: { "idempotency-key": "order-1" } },
-  { name: "the key with another request", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "5" }))], headers: { "idempotency-key": "order-1" } },
-  { name: "an Idempotency-Key that is not valid", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "idempotency-key": "x".repeat(300) } },
+  {
+    name: "Sell with an Idempotency-Key",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade({ amount: "4" }))],
+    headers: { "idempotency-key": "order-1" },
+  },
+  {
+    name: "the same Sell again: the first outcome",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade({ amount: "4" }))],
+    headers: { "idempotency-key": "order-1" },
+  },
+  {
+    name: "the key with another request",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade({ amount: "5" }))],
+    headers: { "idempotency-key": "order-1" },
+  },
+  {
+    name: "an Idempotency-Key that is not valid",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    headers: { "idempotency-key": "x".repeat(300) },
+  },
   {
     name: "GetTrade of the keyed sell",
     path: `${SERVICE}/GetTrade`,
-    body: [frame(toBinary(GetTradeRequestSchema, create(GetTradeRequestSchema, { transactionHash: `0x${"5".padStart(64, "b")}` })))],
+    body: [
+      frame(
+        toBinary(
+          GetTradeRequestSchema,
+          create(GetTradeRequestSchema, { transactionHash: `0x${"5".padStart(64, "b")}` }),
+        ),
+      ),
+    ],
     // The journal's id and times differ from one server to the other.
     data: (bytes) => {
       const trade = fromBinary(TradeSchema, bytes.subarray(5));
@@ -195,32 +268,84 @@ const CALLS: Call[] = [
     headers: { "grpc-timeout": timeout },
   })),
   // Compression of the request.
-  { name: "Sell compressed with gzip", path: `${SERVICE}/Sell`, body: [frame(gzipSync(trade()), 1)], headers: { "grpc-encoding": "gzip" } },
-  { name: "Sell uncompressed, grpc-encoding gzip", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "grpc-encoding": "gzip" } },
-  { name: "Sell, grpc-encoding identity", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "grpc-encoding": "identity" } },
-  { name: "Sell, an unknown grpc-encoding", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "grpc-encoding": "snappy" } },
-  { name: "Sell, the compressed flag without grpc-encoding", path: `${SERVICE}/Sell`, body: [frame(gzipSync(trade()), 1)] },
+  {
+    name: "Sell compressed with gzip",
+    path: `${SERVICE}/Sell`,
+    body: [frame(gzipSync(trade()), 1)],
+    headers: { "grpc-encoding": "gzip" },
+  },
+  {
+    name: "Sell uncompressed, grpc-encoding gzip",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    headers: { "grpc-encoding": "gzip" },
+  },
+  {
+    name: "Sell, grpc-encoding identity",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    headers: { "grpc-encoding": "identity" },
+  },
+  {
+    name: "Sell, an unknown grpc-encoding",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade())],
+    headers: { "grpc-encoding": "snappy" },
+  },
+  {
+    name: "Sell, the compressed flag without grpc-encoding",
+    path: `${SERVICE}/Sell`,
+    body: [frame(gzipSync(trade()), 1)],
+  },
   // Bodies that are not one plain message.
-  { name: "Sell, bytes that do not decode", path: `${SERVICE}/Sell`, body: [frame(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]))] },
+  {
+    name: "Sell, bytes that do not decode",
+    path: `${SERVICE}/Sell`,
+    body: [frame(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]))],
+  },
   { name: "Sell, no body", path: `${SERVICE}/Sell`, body: [] },
   { name: "Sell, two messages", path: `${SERVICE}/Sell`, body: [frame(trade()), frame(trade())] },
   { name: "Sell, a truncated envelope", path: `${SERVICE}/Sell`, body: [frame(trade()).subarray(0, 20)] },
   { name: "Sell, three bytes", path: `${SERVICE}/Sell`, body: [Buffer.from([0, 0, 0])] },
-  { name: "Sell, a message over the size limit", path: `${SERVICE}/Sell`, body: [frame(trade({ amount: "1".repeat(20_000) }))] },
-  { name: "Sell, an envelope declaring more than the limit", path: `${SERVICE}/Sell`, body: [Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3])] },
+  {
+    name: "Sell, a message over the size limit",
+    path: `${SERVICE}/Sell`,
+    body: [frame(trade({ amount: "1".repeat(20_000) }))],
+  },
+  {
+    name: "Sell, an envelope declaring more than the limit",
+    path: `${SERVICE}/Sell`,
+    body: [Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3])],
+  },
   // Other codecs and protocols, and names the service does not have.
   {
     name: "Sell as gRPC with JSON",
     path: `${SERVICE}/Sell`,
-    body: [frame(Buffer.from(JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: USDT.address })))],
+    body: [
+      frame(
+        Buffer.from(
+          JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: USDT.address }),
+        ),
+      ),
+    ],
     headers: { "content-type": "application/grpc+json" },
   },
   { name: "an unknown method", path: `${SERVICE}/Transfer`, body: [frame(trade())] },
   { name: "a path with a query", path: `${SERVICE}/GetPrice?x=1`, body: [frame(PRICE_REQUEST)] },
   { name: "a path with dot segments", path: `/x/..${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)] },
   { name: "a path with a dot segment before the method", path: `${SERVICE}/./GetPrice`, body: [frame(PRICE_REQUEST)] },
-  { name: "GetPrice without a key", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)], headers: { api_key: "" } },
-  { name: "GetPrice with two api_key values", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)], headers: { api_key: [API_KEY, API_KEY] } },
+  {
+    name: "GetPrice without a key",
+    path: `${SERVICE}/GetPrice`,
+    body: [frame(PRICE_REQUEST)],
+    headers: { api_key: "" },
+  },
+  {
+    name: "GetPrice with two api_key values",
+    path: `${SERVICE}/GetPrice`,
+    body: [frame(PRICE_REQUEST)],
+    headers: { api_key: [API_KEY, API_KEY] },
+  },
 ];
 
 describe("the lean gRPC path answers as Connect does", function () {
@@ -254,10 +379,13 @@ describe("the lean gRPC path answers as Connect does", function () {
   });
 
   it("the calls cover success, every refusal kind, and Connect's own errors", function () {
-    const codes = new Set(connect.map(({ wire }) => String(wire.trailers["grpc-status"] ?? wire.headers["grpc-status"])));
+    const codes = new Set(
+      connect.map(({ wire }) => String(wire.trailers["grpc-status"] ?? wire.headers["grpc-status"])),
+    );
     // ok, invalid_argument, not_found, failed_precondition, permission_denied, resource_exhausted,
     // unimplemented, internal, unavailable, unauthenticated.
-    for (const code of ["0", "3", "5", "9", "7", "8", "12", "13", "14", "16"]) expect(codes, `grpc-status ${code}`).to.include(code);
+    for (const code of ["0", "3", "5", "9", "7", "8", "12", "13", "14", "16"])
+      expect(codes, `grpc-status ${code}`).to.include(code);
     const success = connect.find(({ name }) => name === "Sell")!.wire;
     expect(success.headers).to.deep.equal({ "content-type": "application/grpc+proto" });
     expect(success.trailers).to.deep.equal({ "grpc-status": "0" });
@@ -278,7 +406,13 @@ describe("a request body the server stopped waiting for", function () {
       const session = http2.connect(t.url);
       session.on("error", () => {});
       try {
-        const stream = session.request({ ":method": "POST", ":path": `${SERVICE}/Sell`, "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+        const stream = session.request({
+          ":method": "POST",
+          ":path": `${SERVICE}/Sell`,
+          "content-type": "application/grpc",
+          te: "trailers",
+          api_key: API_KEY,
+        });
         stream.on("error", () => {});
         stream.resume();
         stream.write(frame(trade())); // the whole message, but the stream is never ended
@@ -329,15 +463,29 @@ describe("which calls the lean gRPC path takes", function () {
 
   const takenBy = async (session: http2.ClientHttp2Session, call: Call): Promise<string> => {
     const wire = await send(session, call);
-    return String(wire.headers["x-taken-by"] ?? (wire.trailers["grpc-status"] === "0" ? "lean" : `lean, grpc-status ${String(wire.trailers["grpc-status"])}`));
+    return String(
+      wire.headers["x-taken-by"] ??
+        (wire.trailers["grpc-status"] === "0" ? "lean" : `lean, grpc-status ${String(wire.trailers["grpc-status"])}`),
+    );
   };
 
   it("answers plain binary calls itself", async function () {
     const h = await harness();
     try {
-      expect(await takenBy(h.session, { name: "", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)] })).to.equal("lean");
-      expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Sell`, body: [frame(trade())], headers: { "grpc-timeout": "5S" } })).to.equal("lean");
-      expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Buy`, body: [frame(trade({ amount: "1e3" }))] })).to.equal("lean, grpc-status 3");
+      expect(
+        await takenBy(h.session, { name: "", path: `${SERVICE}/GetPrice`, body: [frame(PRICE_REQUEST)] }),
+      ).to.equal("lean");
+      expect(
+        await takenBy(h.session, {
+          name: "",
+          path: `${SERVICE}/Sell`,
+          body: [frame(trade())],
+          headers: { "grpc-timeout": "5S" },
+        }),
+      ).to.equal("lean");
+      expect(
+        await takenBy(h.session, { name: "", path: `${SERVICE}/Buy`, body: [frame(trade({ amount: "1e3" }))] }),
+      ).to.equal("lean, grpc-status 3");
       expect(h.handedOver).to.deep.equal([]);
     } finally {
       await h.close();
@@ -347,10 +495,20 @@ describe("which calls the lean gRPC path takes", function () {
   it("leaves other protocols, codecs, compression and bad deadlines to Connect from the first byte", async function () {
     const h = await harness();
     try {
-      for (const headers of <Array<Record<string, string>>>[{ "content-type": "application/grpc+json" }, { "content-type": "application/grpc-web+proto" }, { "grpc-encoding": "gzip" }, { "grpc-timeout": "soon" }]) {
-        expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Sell`, body: [frame(trade())], headers }), JSON.stringify(headers)).to.equal("nobody");
+      for (const headers of <Array<Record<string, string>>>[
+        { "content-type": "application/grpc+json" },
+        { "content-type": "application/grpc-web+proto" },
+        { "grpc-encoding": "gzip" },
+        { "grpc-timeout": "soon" },
+      ]) {
+        expect(
+          await takenBy(h.session, { name: "", path: `${SERVICE}/Sell`, body: [frame(trade())], headers }),
+          JSON.stringify(headers),
+        ).to.equal("nobody");
       }
-      expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Transfer`, body: [frame(trade())] })).to.equal("nobody");
+      expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Transfer`, body: [frame(trade())] })).to.equal(
+        "nobody",
+      );
       expect(h.handedOver).to.deep.equal([]);
     } finally {
       await h.close();
@@ -361,9 +519,16 @@ describe("which calls the lean gRPC path takes", function () {
     const h = await harness();
     try {
       const oversize = frame(trade({ amount: "1".repeat(20_000) }));
-      const bodies = [frame(gzipSync(trade()), 1), Buffer.concat([frame(trade()), frame(trade())]), frame(trade()).subarray(0, 9), Buffer.from([0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xff]), oversize];
+      const bodies = [
+        frame(gzipSync(trade()), 1),
+        Buffer.concat([frame(trade()), frame(trade())]),
+        frame(trade()).subarray(0, 9),
+        Buffer.from([0x00, 0x00, 0x00, 0x00, 0x02, 0xff, 0xff]),
+        oversize,
+      ];
       for (const body of bodies) {
-        const chunks = body === oversize ? [body.subarray(0, 7000), body.subarray(7000, 17000), body.subarray(17000)] : [body];
+        const chunks =
+          body === oversize ? [body.subarray(0, 7000), body.subarray(7000, 17000), body.subarray(17000)] : [body];
         expect(await takenBy(h.session, { name: "", path: `${SERVICE}/Sell`, body: chunks })).to.equal("connect");
       }
       expect(h.handedOver.map((h) => h.body.toString("hex"))).to.deep.equal(bodies.map((b) => b.toString("hex")));

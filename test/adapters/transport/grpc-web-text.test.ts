@@ -9,15 +9,30 @@ import * as grpcWeb from "grpc-web";
 // @ts-expect-error xhr2 has no type declarations; it is XMLHttpRequest, for grpc-web in Node.
 import XMLHttpRequest from "xhr2";
 
-import { HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
-import { GetPriceRequestSchema, PriceRecordSchema, TokenService, TradeRequestSchema, TransactionReceiptSchema } from "../../../gen/tokentrade/v1/token_pb.js";
+import {
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus,
+} from "../../../gen/grpc/health/v1/health_pb.js";
+import {
+  GetPriceRequestSchema,
+  PriceRecordSchema,
+  TokenService,
+  TradeRequestSchema,
+  TransactionReceiptSchema,
+} from "../../../gen/tokentrade/v1/token_pb.js";
 import { API_KEY, CUSTOMER, DAI, PRICE, WALLET, startTestServer, type TestServer } from "./helpers.js";
 
 // grpc-web calls XMLHttpRequest as a browser global.
 (globalThis as { XMLHttpRequest?: unknown }).XMLHttpRequest = XMLHttpRequest;
 
 /** A grpc-web method descriptor over protobuf-es schemas. */
-function method<I extends DescMessage, O extends DescMessage>(path: string, kind: "unary" | "server_streaming", input: I, output: O) {
+function method<I extends DescMessage, O extends DescMessage>(
+  path: string,
+  kind: "unary" | "server_streaming",
+  input: I,
+  output: O,
+) {
   class Request {}
   class Response {}
   return new grpcWeb.MethodDescriptor<MessageShape<I>, MessageShape<O>>(
@@ -39,7 +54,12 @@ function decodeText(text: string): Buffer {
 
 const GET_PRICE = method(`/${TokenService.typeName}/GetPrice`, "unary", GetPriceRequestSchema, PriceRecordSchema);
 const SELL = method(`/${TokenService.typeName}/Sell`, "unary", TradeRequestSchema, TransactionReceiptSchema);
-const WATCH = method("/grpc.health.v1.Health/Watch", "server_streaming", HealthCheckRequestSchema, HealthCheckResponseSchema);
+const WATCH = method(
+  "/grpc.health.v1.Health/Watch",
+  "server_streaming",
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+);
 
 describe("gRPC-Web text mode (Google's grpc-web client)", function () {
   let t: TestServer;
@@ -53,11 +73,21 @@ describe("gRPC-Web text mode (Google's grpc-web client)", function () {
   for (const format of ["text", "binary"]) {
     it(`calls GetPrice and Sell in ${format} mode`, async function () {
       const client = new grpcWeb.GrpcWebClientBase({ format });
-      const price = await client.unaryCall(`${t.url}${GET_PRICE.getName()}`, create(GetPriceRequestSchema), { api_key: API_KEY }, GET_PRICE);
+      const price = await client.unaryCall(
+        `${t.url}${GET_PRICE.getName()}`,
+        create(GetPriceRequestSchema),
+        { api_key: API_KEY },
+        GET_PRICE,
+      );
       expect(price.rateForCashCurrency).to.deep.equal(PRICE.rateForCashCurrency);
       const receipt = await client.unaryCall(
         `${t.url}${SELL.getName()}`,
-        create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "10", usdAddress: DAI.address }),
+        create(TradeRequestSchema, {
+          userAddress: WALLET,
+          destinatary: CUSTOMER,
+          amount: "10",
+          usdAddress: DAI.address,
+        }),
         { api_key: API_KEY },
         SELL,
       );
@@ -68,10 +98,22 @@ describe("gRPC-Web text mode (Google's grpc-web client)", function () {
 
   it("answers a text call without a key with UNAUTHENTICATED, and a field error with INVALID_ARGUMENT naming the field", async function () {
     const client = new grpcWeb.GrpcWebClientBase({ format: "text" });
-    const refused = await client.unaryCall(`${t.url}${GET_PRICE.getName()}`, create(GetPriceRequestSchema), {}, GET_PRICE).catch((e: grpcWeb.RpcError) => e);
+    const refused = await client
+      .unaryCall(`${t.url}${GET_PRICE.getName()}`, create(GetPriceRequestSchema), {}, GET_PRICE)
+      .catch((e: grpcWeb.RpcError) => e);
     expect((refused as grpcWeb.RpcError).code).to.equal(grpcWeb.StatusCode.UNAUTHENTICATED);
     const invalid = await client
-      .unaryCall(`${t.url}${SELL.getName()}`, create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "-1", usdAddress: DAI.address }), { api_key: API_KEY }, SELL)
+      .unaryCall(
+        `${t.url}${SELL.getName()}`,
+        create(TradeRequestSchema, {
+          userAddress: WALLET,
+          destinatary: CUSTOMER,
+          amount: "-1",
+          usdAddress: DAI.address,
+        }),
+        { api_key: API_KEY },
+        SELL,
+      )
       .catch((e: grpcWeb.RpcError) => e);
     expect((invalid as grpcWeb.RpcError).code).to.equal(grpcWeb.StatusCode.INVALID_ARGUMENT);
     expect((invalid as grpcWeb.RpcError).message).to.include("amount");

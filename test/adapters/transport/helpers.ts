@@ -130,7 +130,10 @@ export function fakeReceipt(order: TradeOrder, logCount: number, nonce: number):
       id: web3LogId(blockHash, transactionHash, i),
       returnValues: {},
       signature: null,
-      raw: { data: `0x${i.toString(16).padStart(64, "0")}`, topics: [`0x${"dd".repeat(32)}`, `0x${"00".repeat(12)}${order.wallet.slice(2).toLowerCase()}`] },
+      raw: {
+        data: `0x${i.toString(16).padStart(64, "0")}`,
+        topics: [`0x${"dd".repeat(32)}`, `0x${"00".repeat(12)}${order.wallet.slice(2).toLowerCase()}`],
+      },
     };
   }
   return {
@@ -166,7 +169,12 @@ export { ChainUnavailableError, PriceUnavailableError };
 export class LogSink extends Writable {
   readonly lines: string[] = [];
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void) {
-    this.lines.push(...chunk.toString("utf8").split("\n").filter((line) => line !== ""));
+    this.lines.push(
+      ...chunk
+        .toString("utf8")
+        .split("\n")
+        .filter((line) => line !== ""),
+    );
     callback();
   }
   get text(): string {
@@ -207,10 +215,18 @@ export async function startTestServer(
   const price = new FakePricePort();
   const logs = new LogSink();
   const log = pino({ level: "debug", redact: { paths: REDACT_PATHS, censor: "[redacted]" } }, logs);
-  const readiness: TestServer["readiness"] = { result: { ready: true, detail: "chain reachable, wallets funded" }, checks: 0 };
+  const readiness: TestServer["readiness"] = {
+    result: { ready: true, detail: "chain reachable, wallets funded" },
+    checks: 0,
+  };
   const closing = new AbortController();
   const handler = createHttpHandler({
-    useCases: createUseCases({ trade, price, config: CONFIG, ...(options.journal ? { journal: options.journal } : {}) }),
+    useCases: createUseCases({
+      trade,
+      price,
+      config: CONFIG,
+      ...(options.journal ? { journal: options.journal } : {}),
+    }),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
     readiness: async () => {
       readiness.checks += 1;
@@ -227,7 +243,13 @@ export async function startTestServer(
     ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
     ...(options.grpcFastPath !== undefined ? { grpcFastPath: options.grpcFastPath } : {}),
   });
-  const server = await startServer({ handler, port: 0, log, shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000, ...(options.limits ? { limits: options.limits } : {}) });
+  const server = await startServer({
+    handler,
+    port: 0,
+    log,
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000,
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
   const close = () => {
     closing.abort();
@@ -238,8 +260,12 @@ export async function startTestServer(
 
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
+/** A client made by grpc-js's loadPackageDefinition: its methods are typed that loosely there too. */
+// biome-ignore lint/complexity/noBannedTypes: grpc-js's own ServiceClient type, which it does not export.
+export type GrpcServiceClient = grpc.Client & Record<string, Function>;
+
 /** A @grpc/grpc-js client for tokentrade.v1.TokenService, loaded from the .proto file. */
-export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): grpc.Client & Record<string, Function> {
+export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): GrpcServiceClient {
   const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
     includeDirs: [PROTO_ROOT],
     keepCase: true,
@@ -248,14 +274,22 @@ export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): g
     oneofs: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    tokentrade: { v1: { TokenService: new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => grpc.Client & Record<string, Function> } };
+    tokentrade: {
+      v1: {
+        TokenService: new (
+          address: string,
+          credentials: grpc.ChannelCredentials,
+          options?: grpc.ChannelOptions,
+        ) => GrpcServiceClient;
+      };
+    };
   };
   return new proto.tokentrade.v1.TokenService(new URL(url).host, grpc.credentials.createInsecure(), channelOptions);
 }
 
 /** Calls a unary method of a grpc-js client; resolves with the response or the ServiceError. */
 export function grpcCall(
-  client: grpc.Client & Record<string, Function>,
+  client: GrpcServiceClient,
   method: string,
   request: object,
   apiKey?: string,
@@ -273,11 +307,16 @@ export function grpcCall(
 export async function postJson(
   url: string,
   body: unknown,
-  init: { apiKey?: string | null; contentType?: string | null; raw?: string | Buffer; headers?: Record<string, string> } = {},
+  init: {
+    apiKey?: string | null;
+    contentType?: string | null;
+    raw?: string | Buffer;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<{ status: number; headers: Headers; body: any; text: string }> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.contentType !== null) headers["content-type"] = init.contentType ?? "application/json";
-  if (init.apiKey !== null) headers["api_key"] = init.apiKey ?? API_KEY;
+  if (init.apiKey !== null) headers.api_key = init.apiKey ?? API_KEY;
   const response = await fetch(url, { method: "POST", headers, body: init.raw ?? JSON.stringify(body) });
   const text = await response.text();
   let parsed: unknown;
@@ -289,9 +328,12 @@ export async function postJson(
   return { status: response.status, headers: response.headers, body: parsed, text };
 }
 
-export async function getJson(url: string, init: { apiKey?: string | null; method?: string; headers?: Record<string, string> } = {}) {
+export async function getJson(
+  url: string,
+  init: { apiKey?: string | null; method?: string; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...init.headers };
-  if (init.apiKey !== null) headers["api_key"] = init.apiKey ?? API_KEY;
+  if (init.apiKey !== null) headers.api_key = init.apiKey ?? API_KEY;
   const response = await fetch(url, { method: init.method ?? "GET", headers });
   const text = await response.text();
   let parsed: unknown;

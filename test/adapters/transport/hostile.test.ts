@@ -23,7 +23,10 @@ async function waitFor(what: string, probe: () => boolean, ms = 5_000): Promise<
 }
 
 /** An HTTP/2 client that sends the connection preface and an empty SETTINGS frame, then nothing. */
-const PREFACE_AND_SETTINGS = Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]);
+const PREFACE_AND_SETTINGS = Buffer.concat([
+  Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"),
+  Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]),
+]);
 
 describe("a hostile or unlucky client", function () {
   let t: TestServer | undefined;
@@ -65,10 +68,13 @@ describe("a hostile or unlucky client", function () {
       socket.on("error", () => {});
       return socket;
     });
-    const closed = sockets.map((socket) => new Promise<boolean>((resolve) => {
-      socket.once("close", () => resolve(true));
-      setTimeout(() => resolve(false), 1_000);
-    }));
+    const closed = sockets.map(
+      (socket) =>
+        new Promise<boolean>((resolve) => {
+          socket.once("close", () => resolve(true));
+          setTimeout(() => resolve(false), 1_000);
+        }),
+    );
     expect((await Promise.all(closed)).filter(Boolean)).to.have.length(7);
     expect(t.server.connections()).to.equal(5);
     // Another client (here: the same one, once it lets go of one) is served.
@@ -103,7 +109,9 @@ describe("a hostile or unlucky client", function () {
     }
     const started = Date.now();
     expect((await getJson(`${t.url}/healthz`, { apiKey: null })).status).to.equal(200);
-    console.log(`      after 1,000 reset streams: /healthz answered in ${Date.now() - started} ms; ${priced} handlers ran`);
+    console.log(
+      `      after 1,000 reset streams: /healthz answered in ${Date.now() - started} ms; ${priced} handlers ran`,
+    );
     expect(priced).to.be.below(20);
   });
 
@@ -120,7 +128,9 @@ describe("a hostile or unlucky client", function () {
     await sleep(300);
     const started = Date.now();
     expect((await getJson(`${t.url}/healthz`, { apiKey: null })).status).to.equal(200);
-    console.log(`      during a 2,000-deep pipeline: /healthz answered in ${Date.now() - started} ms; ${priced} handlers ran`);
+    console.log(
+      `      during a 2,000-deep pipeline: /healthz answered in ${Date.now() - started} ms; ${priced} handlers ran`,
+    );
     expect(priced).to.be.at.most(16);
     socket.resume();
     await closed;
@@ -130,7 +140,13 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer({ limits: { bodyMs: 300 } });
     const session = http2.connect(t.url);
     session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers", api_key: API_KEY });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/tokentrade.v1.TokenService/Sell",
+      "content-type": "application/grpc",
+      te: "trailers",
+      api_key: API_KEY,
+    });
     stream.on("error", () => {});
     stream.resume();
     const started = Date.now();
@@ -145,7 +161,12 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer();
     const session = http2.connect(t.url);
     session.on("error", () => {});
-    const stream = session.request({ ":method": "POST", ":path": "/tokentrade.v1.TokenService/Sell", "content-type": "application/grpc", te: "trailers" });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/tokentrade.v1.TokenService/Sell",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
     stream.on("error", () => {});
     const headers = await new Promise<http2.IncomingHttpHeaders>((resolve) => stream.once("response", resolve));
     expect(headers["grpc-status"]).to.equal("16");
@@ -156,9 +177,18 @@ describe("a hostile or unlucky client", function () {
   it("is refused unstarted, not queued, when the service holds too many requests", async function () {
     t = await startTestServer({ limits: { requestsInFlight: 2 } });
     t.trade.delayMs = 300;
-    const body = { userAddress: "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", destinatary: "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359", amount: "1", usdAddress: "0xdAC17F958D2ee523a2206206994597C13D831ec7" };
+    const body = {
+      userAddress: "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+      destinatary: "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",
+      amount: "1",
+      usdAddress: "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+    };
     const post = () =>
-      fetch(`${t!.url}/api/v1/token/buy`, { method: "POST", headers: { api_key: API_KEY, "content-type": "application/json" }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.text() }));
+      fetch(`${t!.url}/api/v1/token/buy`, {
+        method: "POST",
+        headers: { api_key: API_KEY, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: await r.text() }));
     const answers = await Promise.all([post(), post(), post()]);
     expect(answers.map((a) => a.status).sort()).to.deep.equal([200, 200, 503]);
     expect(answers.find((a) => a.status === 503)!.body).to.include("the request was not started");

@@ -15,18 +15,26 @@ import { pino } from "pino";
 
 import { startService, type EmbeddedChain, type RunningService } from "../../../adapters/main.js";
 import { startEmbeddedChain } from "../../../scripts/embedded-chain.js";
-import { getJson, grpcClient, postJson } from "./helpers.js";
+import { type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "idem-api-key-0123456789abcdef";
 const OTHER_KEY = "idem-other-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
-function grpcTrade(client: grpc.Client & Record<string, Function>, method: string, request: object, key: string, idempotencyKey?: string) {
+function grpcTrade(
+  client: GrpcServiceClient,
+  method: string,
+  request: object,
+  key: string,
+  idempotencyKey?: string,
+) {
   const metadata = new grpc.Metadata();
   metadata.set("api_key", key);
   if (idempotencyKey !== undefined) metadata.set("idempotency-key", idempotencyKey);
   return new Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }>((resolve) => {
-    client[method]!(request, metadata, (error: grpc.ServiceError | null, response: Record<string, any>) => resolve(error ? { error } : { response }));
+    client[method]!(request, metadata, (error: grpc.ServiceError | null, response: Record<string, any>) =>
+      resolve(error ? { error } : { response }),
+    );
   });
 }
 
@@ -50,7 +58,8 @@ describe("retries and faults on the embedded chain", function () {
         DEPLOYMENT_FILE: file,
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: `${KEY},${OTHER_KEY}`,
-        PORT: "0", METRICS_PORT: "0",
+        PORT: "0",
+        METRICS_PORT: "0",
         DATA_DIR: dir,
         PRICE_CACHE_MS: "0",
         RECEIPT_TIMEOUT_MS: "1500",
@@ -72,9 +81,17 @@ describe("retries and faults on the embedded chain", function () {
 
   const wallet = () => chain.exchangeWallet.address;
   const nonce = () => rpc.getTransactionCount(wallet(), "pending");
-  const body = (amount: string) => ({ userAddress: wallet(), destinatary: CUSTOMER, amount, usdAddress: chain.addresses.stableCoins.USDC });
+  const body = (amount: string) => ({
+    userAddress: wallet(),
+    destinatary: CUSTOMER,
+    amount,
+    usdAddress: chain.addresses.stableCoins.USDC,
+  });
   const post = (path: string, payload: unknown, idempotencyKey?: string, apiKey = KEY) =>
-    postJson(`${service.apiUrl}${path}`, payload, { apiKey, headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {} });
+    postJson(`${service.apiUrl}${path}`, payload, {
+      apiKey,
+      headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {},
+    });
 
   describe("Idempotency-Key on the JSON routes", function () {
     it("answers a retry with the same key and body with the original receipt and sends one transaction", async function () {
@@ -92,7 +109,10 @@ describe("retries and faults on the embedded chain", function () {
       const before = await nonce();
       const other = await post("/api/v1/token/sell", body("2"), "json-2");
       expect(other.status).to.equal(422);
-      expect(other.body).to.deep.equal({ code: "failed_precondition", message: "Idempotency-Key: was already used with a different request" });
+      expect(other.body).to.deep.equal({
+        code: "failed_precondition",
+        message: "Idempotency-Key: was already used with a different request",
+      });
       const otherRoute = await post("/api/v1/remmitance", body("1"), "json-2");
       expect(otherRoute.status).to.equal(422);
       expect(await nonce()).to.equal(before);
@@ -120,7 +140,12 @@ describe("retries and faults on the embedded chain", function () {
       const client = grpcClient(service.apiUrl);
       try {
         const before = await nonce();
-        const request = { user_address: wallet(), destinatary: CUSTOMER, amount: "4", usd_address: chain.addresses.stableCoins.DAI };
+        const request = {
+          user_address: wallet(),
+          destinatary: CUSTOMER,
+          amount: "4",
+          usd_address: chain.addresses.stableCoins.DAI,
+        };
         const first = await grpcTrade(client, "Buy", request, KEY, "grpc-1");
         const again = await grpcTrade(client, "Buy", request, KEY, "grpc-1");
         expect(first.error).to.equal(undefined);
@@ -129,7 +154,11 @@ describe("retries and faults on the embedded chain", function () {
         expect(other.error?.code).to.equal(grpc.status.FAILED_PRECONDITION);
         expect(other.error?.details).to.match(/Idempotency-Key/);
         // The same key through JSON with the same request is the same trade.
-        const json = await post("/api/v1/token/buy", { userAddress: wallet(), destinatary: CUSTOMER, amount: "4", usdAddress: request.usd_address }, "grpc-1");
+        const json = await post(
+          "/api/v1/token/buy",
+          { userAddress: wallet(), destinatary: CUSTOMER, amount: "4", usdAddress: request.usd_address },
+          "grpc-1",
+        );
         expect(json.body.transactionHash).to.equal(first.response?.transaction_hash);
         expect(await nonce()).to.equal(before + 1);
       } finally {
@@ -164,11 +193,19 @@ describe("retries and faults on the embedded chain", function () {
       // Another caller's key, an unknown hash, a malformed one, and no key.
       const hidden = await getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: OTHER_KEY });
       expect(hidden.status).to.equal(404);
-      expect(hidden.body).to.deep.equal({ code: "not_found", message: `transactionHash: no trade of yours broadcast ${hash}` });
-      expect((await getJson(`${service.apiUrl}/api/v1/trades/0x${"12".repeat(32)}`, { apiKey: KEY })).status).to.equal(404);
+      expect(hidden.body).to.deep.equal({
+        code: "not_found",
+        message: `transactionHash: no trade of yours broadcast ${hash}`,
+      });
+      expect((await getJson(`${service.apiUrl}/api/v1/trades/0x${"12".repeat(32)}`, { apiKey: KEY })).status).to.equal(
+        404,
+      );
       const malformed = await getJson(`${service.apiUrl}/api/v1/trades/0x1234`, { apiKey: KEY });
       expect(malformed.status).to.equal(400);
-      expect(malformed.body).to.deep.equal({ code: "invalid_argument", message: "transactionHash: must be 0x followed by 64 hex digits" });
+      expect(malformed.body).to.deep.equal({
+        code: "invalid_argument",
+        message: "transactionHash: must be 0x followed by 64 hex digits",
+      });
       expect((await getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: null })).status).to.equal(401);
       expect((await post(`/api/v1/trades/${hash}`, {})).status).to.equal(405);
 
@@ -176,7 +213,12 @@ describe("retries and faults on the embedded chain", function () {
       try {
         const viaGrpc = await grpcTrade(client, "GetTrade", { transaction_hash: hash }, KEY);
         expect(viaGrpc.error).to.equal(undefined);
-        expect(viaGrpc.response).to.deep.include({ kind: "sell", status: "confirmed", transaction_hash: hash, wallet: wallet() });
+        expect(viaGrpc.response).to.deep.include({
+          kind: "sell",
+          status: "confirmed",
+          transaction_hash: hash,
+          wallet: wallet(),
+        });
         expect(viaGrpc.response!.receipt.transaction_hash).to.equal(hash);
         expect(viaGrpc.response!.transactions[0].hash).to.equal(hash);
         const other = await grpcTrade(client, "GetTrade", { transaction_hash: hash }, OTHER_KEY);

@@ -135,7 +135,9 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
       ] as const) {
         it(`${method} ${path} with the key ${label} answers 401 unauthenticated and trades nothing`, async function () {
           const res =
-            method === "POST" ? await postJson(`${t.url}${path}`, tradeBody(), { apiKey }) : await getJson(`${t.url}${path}`, { apiKey });
+            method === "POST"
+              ? await postJson(`${t.url}${path}`, tradeBody(), { apiKey })
+              : await getJson(`${t.url}${path}`, { apiKey });
           expectError(res, 401, "unauthenticated", "api_key");
           expect(t.trade.nonce).to.equal(0);
           expect(t.trade.calls).to.have.length(0);
@@ -150,32 +152,61 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
   });
 
   describe("when the input is bad, it answers 400 naming the field and sends nothing", function () {
-    const cases: Array<{ name: string; body?: unknown; raw?: string; code?: string; status?: number; field: string }> = [
-      { name: "malformed JSON", raw: '{"userAddress": ', field: "request body" },
-      { name: "an empty body", raw: "", field: "request body" },
-      { name: "a body that is not UTF-8", raw: "\xff\xfe", field: "request body" },
-      { name: "a JSON array", body: [tradeBody()], field: "request" },
-      { name: "a JSON string", body: "sell", field: "request" },
-      { name: "JSON null", body: null, field: "request" },
-      { name: "a JSON number", body: 42, field: "request" },
-      { name: "a missing userAddress", body: { destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address }, field: "userAddress" },
-      { name: "a missing amount", body: { userAddress: WALLET, destinatary: CUSTOMER, usdAddress: DAI.address }, field: "amount" },
-      { name: "an extra field", body: tradeBody({ memo: "hi" }), field: "memo" },
-      { name: "a __proto__ field", raw: JSON.stringify(tradeBody()).replace("{", '{"__proto__":{"x":1},'), field: "__proto__" },
-      { name: "a number amount", body: tradeBody({ amount: 1.5 }), field: "amount" },
-      { name: "a null destinatary", body: tradeBody({ destinatary: null }), field: "destinatary" },
-      { name: "an object usdAddress", body: tradeBody({ usdAddress: { address: DAI.address } }), field: "usdAddress" },
-      { name: "a short address", body: tradeBody({ destinatary: "0x1234" }), field: "destinatary" },
-      { name: "an address failing its checksum", body: tradeBody({ userAddress: WALLET.replace("a", "A") }), field: "userAddress" },
-      { name: "the zero address as destinatary", body: tradeBody({ destinatary: `0x${"0".repeat(40)}` }), field: "destinatary" },
-      { name: "a negative amount", body: tradeBody({ amount: "-1" }), field: "amount" },
-      { name: "a zero amount", body: tradeBody({ amount: "0" }), field: "amount" },
-      { name: "an exponent amount", body: tradeBody({ amount: "1e3" }), field: "amount" },
-      { name: "an amount with spaces", body: tradeBody({ amount: " 1" }), field: "amount" },
-      { name: "more decimals than USDT has", body: tradeBody({ amount: "0.0000001" }), field: "amount" },
-      { name: "an amount over the limit", body: tradeBody({ amount: "10001" }), field: "amount" },
-      { name: "an unsupported stable coin", body: tradeBody({ usdAddress: "0x4Fabb145d64652a948d72533023f6E7A623C7C53" }), field: "usdAddress" },
-    ];
+    const cases: Array<{ name: string; body?: unknown; raw?: string; code?: string; status?: number; field: string }> =
+      [
+        { name: "malformed JSON", raw: '{"userAddress": ', field: "request body" },
+        { name: "an empty body", raw: "", field: "request body" },
+        { name: "a body that is not UTF-8", raw: "\xff\xfe", field: "request body" },
+        { name: "a JSON array", body: [tradeBody()], field: "request" },
+        { name: "a JSON string", body: "sell", field: "request" },
+        { name: "JSON null", body: null, field: "request" },
+        { name: "a JSON number", body: 42, field: "request" },
+        {
+          name: "a missing userAddress",
+          body: { destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address },
+          field: "userAddress",
+        },
+        {
+          name: "a missing amount",
+          body: { userAddress: WALLET, destinatary: CUSTOMER, usdAddress: DAI.address },
+          field: "amount",
+        },
+        { name: "an extra field", body: tradeBody({ memo: "hi" }), field: "memo" },
+        {
+          name: "a __proto__ field",
+          raw: JSON.stringify(tradeBody()).replace("{", '{"__proto__":{"x":1},'),
+          field: "__proto__",
+        },
+        { name: "a number amount", body: tradeBody({ amount: 1.5 }), field: "amount" },
+        { name: "a null destinatary", body: tradeBody({ destinatary: null }), field: "destinatary" },
+        {
+          name: "an object usdAddress",
+          body: tradeBody({ usdAddress: { address: DAI.address } }),
+          field: "usdAddress",
+        },
+        { name: "a short address", body: tradeBody({ destinatary: "0x1234" }), field: "destinatary" },
+        {
+          name: "an address failing its checksum",
+          body: tradeBody({ userAddress: WALLET.replace("a", "A") }),
+          field: "userAddress",
+        },
+        {
+          name: "the zero address as destinatary",
+          body: tradeBody({ destinatary: `0x${"0".repeat(40)}` }),
+          field: "destinatary",
+        },
+        { name: "a negative amount", body: tradeBody({ amount: "-1" }), field: "amount" },
+        { name: "a zero amount", body: tradeBody({ amount: "0" }), field: "amount" },
+        { name: "an exponent amount", body: tradeBody({ amount: "1e3" }), field: "amount" },
+        { name: "an amount with spaces", body: tradeBody({ amount: " 1" }), field: "amount" },
+        { name: "more decimals than USDT has", body: tradeBody({ amount: "0.0000001" }), field: "amount" },
+        { name: "an amount over the limit", body: tradeBody({ amount: "10001" }), field: "amount" },
+        {
+          name: "an unsupported stable coin",
+          body: tradeBody({ usdAddress: "0x4Fabb145d64652a948d72533023f6E7A623C7C53" }),
+          field: "usdAddress",
+        },
+      ];
     for (const c of cases) {
       it(`${c.name}`, async function () {
         const raw = c.raw === "\xff\xfe" ? Buffer.from([0xff, 0xfe, 0x7b]) : c.raw;
@@ -230,16 +261,21 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
       expectError(res, 500, "internal");
       expect(res.body.message).to.equal("internal error");
       expect(res.text).not.to.include("secretThing");
-      const logged = t.logs.records().find((r) => r["reqId"] === "bug-1" && r["level"] === 50);
+      const logged = t.logs.records().find((r) => r.reqId === "bug-1" && r.level === 50);
       expect(logged, t.logs.text).to.not.equal(undefined);
       expect(JSON.stringify(logged)).to.include("secretThing");
-      expect((logged!["err"] as { stack: string }).stack).to.include("TypeError");
+      expect((logged!.err as { stack: string }).stack).to.include("TypeError");
     });
   });
 
   describe("HTTP-level refusals", function () {
     it("a wrong Content-Type answers 415 invalid_argument naming Content-Type", async function () {
-      for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", null]) {
+      for (const contentType of [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/json; charset=latin1",
+        null,
+      ]) {
         const res = await postJson(`${t.url}/api/v1/token/sell`, tradeBody(), { contentType });
         expectError(res, 415, "invalid_argument", "Content-Type");
       }
@@ -294,7 +330,13 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
     });
 
     it("an unknown path answers 404 not_found naming the path", async function () {
-      for (const path of ["/api/v1/token/sel", "/api/v2/token/sell", "/api/v1/token/sell/", "/", "/tokentrade.v1.TokenService/Nope"]) {
+      for (const path of [
+        "/api/v1/token/sel",
+        "/api/v2/token/sell",
+        "/api/v1/token/sell/",
+        "/",
+        "/tokentrade.v1.TokenService/Nope",
+      ]) {
         const res = await postJson(`${t.url}${path}`, tradeBody());
         expectError(res, 404, "not_found", path === "/" ? undefined : path.split("/").pop());
       }
@@ -329,11 +371,16 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
     it("GET /readyz shares one check among concurrent callers and reuses it for a second (the node is asked once)", async function () {
       const cached = await startTestServer({ readinessCacheMs: 1_000 });
       try {
-        const answers = await Promise.all(Array.from({ length: 100 }, () => getJson(`${cached.url}/readyz`, { apiKey: null })));
+        const answers = await Promise.all(
+          Array.from({ length: 100 }, () => getJson(`${cached.url}/readyz`, { apiKey: null })),
+        );
         expect(answers.every((a) => a.status === 200)).to.equal(true);
         expect(cached.readiness.checks).to.equal(1);
         cached.readiness.result = { ready: false, detail: "no gas money in 0x1" };
-        expect((await getJson(`${cached.url}/readyz`, { apiKey: null })).status, "within the second: the same answer").to.equal(200);
+        expect(
+          (await getJson(`${cached.url}/readyz`, { apiKey: null })).status,
+          "within the second: the same answer",
+        ).to.equal(200);
         await new Promise((resolve) => setTimeout(resolve, 1_050));
         expect((await getJson(`${cached.url}/readyz`, { apiKey: null })).status).to.equal(503);
         expect(cached.readiness.checks).to.equal(2);

@@ -48,7 +48,8 @@ describe("interval mining: CHAIN_BLOCK_TIME_MS=1000 (a block every second)", fun
     expect(await provider.send("hardhat_getAutomine", [])).to.equal(false);
     // The deployment was automined: each of its transactions (the deployer's, then the exchange
     // wallet's approvals) has a block of its own, and the blocks after it are empty.
-    const deployment = (await provider.getTransactionCount(hardhatAccount(0).address)) + (await provider.getTransactionCount(wallet));
+    const deployment =
+      (await provider.getTransactionCount(hardhatAccount(0).address)) + (await provider.getTransactionCount(wallet));
     expect(deployment).to.be.greaterThan(10);
     for (let n = 1; n <= deployment; n++) {
       expect((await provider.getBlock(n))!.transactions, `block ${n}`).to.have.length(1);
@@ -66,7 +67,9 @@ describe("interval mining: CHAIN_BLOCK_TIME_MS=1000 (a block every second)", fun
     const { provider, wallet, service } = chain;
     const coins = service.addresses.stableCoins;
     const nonceBefore = await provider.getTransactionCount(wallet, "pending");
-    expect(await provider.getTransactionCount(wallet, "latest"), "nothing pending before the burst").to.equal(nonceBefore);
+    expect(await provider.getTransactionCount(wallet, "latest"), "nothing pending before the burst").to.equal(
+      nonceBefore,
+    );
     const startBlock = await provider.getBlockNumber();
 
     const started = performance.now();
@@ -74,7 +77,9 @@ describe("interval mining: CHAIN_BLOCK_TIME_MS=1000 (a block every second)", fun
       Array.from({ length: 100 }, (_, i) => {
         const symbol = SYMBOLS[i % 3]!;
         // 1.x to 100.x USD, with all 6 (USDT, USDC) or 18 (DAI) decimals in use.
-        const amount = `${1 + i}.${String((i + 1) * 7_919_123_457).padStart(18, "1").slice(0, DECIMALS[symbol])}`;
+        const amount = `${1 + i}.${String((i + 1) * 7_919_123_457)
+          .padStart(18, "1")
+          .slice(0, DECIMALS[symbol])}`;
         return postJson(
           `${service.apiUrl}/api/v1/token/buy`,
           { userAddress: wallet, destinatary: CUSTOMER, amount, usdAddress: coins[symbol] },
@@ -97,7 +102,10 @@ describe("interval mining: CHAIN_BLOCK_TIME_MS=1000 (a block every second)", fun
     expect(hashes.size).to.equal(100);
     expect(blocks[0]!, "mined after the burst started").to.be.greaterThan(startBlock);
     expect(blocks.length, `distinct blocks: ${blocks.join(", ")}`).to.be.at.most(3);
-    expect(blocks.at(-1)! - blocks[0]!, `blocks ${blocks.join(", ")} span more than 3 consecutive blocks`).to.be.at.most(2);
+    expect(
+      blocks.at(-1)! - blocks[0]!,
+      `blocks ${blocks.join(", ")} span more than 3 consecutive blocks`,
+    ).to.be.at.most(2);
 
     // Exactly the 100 buys left the wallet: no allowance top-up (the deployment approved
     // 1,000,000 of each coin) and nothing else.
@@ -129,7 +137,7 @@ interface PlannedTrade {
 }
 
 describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (automine)", function () {
-  const SEED = Number(process.env["LOAD_SEED"] ?? 20_250_605);
+  const SEED = Number(process.env.LOAD_SEED ?? 20_250_605);
   let chain: EmbeddedService;
 
   before(async function () {
@@ -149,7 +157,9 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
     const context = `(LOAD_SEED=${SEED})`;
 
     // Customers: two Hardhat accounts and three fresh addresses, some sent in lower case.
-    const fresh = Array.from({ length: 3 }, () => getAddress(hexlify(Uint8Array.from({ length: 20 }, () => Math.floor(random() * 256)))));
+    const fresh = Array.from({ length: 3 }, () =>
+      getAddress(hexlify(Uint8Array.from({ length: 20 }, () => Math.floor(random() * 256)))),
+    );
     const customers = [hardhatAccount(2).address, hardhatAccount(3).address, ...fresh];
 
     const plan: PlannedTrade[] = Array.from({ length: 500 }, (_, i) => {
@@ -162,7 +172,14 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
       const units = randomBigInt(random, min, 300n * 10n ** BigInt(decimals));
       const amount = toDecimalText(units, decimals, random() < 0.1 ? 1 + Math.floor(random() * 3) : 0);
       const customer = pick(customers);
-      return { kind, symbol, units, amount, customer: random() < 0.2 ? customer.toLowerCase() : customer, via: i % 2 === 0 ? "json" : "grpc" };
+      return {
+        kind,
+        symbol,
+        units,
+        amount,
+        customer: random() < 0.2 ? customer.toLowerCase() : customer,
+        via: i % 2 === 0 ? "json" : "grpc",
+      };
     });
 
     // Expected changes, computed from the plan alone.
@@ -176,7 +193,11 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
 
     const assets = { TTK: service.addresses.token, ...coins };
     type Asset = keyof typeof assets;
-    const holders = { wallet, swap: service.addresses.swap, ...Object.fromEntries(customers.map((c, i) => [`customer${i}`, c])) };
+    const holders = {
+      wallet,
+      swap: service.addresses.swap,
+      ...Object.fromEntries(customers.map((c, i) => [`customer${i}`, c])),
+    };
     const expected = new Map<string, bigint>(); // `${holder}:${asset}` → delta
     const add = (holder: string, asset: Asset, delta: bigint) => {
       const key = `${getAddress(holder)}:${asset}`;
@@ -214,7 +235,11 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
     const nonceBefore = await provider.getTransactionCount(wallet, "pending");
 
     const client = grpcClient(service.apiUrl);
-    const path: Record<Kind, string> = { sell: "/api/v1/token/sell", buy: "/api/v1/token/buy", remittance: "/api/v1/remmitance" };
+    const path: Record<Kind, string> = {
+      sell: "/api/v1/token/sell",
+      buy: "/api/v1/token/buy",
+      remittance: "/api/v1/remmitance",
+    };
     const method: Record<Kind, string> = { sell: "Sell", buy: "Buy", remittance: "Remittance" };
     const started = performance.now();
     const outcomes = await Promise.all(
@@ -242,11 +267,11 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
         );
         return {
           t,
-          ok: error === undefined && response?.["status"] === true,
+          ok: error === undefined && response?.status === true,
           detail: error ? `${error.code} ${error.details}` : "",
-          hash: response?.["transaction_hash"] as string | undefined,
-          from: response?.["from"] as string | undefined,
-          logs: (response?.["events"] as unknown[] | undefined)?.length ?? -1,
+          hash: response?.transaction_hash as string | undefined,
+          from: response?.from as string | undefined,
+          logs: (response?.events as unknown[] | undefined)?.length ?? -1,
         };
       }),
     );
@@ -254,7 +279,10 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
     client.close();
 
     const failed = outcomes.filter((o) => !o.ok);
-    expect(failed.map((o) => `${o.t.via} ${o.t.kind} ${o.t.amount} ${o.t.symbol}: ${o.detail}`), context).to.deep.equal([]);
+    expect(
+      failed.map((o) => `${o.t.via} ${o.t.kind} ${o.t.amount} ${o.t.symbol}: ${o.detail}`),
+      context,
+    ).to.deep.equal([]);
     for (const o of outcomes) {
       expect(o.from).to.equal(wallet.toLowerCase());
       expect(o.logs, `${o.t.kind} logs`).to.equal(o.t.kind === "sell" ? 5 : 3);
@@ -278,7 +306,10 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
       expect(expected.get(`${customer}:TTK`) ?? 0n, customer).to.be.greaterThan(0n);
     }
 
-    const counts = (via: string) => (["sell", "buy", "remittance"] as const).map((k) => plan.filter((t) => t.via === via && t.kind === k).length).join("/");
+    const counts = (via: string) =>
+      (["sell", "buy", "remittance"] as const)
+        .map((k) => plan.filter((t) => t.via === via && t.kind === k).length)
+        .join("/");
     console.log(
       `      500 trades in ${Math.round(elapsedMs)} ms (${Math.round((500 * 1000) / elapsedMs)} trades/s); ` +
         `sell/buy/remittance json ${counts("json")}, grpc ${counts("grpc")}; ${expected.size} balances reconciled ${context}`,

@@ -20,7 +20,10 @@ const LOGGER = fileURLToPath(new URL("../../../adapters/transport/logger.ts", im
 /** Runs `body` in a fresh Node.js (through tsx) with `createLogger` and `accessLog` in scope; its stdout, as lines. */
 function run(body: string): { lines: Array<Record<string, unknown>>; status: number | null } {
   const script = `import { createLogger, accessLog } from ${JSON.stringify(LOGGER)};\n${body}`;
-  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 60_000 });
+  const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   if (child.error) throw child.error;
   const lines = child.stdout
     .split("\n")
@@ -53,8 +56,8 @@ describe("the service's logger", function () {
       setTimeout(() => { throw new Error("boom"); }, 10);
     `);
     expect(status).to.equal(1);
-    expect(lines.map((l) => l["msg"])).to.deep.equal(["before", "unexpected error"]);
-    expect((lines[1]!["err"] as { message: string }).message).to.equal("boom");
+    expect(lines.map((l) => l.msg)).to.deep.equal(["before", "unexpected error"]);
+    expect((lines[1]!.err as { message: string }).message).to.equal("boom");
   });
 
   it("redacts keys on its lines; access lines share its destination and format", function () {
@@ -63,13 +66,30 @@ describe("the service's logger", function () {
       log.info({ api_key: "secret-key-0123456789", nested: { privateKey: "0xabc" } }, "with secrets");
       accessLog(log)({ reqId: "r1", method: "GET", path: "/api/v1/token/price", httpVersion: "1.1", status: 200, completed: true, ms: 0.25 });
     `);
-    expect(lines[0]).to.deep.include({ api_key: "[redacted]", nested: { privateKey: "[redacted]" }, level: "info", service: "token-trading-service" });
+    expect(lines[0]).to.deep.include({
+      api_key: "[redacted]",
+      nested: { privateKey: "[redacted]" },
+      level: "info",
+      service: "token-trading-service",
+    });
     expect(JSON.stringify(lines[0])).not.to.include("secret-key");
-    expect(Object.keys(lines[1]!)).to.deep.equal(["level", "time", "service", "reqId", "method", "path", "httpVersion", "status", "completed", "ms", "msg"]);
+    expect(Object.keys(lines[1]!)).to.deep.equal([
+      "level",
+      "time",
+      "service",
+      "reqId",
+      "method",
+      "path",
+      "httpVersion",
+      "status",
+      "completed",
+      "ms",
+      "msg",
+    ]);
     // pino's isoTime format, made once per millisecond: the time the line was written.
     for (const line of lines) {
-      expect(line["time"]).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-      expect(Math.abs(Date.parse(line["time"] as string) - Date.now())).to.be.below(30_000);
+      expect(line.time).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Math.abs(Date.parse(line.time as string) - Date.now())).to.be.below(30_000);
     }
   });
 
@@ -80,8 +100,8 @@ describe("the service's logger", function () {
       log.info("short");
       setTimeout(() => { process.stderr.write("waited"); }, 400);
     `);
-    expect(lines.map((l) => l["msg"])).to.deep.equal(["long", "short"]);
-    expect((lines[0]!["big"] as string).length).to.equal(50_000);
+    expect(lines.map((l) => l.msg)).to.deep.equal(["long", "short"]);
+    expect((lines[0]!.big as string).length).to.equal(50_000);
   });
 });
 
@@ -100,7 +120,9 @@ describe("the service's logger when stdout's reader is gone", function () {
         }
       }, 5);
       setTimeout(() => { clearInterval(timer); log.info("last"); process.stderr.write("alive after " + n + " lines"); process.exit(0); }, 600);`;
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child.stdout.destroy(); // the reader goes away at once
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
@@ -114,18 +136,29 @@ describe("access lines", function () {
   const record = fc.record({
     reqId: fc.oneof(fc.uuid(), fc.string({ unit: "grapheme", maxLength: 130 })),
     method: fc.option(fc.oneof(fc.constantFrom("GET", "POST", "OPTIONS"), fc.string()), { nil: undefined }),
-    path: fc.oneof(fc.constant("/api/v1/token/price"), fc.string({ unit: "binary", maxLength: 300 }), fc.string({ unit: "grapheme-ascii" })),
+    path: fc.oneof(
+      fc.constant("/api/v1/token/price"),
+      fc.string({ unit: "binary", maxLength: 300 }),
+      fc.string({ unit: "grapheme-ascii" }),
+    ),
     httpVersion: fc.constantFrom("1.1", "2.0", "1.0"),
     status: fc.integer({ min: 100, max: 599 }),
     completed: fc.boolean(),
-    ms: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.integer({ min: 0, max: 1e9 }).map((us) => us / 1000)),
+    ms: fc.oneof(
+      fc.double({ min: 0, max: 1e6, noNaN: true }),
+      fc.integer({ min: 0, max: 1e9 }).map((us) => us / 1000),
+    ),
   });
 
   /** pino's own line for the record, time taken from ours (both are the same millisecond's clock, formatted once per ms). */
   function pinoLine(r: AccessRecord, time: string): string {
     let out = "";
     const log = pino(
-      { base: { service: "token-trading-service" }, timestamp: () => `,"time":"${time}"`, formatters: { level: (label: string) => ({ level: label }) } },
+      {
+        base: { service: "token-trading-service" },
+        timestamp: () => `,"time":"${time}"`,
+        formatters: { level: (label: string) => ({ level: label }) },
+      },
       { write: (line: string) => void (out += line) },
     );
     const fields: Record<string, unknown> = { ...r };

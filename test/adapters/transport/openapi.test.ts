@@ -13,7 +13,10 @@ import { startEmbeddedService, type EmbeddedService } from "./chain-helpers.js";
 import { API_KEY } from "./helpers.js";
 
 type Doc = {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
+  >;
   components: object;
 };
 
@@ -53,21 +56,36 @@ describe("the OpenAPI document", function () {
   /** Validates `body` as the document says `method path` answers `status`; the errors, or [] when it conforms. */
   function check(path: string, method: string, status: number, body: unknown): string[] {
     // The document's references ("#/components/...") resolved against it, added to Ajv as "api".
-    const schema = JSON.parse(JSON.stringify(schemaFor(path, method, status)).replaceAll('"$ref":"#/', '"$ref":"api#/')) as object;
+    const schema = JSON.parse(
+      JSON.stringify(schemaFor(path, method, status)).replaceAll('"$ref":"#/', '"$ref":"api#/'),
+    ) as object;
     const validate = ajv.compile(schema);
     return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
   }
 
-  async function call(method: string, url: string, init: { key?: string | null; body?: string; contentType?: string } = {}) {
+  async function call(
+    method: string,
+    url: string,
+    init: { key?: string | null; body?: string; contentType?: string } = {},
+  ) {
     const headers: Record<string, string> = {};
-    if (init.key !== null) headers["api_key"] = init.key ?? API_KEY;
+    if (init.key !== null) headers.api_key = init.key ?? API_KEY;
     if (init.body !== undefined) headers["content-type"] = init.contentType ?? "application/json";
-    const answer = await fetch(`${s.service.apiUrl}${url}`, { method, headers, ...(init.body !== undefined ? { body: init.body } : {}) });
+    const answer = await fetch(`${s.service.apiUrl}${url}`, {
+      method,
+      headers,
+      ...(init.body !== undefined ? { body: init.body } : {}),
+    });
     return { status: answer.status, body: (await answer.json()) as unknown };
   }
 
   const tradeBody = (amount: string) =>
-    JSON.stringify({ userAddress: s.wallet, destinatary: CUSTOMER, amount, usdAddress: s.service.addresses.stableCoins.DAI });
+    JSON.stringify({
+      userAddress: s.wallet,
+      destinatary: CUSTOMER,
+      amount,
+      usdAddress: s.service.addresses.stableCoins.DAI,
+    });
 
   it("describes the real answers of every operation: price, sell, buy, remittance, the trade's status, the probes", async function () {
     const price = await call("GET", "/api/v1/token/price");
@@ -91,9 +109,21 @@ describe("the OpenAPI document", function () {
   it("describes the real error bodies: 400 naming the field, 401, 404, 415, an amount over the limit", async function () {
     const cases: Array<[string, string, Awaited<ReturnType<typeof call>>]> = [
       ["/api/v1/token/sell", "post", await call("POST", "/api/v1/token/sell", { body: tradeBody("-1") })],
-      ["/api/v1/token/sell", "post", await call("POST", "/api/v1/token/sell", { body: "{", contentType: "application/json" })],
-      ["/api/v1/token/buy", "post", await call("POST", "/api/v1/token/buy", { body: tradeBody("1"), key: "not-a-key-0123456789" })],
-      ["/api/v1/token/buy", "post", await call("POST", "/api/v1/token/buy", { body: tradeBody("1"), contentType: "text/plain" })],
+      [
+        "/api/v1/token/sell",
+        "post",
+        await call("POST", "/api/v1/token/sell", { body: "{", contentType: "application/json" }),
+      ],
+      [
+        "/api/v1/token/buy",
+        "post",
+        await call("POST", "/api/v1/token/buy", { body: tradeBody("1"), key: "not-a-key-0123456789" }),
+      ],
+      [
+        "/api/v1/token/buy",
+        "post",
+        await call("POST", "/api/v1/token/buy", { body: tradeBody("1"), contentType: "text/plain" }),
+      ],
       ["/api/v1/token/sell", "post", await call("POST", "/api/v1/token/sell", { body: tradeBody("100001") })],
       ["/api/v1/token/price", "get", await call("GET", "/api/v1/token/price", { key: null })],
       ["/api/v1/trades/{transactionHash}", "get", await call("GET", `/api/v1/trades/0x${"ab".repeat(32)}`)],
@@ -101,7 +131,8 @@ describe("the OpenAPI document", function () {
     ];
     const statuses = cases.map(([, , answer]) => answer.status);
     expect(statuses).to.deep.equal([400, 400, 401, 415, 400, 401, 404, 400]);
-    for (const [path, method, answer] of cases) expect(check(path, method, answer.status, answer.body), `${method} ${path} ${answer.status}`).to.deep.equal([]);
+    for (const [path, method, answer] of cases)
+      expect(check(path, method, answer.status, answer.body), `${method} ${path} ${answer.status}`).to.deep.equal([]);
     expect((cases[0]![2].body as { message: string }).message).to.match(/^amount:/);
   });
 
@@ -111,7 +142,10 @@ describe("the OpenAPI document", function () {
     expect(check("/api/v1/token/price", "get", 200, { ...price, cryptoCurrency: 5 })).to.not.deep.equal([]);
     const { rateForCashCurrency: _dropped, ...missing } = price;
     expect(check("/api/v1/token/price", "get", 200, missing)).to.not.deep.equal([]);
-    const receipt = (await call("POST", "/api/v1/token/sell", { body: tradeBody("1") })).body as Record<string, unknown>;
+    const receipt = (await call("POST", "/api/v1/token/sell", { body: tradeBody("1") })).body as Record<
+      string,
+      unknown
+    >;
     expect(check("/api/v1/token/sell", "post", 200, { ...receipt, blockNumber: "0x1" })).to.not.deep.equal([]);
     expect(check("/api/v1/token/sell", "post", 200, { ...receipt, logs: [] })).to.not.deep.equal([]);
     expect(check("/api/v1/token/sell", "post", 200, { code: "x", message: "y", extra: true })).to.not.deep.equal([]);
@@ -119,19 +153,35 @@ describe("the OpenAPI document", function () {
 
   it("documents exactly the routes the service answers: each of its paths answers, others are 404", async function () {
     expect(Object.keys(doc.paths).sort()).to.deep.equal(
-      ["/api/v1/remmitance", "/api/v1/token/buy", "/api/v1/token/price", "/api/v1/token/sell", "/api/v1/trades/{transactionHash}", "/healthz", "/readyz"].sort(),
+      [
+        "/api/v1/remmitance",
+        "/api/v1/token/buy",
+        "/api/v1/token/price",
+        "/api/v1/token/sell",
+        "/api/v1/trades/{transactionHash}",
+        "/healthz",
+        "/readyz",
+      ].sort(),
     );
     for (const [path, operations] of Object.entries(doc.paths)) {
       const url = path.replace("{transactionHash}", `0x${"cd".repeat(32)}`);
       for (const method of Object.keys(operations)) {
-        const answer = await fetch(`${s.service.apiUrl}${url}`, { method: method.toUpperCase(), headers: { api_key: API_KEY, "content-type": "application/json" }, ...(method === "post" ? { body: "{}" } : {}) });
+        const answer = await fetch(`${s.service.apiUrl}${url}`, {
+          method: method.toUpperCase(),
+          headers: { api_key: API_KEY, "content-type": "application/json" },
+          ...(method === "post" ? { body: "{}" } : {}),
+        });
         expect(answer.status, `${method} ${path}`).to.not.equal(405);
         if (!path.includes("{")) expect(answer.status, `${method} ${path}`).to.not.equal(404);
       }
     }
-    expect((await fetch(`${s.service.apiUrl}/api/v1/token/steal`, { headers: { api_key: API_KEY } })).status).to.equal(404);
+    expect((await fetch(`${s.service.apiUrl}/api/v1/token/steal`, { headers: { api_key: API_KEY } })).status).to.equal(
+      404,
+    );
     // The api_key scheme and the Idempotency-Key header are in it.
-    expect(JSON.stringify(doc)).to.include('"securitySchemes":{"api_key":{"type":"apiKey","in":"header","name":"api_key"');
+    expect(JSON.stringify(doc)).to.include(
+      '"securitySchemes":{"api_key":{"type":"apiKey","in":"header","name":"api_key"',
+    );
     expect(JSON.stringify(doc.paths["/api/v1/token/sell"])).to.include("IdempotencyKey");
   });
 });

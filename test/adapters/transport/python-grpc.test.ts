@@ -57,7 +57,10 @@ describe("Python grpcio, with stubs generated the usual way", function () {
     if (!ready) {
       rmSync(VENV, { recursive: true, force: true });
       execFileSync("python3", ["-m", "venv", VENV], { stdio: "pipe" });
-      const pip = spawnSync(PYTHON, ["-m", "pip", "install", "--quiet", "grpcio", "grpcio-tools"], { encoding: "utf8", timeout: 600_000 });
+      const pip = spawnSync(PYTHON, ["-m", "pip", "install", "--quiet", "grpcio", "grpcio-tools"], {
+        encoding: "utf8",
+        timeout: 600_000,
+      });
       if (pip.status !== 0) throw new Error(`pip could not install grpcio and grpcio-tools: ${pip.stderr}`);
     }
     out = mkdtempSync(join(tmpdir(), "python-stubs-"));
@@ -74,17 +77,38 @@ describe("Python grpcio, with stubs generated the usual way", function () {
   });
 
   it("generates importable stubs and calls GetPrice and Sell with the api_key; a wrong key is UNAUTHENTICATED", async function () {
-    const generated = spawnSync(PYTHON, ["-m", "grpc_tools.protoc", "-I", "proto", `--python_out=${out}`, `--grpc_python_out=${out}`, "proto/tokentrade/v1/token.proto"], {
-      cwd: ROOT,
-      encoding: "utf8",
-    });
+    const generated = spawnSync(
+      PYTHON,
+      [
+        "-m",
+        "grpc_tools.protoc",
+        "-I",
+        "proto",
+        `--python_out=${out}`,
+        `--grpc_python_out=${out}`,
+        "proto/tokentrade/v1/token.proto",
+      ],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+      },
+    );
     expect(generated.status, generated.stderr).to.equal(0);
     expect(existsSync(join(out, "tokentrade", "v1", "token_pb2_grpc.py"))).to.equal(true);
     writeFileSync(join(out, "client.py"), CLIENT);
     // The script's own directory is on Python's path, as when a user runs it beside the stubs.
     // Run asynchronously: the server answering it lives in this process.
-    const run = await promisify(execFile)(PYTHON, [join(out, "client.py"), new URL(t.url).host, API_KEY, WALLET, CUSTOMER, DAI.address], { encoding: "utf8", timeout: 60_000 });
-    const result = JSON.parse(run.stdout) as { rates: Record<string, number>; status: boolean; events: number; refused: string };
+    const run = await promisify(execFile)(
+      PYTHON,
+      [join(out, "client.py"), new URL(t.url).host, API_KEY, WALLET, CUSTOMER, DAI.address],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    const result = JSON.parse(run.stdout) as {
+      rates: Record<string, number>;
+      status: boolean;
+      events: number;
+      refused: string;
+    };
     expect(result.rates).to.deep.equal(PRICE.rateForCashCurrency);
     expect(result.status).to.equal(true);
     expect(result.events).to.equal(5);

@@ -10,7 +10,17 @@ import { expect } from "chai";
 import { loadConfig } from "../../../adapters/config/env.js";
 import { TokenBuckets } from "../../../adapters/transport/rate-limit.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
-import { API_KEY, OTHER_KEY, getJson, grpcCall, grpcClient, postJson, startTestServer, tradeBody, type TestServer } from "./helpers.js";
+import {
+  API_KEY,
+  OTHER_KEY,
+  getJson,
+  grpcCall,
+  grpcClient,
+  postJson,
+  startTestServer,
+  tradeBody,
+  type TestServer,
+} from "./helpers.js";
 
 describe("rate limits", function () {
   describe("the token bucket", function () {
@@ -80,7 +90,10 @@ describe("rate limits", function () {
 
     it("refuses an address after its burst of wrong keys, before looking at the key, then lets it in again", async function () {
       t = await startTestServer({ rateLimits: { authFailures: { rate: 5, burst: 4 } } });
-      for (let i = 0; i < 4; i++) expect((await getJson(`${t.url}/api/v1/token/price`, { apiKey: `wrong-key-guess-number-${i}` })).status).to.equal(401);
+      for (let i = 0; i < 4; i++)
+        expect(
+          (await getJson(`${t.url}/api/v1/token/price`, { apiKey: `wrong-key-guess-number-${i}` })).status,
+        ).to.equal(401);
       const blocked = await getJson(`${t.url}/api/v1/token/price`, { apiKey: API_KEY }); // even the right key
       expect(blocked.status).to.equal(429);
       expect(blocked.body).to.deep.include({ code: "resource_exhausted" });
@@ -94,7 +107,10 @@ describe("rate limits", function () {
     it("counts refused gRPC keys too", async function () {
       t = await startTestServer({ rateLimits: { authFailures: { rate: 0.01, burst: 2 } } });
       const client = grpcClient(t.url);
-      for (let i = 0; i < 2; i++) expect((await grpcCall(client, "GetPrice", {}, "not-a-key-at-all-0000")).error?.code).to.equal(grpc.status.UNAUTHENTICATED);
+      for (let i = 0; i < 2; i++)
+        expect((await grpcCall(client, "GetPrice", {}, "not-a-key-at-all-0000")).error?.code).to.equal(
+          grpc.status.UNAUTHENTICATED,
+        );
       expect((await grpcCall(client, "GetPrice", {}, API_KEY)).error?.code).to.equal(grpc.status.RESOURCE_EXHAUSTED);
       client.close();
     });
@@ -102,8 +118,13 @@ describe("rate limits", function () {
 
   it("reads RATE_LIMIT_RPS, RATE_LIMIT_BURST (3 × the rate by default) and AUTH_FAILURES_PER_MINUTE (60 by default)", function () {
     expect(loadConfig({}).rateLimits).to.deep.equal({ authFailures: { rate: 1, burst: 60 } });
-    expect(loadConfig({ RATE_LIMIT_RPS: "100", AUTH_FAILURES_PER_MINUTE: "0" }).rateLimits).to.deep.equal({ perKey: { rate: 100, burst: 300 } });
-    expect(loadConfig({ RATE_LIMIT_RPS: "10", RATE_LIMIT_BURST: "15" }).rateLimits.perKey).to.deep.equal({ rate: 10, burst: 15 });
+    expect(loadConfig({ RATE_LIMIT_RPS: "100", AUTH_FAILURES_PER_MINUTE: "0" }).rateLimits).to.deep.equal({
+      perKey: { rate: 100, burst: 300 },
+    });
+    expect(loadConfig({ RATE_LIMIT_RPS: "10", RATE_LIMIT_BURST: "15" }).rateLimits.perKey).to.deep.equal({
+      rate: 10,
+      burst: 15,
+    });
     expect(() => loadConfig({ RATE_LIMIT_BURST: "15" })).to.throw(/RATE_LIMIT_BURST: is only used with RATE_LIMIT_RPS/);
     expect(() => loadConfig({ RATE_LIMIT_RPS: "-1" })).to.throw(/RATE_LIMIT_RPS/);
   });

@@ -98,7 +98,7 @@ describe("the one-port server", function () {
         const { response, error } = await grpcCall(client, "Sell", grpcTrade(), API_KEY);
         client.close();
         expect(error, error?.message).to.equal(undefined);
-        expect(response!["events"]).to.have.length(5);
+        expect(response!.events).to.have.length(5);
       } finally {
         await proxy.close();
       }
@@ -159,7 +159,11 @@ describe("the one-port server", function () {
       t = await startTestServer();
       const session = http2.connect(t.url);
       const [headers, body] = await new Promise<[http2.IncomingHttpHeaders, string]>((resolve, reject) => {
-        const stream = session.request({ ":path": "/api/v1/token/price", api_key: API_KEY, "x-request-id": "h2-req-1" });
+        const stream = session.request({
+          ":path": "/api/v1/token/price",
+          api_key: API_KEY,
+          "x-request-id": "h2-req-1",
+        });
         const chunks: Buffer[] = [];
         let response: http2.IncomingHttpHeaders = {};
         stream.on("response", (h) => (response = h));
@@ -179,17 +183,23 @@ describe("the one-port server", function () {
   describe("request ids", function () {
     it("echoes an acceptable incoming x-request-id and logs every line of the request with it", async function () {
       t = await startTestServer();
-      const res = await postJson(`${t.url}/api/v1/token/sell`, tradeBody({ amount: "abc" }), { headers: { "x-request-id": "client-req-42" } });
+      const res = await postJson(`${t.url}/api/v1/token/sell`, tradeBody({ amount: "abc" }), {
+        headers: { "x-request-id": "client-req-42" },
+      });
       expect(res.headers.get("x-request-id")).to.equal("client-req-42");
-      const lines = t.logs.records().filter((r) => r["reqId"] === "client-req-42");
-      expect(lines.map((l) => l["msg"])).to.include.members(["request refused", "request completed"]);
-      const completed = lines.find((l) => l["msg"] === "request completed")!;
+      const lines = t.logs.records().filter((r) => r.reqId === "client-req-42");
+      expect(lines.map((l) => l.msg)).to.include.members(["request refused", "request completed"]);
+      const completed = lines.find((l) => l.msg === "request completed")!;
       expect(completed).to.include({ method: "POST", path: "/api/v1/token/sell", status: 400 });
     });
 
     it("replaces a missing or unsafe x-request-id with a UUID", async function () {
       t = await startTestServer();
-      for (const headers of [{}, { "x-request-id": "bad id\twith spaces" }, { "x-request-id": "x".repeat(200) }] as Array<Record<string, string>>) {
+      for (const headers of [
+        {},
+        { "x-request-id": "bad id\twith spaces" },
+        { "x-request-id": "x".repeat(200) },
+      ] as Array<Record<string, string>>) {
         const res = await getJson(`${t.url}/healthz`, { headers });
         expect(res.headers.get("x-request-id")).to.match(/^[0-9a-f-]{36}$/);
       }
@@ -201,10 +211,10 @@ describe("the one-port server", function () {
       const metadata = new grpc.Metadata();
       metadata.set("api_key", "wrong-key-0123456789");
       metadata.set("x-request-id", "grpc-req-7");
-      await new Promise<void>((resolve) => client["GetPrice"]!({}, metadata, () => resolve()));
+      await new Promise<void>((resolve) => client.GetPrice!({}, metadata, () => resolve()));
       client.close();
-      const lines = t.logs.records().filter((r) => r["reqId"] === "grpc-req-7");
-      expect(lines.map((l) => l["msg"])).to.include.members(["rpc refused", "request completed"]);
+      const lines = t.logs.records().filter((r) => r.reqId === "grpc-req-7");
+      expect(lines.map((l) => l.msg)).to.include.members(["rpc refused", "request completed"]);
     });
   });
 
@@ -219,7 +229,10 @@ describe("the one-port server", function () {
       await grpcCall(client, "Sell", grpcTrade(), API_KEY);
       await grpcCall(client, "Sell", grpcTrade(), wrong);
       client.close();
-      await createClient(TokenService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })).getPrice({}, { headers: { api_key: API_KEY } });
+      await createClient(TokenService, createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" })).getPrice(
+        {},
+        { headers: { api_key: API_KEY } },
+      );
       expect(t.logs.lines.length).to.be.greaterThan(8);
       expect(t.logs.text).not.to.include(API_KEY);
       expect(t.logs.text).not.to.include(wrong);
@@ -227,7 +240,10 @@ describe("the one-port server", function () {
 
     it("redacts an api_key that a logged object carries", async function () {
       t = await startTestServer();
-      t.log.info({ headers: { api_key: API_KEY }, req: { headers: { api_key: API_KEY } }, api_key: API_KEY }, "careless line");
+      t.log.info(
+        { headers: { api_key: API_KEY }, req: { headers: { api_key: API_KEY } }, api_key: API_KEY },
+        "careless line",
+      );
       expect(t.logs.text).to.include("careless line");
       expect(t.logs.text).not.to.include(API_KEY);
     });
@@ -239,15 +255,22 @@ describe("the one-port server", function () {
       for (const path of ["/api/v1/token/sell", "/tokentrade.v1.TokenService/Sell"]) {
         const socket = net.connect(t.server.port, "127.0.0.1");
         const gone = new Promise((resolve) => socket.once("close", resolve));
-        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"userAd`);
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"userAd`,
+        );
         await new Promise((resolve) => setTimeout(resolve, 100));
         socket.destroy();
         await gone;
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
       const records = t.logs.records();
-      expect(records.filter((r) => (r["level"] as number) >= 40), t.logs.text).to.deep.equal([]);
-      expect(records.some((r) => r["msg"] === "client went away before its request body arrived; nothing was done")).to.equal(true);
+      expect(
+        records.filter((r) => (r.level as number) >= 40),
+        t.logs.text,
+      ).to.deep.equal([]);
+      expect(
+        records.some((r) => r.msg === "client went away before its request body arrived; nothing was done"),
+      ).to.equal(true);
       expect(t.trade.calls).to.have.length(0);
     });
   });
@@ -268,7 +291,7 @@ describe("the one-port server", function () {
       client.close();
       expect(jsonResult.status, jsonResult.text).to.equal(200);
       expect(rpcResult.error, rpcResult.error?.message).to.equal(undefined);
-      expect(rpcResult.response!["events"]).to.have.length(3);
+      expect(rpcResult.response!.events).to.have.length(3);
       expect(t.trade.nonce).to.equal(2);
       expect(Date.now() - started).to.be.lessThan(3_000);
       let refused: unknown;
@@ -301,7 +324,10 @@ describe("the one-port server", function () {
       expect(statuses.filter((status) => status === 200)).to.have.length(executed);
       expect(statuses.every((status) => status === 200 || status === 503)).to.equal(true);
       expect(executed).to.equal(1);
-      if (statuses.includes(503)) expect(answer).to.include('"code":"unavailable","message":"the service is shutting down: the request was not started; send it again"');
+      if (statuses.includes(503))
+        expect(answer).to.include(
+          '"code":"unavailable","message":"the service is shutting down: the request was not started; send it again"',
+        );
     });
 
     it("does not wait for idle keep-alive connections", async function () {
@@ -340,7 +366,23 @@ describe("the one-port server", function () {
         dir = mkdtempSync(join(tmpdir(), "tls-"));
         execFileSync(
           "openssl",
-          ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")],
+          [
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            join(dir, "key.pem"),
+            "-out",
+            join(dir, "cert.pem"),
+          ],
           { stdio: "ignore" },
         );
         cert = readFileSync(join(dir, "cert.pem"));
@@ -371,20 +413,22 @@ describe("the one-port server", function () {
     it("serves HTTP/1.1 JSON over TLS", async function () {
       t = await startTls();
       expect(t.url).to.match(/^https:/);
-      const { status, body, alpn } = await new Promise<{ status: number; body: string; alpn: string | false | null }>((resolve, reject) => {
-        const req = https.request(
-          `${t.url}/api/v1/token/price`,
-          { ca: cert, headers: { api_key: API_KEY }, ALPNProtocols: ["http/1.1"] } as https.RequestOptions,
-          (res) => {
-            const alpn = (res.socket as unknown as { alpnProtocol: string | false | null }).alpnProtocol;
-            let text = "";
-            res.on("data", (c: Buffer) => (text += c.toString()));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text, alpn }));
-          },
-        );
-        req.on("error", reject);
-        req.end();
-      });
+      const { status, body, alpn } = await new Promise<{ status: number; body: string; alpn: string | false | null }>(
+        (resolve, reject) => {
+          const req = https.request(
+            `${t.url}/api/v1/token/price`,
+            { ca: cert, headers: { api_key: API_KEY }, ALPNProtocols: ["http/1.1"] } as https.RequestOptions,
+            (res) => {
+              const alpn = (res.socket as unknown as { alpnProtocol: string | false | null }).alpnProtocol;
+              let text = "";
+              res.on("data", (c: Buffer) => (text += c.toString()));
+              res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text, alpn }));
+            },
+          );
+          req.on("error", reject);
+          req.end();
+        },
+      );
       expect(alpn).to.equal("http/1.1");
       expect(status).to.equal(200);
       expect(JSON.parse(body).rateForCashCurrency).to.have.keys("CHF", "EUR", "USD");
@@ -392,18 +436,29 @@ describe("the one-port server", function () {
 
     it("serves gRPC over TLS with ALPN h2", async function () {
       t = await startTls();
-      const definition = protoLoader.loadSync("tokentrade/v1/token.proto", { includeDirs: [PROTO_ROOT], keepCase: true, longs: String, defaults: true });
+      const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
+        includeDirs: [PROTO_ROOT],
+        keepCase: true,
+        longs: String,
+        defaults: true,
+      });
       const proto = grpc.loadPackageDefinition(definition) as any;
-      const client = new proto.tokentrade.v1.TokenService(`localhost:${t.server.port}`, grpc.credentials.createSsl(cert));
+      const client = new proto.tokentrade.v1.TokenService(
+        `localhost:${t.server.port}`,
+        grpc.credentials.createSsl(cert),
+      );
       const { response, error } = await grpcCall(client, "Sell", grpcTrade(), API_KEY);
       client.close();
       expect(error, error?.message).to.equal(undefined);
-      expect(response!["events"]).to.have.length(5);
+      expect(response!.events).to.have.length(5);
     });
 
     it("serves Connect over TLS HTTP/2", async function () {
       t = await startTls();
-      const client = createClient(TokenService, createConnectTransport({ baseUrl: t.url, httpVersion: "2", nodeOptions: { ca: cert } }));
+      const client = createClient(
+        TokenService,
+        createConnectTransport({ baseUrl: t.url, httpVersion: "2", nodeOptions: { ca: cert } }),
+      );
       const price = await client.getPrice({}, { headers: { api_key: API_KEY } });
       expect(price.rateForCashCurrency).to.have.keys("CHF", "EUR", "USD");
     });

@@ -27,13 +27,30 @@ import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/tok
 import { apiKeyInterceptor } from "../../../adapters/transport/api-key.interceptor.js";
 import { MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE, createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { errorInterceptor } from "../../../adapters/transport/error.interceptor.js";
-import { DOMAIN_TO_CONNECT_CODE, INTERNAL_MESSAGE, codeName, httpStatusFor, toConnectError } from "../../../adapters/transport/error-map.js";
+import {
+  DOMAIN_TO_CONNECT_CODE,
+  INTERNAL_MESSAGE,
+  codeName,
+  httpStatusFor,
+  toConnectError,
+} from "../../../adapters/transport/error-map.js";
 import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
 import { requestPath } from "../../../adapters/transport/request-path.js";
 import { tokenRoutes } from "../../../adapters/transport/routes.js";
 import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
-import { API_KEY, CONFIG, CUSTOMER, DAI, FakePricePort, FakeTradePort, LogSink, USDT, WALLET, fakeReceipt } from "./helpers.js";
+import {
+  API_KEY,
+  CONFIG,
+  CUSTOMER,
+  DAI,
+  FakePricePort,
+  FakeTradePort,
+  LogSink,
+  USDT,
+  WALLET,
+  fakeReceipt,
+} from "./helpers.js";
 
 describe("error mapping", function () {
   it("maps every domain code to one Connect code", function () {
@@ -130,8 +147,14 @@ describe("api key verifier", function () {
   it("accepts each configured key and says which one", function () {
     const scope = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 32);
     expect(verifier.check(API_KEY)).to.deep.equal({ ok: true, keyIndex: 0, scope: scope(API_KEY) });
-    expect(verifier.check("another-key-abcdefghijkl")).to.deep.equal({ ok: true, keyIndex: 1, scope: scope("another-key-abcdefghijkl") });
-    expect(createApiKeyVerifier(["another-key-abcdefghijkl", API_KEY]).check(API_KEY)).to.deep.include({ scope: scope(API_KEY) });
+    expect(verifier.check("another-key-abcdefghijkl")).to.deep.equal({
+      ok: true,
+      keyIndex: 1,
+      scope: scope("another-key-abcdefghijkl"),
+    });
+    expect(createApiKeyVerifier(["another-key-abcdefghijkl", API_KEY]).check(API_KEY)).to.deep.include({
+      scope: scope(API_KEY),
+    });
   });
 
   it("refuses a missing, empty, wrong, longer or shorter key", function () {
@@ -139,7 +162,15 @@ describe("api key verifier", function () {
     expect(verifier.check(null)).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
     expect(verifier.check("")).to.deep.equal({ ok: false, message: MISSING_KEY_MESSAGE });
     // The key twice over matches it code unit for code unit when read cyclically: only its length differs.
-    for (const wrong of ["nope", `${API_KEY}x`, API_KEY.slice(1), API_KEY.toUpperCase(), `${API_KEY},${API_KEY}`, `${API_KEY}${API_KEY}`, `${API_KEY.slice(0, -1)}\u0000`]) {
+    for (const wrong of [
+      "nope",
+      `${API_KEY}x`,
+      API_KEY.slice(1),
+      API_KEY.toUpperCase(),
+      `${API_KEY},${API_KEY}`,
+      `${API_KEY}${API_KEY}`,
+      `${API_KEY.slice(0, -1)}\u0000`,
+    ]) {
       expect(verifier.check(wrong), wrong).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
     }
   });
@@ -157,7 +188,8 @@ describe("api key verifier", function () {
 
 describe("request path", function () {
   /** What URL parsing gives, or null where URL cannot parse the target. */
-  const byUrl = (target: string) => (URL.canParse(target, "http://localhost") ? new URL(target, "http://localhost").pathname : null);
+  const byUrl = (target: string) =>
+    URL.canParse(target, "http://localhost") ? new URL(target, "http://localhost").pathname : null;
 
   it("is the path URL parsing gives, for plain paths and for every other target", function () {
     for (const target of [
@@ -186,10 +218,25 @@ describe("request path", function () {
   });
 
   it("agrees with URL parsing on arbitrary request targets (fast-check)", function () {
-    const segment = fc.constantFrom("api", "v1", "token", "price", "sell", ".", "..", "", "%2e", "a b", "é", "x?y", "#", "\\");
-    const target = fc.tuple(fc.array(segment, { maxLength: 6 }), fc.option(fc.string({ maxLength: 10 }))).map(
-      ([segments, query]) => `/${segments.join("/")}${query === null ? "" : `?${query}`}`,
+    const segment = fc.constantFrom(
+      "api",
+      "v1",
+      "token",
+      "price",
+      "sell",
+      ".",
+      "..",
+      "",
+      "%2e",
+      "a b",
+      "é",
+      "x?y",
+      "#",
+      "\\",
     );
+    const target = fc
+      .tuple(fc.array(segment, { maxLength: 6 }), fc.option(fc.string({ maxLength: 10 })))
+      .map(([segments, query]) => `/${segments.join("/")}${query === null ? "" : `?${query}`}`);
     fc.assert(
       fc.property(target, (t) => requestPath(t) === (byUrl(t) ?? t.split("?")[0])),
       { numRuns: 2000, seed: 20261122 },
@@ -206,7 +253,13 @@ describe("grpc-message encoding", function () {
 });
 
 describe("proto mapping", function () {
-  const order = { kind: "sell" as const, wallet: WALLET as `0x${string}`, destinatary: CUSTOMER as `0x${string}`, amount: 1n, stable: DAI };
+  const order = {
+    kind: "sell" as const,
+    wallet: WALLET as `0x${string}`,
+    destinatary: CUSTOMER as `0x${string}`,
+    amount: 1n,
+    stable: DAI,
+  };
 
   it("maps every receipt field and keeps the events in key order, numerically", function () {
     const receipt = fakeReceipt(order, 12, 1);
@@ -229,7 +282,12 @@ describe("proto mapping", function () {
     expect(message.events.map((e) => e.logIndex)).to.deep.equal([...Array(12).keys()]);
     const first = message.events[0]!;
     const log = receipt.events["0"]!;
-    expect([first.address, first.blockHash, first.id, first.transactionHash]).to.deep.equal([log.address, log.blockHash, log.id, log.transactionHash]);
+    expect([first.address, first.blockHash, first.id, first.transactionHash]).to.deep.equal([
+      log.address,
+      log.blockHash,
+      log.id,
+      log.transactionHash,
+    ]);
     expect(first.blockNumber).to.equal(BigInt(log.blockNumber));
     expect(first.removed).to.equal(false);
     expect(first.raw?.topics).to.deep.equal(log.raw.topics);
@@ -257,14 +315,18 @@ describe("TokenServiceImpl (a plain class over the use cases)", function () {
   it("translates a request into a use case call and the receipt into a message", async function () {
     const trade = new FakeTradePort();
     const service = new TokenServiceImpl(createUseCases({ trade, price: new FakePricePort(), config: CONFIG }));
-    const receipt = await service.remittance(create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "7", usdAddress: USDT.address }));
+    const receipt = await service.remittance(
+      create(TradeRequestSchema, { userAddress: WALLET, destinatary: CUSTOMER, amount: "7", usdAddress: USDT.address }),
+    );
     expect(receipt.events).to.have.length(3);
     expect(trade.calls[0]!.order.amount).to.equal(7_000_000n);
     expect(trade.calls[0]!.kind).to.equal("remittance");
   });
 
   it("lets domain errors through for the interceptor to map", async function () {
-    const service = new TokenServiceImpl(createUseCases({ trade: new FakeTradePort(), price: new FakePricePort(), config: CONFIG }));
+    const service = new TokenServiceImpl(
+      createUseCases({ trade: new FakeTradePort(), price: new FakePricePort(), config: CONFIG }),
+    );
     let thrown: unknown;
     try {
       await service.sell(create(TradeRequestSchema, {}));
@@ -280,15 +342,21 @@ describe("the RPC routes in memory (createRouterTransport)", function () {
     const trade = new FakeTradePort();
     const logs = new LogSink();
     const log = pino(logs);
-    const transport = createRouterTransport(tokenRoutes(createUseCases({ trade, price: new FakePricePort(), config: CONFIG })), {
-      router: { interceptors: [errorInterceptor(log), apiKeyInterceptor(createApiKeyVerifier([API_KEY]))] },
-    });
+    const transport = createRouterTransport(
+      tokenRoutes(createUseCases({ trade, price: new FakePricePort(), config: CONFIG })),
+      {
+        router: { interceptors: [errorInterceptor(log), apiKeyInterceptor(createApiKeyVerifier([API_KEY]))] },
+      },
+    );
     return { trade, logs, client: createClient(TokenService, transport) };
   }
 
   it("serves a sell with the right key", async function () {
     const { client: c, trade } = client();
-    const receipt = await c.sell({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address }, { headers: { api_key: API_KEY } });
+    const receipt = await c.sell(
+      { userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address },
+      { headers: { api_key: API_KEY } },
+    );
     expect(receipt.events).to.have.length(5);
     expect(trade.nonce).to.equal(1);
   });
@@ -297,7 +365,10 @@ describe("the RPC routes in memory (createRouterTransport)", function () {
     const { client: c, trade, logs } = client();
     let code: Code | undefined;
     try {
-      await c.buy({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address }, { headers: { api_key: "guessed-key-1234567890" } });
+      await c.buy(
+        { userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address },
+        { headers: { api_key: "guessed-key-1234567890" } },
+      );
     } catch (error) {
       code = ConnectError.from(error).code;
     }

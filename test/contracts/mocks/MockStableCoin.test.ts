@@ -2,6 +2,8 @@ import { expect } from "chai";
 import { ZeroAddress } from "ethers";
 import { network } from "hardhat";
 
+import { signers } from "../../helpers/suite.js";
+
 const { ethers } = await network.create();
 
 describe("MockStableCoin", function () {
@@ -16,7 +18,7 @@ describe("MockStableCoin", function () {
   }
 
   it("mints to anyone, like a faucet", async function () {
-    const [, someone] = await ethers.getSigners();
+    const [, someone] = await signers(ethers, 2);
     const coin = await ethers.deployContract("MockStableCoin", ["USD Coin", "USDC", 6]);
     await expect(coin.connect(someone).mint(someone, 42n))
       .to.emit(coin, "Transfer")
@@ -25,7 +27,7 @@ describe("MockStableCoin", function () {
   });
 
   it("does not emit Approval when transferFrom spends an allowance, like DAI and USDC", async function () {
-    const [holder, spender] = await ethers.getSigners();
+    const [holder, spender] = await signers(ethers, 2);
     const coin = await ethers.deployContract("MockStableCoin", ["Dai Stablecoin", "DAI", 18]);
     await coin.mint(holder, 10n);
     await coin.approve(spender, 10n);

@@ -1,10 +1,12 @@
 import { expect } from "chai";
 import { network } from "hardhat";
 
+import { signers } from "../../helpers/suite.js";
+
 const { ethers, networkHelpers } = await network.create();
 
 async function deployUsdt() {
-  const [holder, spender] = await ethers.getSigners();
+  const [holder, spender] = await signers(ethers, 2);
   const usdt = await ethers.deployContract("MockUSDT");
   return { usdt, holder, spender };
 }

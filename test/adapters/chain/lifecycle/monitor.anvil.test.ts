@@ -44,7 +44,10 @@ describe("the lifecycle monitor, a look at a time (anvil)", function () {
       fees: new FeeOracle(provider, { cacheMs: 0 }),
       receipts: new Receipts({ provider, confirmations: 1, timeoutMs: 1_000, journalAfterMs: 0 }),
       settings: { ...settings, ...overrides },
-      log: { warn: (details, message) => warnings.push({ details: details as Record<string, unknown>, message }), info() {} },
+      log: {
+        warn: (details, message) => warnings.push({ details: details as Record<string, unknown>, message }),
+        info() {},
+      },
       holder: "test",
     });
   }
@@ -64,9 +67,21 @@ describe("the lifecycle monitor, a look at a time (anvil)", function () {
   });
 
   async function send(nonce: number, fees = { maxFeePerGas: 10n * GWEI, maxPriorityFeePerGas: GWEI }) {
-    const rawTx = await signer.signTransaction({ type: 2, chainId: 31337, nonce, to: signer.address, value: 0n, gasLimit: 21_000n, data: "0x", ...fees });
+    const rawTx = await signer.signTransaction({
+      type: 2,
+      chainId: 31337,
+      nonce,
+      to: signer.address,
+      value: 0n,
+      gasLimit: 21_000n,
+      data: "0x",
+      ...fees,
+    });
     const hash = (await anvil.rpc<string>("eth_sendRawTransaction", [rawTx])).toLowerCase();
-    await journal.recordSlot({ wallet: signer.address, nonce, purpose: "approval", deadline: null }, { hash, rawTx, ...fees, noop: false, sentAt: new Date() });
+    await journal.recordSlot(
+      { wallet: signer.address, nonce, purpose: "approval", deadline: null },
+      { hash, rawTx, ...fees, noop: false, sentAt: new Date() },
+    );
     return hash;
   }
 
@@ -85,7 +100,10 @@ describe("the lifecycle monitor, a look at a time (anvil)", function () {
     await mine();
     expect(await nonce()).to.equal(2);
     await monitor.look();
-    expect((await journal.openSlots(signer.address)).map((slot) => [slot.nonce, slot.state])).to.deep.equal([[0, "mined"], [1, "mined"]]);
+    expect((await journal.openSlots(signer.address)).map((slot) => [slot.nonce, slot.state])).to.deep.equal([
+      [0, "mined"],
+      [1, "mined"],
+    ]);
   });
 
   it("replaces a transaction not mined in time with +10 % on both fees, and counts the replacement's receipt", async function () {
@@ -96,7 +114,11 @@ describe("the lifecycle monitor, a look at a time (anvil)", function () {
     const slot = (await journal.slot(signer.address, 0))!;
     expect(slot.broadcasts).to.have.length(2);
     const replacement = slot.broadcasts[1]!;
-    expect(replacement).to.deep.include({ maxFeePerGas: 11n * GWEI + 1n, maxPriorityFeePerGas: 1_100_000_001n, noop: false });
+    expect(replacement).to.deep.include({
+      maxFeePerGas: 11n * GWEI + 1n,
+      maxPriorityFeePerGas: 1_100_000_001n,
+      noop: false,
+    });
     expect(warnings.at(-1)).to.deep.include({ message: "replaced a transaction not mined in time, with higher fees" });
     expect(warnings.at(-1)!.details).to.deep.include({ nonce: 0, previousHash: first, hash: replacement.hash });
     // The node took the replacement in place of the first.

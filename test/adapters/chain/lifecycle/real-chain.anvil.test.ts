@@ -67,7 +67,8 @@ async function realChain(env: Record<string, string> = {}, anvilOptions: { state
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
-      PORT: "0", METRICS_PORT: "0",
+      PORT: "0",
+      METRICS_PORT: "0",
       DATA_DIR: join(dir, "data"),
       RECEIPT_TIMEOUT_MS: "1000",
       IDEMPOTENCY_WAIT_MS: "0",
@@ -77,21 +78,30 @@ async function realChain(env: Record<string, string> = {}, anvilOptions: { state
     },
     log: pino({ level: "info" }, logs),
   });
-  const body = { userAddress: EXCHANGE.address, destinatary: CUSTOMER, amount: "2", usdAddress: addresses.stableCoins.USDC };
+  const body = {
+    userAddress: EXCHANGE.address,
+    destinatary: CUSTOMER,
+    amount: "2",
+    usdAddress: addresses.stableCoins.USDC,
+  };
   return {
     anvil,
     service,
     logs,
     addresses,
     dir,
-    nonce: async (tag = "latest") => Number(await anvil.rpc<string>("eth_getTransactionCount", [EXCHANGE.address, tag])),
+    nonce: async (tag = "latest") =>
+      Number(await anvil.rpc<string>("eth_getTransactionCount", [EXCHANGE.address, tag])),
     pause: async () => {
       await anvil.rpc("evm_setAutomine", [false]);
       await anvil.rpc("evm_setIntervalMining", [0]);
     },
     resume: async () => void (await anvil.rpc("evm_setIntervalMining", [1])),
     sell: (idempotencyKey) =>
-      postJson(`${service.apiUrl}/api/v1/token/sell`, body, { apiKey: KEY, headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {} }),
+      postJson(`${service.apiUrl}/api/v1/token/sell`, body, {
+        apiKey: KEY,
+        headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {},
+      }),
     trade: (hash) => getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: KEY }),
     async close() {
       await service.close();
@@ -110,10 +120,14 @@ function pendingHash(answer: { status: number; body: { code?: string; message?: 
 
 /** Retries with the key until the answer is not 504 (pending). */
 async function outcome(chain: RealChain, key: string, ms = 60_000) {
-  return waitFor(`the outcome of ${key}`, async () => {
-    const answer = await chain.sell(key);
-    return answer.status === 504 ? undefined : answer;
-  }, ms);
+  return waitFor(
+    `the outcome of ${key}`,
+    async () => {
+      const answer = await chain.sell(key);
+      return answer.status === 504 ? undefined : answer;
+    },
+    ms,
+  );
 }
 
 async function usdcOf(chain: RealChain, owner: string): Promise<bigint> {
@@ -153,7 +167,10 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     // less 1 % (100 bps), rounded up.
     const tx = await chain.anvil.rpc<{ input: string }>("eth_getTransactionByHash", [hash]);
     const [, , , minOut, deadline] = swapInterface.decodeFunctionData("sell", tx.input);
-    const block = await chain.anvil.rpc<{ timestamp: string }>("eth_getBlockByNumber", [`0x${done.body.blockNumber.toString(16)}`, false]);
+    const block = await chain.anvil.rpc<{ timestamp: string }>("eth_getBlockByNumber", [
+      `0x${done.body.blockNumber.toString(16)}`,
+      false,
+    ]);
     expect(Number(deadline) - Number(block.timestamp)).to.be.within(250, 300);
     const paid = 2_500_000n; // 2 tokens at 1.25 USD, in USDC's 6 decimals
     expect(minOut).to.equal((paid * 9_900n + 9_999n) / 10_000n);
@@ -174,7 +191,9 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     const refused = await chain.sell();
     expect(refused.status, refused.text).to.equal(503);
     expect(refused.body.code).to.equal("unavailable");
-    expect(refused.body.message).to.match(/base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/);
+    expect(refused.body.message).to.match(
+      /base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/,
+    );
     await sleep(5_000); // the monitor re-prices up to the cap, then waits
     expect(await chain.nonce("latest")).to.equal(before);
     const during = await chain.trade(hash);
@@ -194,7 +213,9 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     expect(view.body.status).to.equal("confirmed");
     expect(view.body.transactions.map((t: { hash: string }) => t.hash)).to.include(done.body.transactionHash);
     // Recorded for the issue's note: the time from the end of the spike to the trade mined.
-    console.log(`      fee spike: mined ${caughtUpMs} ms after the spike ended, after ${view.body.transactions.length} broadcasts`);
+    console.log(
+      `      fee spike: mined ${caughtUpMs} ms after the spike ended, after ${view.body.transactions.length} broadcasts`,
+    );
     expect(caughtUpMs).to.be.below(15_000);
   });
 
@@ -203,7 +224,10 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     const before = await chain.nonce();
     const first = await chain.sell("reorg-1");
     expect(first.status, first.text).to.equal(200);
-    await waitFor("a block on top", async () => Number(await chain!.anvil.rpc<string>("eth_blockNumber")) > first.body.blockNumber);
+    await waitFor(
+      "a block on top",
+      async () => Number(await chain!.anvil.rpc<string>("eth_blockNumber")) > first.body.blockNumber,
+    );
     const head = Number(await chain.anvil.rpc<string>("eth_blockNumber"));
     await chain.anvil.rpc("anvil_reorg", [head - first.body.blockNumber + 1, []]);
 
@@ -216,7 +240,10 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
       expect(answer.status, answer.text).to.equal(504);
       return undefined;
     });
-    const block = await chain.anvil.rpc<{ hash: string }>("eth_getBlockByNumber", [`0x${canonical.body.blockNumber.toString(16)}`, false]);
+    const block = await chain.anvil.rpc<{ hash: string }>("eth_getBlockByNumber", [
+      `0x${canonical.body.blockNumber.toString(16)}`,
+      false,
+    ]);
     expect(block.hash).to.equal(canonical.body.blockHash);
     expect(canonical.body.transactionHash, "sent again byte for byte").to.equal(first.body.transactionHash);
     expect(await chain.nonce()).to.equal(before + 1);
@@ -250,7 +277,9 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     const done = await outcome(chain, "taken-1");
     expect(done.status, done.text).to.equal(400);
     expect(done.body.code).to.equal("failed_precondition");
-    expect(done.body.message).to.match(/trade dropped: nonce \d+ of 0x[0-9a-fA-F]{40} was used by a transaction not signed for this trade; nothing was paid/);
+    expect(done.body.message).to.match(
+      /trade dropped: nonce \d+ of 0x[0-9a-fA-F]{40} was used by a transaction not signed for this trade; nothing was paid/,
+    );
     expect(await usdcOf(chain, CUSTOMER)).to.equal(paidBefore);
     expect((await chain.trade(hash)).body.status).to.equal("failed");
     const next = await chain.sell();
@@ -264,19 +293,27 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     const paidBefore = await usdcOf(chain, CUSTOMER);
     await chain.pause();
     const hash = pendingHash(await chain.sell("late-1"));
-    await waitFor("the no-op", async () => /deadline passed: freeing the nonce with a no-op/.test(chain!.logs.text), 30_000);
+    await waitFor(
+      "the no-op",
+      async () => /deadline passed: freeing the nonce with a no-op/.test(chain!.logs.text),
+      30_000,
+    );
     await chain.resume();
 
     const done = await outcome(chain, "late-1");
     expect(done.status, done.text).to.equal(400);
     expect(done.body.code).to.equal("failed_precondition");
-    expect(done.body.message).to.match(/^trade expired: not mined before its deadline .*; a no-op took its nonce \d+, so it can never execute; nothing was paid$/);
+    expect(done.body.message).to.match(
+      /^trade expired: not mined before its deadline .*; a no-op took its nonce \d+, so it can never execute; nothing was paid$/,
+    );
     expect(await usdcOf(chain, CUSTOMER)).to.equal(paidBefore);
     expect(await chain.nonce()).to.equal(before + 1);
     const view = await chain.trade(hash);
     expect(view.body.status).to.equal("expired");
     expect(view.body.transactions.at(-1).noop).to.equal(true);
-    const mined = await chain.anvil.rpc<{ to: string; input: string; value: string }>("eth_getTransactionByHash", [view.body.transactionHash]);
+    const mined = await chain.anvil.rpc<{ to: string; input: string; value: string }>("eth_getTransactionByHash", [
+      view.body.transactionHash,
+    ]);
     expect(mined).to.deep.include({ to: EXCHANGE.address.toLowerCase(), input: "0x", value: "0x0" });
   });
 
@@ -331,7 +368,10 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     expect(answer.status, answer.text).to.equal(200);
     const head = Number(await chain.anvil.rpc<string>("eth_blockNumber"));
     expect(head - answer.body.blockNumber + 1).to.be.at.least(3);
-    const block = await chain.anvil.rpc<{ hash: string }>("eth_getBlockByNumber", [`0x${answer.body.blockNumber.toString(16)}`, false]);
+    const block = await chain.anvil.rpc<{ hash: string }>("eth_getBlockByNumber", [
+      `0x${answer.body.blockNumber.toString(16)}`,
+      false,
+    ]);
     expect(block.hash).to.equal(answer.body.blockHash);
     const view = await chain.trade(answer.body.transactionHash);
     expect(view.body.status).to.equal("confirmed");
@@ -344,10 +384,14 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     expect((await ready()).status).to.equal(200);
     await chain.pause();
     pendingHash(await chain.sell("stuck-1"));
-    const stuck = await waitFor("/readyz to report the stuck nonce", async () => {
-      const answer = await ready();
-      return answer.status === 503 ? answer : undefined;
-    }, 15_000);
+    const stuck = await waitFor(
+      "/readyz to report the stuck nonce",
+      async () => {
+        const answer = await ready();
+        return answer.status === 503 ? answer : undefined;
+      },
+      15_000,
+    );
     expect(stuck.body).to.deep.include({ code: "unavailable" });
     expect(stuck.body.message).to.match(new RegExp(`^stuck: ${EXCHANGE.address} has nonce \\d+ unmined for \\d+ s$`));
     await chain.resume();

@@ -45,7 +45,7 @@ interface Instance {
 async function startInstance(env: Record<string, string>): Promise<Instance> {
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     cwd: ROOT,
-    env: { PATH: process.env["PATH"] ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -74,7 +74,8 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
-      PORT: "0", METRICS_PORT: "0",
+      PORT: "0",
+      METRICS_PORT: "0",
       JOURNAL_URL: postgres.url,
       LOG_LEVEL: "warn",
       RECEIPT_TIMEOUT_MS: "1000",
@@ -107,9 +108,10 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ holder: string }>("SELECT holder FROM leases WHERE name = $1 AND expires_at > clock_timestamp()", [
-        `monitor:${EXCHANGE.address.toLowerCase()}`,
-      ]);
+      const { rows } = await client.query<{ holder: string }>(
+        "SELECT holder FROM leases WHERE name = $1 AND expires_at > clock_timestamp()",
+        [`monitor:${EXCHANGE.address.toLowerCase()}`],
+      );
       return rows[0]?.holder;
     } finally {
       await client.end();
@@ -152,6 +154,8 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
     expect(done.body.transactionHash).to.equal(hash);
     expect(await nonce()).to.equal(before + 1);
     // Log lines are written within 200 ms (buffered).
-    await waitFor("the re-send's log line", async () => (/re-sent a transaction the node no longer knew/.test(survivor.output()) ? true : undefined));
+    await waitFor("the re-send's log line", async () =>
+      /re-sent a transaction the node no longer knew/.test(survivor.output()) ? true : undefined,
+    );
   });
 });
