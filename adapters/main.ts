@@ -27,8 +27,8 @@ import { openJournal } from "./journal/index.js";
 import { ConfigError, loadConfig, type AppConfig, type RpcChainConfig } from "./config/env.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
 import { createHttpHandler } from "./transport/http-handler.js";
-import { ServiceMetrics } from "./metrics.js";
-import { createLogger } from "./transport/logger.js";
+import { ServiceMetrics } from "./shared/metrics.js";
+import { createLogger } from "./shared/logger.js";
 import { startServer, type ApiServer } from "./transport/server.js";
 
 /** Where `npm start` writes what a developer needs to talk to the embedded chain and the API. */
@@ -88,7 +88,7 @@ export interface EmbeddedChainOptions {
   blockTimeMs?: number;
 }
 
-/** Starts an embedded chain. Injected (scripts/embedded-chain.ts) so adapters/ never imports Hardhat or scripts/. */
+/** Starts an embedded chain. Injected (scripts/embedded-chain/chain.ts) so adapters/ never imports Hardhat or scripts/. */
 export type StartEmbeddedChain = (options: EmbeddedChainOptions) => Promise<EmbeddedChain>;
 
 export interface StartServiceOptions {

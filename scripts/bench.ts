@@ -154,8 +154,8 @@ const AUTOMATIC_HEADERS = new Set(["date", "connection", "keep-alive", "transfer
 async function serve(): Promise<void> {
   const send = (message: FromServer) => process.send!(message);
   const { startService } = await import("../adapters/main.js");
-  const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain.js");
-  const { startEmbeddedChainProcess } = await import("./embedded-chain-process.js");
+  const { EXCHANGE_ACCOUNT, hardhatAccount } = await import("./embedded-chain/chain.js");
+  const { startEmbeddedChainProcess } = await import("./embedded-chain/parent.js");
   const apiKey = process.env.BENCH_API_KEY!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
   // The service's own logger, as `npm start` makes it (LOG_LEVEL, default info), on this process's

@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     service = await startService({
       embeddedChain: async () => {
         if (COMPILED) throw new NoEmbeddedChainError();
-        return (await import("./embedded-chain-process.js")).startEmbeddedChainProcess;
+        return (await import("./embedded-chain/parent.js")).startEmbeddedChainProcess;
       },
     });
   } catch (error) {

@@ -6,7 +6,7 @@ export {
   type ChainAdapterOptions,
   type DeploymentAddresses,
   DEFAULT_STUCK_AFTER_MS,
-} from "./chain.adapter.js";
+} from "./create-chain-adapter.js";
 export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
 export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
 export type { LifecycleLog } from "./lifecycle/monitor.js";

@@ -23,9 +23,9 @@ import { tokenCalls } from "./token.service.js";
 import { corsPolicy } from "./cors.js";
 import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
-import { accessLog, bindRequestContext, requestContext } from "./logger.js";
+import { accessLog, bindRequestContext, requestContext } from "../shared/logger.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
-import { tokenRoutes } from "./routes.js";
+import { tokenRoutes } from "./rpc-routes.js";
 
 /** Every TokenService RPC's path starts with this; nothing else does. */
 const RPC_PATH_PREFIX = `/${TokenService.typeName}/`;
@@ -57,7 +57,7 @@ export interface HttpHandlerOptions {
    * false serves every RPC through Connect, which the equivalence tests compare it with.
    */
   grpcFastPath?: boolean;
-  /** Where each answered request is counted (adapters/metrics.ts). */
+  /** Where each answered request is counted (adapters/shared/metrics.ts). */
   metrics?: { request(route: string, protocol: string, code: string, seconds: number): void };
 }
 

@@ -7,7 +7,7 @@ import type { TradeUseCase, UseCases } from "../../core/index.js";
 import type { ApiKeyVerifier } from "./api-key.js";
 import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
-import { requestContext, type RequestContext } from "./logger.js";
+import { requestContext, type RequestContext } from "../shared/logger.js";
 import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 

@@ -16,7 +16,7 @@ import { JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
 import { startService, type EmbeddedChain, type RunningService } from "../../adapters/main.js";
-import { startEmbeddedChain } from "../../scripts/embedded-chain.js";
+import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 import { postJson } from "../adapters/transport/helpers.js";
 import { startPostgres, type TestPostgres } from "../helpers/postgres.js";
 

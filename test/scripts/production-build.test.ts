@@ -15,7 +15,7 @@ import { delimiter, join } from "node:path";
 import { expect } from "chai";
 
 import { MIN_NODE_VERSION, nodeVersionProblem, supportsNode } from "../../adapters/node-version.js";
-import { hardhatAccount } from "../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { productionApp, productionEntry } from "../helpers/production-build.js";
 
@@ -62,7 +62,7 @@ describe("production build", function () {
       expect(installed(prod), prod).to.equal(true);
     // Only the service: no tests, no Hardhat scripts.
     expect(existsSync(join(app, "test"))).to.equal(false);
-    expect(existsSync(join(app, "scripts", "embedded-chain.js"))).to.equal(false);
+    expect(existsSync(join(app, "scripts", "embedded-chain", "chain.js"))).to.equal(false);
     expect(existsSync(join(app, "scripts", "deploy.js"))).to.equal(false);
   });
 

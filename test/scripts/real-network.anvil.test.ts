@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { Contract, Wallet, encryptKeystoreJson, parseUnits } from "ethers";
 
-import { hardhatAccount } from "../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../scripts/embedded-chain/chain.js";
 import { startAnvil, type Anvil } from "../helpers/anvil.js";
 import { productionApp, productionEntry } from "../helpers/production-build.js";
 

@@ -11,7 +11,7 @@ import { Contract, JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
-import { startEmbeddedChain } from "../../../scripts/embedded-chain.js";
+import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 
 export interface EmbeddedService {
   service: RunningService;

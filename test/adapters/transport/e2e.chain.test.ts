@@ -1,6 +1,6 @@
 /**
  * End to end on the real in-process chain: the composition root (adapters/main.ts)
- * with the embedded chain of `npm start` (scripts/embedded-chain.ts: Hardhat's EDR
+ * with the embedded chain of `npm start` (scripts/embedded-chain/chain.ts: Hardhat's EDR
  * served as JSON-RPC on a free port, the suite deployed with the deployment module),
  * the real chain adapter, and the API on port 0, called over every protocol.
  */
@@ -19,7 +19,7 @@ import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
-import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain.js";
+import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { LogSink, getJson, grpcCall, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "e2e-api-key-0123456789abcdef";

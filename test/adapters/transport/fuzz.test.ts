@@ -17,7 +17,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { getAddress } from "ethers";
 
-import { hardhatAccount } from "../../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../../scripts/embedded-chain/chain.js";
 import { erc20, startEmbeddedService, type EmbeddedService } from "./chain-helpers.js";
 
 const KEY = "fuzz-api-key-0123456789abcdef";

@@ -33,7 +33,7 @@ import {
 import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import type { Readiness } from "../../../adapters/transport/json-routes.js";
-import { REDACT_PATHS } from "../../../adapters/transport/logger.js";
+import { REDACT_PATHS } from "../../../adapters/shared/logger.js";
 import type { RateLimitOptions } from "../../../adapters/transport/rate-limit.js";
 import { startServer, type ApiServer, type ServerLimits } from "../../../adapters/transport/server.js";
 

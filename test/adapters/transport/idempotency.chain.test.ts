@@ -14,7 +14,7 @@ import { JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
 import { startService, type EmbeddedChain, type RunningService } from "../../../adapters/main.js";
-import { startEmbeddedChain } from "../../../scripts/embedded-chain.js";
+import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "idem-api-key-0123456789abcdef";

@@ -10,7 +10,7 @@
 import { expect } from "chai";
 import { Contract, getAddress, hexlify } from "ethers";
 
-import { hardhatAccount } from "../../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../../scripts/embedded-chain/chain.js";
 import {
   PRICE_1_25,
   erc20,

@@ -37,7 +37,7 @@ import {
 import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
 import { requestPath } from "../../../adapters/transport/request-path.js";
-import { tokenRoutes } from "../../../adapters/transport/routes.js";
+import { tokenRoutes } from "../../../adapters/transport/rpc-routes.js";
 import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
 import {
   API_KEY,

@@ -11,7 +11,7 @@ import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chai
 import { Receipts } from "../../../../adapters/chain/receipts.js";
 import { WasmSigningKey } from "../../../../adapters/chain/signing-key.js";
 import { MemoryJournal } from "../../../../adapters/journal/index.js";
-import { hardhatAccount } from "../../../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { startAnvil, type Anvil } from "../../../helpers/anvil.js";
 
 const GWEI = 10n ** 9n;

@@ -16,7 +16,7 @@ import { pino } from "pino";
 
 import { SWAP_ABI } from "../../../../adapters/chain/index.js";
 import { startService, type RunningService } from "../../../../adapters/main.js";
-import { hardhatAccount } from "../../../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
 import { LogSink, getJson, postJson } from "../../transport/helpers.js";
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import pg from "pg";
 
-import { hardhatAccount } from "../../../../scripts/embedded-chain.js";
+import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
 import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
 import { postJson } from "../../transport/helpers.js";

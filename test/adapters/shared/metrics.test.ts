@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (adapters/metrics.ts) from the whole service on the embedded chain: scraped
+ * Prometheus metrics (adapters/shared/metrics.ts) from the whole service on the embedded chain: scraped
  * from their own port without a key after real traffic (JSON, gRPC, a refused key), and read as
  * Prometheus reads them (text exposition format).
  */
@@ -7,9 +7,9 @@ import { createServer, type AddressInfo } from "node:net";
 
 import { expect } from "chai";
 
-import { ServiceMetrics } from "../../adapters/metrics.js";
-import { API_KEY, grpcCall, grpcClient } from "./transport/helpers.js";
-import { startEmbeddedService, type EmbeddedService } from "./transport/chain-helpers.js";
+import { ServiceMetrics } from "../../../adapters/shared/metrics.js";
+import { API_KEY, grpcCall, grpcClient } from "../transport/helpers.js";
+import { startEmbeddedService, type EmbeddedService } from "../transport/chain-helpers.js";
 
 async function freePort(): Promise<number> {
   const probe = createServer();

@@ -13,9 +13,9 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { pino } from "pino";
 
-import { LogBuffer, accessLog, createLogger, type AccessRecord } from "../../../adapters/transport/logger.js";
+import { LogBuffer, accessLog, createLogger, type AccessRecord } from "../../../adapters/shared/logger.js";
 
-const LOGGER = fileURLToPath(new URL("../../../adapters/transport/logger.ts", import.meta.url));
+const LOGGER = fileURLToPath(new URL("../../../adapters/shared/logger.ts", import.meta.url));
 
 /** Runs `body` in a fresh Node.js (through tsx) with `createLogger` and `accessLog` in scope; its stdout, as lines. */
 function run(body: string): { lines: Array<Record<string, unknown>>; status: number | null } {

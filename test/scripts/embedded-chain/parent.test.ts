@@ -1,11 +1,11 @@
-/** The embedded chain in its own process (scripts/embedded-chain-process.ts), as npm start runs it. */
+/** The embedded chain in its own process (scripts/embedded-chain/parent.ts), as npm start runs it. */
 import { Writable } from "node:stream";
 
 import { expect } from "chai";
 import { JsonRpcProvider, Network } from "ethers";
 import { pino } from "pino";
 
-import { startEmbeddedChainProcess } from "../../scripts/embedded-chain-process.js";
+import { startEmbeddedChainProcess } from "../../../scripts/embedded-chain/parent.js";
 
 describe("the embedded chain process", function () {
   it("serves the deployed suite over JSON-RPC, forwards its log lines, and stops on close", async function () {

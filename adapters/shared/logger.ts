@@ -3,8 +3,8 @@ import { writeSync } from "node:fs";
 
 import { pino, type DestinationStream, type Level, type Logger } from "pino";
 
-import type { NodeServerRequest } from "./node-types.js";
-import { requestPath } from "./request-path.js";
+import type { NodeServerRequest } from "../transport/node-types.js";
+import { requestPath } from "../transport/request-path.js";
 
 /**
  * Paths pino blanks out wherever they appear in a log line. Request headers are
@@ -110,7 +110,7 @@ export interface AccessRecord {
 /**
  * Writes access lines ("request completed") to `log`'s destination, in the JSON pino writes for
  * `log.info({reqId, method, path, httpVersion, status, completed, ms}, "request completed")`
- * (the same level, time, base fields, key order and escaping: test/adapters/transport/logger.test.ts
+ * (the same level, time, base fields, key order and escaping: test/adapters/shared/logger.test.ts
  * compares them). The fields are the handler's own, none a secret, so the line skips redaction.
  * Into a LogBuffer the line is written field by field, with no string made for it; any other
  * destination gets it as one string. Callers check `log`'s level first: this always writes.

@@ -13,7 +13,7 @@ import {
   type TradeJournal,
   type TradePort,
 } from "../../core/index.js";
-import type { WalletSource } from "../metrics.js";
+import type { WalletSource } from "../shared/metrics.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
@@ -83,7 +83,7 @@ export interface ChainAdapter {
   chainId: bigint;
   /** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
   readiness(): Promise<{ ready: boolean; detail: string }>;
-  /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/metrics.ts). */
+  /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/shared/metrics.ts). */
   walletSource(): WalletSource;
   close(): Promise<void>;
 }

@@ -26,9 +26,9 @@ import type { AddressInfo } from "node:net";
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
-import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../core/index.js";
-import type { LifecycleLog } from "./chain/lifecycle/monitor.js";
-import type { RpcRequestRecord } from "./chain/rpc-provider.js";
+import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../../core/index.js";
+import type { LifecycleLog } from "../chain/lifecycle/monitor.js";
+import type { RpcRequestRecord } from "../chain/rpc-provider.js";
 
 const PREFIX = "token_service_";
 

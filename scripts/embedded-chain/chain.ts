@@ -5,7 +5,7 @@
  * Hardhat is imported inside it, so production never loads Hardhat.
  */
 import { HDNodeWallet } from "ethers";
-import type { EmbeddedChain, EmbeddedChainOptions } from "../adapters/main.js";
+import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/main.js";
 
 /** The mnemonic of Hardhat's default accounts: public test keys, never for real funds. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
@@ -30,7 +30,7 @@ export const FEED_HEARTBEAT_MS = 60 * 60 * 1000;
 export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise<EmbeddedChain> {
   const { log } = options;
   const hre = await import("hardhat");
-  const { deploySuite } = await import("./deploy.js");
+  const { deploySuite } = await import("../deploy.js");
 
   await hre.tasks.getTask("build").run({ quiet: true, noTests: true });
 

@@ -8,7 +8,7 @@
  * A process rather than a worker thread: EDR keeps process-wide native state, and a second
  * chain thread started after the first ended crashes the process (measured here: SIGSEGV).
  *
- * The child (embedded-chain.child.ts) runs `startEmbeddedChain` and forwards its log lines
+ * The child (child.ts) runs `startEmbeddedChain` and forwards its log lines
  * here, into the caller's logger. `close()` stops the chain and waits for the child to
  * exit. The child exits by itself when this process goes away, even on kill -9 (its IPC
  * channel closes), so no chain is left behind.
@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 
 import type { Logger } from "pino";
 
-import type { EmbeddedChain, EmbeddedChainOptions } from "../adapters/main.js";
+import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/main.js";
 
 /** What the child is started with (the logger stays here: its lines are forwarded). */
 export interface ChildOptions extends Omit<EmbeddedChainOptions, "log"> {
@@ -35,7 +35,7 @@ export type FromChainProcess =
 /** Messages to the child: its options first, then (once ready) the request to close. */
 export type ToChainProcess = { type: "start"; options: ChildOptions } | { type: "close" };
 
-const CHILD = fileURLToPath(new URL("./embedded-chain.child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("./child.ts", import.meta.url));
 const STOP_TIMEOUT_MS = 15_000;
 
 export async function startEmbeddedChainProcess(options: EmbeddedChainOptions): Promise<EmbeddedChain> {

@@ -1,13 +1,13 @@
 /**
- * The embedded chain's process (started by embedded-chain-process.ts): runs the chain,
+ * The embedded chain's process (started by parent.ts): runs the chain,
  * sends its log lines and its addresses to the parent, closes it when asked, and exits
  * when the parent goes away.
  */
 import { pino } from "pino";
 
-import type { EmbeddedChain } from "../adapters/main.js";
-import { startEmbeddedChain } from "./embedded-chain.js";
-import type { FromChainProcess, ToChainProcess } from "./embedded-chain-process.js";
+import type { EmbeddedChain } from "../../adapters/main.js";
+import { startEmbeddedChain } from "./chain.js";
+import type { FromChainProcess, ToChainProcess } from "./parent.js";
 
 /** Sends a message to the parent; resolves once it is on its way (so exiting next cannot drop it). */
 const post = (message: FromChainProcess) =>
