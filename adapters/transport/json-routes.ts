@@ -1,12 +1,22 @@
-import type { ServerResponse } from "node:http";
-
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 import type { TradeUseCase, UseCases } from "../../core/index.js";
 import type { ApiKeyVerifier } from "./api-key.js";
 import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
-import { codeName, httpStatusFor, toConnectError } from "./error-map.js";
+import { codeName, toConnectError } from "./error-map.js";
+import {
+  ClientGoneError,
+  HttpError,
+  isJsonContentType,
+  methodNotAllowed,
+  notFound,
+  parseJson,
+  readBody,
+  send,
+  unsupportedMediaType,
+  withTimeout,
+} from "./json-http.js";
 import { requestContext, type RequestContext } from "../shared/logger.js";
 import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
@@ -60,57 +70,12 @@ export function cachedReadiness(
   };
 }
 
-/**
- * An error answered as `{"code": "<connect code>", "message": "..."}`. The status is
- * Connect's for the code, except for the four HTTP-level refusals that have no code
- * of their own; each keeps the HTTP status clients expect and a code chosen below.
- */
-class HttpError extends Error {
-  constructor(
-    readonly code: Code,
-    message: string,
-    readonly status: number = httpStatusFor(code),
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
-
-/** The client went away (closed or reset its connection) before its request body arrived: nobody to answer. */
-class ClientGoneError extends Error {
-  constructor() {
-    super("the client went away before its request body arrived");
-  }
-}
-
-/** 404 → not_found (Connect maps not_found to 404 itself). */
-function notFound(method: string, path: string): HttpError {
-  return new HttpError(Code.NotFound, `no route for ${method} ${path.slice(0, 200)}`);
-}
-
-/** 405 → unimplemented: the path exists, the method is not implemented on it. Allow lists the one that is. */
-function methodNotAllowed(method: string, path: string, allowed: string): HttpError {
-  return new HttpError(Code.Unimplemented, `method ${method} is not allowed on ${path}; use ${allowed}`, 405, {
-    allow: allowed,
-  });
-}
-
-/** 415 → invalid_argument: the request is malformed in a way the client must fix. */
-function unsupportedMediaType(): HttpError {
-  return new HttpError(Code.InvalidArgument, "Content-Type: must be application/json", 415);
-}
-
-/** 413 → resource_exhausted: what Connect and gRPC answer for a message over the read limit. */
-function payloadTooLarge(limit: number): HttpError {
-  return new HttpError(Code.ResourceExhausted, `request body: must be at most ${limit} bytes`, 413);
-}
-
+/** A route's answer: `body` as JSON, or `json` when the handler has the text already. */
+type Answer = { status: number; body: unknown } | { status: number; json: string };
 /**
  * @param body - the parsed JSON body for a route with `jsonBody`, else undefined
  * @param scope - the caller's scope for an authenticated route, else ""
  */
-/** A route's answer: `body` as JSON, or `json` when the handler has the text already. */
-type Answer = { status: number; body: unknown } | { status: number; json: string };
 type Handler = (req: NodeServerRequest, body: unknown, scope: string, param: string) => Promise<Answer>;
 
 interface Route {
@@ -120,134 +85,6 @@ interface Route {
   /** Whether the body is a JSON document (checked for Content-Type and size, read and parsed before `handle`). */
   jsonBody: boolean;
   handle: Handler;
-}
-
-/** application/json, optionally with a UTF-8 charset parameter. */
-const JSON_CONTENT_TYPE = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
-
-function isJsonContentType(value: string | undefined): boolean {
-  return value !== undefined && JSON_CONTENT_TYPE.test(value.trim());
-}
-
-/**
- * Reads the whole body, stopping as soon as it passes `limit` bytes (a declared
- * Content-Length over the limit is refused before reading anything). The stream is
- * paused, not destroyed, so the 413 can still be written on the same connection.
- */
-function readBody(req: NodeServerRequest, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) return Promise.reject(payloadTooLarge(limit));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const cleanup = () => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-    };
-    const onData = (chunk: Buffer | string) => {
-      const buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-      total += buffer.length;
-      if (total > limit) {
-        cleanup();
-        req.pause();
-        reject(payloadTooLarge(limit));
-        return;
-      }
-      chunks.push(buffer);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.concat(chunks));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      // A client that closes or resets its connection mid-body shows up as an 'aborted' error.
-      reject(req.destroyed || (error as NodeJS.ErrnoException).code === "ECONNRESET" ? new ClientGoneError() : error);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-  });
-}
-
-/** Most bytes of an unwanted body read and thrown away so the answer reaches the client intact. */
-const DISCARD_LIMIT_BYTES = 1024 * 1024;
-
-/**
- * After an early answer, reads and drops the rest of an HTTP/1.1 body: closing a
- * socket with unread data makes the kernel send a reset, which can destroy the
- * answer before the client reads it. A body that keeps coming past
- * DISCARD_LIMIT_BYTES gets its connection closed.
- */
-function discardRest(req: NodeServerRequest): void {
-  if (req.httpVersionMajor !== 1 || req.complete || req.destroyed) return;
-  let dropped = 0;
-  req.on("data", (chunk: Buffer | string) => {
-    dropped += chunk.length;
-    if (dropped > DISCARD_LIMIT_BYTES) req.socket.destroy();
-  });
-  req.on("error", () => {});
-  req.resume();
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
-/** Parses a JSON body; any syntax or encoding problem is a 400 naming the body. */
-function parseJson(bytes: Buffer): unknown {
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    throw new HttpError(Code.InvalidArgument, "request body: is not valid UTF-8");
-  }
-  if (text.trim() === "") throw new HttpError(Code.InvalidArgument, "request body: is empty; expected a JSON object");
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new HttpError(Code.InvalidArgument, `request body: is not valid JSON (${(error as Error).message})`);
-  }
-}
-
-/**
- * Answers with a JSON document. The headers go to writeHead as one list (with the request
- * id), which Node writes out directly: setting them one by one first costs a cached price
- * answer a fifth of its CPU.
- */
-function send(
-  req: NodeServerRequest,
-  res: NodeServerResponse,
-  id: string,
-  status: number,
-  json: string,
-  headers?: Record<string, string>,
-): void {
-  if (res.headersSent || res.writableEnded) return;
-  const list = [
-    "x-request-id",
-    id,
-    "content-type",
-    "application/json",
-    "content-length",
-    String(Buffer.byteLength(json)),
-  ];
-  if (headers !== undefined) for (const name in headers) list.push(name, headers[name]!);
-  // Node's HTTP/2 compatibility layer takes the same flat list, though its types say otherwise.
-  (res as ServerResponse).writeHead(status, list);
-  res.end(json);
-  discardRest(req);
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
