@@ -4,23 +4,20 @@ pragma solidity ^0.8.24;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Metadata} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Metadata.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {AccessControlDefaultAdminRules} from
+    "@openzeppelin/contracts/access/extensions/AccessControlDefaultAdminRules.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
-import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 
 import {AggregatorV3Interface} from "./interfaces/AggregatorV3Interface.sol";
+import {ITokenSwap} from "./interfaces/ITokenSwap.sol";
 import {ITradedToken} from "./interfaces/ITradedToken.sol";
 import {SwapMath} from "./libraries/SwapMath.sol";
 
 /**
  * @title TokenSwap
- * @notice Trades the token against allow-listed stable coins (DAI, USDT, USDC) at the price of a
- * Chainlink-style token/USD feed. One stable-coin unit is valued at one US dollar.
- *
- * - {sell}: the caller (an exchange wallet) gives tokens, which are burnt; the destinatary
- *   receives stable coin from the swap's reserves.
- * - {buy} and {remit}: the caller pays a USD amount in a stable coin, which joins the reserves;
- *   the destinatary receives newly minted tokens.
+ * @notice Trades the token against allow-listed stable coins at the price of a Chainlink-style
+ * token/USD feed: see {ITokenSwap}.
  *
  * Rounding: every conversion rounds down (see {SwapMath}), so the caller never receives more
  * than the exact value of what it pays.
@@ -33,14 +30,30 @@ import {SwapMath} from "./libraries/SwapMath.sol";
  *   decremented and leaves four logs.
  * - buy and remit, three logs: (0) stable-coin `Transfer` caller -> swap,
  *   (1) token `Transfer` 0 -> destinatary (mint), (2) {Bought} or {Remitted}.
+ * Access control only reads roles during a trade; it adds no log.
+ *
+ * @dev Access control, as OpenZeppelin's guidelines have it:
+ * - `DEFAULT_ADMIN_ROLE`, held by one account ({AccessControlDefaultAdminRules}): configures the
+ *   swap (allow-list, feed, maximum price age), withdraws reserves, and grants and revokes
+ *   {PAUSER_ROLE}. It is handed over in two steps, {beginDefaultAdminTransfer} then
+ *   {acceptDefaultAdminTransfer} by the new admin once the admin delay has passed: the role-based
+ *   counterpart of `Ownable2Step`, so a mistyped address cannot take the swap over. {owner}
+ *   (ERC-5313) names the admin.
+ * - {PAUSER_ROLE}: {pause} and {unpause}. Kept apart from the admin so that a monitoring key can
+ *   stop trading at once without holding the power to reconfigure the swap or move its reserves.
+ *   The deployment grants it to the admin.
+ * The swap must hold the token's `MINTER_ROLE` (see {TradedToken}) to mint on {buy} and burn on {sell}.
  */
-contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
+contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, ReentrancyGuardTransient {
     using SafeERC20 for IERC20;
+
+    /// @notice The role allowed to {pause} and {unpause}.
+    bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
 
     /// @notice Highest stable-coin decimals the conversions accept.
     uint8 public constant MAX_STABLE_DECIMALS = 18;
 
-    /// @notice The traded token. The swap must be its minter.
+    /// @inheritdoc ITokenSwap
     ITradedToken public immutable token;
 
     AggregatorV3Interface private _priceFeed;
@@ -49,81 +62,24 @@ contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
     mapping(address stable => bool) private _allowed;
     mapping(address stable => uint8) private _stableDecimals;
 
-    /// @notice `stable` is not on the allow-list.
-    error SwapUnsupportedStable(address stable);
-    /// @notice `stable` reports more than {MAX_STABLE_DECIMALS} decimals.
-    error SwapUnsupportedDecimals(address stable, uint8 decimals);
-    /// @notice The feed answered zero or a negative price.
-    error SwapInvalidPrice(int256 answer);
-    /// @notice The feed's answer was updated at `updatedAt`, longer than `maxAge` seconds ago (or in the future).
-    error SwapStalePrice(uint256 updatedAt, uint256 maxAge);
-    /// @notice The swap holds `available` of `stable`, less than the `required` payout.
-    error SwapInsufficientReserves(address stable, uint256 available, uint256 required);
-    /// @notice The trade amount is zero.
-    error SwapZeroAmount();
-    /// @notice The amount is too small to be worth one base unit of what it buys.
-    error SwapZeroOutput();
-    /// @notice `destinatary` is the zero address.
-    error SwapInvalidDestinatary(address destinatary);
-    /// @notice The trade was submitted after `deadline` (now is `timestamp`).
-    error SwapDeadlineExpired(uint256 deadline, uint256 timestamp);
-    /// @notice The trade would give `amountOut`, less than the caller's `minAmountOut`.
-    error SwapSlippage(uint256 amountOut, uint256 minAmountOut);
-    /// @notice `feed` is not a usable price feed (the zero address).
-    error SwapInvalidFeed(address feed);
-    /// @notice A maximum price age of zero would reject every price.
-    error SwapInvalidMaxPriceAge(uint256 maxAge);
-
-    /// @notice `seller` sold `tokenAmount` tokens for `stableAmount` of `stable`, paid to `destinatary`, at `price`.
-    event Sold(
-        address indexed seller,
-        address indexed destinatary,
-        address indexed stable,
-        uint256 tokenAmount,
-        uint256 stableAmount,
-        uint256 price
-    );
-    /// @notice `buyer` paid `stableAmount` of `stable` for `tokenAmount` tokens minted to `destinatary`, at `price`.
-    event Bought(
-        address indexed buyer,
-        address indexed destinatary,
-        address indexed stable,
-        uint256 stableAmount,
-        uint256 tokenAmount,
-        uint256 price
-    );
-    /// @notice A remittance: as {Bought}, for a transfer of value to a third party.
-    event Remitted(
-        address indexed sender,
-        address indexed destinatary,
-        address indexed stable,
-        uint256 stableAmount,
-        uint256 tokenAmount,
-        uint256 price
-    );
-    /// @notice `stable` was added to (`allowed`) or removed from the allow-list.
-    event StableCoinAllowListUpdated(address indexed stable, bool allowed);
-    /// @notice The token/USD feed changed.
-    event PriceFeedUpdated(address indexed previousFeed, address indexed newFeed);
-    /// @notice The maximum accepted price age changed.
-    event MaxPriceAgeUpdated(uint256 previousMaxAge, uint256 newMaxAge);
-    /// @notice The owner withdrew `amount` of `asset` from the reserves to `to`.
-    event ReservesWithdrawn(address indexed asset, address indexed to, uint256 amount);
-
     /**
-     * @param token_ The traded token; the swap must be made its minter after deployment.
+     * @notice Deploys the swap; its admin must then grant {PAUSER_ROLE}, and the token's admin the token's
+     * `MINTER_ROLE` to the swap.
+     * @param token_ The traded token.
      * @param priceFeed_ Token/USD feed.
      * @param maxPriceAge_ Oldest accepted feed answer, in seconds.
      * @param stables Stable coins allowed at deployment (DAI, USDT, USDC).
-     * @param initialOwner Administrator.
+     * @param initialAdminDelay Seconds a new admin must wait before accepting the role (see {defaultAdminDelay}).
+     * @param initialAdmin The admin (`DEFAULT_ADMIN_ROLE`).
      */
     constructor(
         ITradedToken token_,
         AggregatorV3Interface priceFeed_,
         uint256 maxPriceAge_,
         address[] memory stables,
-        address initialOwner
-    ) Ownable(initialOwner) {
+        uint48 initialAdminDelay,
+        address initialAdmin
+    ) AccessControlDefaultAdminRules(initialAdminDelay, initialAdmin) {
         token = token_;
         _setPriceFeed(priceFeed_);
         _setMaxPriceAge(maxPriceAge_);
@@ -134,18 +90,7 @@ contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
 
     // ---------------------------------------------------------------- trades
 
-    /**
-     * @notice Sells `tokenAmount` tokens of the caller for stable coin paid to `destinatary`.
-     * @dev The caller must have approved the swap for `tokenAmount` tokens. Emits five logs:
-     * token `Approval` (when the allowance is finite), token `Transfer` caller -> swap,
-     * token `Transfer` swap -> 0, stable `Transfer` swap -> destinatary, {Sold}.
-     * @param stable Allow-listed stable coin to pay out.
-     * @param tokenAmount Tokens to sell, 18 decimals.
-     * @param destinatary Receiver of the stable coin.
-     * @param minStableOut Least acceptable payout (0 for none).
-     * @param deadline Latest block timestamp accepted (`type(uint256).max` for none).
-     * @return stableOut Stable coin paid, in its own decimals, rounded down.
-     */
+    /// @inheritdoc ITokenSwap
     function sell(
         address stable,
         uint256 tokenAmount,
@@ -166,17 +111,7 @@ contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
         emit Sold(msg.sender, destinatary, stable, tokenAmount, stableOut, price);
     }
 
-    /**
-     * @notice Buys tokens for `destinatary` with `stableAmount` (a USD amount) of the caller's stable coin.
-     * @dev The caller must have approved the swap for `stableAmount`. Emits three logs:
-     * stable `Transfer` caller -> swap, token `Transfer` 0 -> destinatary, {Bought}.
-     * @param stable Allow-listed stable coin to pay with.
-     * @param stableAmount USD amount in the stable coin's decimals.
-     * @param destinatary Receiver of the tokens.
-     * @param minTokensOut Least acceptable number of tokens (0 for none).
-     * @param deadline Latest block timestamp accepted (`type(uint256).max` for none).
-     * @return tokensOut Tokens minted, 18 decimals, rounded down.
-     */
+    /// @inheritdoc ITokenSwap
     function buy(
         address stable,
         uint256 stableAmount,
@@ -189,16 +124,7 @@ contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
         emit Bought(msg.sender, destinatary, stable, stableAmount, tokensOut, price);
     }
 
-    /**
-     * @notice A remittance: same request and result as {buy}, recorded with its own event.
-     * @dev Emits three logs: stable `Transfer` caller -> swap, token `Transfer` 0 -> destinatary, {Remitted}.
-     * @param stable Allow-listed stable coin to pay with.
-     * @param stableAmount USD amount in the stable coin's decimals.
-     * @param destinatary Receiver of the tokens.
-     * @param minTokensOut Least acceptable number of tokens (0 for none).
-     * @param deadline Latest block timestamp accepted (`type(uint256).max` for none).
-     * @return tokensOut Tokens minted, 18 decimals, rounded down.
-     */
+    /// @inheritdoc ITokenSwap
     function remit(
         address stable,
         uint256 stableAmount,
@@ -213,83 +139,89 @@ contract TokenSwap is Ownable, Pausable, ReentrancyGuard {
 
     // ---------------------------------------------------------------- views
 
-    /**
-     * @notice Stable coin that {sell} would pay now for `tokenAmount` tokens.
-     * @dev Reverts as {sell} does for an unsupported stable coin or a bad price; ignores reserves.
-     */
-    function quoteSell(address stable, uint256 tokenAmount) external view returns (uint256) {
+    /// @inheritdoc ITokenSwap
+    function quoteSell(address stable, uint256 tokenAmount) external view returns (uint256 stableOut) {
         if (!_allowed[stable]) revert SwapUnsupportedStable(stable);
         return SwapMath.tokensToStable(tokenAmount, _currentPrice(), _priceDecimals, _stableDecimals[stable]);
     }
 
-    /**
-     * @notice Tokens that {buy} or {remit} would mint now for `stableAmount`.
-     * @dev Reverts as {buy} does for an unsupported stable coin or a bad price.
-     */
-    function quoteBuy(address stable, uint256 stableAmount) external view returns (uint256) {
+    /// @inheritdoc ITokenSwap
+    function quoteBuy(address stable, uint256 stableAmount) external view returns (uint256 tokensOut) {
         if (!_allowed[stable]) revert SwapUnsupportedStable(stable);
         return SwapMath.stableToTokens(stableAmount, _currentPrice(), _priceDecimals, _stableDecimals[stable]);
     }
 
-    /**
-     * @notice The checked token/USD price that trades use now.
-     * @return price Answer of the feed, with `decimals` decimals.
-     * @return decimals Decimals of `price`.
-     */
+    /// @inheritdoc ITokenSwap
     function currentPrice() external view returns (uint256 price, uint8 decimals) {
         return (_currentPrice(), _priceDecimals);
     }
 
-    /// @notice The token/USD feed.
+    /// @inheritdoc ITokenSwap
     function priceFeed() external view returns (AggregatorV3Interface) {
         return _priceFeed;
     }
 
-    /// @notice Oldest accepted feed answer, in seconds.
+    /// @inheritdoc ITokenSwap
     function maxPriceAge() external view returns (uint256) {
         return _maxPriceAge;
     }
 
-    /// @notice Whether `stable` can be traded.
+    /// @inheritdoc ITokenSwap
     function isStableAllowed(address stable) external view returns (bool) {
         return _allowed[stable];
     }
 
     // ---------------------------------------------------------------- administration
 
-    /// @notice Stops all trades. Owner only. Emits {Pausable-Paused}.
-    function pause() external onlyOwner {
+    /**
+     * @inheritdoc ITokenSwap
+     * @dev Requires {PAUSER_ROLE}.
+     */
+    function pause() external onlyRole(PAUSER_ROLE) {
         _pause();
     }
 
-    /// @notice Resumes trading. Owner only. Emits {Pausable-Unpaused}.
-    function unpause() external onlyOwner {
+    /**
+     * @inheritdoc ITokenSwap
+     * @dev Requires {PAUSER_ROLE}.
+     */
+    function unpause() external onlyRole(PAUSER_ROLE) {
         _unpause();
     }
 
     /**
-     * @notice Adds `stable` to, or removes it from, the allow-list. Owner only.
-     * @dev Caches the coin's decimals. Emits {StableCoinAllowListUpdated}.
+     * @inheritdoc ITokenSwap
+     * @dev Requires `DEFAULT_ADMIN_ROLE`.
      */
-    function setStableAllowed(address stable, bool allowed) external onlyOwner {
+    function setStableAllowed(address stable, bool allowed) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setStableAllowed(stable, allowed);
     }
 
-    /// @notice Replaces the token/USD feed. Owner only. Emits {PriceFeedUpdated}.
-    function setPriceFeed(AggregatorV3Interface newFeed) external onlyOwner {
+    /**
+     * @inheritdoc ITokenSwap
+     * @dev Requires `DEFAULT_ADMIN_ROLE`.
+     */
+    function setPriceFeed(AggregatorV3Interface newFeed) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setPriceFeed(newFeed);
     }
 
-    /// @notice Sets the oldest accepted feed answer, in seconds. Owner only. Emits {MaxPriceAgeUpdated}.
-    function setMaxPriceAge(uint256 newMaxAge) external onlyOwner {
+    /**
+     * @inheritdoc ITokenSwap
+     * @dev Requires `DEFAULT_ADMIN_ROLE`.
+     */
+    function setMaxPriceAge(uint256 newMaxAge) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setMaxPriceAge(newMaxAge);
     }
 
     /**
-     * @notice Withdraws `amount` of `asset` (a reserve stable coin or any token sent here) to `to`. Owner only.
-     * @dev Emits the asset's `Transfer` and {ReservesWithdrawn}.
+     * @inheritdoc ITokenSwap
+     * @dev Requires `DEFAULT_ADMIN_ROLE`.
      */
-    function withdrawReserves(IERC20 asset, address to, uint256 amount) external onlyOwner nonReentrant {
+    function withdrawReserves(
+        IERC20 asset,
+        address to,
+        uint256 amount
+    ) external onlyRole(DEFAULT_ADMIN_ROLE) nonReentrant {
         asset.safeTransfer(to, amount);
         emit ReservesWithdrawn(address(asset), to, amount);
     }

@@ -3,8 +3,10 @@
  * it is pointed at is a contract with the decimals the swap and the service assume (6 or 18
  * for a stable coin, 8 for a Chainlink USD feed) and a feed's answer is positive. A wrong
  * address found after deployment costs a redeploy; found before, it costs nothing.
+ *
+ * And what it checks after: the roles of the deployed token and swap (checkSuiteRoles).
  */
-import { Contract, getAddress, isAddress, type Provider } from "ethers";
+import { Contract, getAddress, id, isAddress, type Provider } from "ethers";
 
 /** The parameters of ignition/modules/TokenSwapSuite.ts, plus the FX feeds only the service reads. */
 export interface SuiteParameters {
@@ -17,6 +19,20 @@ export interface SuiteParameters {
   tokenName?: string;
   tokenSymbol?: string;
   maxPriceAge?: bigint | string | number;
+  /** Seconds a new admin of the token or the swap waits before accepting the role (Ignition's "123n" form too). */
+  adminDelay?: bigint | string | number;
+}
+
+/** The largest admin delay the contracts take (a uint48). */
+const MAX_ADMIN_DELAY = 2n ** 48n - 1n;
+
+/** `value` as a bigint: a number, a decimal string, or Ignition's "123n"; undefined when it is none of these. */
+export function parseSeconds(value: bigint | string | number): bigint | undefined {
+  try {
+    return BigInt(String(value).replace(/n$/, ""));
+  } catch {
+    return undefined;
+  }
 }
 
 const ERC20 = ["function decimals() view returns (uint8)", "function symbol() view returns (string)"];
@@ -71,6 +87,14 @@ export async function checkSuiteParameters(provider: Provider, params: Partial<S
       problems.push(`${name}: ${address} has ${decimals} decimals; a stable coin must have 6 or 18`);
     }
   }
+  if (params.adminDelay !== undefined) {
+    const delay = parseSeconds(params.adminDelay);
+    if (delay === undefined || delay < 0n || delay > MAX_ADMIN_DELAY) {
+      problems.push(
+        `adminDelay: must be whole seconds from 0 to 2^48 - 1 (got ${JSON.stringify(String(params.adminDelay))})`,
+      );
+    }
+  }
   for (const name of ["tokenUsdFeed", "eurUsdFeed", "chfUsdFeed"] as const) {
     const address = await contractAt(name);
     if (address === undefined) continue;
@@ -89,6 +113,69 @@ export async function checkSuiteParameters(provider: Provider, params: Partial<S
         problems.push(`${name}: ${address} answers ${answer}; a price feed must answer a positive price`);
     } catch {
       problems.push(`${name}: ${address} has no latestRoundData() (not a Chainlink feed?)`);
+    }
+  }
+  return problems;
+}
+
+const MINTER_ROLE = id("MINTER_ROLE");
+const PAUSER_ROLE = id("PAUSER_ROLE");
+const ACCESS_CONTROL = [
+  "function hasRole(bytes32 role, address account) view returns (bool)",
+  "function defaultAdmin() view returns (address)",
+];
+const SWAP = [...ACCESS_CONTROL, "function token() view returns (address)"];
+
+/**
+ * Every problem with the roles of a deployed suite, each naming its contract; empty when all
+ * hold: the swap trades `token` and holds its MINTER_ROLE, which `admin` does not hold; `admin`
+ * is the admin of both contracts and holds the swap's PAUSER_ROLE. Only reads.
+ */
+export async function checkSuiteRoles(
+  provider: Provider,
+  suite: { token: string; swap: string; admin: string },
+): Promise<string[]> {
+  const problems: string[] = [];
+  const token = new Contract(suite.token, ACCESS_CONTROL, provider);
+  const swap = new Contract(suite.swap, SWAP, provider);
+  const admin = getAddress(suite.admin);
+  const read = async <T>(what: string, call: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await call();
+    } catch {
+      problems.push(what);
+      return undefined;
+    }
+  };
+
+  const traded = await read(
+    `swap: ${suite.swap} has no token() (not the TokenSwap?)`,
+    () => swap.getFunction("token")() as Promise<string>,
+  );
+  if (traded !== undefined && getAddress(traded) !== getAddress(suite.token)) {
+    problems.push(`swap: trades ${traded}, not the token ${suite.token}`);
+  }
+  const tokenAdmin = await read(
+    `token: ${suite.token} has no access control (not the TradedToken?)`,
+    () => token.getFunction("defaultAdmin")() as Promise<string>,
+  );
+  if (tokenAdmin !== undefined) {
+    if (tokenAdmin !== admin) problems.push(`token: its admin is ${tokenAdmin}, not ${admin}`);
+    if (!(await token.getFunction("hasRole")(MINTER_ROLE, suite.swap))) {
+      problems.push(`token: the swap ${suite.swap} lacks MINTER_ROLE, so it cannot mint or burn`);
+    }
+    if (await token.getFunction("hasRole")(MINTER_ROLE, admin)) {
+      problems.push(`token: the admin ${admin} holds MINTER_ROLE; only the swap should`);
+    }
+  }
+  const swapAdmin = await read(
+    `swap: ${suite.swap} has no access control (not the TokenSwap?)`,
+    () => swap.getFunction("defaultAdmin")() as Promise<string>,
+  );
+  if (swapAdmin !== undefined) {
+    if (swapAdmin !== admin) problems.push(`swap: its admin is ${swapAdmin}, not ${admin}`);
+    if (!(await swap.getFunction("hasRole")(PAUSER_ROLE, admin))) {
+      problems.push(`swap: the admin ${admin} lacks PAUSER_ROLE`);
     }
   }
   return problems;

@@ -16,6 +16,9 @@
  *   and test networks only; it is refused on the main networks.
  * - The deployment itself is ignition/modules/TokenSwapSuite.ts, journalled by Ignition under
  *   ignition/deployments/<DEPLOYMENT_ID> (default chain-<chainId>): a rerun resumes it.
+ * - Then the roles are checked on chain (scripts/deploy-checks.ts, checkSuiteRoles): the swap
+ *   holds the token's MINTER_ROLE and the deployer does not; the deployer is the admin of both
+ *   contracts and holds the swap's PAUSER_ROLE. A wrong role stops before the deployment file.
  * - Output: DEPLOYMENT_FILE, default deployments/<chainId>.json.
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -25,7 +28,7 @@ import { network } from "hardhat";
 
 import DevMocks from "../ignition/modules/DevMocks.js";
 import TokenSwapSuite from "../ignition/modules/TokenSwapSuite.js";
-import { checkSuiteParameters, type SuiteParameters } from "./deploy-checks.js";
+import { checkSuiteParameters, checkSuiteRoles, parseSeconds, type SuiteParameters } from "./deploy-checks.js";
 
 /** Chains where mock coins must never be deployed: Ethereum, OP, BNB, Gnosis, Polygon, Base, Arbitrum One, Avalanche. */
 const MAIN_NETWORKS = new Set([1n, 10n, 56n, 100n, 137n, 8453n, 42161n, 43114n]);
@@ -99,9 +102,22 @@ const { token, swap } = await ignition.deploy(TokenSwapSuite, {
       ...(checked.maxPriceAge === undefined
         ? {}
         : { maxPriceAge: BigInt(String(checked.maxPriceAge).replace(/n$/, "")) }),
+      ...(checked.adminDelay === undefined ? {} : { adminDelay: parseSeconds(checked.adminDelay)! }),
     },
   },
 });
+
+const roleProblems = await checkSuiteRoles(ethers.provider, {
+  token: await token.getAddress(),
+  swap: await swap.getAddress(),
+  admin: deployer.address,
+});
+if (roleProblems.length > 0) {
+  console.error(
+    `deploy: deployed (Ignition deployment ${deploymentId}), but the roles are wrong; no deployment file written:\n  - ${roleProblems.join("\n  - ")}`,
+  );
+  process.exit(1);
+}
 
 const deployment = {
   chainId: Number(chainId),

@@ -5,7 +5,7 @@
  * (`scripts/deploy-cli.ts`) all call `deploySuite`.
  */
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
-import { parseUnits, type Signer } from "ethers";
+import { id, parseUnits, type Signer } from "ethers";
 
 import type { DeploymentAddresses } from "../adapters/chain/index.js";
 
@@ -14,8 +14,13 @@ export type { DeploymentAddresses };
 export interface DeploySuiteOptions {
   /** Wallet(s) the service signs with: funded with tokens and stable coins, and approved for the swap. */
   exchangeWallet: Signer | readonly Signer[];
-  /** Owner of the token and swap; defaults to the first signer of `ethers`. */
+  /**
+   * Admin (`DEFAULT_ADMIN_ROLE`, which `owner()` names) of the token and the swap, and holder of
+   * the swap's PAUSER_ROLE; defaults to the first signer of `ethers`.
+   */
   deployer?: Signer;
+  /** Seconds a new admin of either contract waits before accepting the role. Default 0: a later block. */
+  adminDelay?: bigint;
   token?: { name: string; symbol: string };
   /** Feed answers as decimal strings (8 decimals like Chainlink's USD feeds). */
   prices?: { tokenUsd?: string; eurUsd?: string; chfUsd?: string };
@@ -30,8 +35,16 @@ export interface DeploySuiteOptions {
 export const FEED_DECIMALS = 8;
 export const DEFAULT_PRICES = { tokenUsd: "1.25", eurUsd: "1.08", chfUsd: "1.12" } as const;
 export const DEFAULT_MAX_PRICE_AGE = 25n * 60n * 60n;
+/** The roles of the contracts (OpenZeppelin's convention: the keccak256 of the name). */
+export const MINTER_ROLE = id("MINTER_ROLE");
+export const PAUSER_ROLE = id("PAUSER_ROLE");
 
-/** Deploys the suite and returns its addresses and connected contracts. */
+/**
+ * Deploys the suite and returns its addresses and connected contracts. The roles end as a
+ * production deployment leaves them: the swap alone holds the token's MINTER_ROLE (the deployer
+ * holds it only while it funds the wallets), the deployer is both contracts' admin and holds
+ * the swap's PAUSER_ROLE.
+ */
 export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOptions) {
   const deployer = options.deployer ?? (await ethers.getSigners())[0];
   if (deployer === undefined) throw new Error("deploySuite: no deployer given and the network has no signer");
@@ -41,6 +54,7 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     : [options.exchangeWallet as Signer];
   const prices = { ...DEFAULT_PRICES, ...options.prices };
   const feedAnswer = (value: string) => parseUnits(value, FEED_DECIMALS);
+  const adminDelay = options.adminDelay ?? 0n;
 
   const dai = await ethers.deployContract("MockStableCoin", ["Dai Stablecoin", "DAI", 18], deployer);
   const usdt = await ethers.deployContract("MockUSDT", [], deployer);
@@ -62,7 +76,7 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
   );
   const token = await ethers.deployContract(
     "TradedToken",
-    [options.token?.name ?? "Trade Token", options.token?.symbol ?? "TTK", owner],
+    [options.token?.name ?? "Trade Token", options.token?.symbol ?? "TTK", adminDelay, owner],
     deployer,
   );
   const stableCoins = { DAI: dai, USDT: usdt, USDC: usdc };
@@ -73,12 +87,14 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
       await tokenUsdFeed.getAddress(),
       options.maxPriceAge ?? DEFAULT_MAX_PRICE_AGE,
       await Promise.all(Object.values(stableCoins).map((coin) => coin.getAddress())),
+      adminDelay,
       owner,
     ],
     deployer,
   );
   const swapAddress = await swap.getAddress();
-  await (await token.connect(deployer).setMinter(swapAddress)).wait();
+  await (await token.connect(deployer).grantRole(MINTER_ROLE, swapAddress)).wait();
+  await (await swap.connect(deployer).grantRole(PAUSER_ROLE, owner)).wait();
 
   const reserves = options.reservesPerStable ?? "1000000";
   const funding = options.walletFunding ?? "1000000";
@@ -86,6 +102,7 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     const decimals = Number(await coin.decimals());
     await (await coin.connect(deployer).mint(swapAddress, parseUnits(reserves, decimals))).wait();
   }
+  await (await token.connect(deployer).grantRole(MINTER_ROLE, owner)).wait();
   for (const wallet of wallets) {
     const address = await wallet.getAddress();
     const tokenFunding = parseUnits(funding, 18);
@@ -97,6 +114,7 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
       await (await coin.connect(wallet).approve(swapAddress, amount)).wait();
     }
   }
+  await (await token.connect(deployer).renounceRole(MINTER_ROLE, owner)).wait();
 
   const addresses: DeploymentAddresses = {
     token: await token.getAddress(),

@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { MaxUint256, ZeroAddress, parseUnits } from "ethers";
-import { network } from "hardhat";
+import { Interface, MaxUint256, ZeroAddress, ZeroHash, id, parseUnits } from "ethers";
+import { artifacts, network } from "hardhat";
 
 import { DEFAULT_MAX_PRICE_AGE } from "../../scripts/deploy.js";
 import { STABLES, expectedStableOut, expectedTokensOut, logNames, parseLogs, suiteFixture } from "../helpers/suite.js";
@@ -9,6 +9,11 @@ const { ethers, networkHelpers } = await network.create();
 const { loadFixture, time } = networkHelpers;
 
 const PRICE = parseUnits("1.25", 8);
+const DEFAULT_ADMIN_ROLE = ZeroHash;
+const PAUSER_ROLE = id("PAUSER_ROLE");
+const MINTER_ROLE = id("MINTER_ROLE");
+/** OpenZeppelin's ERC-7201 slot of the reentrancy guard, the same for ReentrancyGuard and ReentrancyGuardTransient. */
+const REENTRANCY_GUARD_SLOT = "0x9b779b17422d0df92223018b32b4d1fa46e071723d6817e2486d003becc55f00";
 const deploy = () => suiteFixture(ethers);
 
 describe("TokenSwap", function () {
@@ -28,9 +33,20 @@ describe("TokenSwap", function () {
       expect(await swap.maxPriceAge()).to.equal(DEFAULT_MAX_PRICE_AGE);
     });
 
+    it("has one admin (the owner), which holds PAUSER_ROLE, and the swap holds the token's MINTER_ROLE", async function () {
+      const { swap, token, owner, exchange } = await loadFixture(deploy);
+      expect(await swap.PAUSER_ROLE()).to.equal(PAUSER_ROLE);
+      expect(await swap.defaultAdmin()).to.equal(owner.address);
+      expect(await swap.owner()).to.equal(owner.address);
+      expect(await swap.getRoleAdmin(PAUSER_ROLE)).to.equal(DEFAULT_ADMIN_ROLE);
+      expect(await swap.hasRole(PAUSER_ROLE, owner)).to.equal(true);
+      expect(await swap.hasRole(PAUSER_ROLE, exchange)).to.equal(false);
+      expect(await token.hasRole(MINTER_ROLE, swap)).to.equal(true);
+    });
+
     it("refuses a zero feed and a zero maximum price age", async function () {
       const { swap, token, feeds, owner } = await loadFixture(deploy);
-      const args = [await token.getAddress(), ZeroAddress, 60, [], owner.address];
+      const args = [await token.getAddress(), ZeroAddress, 60, [], 0, owner.address];
       const factory = await ethers.getContractFactory("TokenSwap");
       await expect(factory.deploy(...(args as Parameters<typeof factory.deploy>)))
         .to.be.revertedWithCustomError(swap, "SwapInvalidFeed")
@@ -311,6 +327,27 @@ describe("TokenSwap", function () {
         ethers,
       );
     });
+
+    it("takes PAUSER_ROLE to pause and unpause, which the admin grants and need not hold itself", async function () {
+      const { swap, owner, exchange, other } = await loadFixture(deploy);
+      for (const call of [() => swap.connect(exchange).pause(), () => swap.connect(exchange).unpause()]) {
+        await expect(call())
+          .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+          .withArgs(exchange.address, PAUSER_ROLE);
+      }
+      await expect(swap.connect(owner).grantRole(PAUSER_ROLE, other))
+        .to.emit(swap, "RoleGranted")
+        .withArgs(PAUSER_ROLE, other.address, owner.address);
+      await swap.connect(owner).renounceRole(PAUSER_ROLE, owner);
+      await expect(swap.connect(owner).pause())
+        .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+        .withArgs(owner.address, PAUSER_ROLE);
+      await expect(swap.connect(other).pause()).to.emit(swap, "Paused").withArgs(other.address);
+      await expect(swap.connect(other).unpause()).to.emit(swap, "Unpaused").withArgs(other.address);
+      await expect(swap.connect(other).setMaxPriceAge(1))
+        .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+        .withArgs(other.address, DEFAULT_ADMIN_ROLE);
+    });
   });
 
   describe("administration", function () {
@@ -353,11 +390,9 @@ describe("TokenSwap", function () {
         .withArgs(odd.target, 24);
     });
 
-    it("refuses every administrative call from anyone but the owner", async function () {
+    it("refuses every administrative call from anyone but the admin", async function () {
       const { swap, stableCoins, feeds, exchange } = await loadFixture(deploy);
       const calls = [
-        () => swap.connect(exchange).pause(),
-        () => swap.connect(exchange).unpause(),
         () => swap.connect(exchange).setStableAllowed(stableCoins.DAI, false),
         () => swap.connect(exchange).setPriceFeed(feeds.eurUsd),
         () => swap.connect(exchange).setMaxPriceAge(1),
@@ -365,9 +400,27 @@ describe("TokenSwap", function () {
       ];
       for (const call of calls) {
         await expect(call())
-          .to.be.revertedWithCustomError(swap, "OwnableUnauthorizedAccount")
-          .withArgs(exchange.address);
+          .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+          .withArgs(exchange.address, DEFAULT_ADMIN_ROLE);
       }
+    });
+
+    it("hands the administration over in two steps: nothing changes until the new admin accepts", async function () {
+      const { swap, owner, other } = await loadFixture(deploy);
+      await swap.connect(owner).beginDefaultAdminTransfer(other);
+      expect(await swap.owner()).to.equal(owner.address);
+      await expect(swap.connect(other).setMaxPriceAge(60))
+        .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+        .withArgs(other.address, DEFAULT_ADMIN_ROLE);
+      await time.increase(1); // the deployment's admin delay is zero: any later block accepts
+      await expect(swap.connect(other).acceptDefaultAdminTransfer())
+        .to.emit(swap, "RoleGranted")
+        .withArgs(DEFAULT_ADMIN_ROLE, other.address, other.address);
+      expect(await swap.owner()).to.equal(other.address);
+      await expect(swap.connect(other).setMaxPriceAge(60)).to.emit(swap, "MaxPriceAgeUpdated");
+      await expect(swap.connect(owner).setMaxPriceAge(61))
+        .to.be.revertedWithCustomError(swap, "AccessControlUnauthorizedAccount")
+        .withArgs(owner.address, DEFAULT_ADMIN_ROLE);
     });
   });
 
@@ -385,6 +438,71 @@ describe("TokenSwap", function () {
       await expect(
         swap.connect(exchange).buy(hostile, 10n ** 18n, customer, 0, MaxUint256),
       ).to.be.revertedWithCustomError(swap, "ReentrancyGuardReentrantCall");
+    });
+
+    it("keeps the guard in transient storage: a trade leaves no guard word in the swap's storage", async function () {
+      const { swap, stableCoins, exchange, customer } = await loadFixture(deploy);
+      await swap.connect(exchange).buy(stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256);
+      await swap.connect(exchange).sell(stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256);
+      expect(await ethers.provider.getStorage(swap, REENTRANCY_GUARD_SLOT)).to.equal(ZeroHash);
+    });
+  });
+
+  describe("its interface, ITokenSwap", function () {
+    it("declares every function, event and error of TokenSwap but those of OpenZeppelin's access control and pausing", async function () {
+      const declared = new Interface((await artifacts.readArtifact("ITokenSwap")).abi);
+      const compiled = new Interface((await artifacts.readArtifact("TokenSwap")).abi);
+      const key = (f: { type: string; format(): string }) => `${f.type} ${f.format()}`;
+      const inInterface = new Set(declared.fragments.map(key));
+      const rest = compiled.fragments.filter((f) => f.type !== "constructor" && !inInterface.has(key(f)));
+      expect(rest.map((f) => f.format()).sort()).to.deep.equal(
+        [
+          // AccessControlDefaultAdminRules (IAccessControl, IAccessControlDefaultAdminRules, IERC5313, IERC165)
+          "AccessControlBadConfirmation()",
+          "AccessControlEnforcedDefaultAdminDelay(uint48)",
+          "AccessControlEnforcedDefaultAdminRules()",
+          "AccessControlInvalidDefaultAdmin(address)",
+          "AccessControlUnauthorizedAccount(address,bytes32)",
+          "DEFAULT_ADMIN_ROLE()",
+          "DefaultAdminDelayChangeCanceled()",
+          "DefaultAdminDelayChangeScheduled(uint48,uint48)",
+          "DefaultAdminTransferCanceled()",
+          "DefaultAdminTransferScheduled(address,uint48)",
+          "RoleAdminChanged(bytes32,bytes32,bytes32)",
+          "RoleGranted(bytes32,address,address)",
+          "RoleRevoked(bytes32,address,address)",
+          "SafeCastOverflowedUintDowncast(uint8,uint256)",
+          "acceptDefaultAdminTransfer()",
+          "beginDefaultAdminTransfer(address)",
+          "cancelDefaultAdminTransfer()",
+          "changeDefaultAdminDelay(uint48)",
+          "defaultAdmin()",
+          "defaultAdminDelay()",
+          "defaultAdminDelayIncreaseWait()",
+          "getRoleAdmin(bytes32)",
+          "grantRole(bytes32,address)",
+          "hasRole(bytes32,address)",
+          "owner()",
+          "pendingDefaultAdmin()",
+          "pendingDefaultAdminDelay()",
+          "renounceRole(bytes32,address)",
+          "revokeRole(bytes32,address)",
+          "rollbackDefaultAdminDelay()",
+          "supportsInterface(bytes4)",
+          // Pausable
+          "EnforcedPause()",
+          "ExpectedPause()",
+          "Paused(address)",
+          "Unpaused(address)",
+          "paused()",
+          // Constants stay in the contract, as OpenZeppelin keeps role identifiers out of its interfaces
+          "MAX_STABLE_DECIMALS()",
+          "PAUSER_ROLE()",
+          // ReentrancyGuardTransient, SafeERC20
+          "ReentrancyGuardReentrantCall()",
+          "SafeERC20FailedOperation(address)",
+        ].sort(),
+      );
     });
   });
 });

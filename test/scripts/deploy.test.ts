@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { isAddress, parseUnits } from "ethers";
 import { network } from "hardhat";
 
-import { DEFAULT_MAX_PRICE_AGE, deploySuite } from "../../scripts/deploy.js";
+import { checkSuiteRoles } from "../../scripts/deploy-checks.js";
+import { DEFAULT_MAX_PRICE_AGE, MINTER_ROLE, PAUSER_ROLE, deploySuite } from "../../scripts/deploy.js";
 import { signers } from "../helpers/suite.js";
 
 const { ethers } = await network.create();
@@ -29,11 +30,16 @@ describe("deploySuite", function () {
 
     const { token, swap, stableCoins } = contracts;
     expect(await token.symbol()).to.equal("FRT");
-    expect(await token.minter()).to.equal(addresses.swap);
     expect(await swap.token()).to.equal(addresses.token);
     expect(await swap.MAX_STABLE_DECIMALS()).to.equal(18n);
+    // The roles: the deployer is the one admin of both and may pause; only the swap mints.
     expect(await token.owner()).to.equal(owner.address);
     expect(await swap.owner()).to.equal(owner.address);
+    expect(await token.hasRole(MINTER_ROLE, swap)).to.equal(true);
+    expect(await token.hasRole(MINTER_ROLE, owner)).to.equal(false);
+    expect(await swap.hasRole(PAUSER_ROLE, owner)).to.equal(true);
+    expect([await token.defaultAdminDelay(), await swap.defaultAdminDelay()]).to.deep.equal([0n, 0n]);
+    expect(await checkSuiteRoles(ethers.provider, { ...addresses, admin: owner.address })).to.deep.equal([]);
     expect(await swap.maxPriceAge()).to.equal(DEFAULT_MAX_PRICE_AGE);
     expect(await swap.currentPrice()).to.deep.equal([parseUnits("2.5", 8), 8n]);
     expect((await contracts.feeds.eurUsd.latestRoundData())[1]).to.equal(parseUnits("1.08", 8));
@@ -56,5 +62,32 @@ describe("deploySuite", function () {
       expect(await token.balanceOf(wallet)).to.equal(parseUnits("40", 18));
       expect(await token.allowance(wallet, swap)).to.equal(parseUnits("40", 18));
     }
+  });
+
+  it("checkSuiteRoles names every role a deployment got wrong", async function () {
+    const [owner, wallet, stranger] = await signers(ethers, 3);
+    const { addresses, contracts } = await deploySuite(ethers, { deployer: owner, exchangeWallet: wallet });
+    const { token, swap } = contracts;
+    expect(await checkSuiteRoles(ethers.provider, { ...addresses, admin: stranger.address })).to.deep.equal([
+      `token: its admin is ${owner.address}, not ${stranger.address}`,
+      `swap: its admin is ${owner.address}, not ${stranger.address}`,
+      `swap: the admin ${stranger.address} lacks PAUSER_ROLE`,
+    ]);
+
+    expect(
+      await checkSuiteRoles(ethers.provider, { ...addresses, token: addresses.stableCoins.DAI, admin: owner.address }),
+    ).to.deep.equal([
+      `swap: trades ${addresses.token}, not the token ${addresses.stableCoins.DAI}`,
+      `token: ${addresses.stableCoins.DAI} has no access control (not the TradedToken?)`,
+    ]);
+
+    await token.connect(owner).revokeRole(MINTER_ROLE, swap);
+    await token.connect(owner).grantRole(MINTER_ROLE, owner);
+    await swap.connect(owner).renounceRole(PAUSER_ROLE, owner);
+    expect(await checkSuiteRoles(ethers.provider, { ...addresses, admin: owner.address })).to.deep.equal([
+      `token: the swap ${addresses.swap} lacks MINTER_ROLE, so it cannot mint or burn`,
+      `token: the admin ${owner.address} holds MINTER_ROLE; only the swap should`,
+      `swap: the admin ${owner.address} lacks PAUSER_ROLE`,
+    ]);
   });
 });

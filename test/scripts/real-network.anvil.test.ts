@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
-import { Contract, Wallet, encryptKeystoreJson, parseUnits } from "ethers";
+import { Contract, Wallet, encryptKeystoreJson, id, parseUnits } from "ethers";
 
 import { hardhatAccount } from "../../scripts/embedded-chain/chain.js";
 import { startAnvil, type Anvil } from "../helpers/anvil.js";
@@ -195,10 +195,19 @@ describe("on a real network: deploy with the CLI, start the production build wit
     const signers = await connection.ethers.getSigners();
     const token = new Contract(
       deployment.token,
-      ["function mint(address,uint256)", "function symbol() view returns (string)"],
+      [
+        "function mint(address,uint256)",
+        "function symbol() view returns (string)",
+        "function grantRole(bytes32,address)",
+        "function renounceRole(bytes32,address)",
+      ],
       signers[0]!,
     );
+    // Only the swap mints after the deployment: the admin grants itself MINTER_ROLE to mint, then gives it up.
+    const minterRole = id("MINTER_ROLE");
+    await (await token.getFunction("grantRole")(minterRole, signers[0]!.address)).wait();
     await (await token.getFunction("mint")(wallet.address, parseUnits("1000", 18))).wait();
+    await (await token.getFunction("renounceRole")(minterRole, signers[0]!.address)).wait();
     const usdc = new Contract(
       existing.usdc,
       ["function mint(address,uint256)", "function balanceOf(address) view returns (uint256)"],
