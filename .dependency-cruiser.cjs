@@ -1,6 +1,6 @@
 /**
- * Dependency rules that keep the hexagon's shape (see STYLE.md). Run with
- * `npm run lint:deps`; any "error" fails the build.
+ * Dependency rules that keep the hexagon's shape (docs/architecture.md). Run with
+ * `npm run lint:deps` (part of `npm run lint`); any "error" fails the build.
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -27,6 +27,39 @@ module.exports = {
       severity: "error",
       from: { path: "^adapters/" },
       to: { path: "^(scripts|test)/" },
+    },
+    {
+      name: "adapters-use-the-core-index",
+      comment:
+        "Adapters reach the core through core/index.ts only: what the core offers them is that file's " +
+        "exports, and the core's files can move without touching an adapter.",
+      severity: "error",
+      from: { path: "^adapters/" },
+      to: { path: "^core/", pathNot: "^core/index\\.ts$" },
+    },
+    {
+      name: "adapter-areas-apart",
+      comment:
+        "The chain, journal and transport adapters and shared/ do not import each other; what two of " +
+        "them need is in shared/. The composition root (main.ts, dev-mode.ts), config/ and observability/ " +
+        "(which watches the others through hooks the root wires) are the only places that see several.",
+      severity: "error",
+      from: { path: "^adapters/(chain|journal|transport|shared)/" },
+      to: { path: "^adapters/", pathNot: ["^adapters/$1/", "^adapters/shared/"] },
+    },
+    {
+      name: "shared-stands-alone",
+      comment: "adapters/shared/ is used by the adapter areas, so it imports none of them.",
+      severity: "error",
+      from: { path: "^adapters/shared/" },
+      to: { path: "^adapters/", pathNot: "^adapters/shared/" },
+    },
+    {
+      name: "no-cycles",
+      comment: "No import cycles, in production code or tests.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
     },
   ],
   options: {

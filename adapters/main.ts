@@ -1,12 +1,12 @@
 /**
- * The composition root: reads the configuration, builds the chain adapter (on the
- * embedded Hardhat chain, or on RPC_URL), wires the use cases, and serves every
- * protocol on one port. scripts/start.ts is the command line around it.
+ * The composition root: reads the configuration, builds the chain adapter (on RPC_URL, or on
+ * the embedded chain of dev mode), wires the use cases, and serves every protocol on one port.
+ * scripts/start.ts is the command line around it; what only dev mode needs (the embedded
+ * chain, its throwaway journal, a generated api key, .dev/deployment.json) is in dev-mode.ts.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { hostname, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { hostname } from "node:os";
+import { join } from "node:path";
 
 import type { Logger } from "pino";
 
@@ -23,24 +23,21 @@ import {
   type TransactionSigner,
 } from "./chain/index.js";
 import { readDeploymentFile } from "./config/deployment-file.js";
-import { openJournal } from "./journal/index.js";
 import { ConfigError, loadConfig, type AppConfig, type RpcChainConfig } from "./config/env.js";
+import {
+  type DevDeployment,
+  generateApiKey,
+  startDevChain,
+  type StartEmbeddedChain,
+  temporaryJournalDir,
+  writeDevDeployment,
+} from "./dev-mode.js";
+import { openJournal } from "./journal/index.js";
+import { createLogger } from "./shared/logger.js";
+import { ServiceMetrics } from "./observability/metrics.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
 import { createHttpHandler } from "./transport/http-handler.js";
-import { ServiceMetrics } from "./shared/metrics.js";
-import { createLogger } from "./shared/logger.js";
 import { startServer, type ApiServer } from "./transport/server.js";
-
-/** Where `npm start` writes what a developer needs to talk to the embedded chain and the API. */
-export const DEV_DEPLOYMENT_FILE = ".dev/deployment.json";
-
-/** The content of .dev/deployment.json (also a valid DEPLOYMENT_FILE for production mode). */
-export interface DevDeployment extends DeploymentAddresses {
-  chainId: number;
-  rpcUrl: string;
-  apiUrl: string;
-  exchangeWallet: string;
-}
 
 export interface RunningService {
   mode: "embedded" | "rpc";
@@ -64,32 +61,6 @@ export interface RunningService {
   /** Graceful stop: the API first (in-flight trades finish), then the chain adapter, then the embedded chain. */
   close(): Promise<void>;
 }
-
-/** A chain brought up by the service itself (npm start without RPC_URL), with the suite deployed. */
-export interface EmbeddedChain {
-  rpcUrl: string;
-  chainId: number;
-  deployer: string;
-  /** The exchange wallet; its key is a public Hardhat test key. */
-  exchangeWallet: { address: string; privateKey: string };
-  addresses: DeploymentAddresses;
-  /** The chain's own process, when it runs in one (npm start's does). */
-  pid?: number;
-  close(): Promise<void>;
-}
-
-export interface EmbeddedChainOptions {
-  /** Port of the JSON-RPC server on 127.0.0.1; 0 picks a free one. */
-  chainPort: number;
-  log: Logger;
-  /** How often the mock price feeds are re-posted (default hourly), so they never go stale. */
-  feedHeartbeatMs?: number;
-  /** Mine a block every this many ms once deployed (CHAIN_BLOCK_TIME_MS); unset = a block per transaction. */
-  blockTimeMs?: number;
-}
-
-/** Starts an embedded chain. Injected (scripts/embedded-chain/chain.ts) so adapters/ never imports Hardhat or scripts/. */
-export type StartEmbeddedChain = (options: EmbeddedChainOptions) => Promise<EmbeddedChain>;
 
 export interface StartServiceOptions {
   env?: NodeJS.ProcessEnv;
@@ -126,15 +97,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     let embeddedChainId: number | undefined;
     let chainPid: number | undefined;
     if (config.chain.mode === "embedded") {
-      log.info({ chainPort: config.chain.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
-      if (options.embeddedChain === undefined)
-        throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
-      const startEmbeddedChain = await options.embeddedChain();
-      const chain = await startEmbeddedChain({
-        chainPort: config.chain.chainPort,
-        log,
-        ...(config.chain.blockTimeMs !== undefined ? { blockTimeMs: config.chain.blockTimeMs } : {}),
-      });
+      const chain = await startDevChain(config.chain, options.embeddedChain, log);
       closers.push(() => chain.close());
       rpcUrl = chain.rpcUrl;
       rpcUrls = [rpcUrl];
@@ -153,11 +116,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL).
     let dataDir = config.journal.dataDir;
     if (config.chain.mode === "embedded" && config.journal.url === undefined) {
-      // The embedded chain is new at each start, so its journal is too: a fresh directory,
-      // removed at shutdown, which also lets several embedded services run side by side.
-      const temporary = await mkdtemp(join(tmpdir(), "token-service-journal-"));
-      closers.push(() => rm(temporary, { recursive: true, force: true }));
-      dataDir = temporary;
+      const temporary = await temporaryJournalDir();
+      closers.push(() => temporary.remove());
+      dataDir = temporary.dir;
     }
     // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
@@ -260,12 +221,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     }
     adapter.start();
 
-    let generatedApiKey: string | undefined;
-    let apiKeys = config.apiKeys;
-    if (apiKeys.length === 0) {
-      generatedApiKey = randomBytes(24).toString("base64url");
-      apiKeys = [generatedApiKey];
-    }
+    // The configuration holds no key only in embedded mode (loadConfig requires one on RPC_URL).
+    const generatedApiKey = config.apiKeys.length === 0 ? generateApiKey() : undefined;
+    const apiKeys = generatedApiKey === undefined ? config.apiKeys : [generatedApiKey];
 
     const closing = new AbortController();
     const handler = createHttpHandler({
@@ -319,9 +277,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         stableCoins: { ...addresses.stableCoins },
         feeds: { ...addresses.feeds },
       };
-      const file = resolve(options.rootDir ?? process.cwd(), DEV_DEPLOYMENT_FILE);
-      await mkdir(dirname(file), { recursive: true });
-      await writeFile(file, `${JSON.stringify(deployment, null, 2)}\n`);
+      const file = await writeDevDeployment(options.rootDir ?? process.cwd(), deployment);
       service.deployment = deployment;
       service.deploymentFile = file;
       log.info({ file }, "deployment written");

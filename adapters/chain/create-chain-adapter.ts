@@ -13,7 +13,6 @@ import {
   type TradeJournal,
   type TradePort,
 } from "../../core/index.js";
-import type { WalletSource } from "../shared/metrics.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { CachedPricePort } from "./cached-price.js";
 import { isChainUnreachable } from "./chain-errors.js";
@@ -30,6 +29,16 @@ export interface DeploymentAddresses {
   swap: string;
   stableCoins: { DAI: string; USDT: string; USDC: string };
   feeds: { tokenUsd: string; eurUsd: string; chfUsd: string };
+}
+
+/** What the metrics' wallet gauges read at each scrape. */
+export interface WalletSource {
+  /** Each wallet's unconfirmed nonces: how many, and since when the oldest waits. */
+  unconfirmed(): Promise<Array<{ wallet: string; count: number; oldestSince?: Date }>>;
+  /** Each wallet's balances, in whole units, by asset symbol. */
+  balances(): Promise<Array<{ wallet: string; asset: string; amount: number }>>;
+  /** The latest block's timestamp, in unix seconds. */
+  headTimestamp(): Promise<number>;
 }
 
 export interface ChainAdapterOptions {
@@ -83,7 +92,7 @@ export interface ChainAdapter {
   chainId: bigint;
   /** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
   readiness(): Promise<{ ready: boolean; detail: string }>;
-  /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/shared/metrics.ts). */
+  /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/observability/metrics.ts). */
   walletSource(): WalletSource;
   close(): Promise<void>;
 }

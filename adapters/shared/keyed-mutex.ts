@@ -1,4 +1,4 @@
-import type { NoncesConsumed } from "../../core/ports/nonce.port.js";
+import type { NoncesConsumed } from "../../core/index.js";
 
 /**
  * One task at a time per key, in call order, within this process. The nonce stores use it

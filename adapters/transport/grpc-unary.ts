@@ -32,7 +32,7 @@ import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { rpcError } from "./error.interceptor.js";
 import { grpcPercentEncode } from "./grpc-message.js";
 import { IDEMPOTENCY_KEY_HEADER } from "./headers.js";
-import { requestContext } from "../shared/logger.js";
+import { requestContext } from "./request-context.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import type { CallContext, TokenCalls } from "./token.service.js";
 

@@ -23,7 +23,8 @@ import { tokenCalls } from "./token.service.js";
 import { corsPolicy } from "./cors.js";
 import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
-import { accessLog, bindRequestContext, requestContext } from "../shared/logger.js";
+import { accessLog } from "../shared/logger.js";
+import { bindRequestContext, requestContext } from "./request-context.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { tokenRoutes } from "./rpc-routes.js";
 
@@ -57,7 +58,7 @@ export interface HttpHandlerOptions {
    * false serves every RPC through Connect, which the equivalence tests compare it with.
    */
   grpcFastPath?: boolean;
-  /** Where each answered request is counted (adapters/shared/metrics.ts). */
+  /** Where each answered request is counted (adapters/observability/metrics.ts). */
   metrics?: { request(route: string, protocol: string, code: string, seconds: number): void };
 }
 

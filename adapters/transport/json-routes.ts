@@ -17,7 +17,7 @@ import {
   unsupportedMediaType,
   withTimeout,
 } from "./json-http.js";
-import { requestContext, type RequestContext } from "../shared/logger.js";
+import { requestContext, type RequestContext } from "./request-context.js";
 import { OPENAPI_JSON } from "./openapi.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 

@@ -5,7 +5,7 @@
  * Hardhat is imported inside it, so production never loads Hardhat.
  */
 import { HDNodeWallet } from "ethers";
-import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/main.js";
+import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/dev-mode.js";
 
 /** The mnemonic of Hardhat's default accounts: public test keys, never for real funds. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";

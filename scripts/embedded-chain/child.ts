@@ -5,7 +5,7 @@
  */
 import { pino } from "pino";
 
-import type { EmbeddedChain } from "../../adapters/main.js";
+import type { EmbeddedChain } from "../../adapters/dev-mode.js";
 import { startEmbeddedChain } from "./chain.js";
 import type { FromChainProcess, ToChainProcess } from "./parent.js";
 

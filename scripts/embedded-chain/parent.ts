@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 
 import type { Logger } from "pino";
 
-import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/main.js";
+import type { EmbeddedChain, EmbeddedChainOptions } from "../../adapters/dev-mode.js";
 
 /** What the child is started with (the logger stays here: its lines are forwarded). */
 export interface ChildOptions extends Omit<EmbeddedChainOptions, "log"> {

@@ -15,7 +15,8 @@ import { expect } from "chai";
 import { JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
-import { startService, type EmbeddedChain, type RunningService } from "../../adapters/main.js";
+import type { EmbeddedChain } from "../../adapters/dev-mode.js";
+import { startService, type RunningService } from "../../adapters/main.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 import { postJson } from "../adapters/transport/helpers.js";
 import { startPostgres, type TestPostgres } from "../helpers/postgres.js";

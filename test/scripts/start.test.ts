@@ -16,7 +16,7 @@ import { pino } from "pino";
 
 import { EXAMPLE_CUSTOMER, banner } from "../../scripts/banner.js";
 import { AGGREGATOR_ABI } from "../../adapters/chain/index.js";
-import type { EmbeddedChain } from "../../adapters/main.js";
+import type { EmbeddedChain } from "../../adapters/dev-mode.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));

@@ -18,7 +18,7 @@ import {
   TradeSchema,
 } from "../../../gen/tokentrade/v1/token_pb.js";
 import { grpcUnary } from "../../../adapters/transport/grpc-unary.js";
-import { bindRequestContext } from "../../../adapters/shared/logger.js";
+import { bindRequestContext } from "../../../adapters/transport/request-context.js";
 import { tokenCalls } from "../../../adapters/transport/token.service.js";
 import { MemoryJournal } from "../../helpers/memory-journal.js";
 import {

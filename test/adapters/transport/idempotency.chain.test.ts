@@ -13,7 +13,8 @@ import { expect } from "chai";
 import { JsonRpcProvider } from "ethers";
 import { pino } from "pino";
 
-import { startService, type EmbeddedChain, type RunningService } from "../../../adapters/main.js";
+import type { EmbeddedChain } from "../../../adapters/dev-mode.js";
+import { startService, type RunningService } from "../../../adapters/main.js";
 import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
 

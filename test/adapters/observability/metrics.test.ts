@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (adapters/shared/metrics.ts) from the whole service on the embedded chain: scraped
+ * Prometheus metrics (adapters/observability/metrics.ts) from the whole service on the embedded chain: scraped
  * from their own port without a key after real traffic (JSON, gRPC, a refused key), and read as
  * Prometheus reads them (text exposition format).
  */
@@ -7,7 +7,7 @@ import { createServer, type AddressInfo } from "node:net";
 
 import { expect } from "chai";
 
-import { ServiceMetrics } from "../../../adapters/shared/metrics.js";
+import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import { API_KEY, grpcCall, grpcClient } from "../transport/helpers.js";
 import { startEmbeddedService, type EmbeddedService } from "../transport/chain-helpers.js";
 

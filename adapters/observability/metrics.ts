@@ -27,8 +27,7 @@ import type { AddressInfo } from "node:net";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../../core/index.js";
-import type { LifecycleLog } from "../chain/lifecycle/monitor.js";
-import type { RpcRequestRecord } from "../chain/rpc-provider.js";
+import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
 
 const PREFIX = "token_service_";
 
@@ -36,16 +35,6 @@ const PREFIX = "token_service_";
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const TRADE_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300];
 const FAST_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
-
-/** What the wallet gauges read at each scrape. */
-export interface WalletSource {
-  /** Each wallet's unconfirmed nonces: how many, and since when the oldest waits. */
-  unconfirmed(): Promise<Array<{ wallet: string; count: number; oldestSince?: Date }>>;
-  /** Each wallet's balances, in whole units, by asset symbol. */
-  balances(): Promise<Array<{ wallet: string; asset: string; amount: number }>>;
-  /** The latest block's timestamp, in unix seconds. */
-  headTimestamp(): Promise<number>;
-}
 
 /** Lifecycle log messages, by the event they report (adapters/chain/lifecycle/monitor.ts). */
 const LIFECYCLE_EVENTS: Array<[prefix: string, event: string]> = [

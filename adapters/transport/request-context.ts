@@ -1,0 +1,73 @@
+/**
+ * The request context: a request id (the client's x-request-id when it is plain, else a new
+ * UUID), the path, and a logger carrying the id, bound once per request by http-handler.ts.
+ */
+import { randomUUID } from "node:crypto";
+
+import type { Logger } from "pino";
+
+import type { NodeServerRequest } from "./node-types.js";
+import { requestPath } from "./request-path.js";
+
+/** What every layer of a request can reach: its id, its path, and a logger that carries the id. */
+export interface RequestContext {
+  readonly id: string;
+  /** The request target's path, without the query (requestPath). */
+  readonly path: string;
+  readonly log: Logger;
+}
+
+/**
+ * A request's context whose logger is made on first use: most requests log nothing
+ * but their "request completed" line, and a pino child costs more than the rest of
+ * a cached price answer.
+ */
+class LazyRequestContext implements RequestContext {
+  #log: Logger | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly path: string,
+    readonly parent: Logger,
+  ) {}
+
+  get log(): Logger {
+    this.#log ??= this.parent.child({ reqId: this.id });
+    return this.#log;
+  }
+}
+
+/** Where a request keeps its context (a property, cheaper per request than a WeakMap entry). */
+const kContext = Symbol("request context");
+type WithContext = NodeServerRequest & { [kContext]?: RequestContext };
+
+/** A client-chosen x-request-id is kept when it is short and plain; anything else is replaced. */
+const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The request id: the incoming `x-request-id` when it is 1 to 128 characters of
+ * letters, digits and `._:-` (so it cannot forge log lines), else a new UUID.
+ */
+export function requestIdFrom(req: NodeServerRequest): string {
+  const incoming = req.headers["x-request-id"];
+  const value = Array.isArray(incoming) ? incoming[0] : incoming;
+  return value !== undefined && ACCEPTABLE_REQUEST_ID.test(value) ? value : randomUUID();
+}
+
+/**
+ * Gives the request its context (id from requestIdFrom, path from requestPath, logger made
+ * on first use); done once, by the outermost handler.
+ */
+export function bindRequestContext(req: NodeServerRequest, parent: Logger): RequestContext {
+  const context = new LazyRequestContext(requestIdFrom(req), requestPath(req.url), parent);
+  (req as WithContext)[kContext] = context;
+  return context;
+}
+
+/**
+ * The context bound by the outermost handler. A request that did not pass through
+ * it (a handler mounted on its own, as in some tests) gets a fresh one.
+ */
+export function requestContext(req: NodeServerRequest, fallback: Logger): RequestContext {
+  return (req as WithContext)[kContext] ?? bindRequestContext(req, fallback);
+}
