@@ -258,7 +258,7 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
 
     function _currentPrice() private view returns (uint256) {
         (, int256 answer, , uint256 updatedAt, ) = _priceFeed.latestRoundData();
-        if (answer <= 0) revert SwapInvalidPrice(answer);
+        if (answer < 1) revert SwapInvalidPrice(answer); // zero or negative
         if (updatedAt > block.timestamp || block.timestamp - updatedAt > _maxPriceAge) {
             revert SwapStalePrice(updatedAt, _maxPriceAge);
         }

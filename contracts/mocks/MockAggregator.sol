@@ -23,10 +23,16 @@ contract MockAggregator is AggregatorV3Interface {
     /// @notice Round `roundId` has no data.
     error MockAggregatorNoData(uint80 roundId);
 
-    /// @notice A new answer was posted (same shape as Chainlink's `AnswerUpdated`).
+    /**
+     * @notice A new answer was posted (same shape as Chainlink's `AnswerUpdated`).
+     * @param current The answer.
+     * @param roundId Its round.
+     * @param updatedAt Its update time.
+     */
     event AnswerUpdated(int256 indexed current, uint256 indexed roundId, uint256 updatedAt);
 
     /**
+     * @notice Deploys the feed and posts its first round.
      * @param decimals_ Decimals of the answer (8 like Chainlink's USD feeds).
      * @param description_ Pair name, e.g. "EUR / USD".
      * @param initialAnswer First answer, posted at deployment.
@@ -67,7 +73,10 @@ contract MockAggregator is AggregatorV3Interface {
         return (_latestRound, round.answer, round.startedAt, round.updatedAt, _latestRound);
     }
 
-    /// @notice Posts `answer` as a new round updated now. Emits {AnswerUpdated}.
+    /**
+     * @notice Posts `answer` as a new round updated now. Emits {AnswerUpdated}.
+     * @param answer The price, with the feed's decimals.
+     */
     function updateAnswer(int256 answer) external {
         _post(answer, block.timestamp, block.timestamp);
     }
@@ -75,6 +84,9 @@ contract MockAggregator is AggregatorV3Interface {
     /**
      * @notice Posts a new round with explicit timestamps, e.g. an old `updatedAt` to make the feed stale.
      * Emits {AnswerUpdated}.
+     * @param answer The price, with the feed's decimals.
+     * @param updatedAt The round's update time.
+     * @param startedAt The round's start time.
      */
     function updateRoundData(int256 answer, uint256 updatedAt, uint256 startedAt) external {
         _post(answer, updatedAt, startedAt);

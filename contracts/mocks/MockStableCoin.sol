@@ -13,6 +13,7 @@ contract MockStableCoin is ERC20 {
     uint8 private immutable _decimals;
 
     /**
+     * @notice Deploys the coin with no supply.
      * @param name_ Token name, e.g. "Dai Stablecoin".
      * @param symbol_ Token symbol, e.g. "DAI".
      * @param decimals_ Decimals of the real coin (18 for DAI, 6 for USDT and USDC).
@@ -26,7 +27,11 @@ contract MockStableCoin is ERC20 {
         return _decimals;
     }
 
-    /// @notice Mints `value` to `to`. Open to anyone. Emits {IERC20-Transfer} from the zero address.
+    /**
+     * @notice Mints `value` to `to`. Open to anyone. Emits {IERC20-Transfer} from the zero address.
+     * @param to Receiver.
+     * @param value Amount, in the coin's decimals.
+     */
     function mint(address to, uint256 value) external {
         _mint(to, value);
     }

@@ -17,8 +17,13 @@ contract MockUSDT is MockStableCoin {
      * @notice Approves `spender` for `value`, but only from or to a zero allowance.
      * @dev Reverts without a reason when both the current allowance and `value` are non-zero.
      * Emits {IERC20-Approval}.
+     * @param spender The account allowed to spend.
+     * @param value The allowance.
+     * @return Always true (it reverts otherwise).
      */
     function approve(address spender, uint256 value) public override returns (bool) {
+        // Empty revert data, as mainnet USDT's `require` without a message: no reason, no custom error.
+        // solhint-disable-next-line reason-string, gas-custom-errors
         if (value != 0 && allowance(msg.sender, spender) != 0) revert();
         return super.approve(spender, value);
     }
