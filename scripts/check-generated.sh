@@ -1,13 +1,15 @@
 #!/bin/sh
-# Fails when gen/ is not what `npm run generate` produces from proto/ (run by CI).
-# Lints the proto, regenerates, then compares gen/ with the committed tree,
-# counting modified, deleted and untracked files.
+# Fails when gen/ is not what `npm run generate` produces from proto/ and the contracts (run by CI).
+# Lints the proto, regenerates (buf's TypeScript, then the contracts' ABIs in gen/abi/ from a
+# fresh `hardhat build`), then compares gen/ with the committed tree, counting modified,
+# deleted and untracked files.
 set -eu
 cd "$(dirname "$0")/.."
 PATH="$PWD/node_modules/.bin:$PATH"
 
 buf lint
 buf generate
+npm run --silent generate:abi
 
 status=0
 if ! git diff --exit-code --stat -- gen/; then
@@ -21,6 +23,6 @@ if [ -n "$untracked" ]; then
   status=1
 fi
 if [ "$status" -eq 0 ]; then
-  echo "gen/ is up to date with proto/."
+  echo "gen/ is up to date with proto/ and contracts/."
 fi
 exit "$status"

@@ -1,48 +1,62 @@
 /**
- * The parts of the contract suite's ABI that the service calls, as human-readable
- * fragments. They are checked against the compiled artifacts by
- * test/adapters/chain/abi.test.ts, so a contract change that breaks the service fails
- * the tests. Production mode needs no build artefacts.
+ * The parts of the contract suite's ABI that the service calls, picked by name from the JSON
+ * ABIs that scripts/generate-abi.ts writes into gen/abi/ from the compiled artifacts (committed,
+ * so production mode needs no build artefacts; scripts/check-generated.sh fails when they drift
+ * from the contracts). A name the contracts no longer have fails here, when the module loads.
  */
+import { aggregatorV3InterfaceAbi, tokenSwapAbi, tradedTokenAbi } from "../../gen/abi/index.js";
+
+interface AbiItem {
+  readonly type: string;
+  readonly name?: string;
+}
+
+/** The items of `abi` named in `names` (every overload of a name), in the ABI's order; throws if a name is missing. */
+export function pickAbi<const A extends readonly AbiItem[], const N extends readonly string[]>(
+  abi: A,
+  names: N,
+): readonly Extract<A[number], { readonly name: N[number] }>[] {
+  const wanted = new Set<string>(names);
+  const picked = abi.filter((item) => item.name !== undefined && wanted.has(item.name));
+  const missing = names.filter((name) => !picked.some((item) => item.name === name));
+  if (missing.length > 0) throw new Error(`not in the ABI: ${missing.join(", ")}`);
+  return picked as Extract<A[number], { readonly name: N[number] }>[];
+}
+
+/** The swap's trades, quotes and state, and every error a trade can revert with. */
 export const SWAP_ABI = [
-  "function sell(address stable, uint256 tokenAmount, address destinatary, uint256 minStableOut, uint256 deadline) returns (uint256)",
-  "function buy(address stable, uint256 stableAmount, address destinatary, uint256 minTokensOut, uint256 deadline) returns (uint256)",
-  "function remit(address stable, uint256 stableAmount, address destinatary, uint256 minTokensOut, uint256 deadline) returns (uint256)",
-  "function quoteSell(address stable, uint256 tokenAmount) view returns (uint256)",
-  "function quoteBuy(address stable, uint256 stableAmount) view returns (uint256)",
-  "function currentPrice() view returns (uint256 price, uint8 decimals)",
-  "function maxPriceAge() view returns (uint256)",
-  "function priceFeed() view returns (address)",
-  "function isStableAllowed(address stable) view returns (bool)",
-  "function token() view returns (address)",
-  "function paused() view returns (bool)",
-  "error SwapUnsupportedStable(address stable)",
-  "error SwapUnsupportedDecimals(address stable, uint8 decimals)",
-  "error SwapInvalidPrice(int256 answer)",
-  "error SwapStalePrice(uint256 updatedAt, uint256 maxAge)",
-  "error SwapInsufficientReserves(address stable, uint256 available, uint256 required)",
-  "error SwapZeroAmount()",
-  "error SwapZeroOutput()",
-  "error SwapInvalidDestinatary(address destinatary)",
-  "error SwapDeadlineExpired(uint256 deadline, uint256 timestamp)",
-  "error SwapSlippage(uint256 amountOut, uint256 minAmountOut)",
-  "error EnforcedPause()",
-  "error ReentrancyGuardReentrantCall()",
+  ...pickAbi(tokenSwapAbi, [
+    "sell",
+    "buy",
+    "remit",
+    "quoteSell",
+    "quoteBuy",
+    "currentPrice",
+    "maxPriceAge",
+    "priceFeed",
+    "isStableAllowed",
+    "token",
+    "paused",
+    "SwapUnsupportedStable",
+    "SwapUnsupportedDecimals",
+    "SwapInvalidPrice",
+    "SwapStalePrice",
+    "SwapInsufficientReserves",
+    "SwapZeroAmount",
+    "SwapZeroOutput",
+    "SwapInvalidDestinatary",
+    "SwapDeadlineExpired",
+    "SwapSlippage",
+    "EnforcedPause",
+    "ReentrancyGuardReentrantCall",
+    "SafeERC20FailedOperation",
+  ]),
   // Errors of the OpenZeppelin ERC-20s the swap moves; they bubble up through SafeERC20.
-  "error ERC20InsufficientBalance(address sender, uint256 balance, uint256 needed)",
-  "error ERC20InsufficientAllowance(address spender, uint256 allowance, uint256 needed)",
-  "error SafeERC20FailedOperation(address token)",
+  ...pickAbi(tradedTokenAbi, ["ERC20InsufficientBalance", "ERC20InsufficientAllowance"]),
 ] as const;
 
-export const ERC20_ABI = [
-  "function symbol() view returns (string)",
-  "function decimals() view returns (uint8)",
-  "function balanceOf(address account) view returns (uint256)",
-  "function allowance(address owner, address spender) view returns (uint256)",
-  "function approve(address spender, uint256 value) returns (bool)",
-] as const;
+/** What the service reads and sends to any ERC-20 (the token and the stable coins): OpenZeppelin's ERC-20, as the token compiles it. */
+export const ERC20_ABI = pickAbi(tradedTokenAbi, ["symbol", "decimals", "balanceOf", "allowance", "approve"]);
 
-export const AGGREGATOR_ABI = [
-  "function decimals() view returns (uint8)",
-  "function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)",
-] as const;
+/** What the service reads from a Chainlink feed. */
+export const AGGREGATOR_ABI = pickAbi(aggregatorV3InterfaceAbi, ["decimals", "latestRoundData"]);
