@@ -36,7 +36,7 @@ export interface Holding {
   key: string;
   inFlight: bigint;
   released: bigint;
-  read?: { released: bigint; value: Promise<[bigint, bigint]> };
+  read?: { released: bigint; value: Promise<[bigint, bigint]> } | undefined;
   /** Whether the swap's allowance matters (the wallets' holdings), or only the balance (the swap's reserves). */
   withAllowance: boolean;
   calls: { balanceOf: string; allowance: string };

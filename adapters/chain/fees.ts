@@ -108,7 +108,7 @@ export interface FeeOracleOptions {
 export class FeeOracle {
   readonly #provider: JsonRpcApiProvider;
   readonly #cacheMs: number;
-  #cache?: { at: number; state: Promise<ChainState> };
+  #cache: { at: number; state: Promise<ChainState> } | undefined;
 
   constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
     this.#provider = provider;

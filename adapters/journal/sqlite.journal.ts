@@ -367,7 +367,7 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
       const now = Date.now();
       if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#expectTrade(id);
       const at = this.#sql.tradeNonce.get(id)!;
-      this.#sql.markTradeSlot.run("pending", null, null, null, now, at.wallet, at.nonce, id);
+      this.#sql.markTradeSlot.run("pending", null, null, null, now, at.wallet!, at.nonce!, id);
     });
   }
 
@@ -529,8 +529,8 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
           receipt.blockNumber,
           receipt.blockHash,
           now,
-          at.wallet,
-          at.nonce,
+          at.wallet!,
+          at.nonce!,
           id,
         );
     });
@@ -569,7 +569,7 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
       row.wallet === null
         ? []
         : this.#sql.tradeBroadcastsOf
-            .all((row.wallet as string).toLowerCase(), row.nonce, row.id as string)
+            .all((row.wallet as string).toLowerCase(), row.nonce!, row.id as string)
             .map(toBroadcast);
     return toRecord(row, broadcasts);
   }

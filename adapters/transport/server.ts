@@ -301,7 +301,10 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     // Requests Node's HTTP parser refuses (an unknown method, a malformed header, oversized
     // headers) never reach the handler: answer them with the same {code, message} body.
     h1.on("clientError", (error: NodeJS.ErrnoException, socket: net.Socket) => {
-      if (!socket.writable) return socket.destroy();
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
       const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
       const body = JSON.stringify(
         tooLarge
