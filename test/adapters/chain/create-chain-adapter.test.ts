@@ -3,6 +3,7 @@ import { BrowserProvider, HDNodeWallet, Wallet, getAddress, keccak256, parseUnit
 import { network } from "hardhat";
 
 import { createChainAdapter, createRpcProvider } from "../../../adapters/chain/index.js";
+import type { RpcLog, RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
   ChainUnavailableError,
@@ -86,7 +87,7 @@ async function deployed() {
 /** web3.js 1.x log id, written independently of core/receipt.ts. */
 function web3Id(blockHash: string, txHash: string, logIndexHex: string) {
   const text = blockHash.replace("0x", "") + txHash.replace("0x", "") + logIndexHex.replace("0x", "");
-  return "log_" + keccak256(toUtf8Bytes(text)).replace("0x", "").slice(0, 8);
+  return `log_${keccak256(toUtf8Bytes(text)).replace("0x", "").slice(0, 8)}`;
 }
 
 /** Compares a formatted receipt field by field with the node's raw JSON-RPC receipt. */
@@ -95,7 +96,7 @@ async function expectWeb3Receipt(receipt: TransactionReceipt, logCount: number, 
   const raw = (await connection.provider.request({
     method: "eth_getTransactionReceipt",
     params: [receipt.transactionHash],
-  })) as Record<string, any>;
+  })) as RpcReceipt;
   expect(receipt.blockHash).to.equal(raw.blockHash);
   expect(receipt.blockNumber).to.equal(Number(raw.blockNumber));
   expect(receipt.contractAddress).to.equal(null);
@@ -114,8 +115,8 @@ async function expectWeb3Receipt(receipt: TransactionReceipt, logCount: number, 
   expect(receipt).not.to.have.property("logs");
 
   expect(Object.keys(receipt.events)).to.deep.equal([...Array(logCount).keys()].map(String));
-  raw.logs.forEach((rawLog: Record<string, any>, i: number) => {
-    const log = receipt.events[String(i)];
+  raw.logs.forEach((rawLog: RpcLog, i: number) => {
+    const log = receipt.events[String(i)]!; // the keys were checked above
     expect(Object.keys(log)).to.deep.equal(LOG_KEYS);
     expect(log.address).to.equal(getAddress(rawLog.address));
     expect(log.blockHash).to.equal(receipt.blockHash);
@@ -288,7 +289,7 @@ describe("the chain adapter", function () {
       const paidBefore = await Promise.all(STABLES.map((s) => stableCoins[s].balanceOf(customer)));
 
       const receipts = await Promise.all(
-        amounts.map((amount, i) => adapter.trade.sell(order("sell", stables[i % 3], amount))),
+        amounts.map((amount, i) => adapter.trade.sell(order("sell", stables[i % 3]!, amount))),
       );
 
       expect(new Set(receipts.map((r) => r.transactionHash)).size).to.equal(50);
@@ -298,8 +299,8 @@ describe("the chain adapter", function () {
       for (const [s, symbol] of STABLES.entries()) {
         const expected = amounts
           .filter((_, i) => i % 3 === s)
-          .reduce((sum, amount) => sum + expectedStableOut(amount, PRICE, stables[s].decimals), 0n);
-        expect(await stableCoins[symbol].balanceOf(customer)).to.equal(paidBefore[s] + expected);
+          .reduce((sum, amount) => sum + expectedStableOut(amount, PRICE, stables[s]!.decimals), 0n);
+        expect(await stableCoins[symbol].balanceOf(customer)).to.equal(paidBefore[s]! + expected);
       }
     });
 
@@ -402,7 +403,7 @@ describe("the chain adapter", function () {
   });
 });
 
-async function expectRejected(promise: Promise<unknown>, type: new (...args: any[]) => Error, message: RegExp) {
+async function expectRejected(promise: Promise<unknown>, type: new (...args: never[]) => Error, message: RegExp) {
   let caught: unknown;
   try {
     await promise;

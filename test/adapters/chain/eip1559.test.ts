@@ -10,7 +10,9 @@ const privateKey = fc.bigInt({ min: 1n, max: N - 1n }).map((d) => `0x${d.toStrin
 const quantity = (max: bigint) =>
   fc.oneof(fc.bigInt({ min: 0n, max }), fc.constantFrom(0n, 1n, 127n, 128n, 255n, 256n, max));
 /** A priority fee above the fee cap is refused, by ethers and by nodes. */
-const fees = fc.tuple(quantity(2n ** 128n), quantity(2n ** 128n)).map(([a, b]) => (a <= b ? [a, b] : [b, a]));
+const fees = fc
+  .tuple(quantity(2n ** 128n), quantity(2n ** 128n))
+  .map(([a, b]): [bigint, bigint] => (a <= b ? [a, b] : [b, a]));
 const transaction = fc.record({
   chainId: fc.oneof(fc.constantFrom(1n, 31337n), fc.bigInt({ min: 1n, max: 2n ** 64n - 1n })),
   nonce: fc.oneof(fc.nat({ max: 1000 }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
