@@ -696,15 +696,7 @@ function grpcSells(ready: Ready, apiKey: string): SellTarget {
     defaults: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as unknown as {
-    tokentrade: {
-      v1: {
-        // biome-ignore lint/complexity/noBannedTypes: grpc-js types loaded methods as Function.
-        TokenService: new (
-          address: string,
-          credentials: grpc.ChannelCredentials,
-        ) => grpc.Client & Record<string, Function>;
-      };
-    };
+    tokentrade: { v1: { TokenService: grpc.ServiceClientConstructor } };
   };
   const client = new proto.tokentrade.v1.TokenService(new URL(ready.apiUrl).host, grpc.credentials.createInsecure());
   const metadata = new grpc.Metadata();

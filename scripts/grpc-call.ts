@@ -56,15 +56,7 @@ const definition = protoLoader.loadSync("tokentrade/v1/token.proto", {
   defaults: true,
 });
 const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-  tokentrade: {
-    v1: {
-      // biome-ignore lint/complexity/noBannedTypes: grpc-js types loaded methods as Function.
-      TokenService: new (
-        address: string,
-        credentials: grpc.ChannelCredentials,
-      ) => grpc.Client & Record<string, Function>;
-    };
-  };
+  tokentrade: { v1: { TokenService: grpc.ServiceClientConstructor } };
 };
 const client = new pkg.tokentrade.v1.TokenService(
   address,

@@ -83,6 +83,7 @@ describe("in a real browser (chromium)", function () {
       ]) {
         await page.getByText(operation, { exact: true }).first().waitFor({ timeout: 30_000 });
       }
+      // biome-ignore lint/performance/useDomNodeTextContent: Playwright's Locator, not a DOM node; the rendered text is what is asserted.
       const text = await page.locator("#ui").innerText();
       expect(text).to.include("Token trading service");
       const origins = new Set(requests.map((url) => new URL(url).origin));

@@ -73,7 +73,8 @@ export class FakeRpcNode {
     if (this.nextRaw) {
       const raw = this.nextRaw;
       this.nextRaw = undefined;
-      return raw(res);
+      raw(res);
+      return;
     }
     const answers = payloads.map(({ id, method, params }) => {
       const reply = (result: unknown) => ({ jsonrpc: "2.0", id, result });

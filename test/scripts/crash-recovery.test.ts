@@ -165,7 +165,9 @@ async function stallingProxy(target: string) {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    stall: () => void (stalled = true),
+    stall: () => {
+      stalled = true;
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -561,7 +561,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     describe("withNonce()", function () {
       it("takes the first nonce from the chain, then counts on without asking it again", async function () {
         let asked = 0;
-        const chainNonce = async () => (asked++, 7);
+        const chainNonce = async () => {
+          asked++;
+          return 7;
+        };
         expect(await journal.withNonce(WALLET, chainNonce, async (nonce) => `sent ${nonce}`)).to.equal("sent 7");
         expect(await journal.withNonce(WALLET, chainNonce, async (nonce) => `sent ${nonce}`)).to.equal("sent 8");
         expect(await (await peer()).withNonce(WALLET.toLowerCase(), chainNonce, async (nonce) => nonce)).to.equal(9);
@@ -570,7 +573,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
       it("forgets the nonce when send throws, so the next call asks the chain again", async function () {
         let asked = 0;
-        const chainNonce = async () => (asked++, 20);
+        const chainNonce = async () => {
+          asked++;
+          return 20;
+        };
         await journal.withNonce(WALLET, chainNonce, async (nonce) => nonce);
         const failure = new Error("nonce too low");
         const thrown = await journal
@@ -585,7 +591,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect(
           await journal.withNonce(
             WALLET,
-            async () => (asked++, 30),
+            async () => {
+              asked++;
+              return 30;
+            },
             async (nonce) => nonce,
           ),
         ).to.equal(30);
@@ -594,7 +603,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
       it("counts on by what a batch send says it consumed, and resyncs when it answers null", async function () {
         let asked = 0;
-        const chainNonce = async () => (asked++, 40);
+        const chainNonce = async () => {
+          asked++;
+          return 40;
+        };
         const batch = (size: number) => async (nonce: number) => Array.from({ length: size }, (_, i) => nonce + i);
         expect(await journal.withNonce(WALLET, chainNonce, batch(3), (sent) => sent.length)).to.deep.equal([
           40, 41, 42,
@@ -617,7 +629,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect(
           await journal.withNonce(
             WALLET,
-            async () => (asked++, 50),
+            async () => {
+              asked++;
+              return 50;
+            },
             async (nonce) => nonce,
           ),
         ).to.equal(50);
@@ -658,7 +673,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           Array.from({ length: 50 }, (_, i) =>
             (i % 2 ? other : journal).withNonce(
               WALLET,
-              async () => (asked++, 100),
+              async () => {
+                asked++;
+                return 100;
+              },
               async (nonce) => {
                 if (++running > 1) overlapped = true;
                 // A send writes the journal while it holds the lock, as the trade use case does.
@@ -744,7 +762,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             let asked = 0;
             const waiting = peerJournal.withNonce(
               WALLET,
-              async () => (asked++, 60),
+              async () => {
+                asked++;
+                return 60;
+              },
               async (nonce) => nonce,
             );
             await sleep(500);
@@ -774,7 +795,10 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             expect(
               await after.withNonce(
                 WALLET,
-                async () => (asked++, 77),
+                async () => {
+                  asked++;
+                  return 77;
+                },
                 async (nonce) => nonce,
               ),
             ).to.equal(77);

@@ -110,8 +110,14 @@ describe("on a real PostgreSQL server", function () {
       const journal = await openPostgresJournal(url);
       try {
         let asked = 0;
-        const chainNonce = async () => (asked++, 3);
-        const slow = async (nonce: number) => (await new Promise((resolve) => setTimeout(resolve, 600)), nonce);
+        const chainNonce = async () => {
+          asked++;
+          return 3;
+        };
+        const slow = async (nonce: number) => {
+          await new Promise((resolve) => setTimeout(resolve, 600));
+          return nonce;
+        };
         expect(await journal.withNonce("0xAbC", chainNonce, slow)).to.equal(3);
         // Had the server ended the transaction mid-send, nothing would be stored and the chain asked again.
         expect(await journal.withNonce("0xabc", chainNonce, async (nonce) => nonce)).to.equal(4);

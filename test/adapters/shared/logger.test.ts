@@ -159,7 +159,11 @@ describe("access lines", function () {
         timestamp: () => `,"time":"${time}"`,
         formatters: { level: (label: string) => ({ level: label }) },
       },
-      { write: (line: string) => void (out += line) },
+      {
+        write: (line: string) => {
+          out += line;
+        },
+      },
     );
     const fields: Record<string, unknown> = { ...r };
     log.info(fields, "request completed");
@@ -193,7 +197,12 @@ describe("access lines", function () {
 
   it("are the same string on any other destination", function () {
     let out = "";
-    const access = accessLog(createLogger({ destination: { write: (line: string) => void (out = line) } }));
+    const destination = {
+      write: (line: string) => {
+        out = line;
+      },
+    };
+    const access = accessLog(createLogger({ destination }));
     fc.assert(
       fc.property(record, (r) => {
         access(r);

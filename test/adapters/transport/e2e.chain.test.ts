@@ -18,6 +18,7 @@ import { JsonRpcProvider, keccak256, toUtf8Bytes } from "ethers";
 import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
+import type { TransactionReceipt } from "../../../core/index.js";
 import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { LogSink, getJson, grpcCall, grpcClient, postJson } from "./helpers.js";
@@ -76,7 +77,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
   });
 
   /** Checks a JSON receipt against the node's own receipt. */
-  async function expectReceipt(receipt: any, logCount: number) {
+  async function expectReceipt(receipt: TransactionReceipt, logCount: number) {
     expect(receipt.status).to.equal(true);
     expect(receipt.from).to.equal(wallet.toLowerCase());
     expect(receipt.to).to.equal(service.addresses.swap.toLowerCase());
@@ -85,7 +86,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     const raw = await provider.getTransactionReceipt(receipt.transactionHash);
     expect(raw?.blockNumber).to.equal(receipt.blockNumber);
     expect(raw?.logs).to.have.length(logCount);
-    for (const [key, log] of Object.entries<any>(receipt.events)) {
+    for (const [key, log] of Object.entries(receipt.events)) {
       expect(log.logIndex).to.equal(raw!.logs[Number(key)]!.index);
       expect(log.id).to.equal(web3Id(receipt.blockHash, receipt.transactionHash, log.logIndex));
       expect(log.raw.topics).to.deep.equal(raw!.logs[Number(key)]!.topics);

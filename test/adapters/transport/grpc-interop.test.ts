@@ -24,6 +24,7 @@ import {
   USDT,
   WALLET,
   failure,
+  type GrpcOutcome,
   grpcClient,
   startTestServer,
   type TestServer,
@@ -47,9 +48,9 @@ async function bufCurl(args: string[]): Promise<{ code: number; stdout: string; 
 }
 
 /** grpc-js with metadata, a deadline and channel options; resolves with the answer or the error. */
-function grpcJs(
+function grpcJs<Method extends string>(
   url: string,
-  method: string,
+  method: Method,
   request: object,
   {
     apiKey = API_KEY,
@@ -57,17 +58,22 @@ function grpcJs(
     deadlineMs,
     channel,
   }: { apiKey?: string; idempotencyKey?: string; deadlineMs?: number; channel?: grpc.ChannelOptions } = {},
-): Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }> {
+): Promise<GrpcOutcome<Method>> {
   const client = channel ? grpcClient(url, channel) : grpcClient(url);
   const metadata = new grpc.Metadata();
   metadata.set("api_key", apiKey);
   if (idempotencyKey !== undefined) metadata.set("idempotency-key", idempotencyKey);
   const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   return new Promise((resolve) => {
-    client[method]!(request, metadata, options, (error: grpc.ServiceError | null, response: Record<string, any>) => {
-      client.close();
-      resolve(error ? { error } : { response });
-    });
+    client[method]!(
+      request,
+      metadata,
+      options,
+      (error: grpc.ServiceError | null, response: NonNullable<GrpcOutcome<Method>["response"]>) => {
+        client.close();
+        resolve(error ? { error } : { response });
+      },
+    );
   });
 }
 

@@ -61,7 +61,7 @@ for (const grpcFastPath of [true, false])
         expect(response!.type).to.equal("0x2");
         expect(response!.contract_address).to.equal(undefined);
         expect(response!.transaction_hash).to.match(/^0x[0-9a-f]{64}$/);
-        const events = response!.events as Array<Record<string, any>>;
+        const events = response!.events;
         expect(events).to.have.length(LOG_COUNT[kind]);
         expect(events.map((e) => e.log_index)).to.deep.equal([...Array(LOG_COUNT[kind]).keys()]);
         expect(events[0]!.id).to.match(/^log_[0-9a-f]{8}$/);

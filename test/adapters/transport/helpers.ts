@@ -260,9 +260,87 @@ export async function startTestServer(
 
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));
 
-/** A client made by grpc-js's loadPackageDefinition: its methods are typed that loosely there too. */
-// biome-ignore lint/complexity/noBannedTypes: grpc-js's own ServiceClient type, which it does not export.
-export type GrpcServiceClient = grpc.Client & Record<string, Function>;
+/** grpc-js's ServiceClient (not exported by name): a client made by loadPackageDefinition, its methods loosely typed. */
+export type GrpcServiceClient = InstanceType<grpc.ServiceClientConstructor>;
+
+/**
+ * The answers of tokentrade.v1.TokenService as grpc-js decodes them with grpcClient's loader
+ * options: snake_case fields, 64-bit integers as strings, defaults filled in (an unset
+ * `optional` field stays absent).
+ */
+export interface GrpcEventLog {
+  address: string;
+  block_hash: string;
+  block_number: string;
+  log_index: number;
+  removed: boolean;
+  transaction_hash: string;
+  transaction_index: number;
+  id: string;
+  return_values: Record<string, string>;
+  signature?: string;
+  raw: { data: string; topics: string[] };
+}
+
+export interface GrpcReceipt {
+  block_hash: string;
+  block_number: string;
+  contract_address?: string;
+  cumulative_gas_used: string;
+  effective_gas_price: string;
+  from: string;
+  gas_used: string;
+  logs_bloom: string;
+  status: boolean;
+  to: string;
+  transaction_hash: string;
+  transaction_index: number;
+  type: string;
+  events: GrpcEventLog[];
+}
+
+export interface GrpcPrice {
+  crypto_currency: string;
+  rate_for_cash_currency: Record<string, number>;
+  rate_with_discount_for_cash_currency: Record<string, number>;
+}
+
+export interface GrpcTrade {
+  id: string;
+  kind: string;
+  status: string;
+  request: { user_address: string; destinatary: string; amount: string; usd_address: string };
+  wallet?: string;
+  nonce?: string;
+  deadline?: string;
+  transaction_hash?: string;
+  transactions: Array<{
+    hash: string;
+    max_fee_per_gas: string;
+    max_priority_fee_per_gas: string;
+    noop: boolean;
+    sent_at: string;
+  }>;
+  confirmations?: string;
+  receipt?: GrpcReceipt;
+  error?: { code: string; message: string };
+  created_at: string;
+  updated_at: string;
+}
+
+interface GrpcAnswers {
+  Sell: GrpcReceipt;
+  Buy: GrpcReceipt;
+  Remittance: GrpcReceipt;
+  GetPrice: GrpcPrice;
+  GetTrade: GrpcTrade;
+}
+
+/** A unary call's outcome: the answer (typed for TokenService's methods) or the ServiceError. */
+export interface GrpcOutcome<Method extends string> {
+  response?: Method extends keyof GrpcAnswers ? GrpcAnswers[Method] : unknown;
+  error?: grpc.ServiceError;
+}
 
 /** A @grpc/grpc-js client for tokentrade.v1.TokenService, loaded from the .proto file. */
 export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): GrpcServiceClient {
@@ -288,20 +366,32 @@ export function grpcClient(url: string, channelOptions?: grpc.ChannelOptions): G
 }
 
 /** Calls a unary method of a grpc-js client; resolves with the response or the ServiceError. */
-export function grpcCall(
+export function grpcCall<Method extends string>(
   client: GrpcServiceClient,
-  method: string,
+  method: Method,
   request: object,
   apiKey?: string,
-): Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }> {
+): Promise<GrpcOutcome<Method>> {
   const metadata = new grpc.Metadata();
   if (apiKey !== undefined) metadata.set("api_key", apiKey);
   return new Promise((resolve) => {
-    client[method]!(request, metadata, (error: grpc.ServiceError | null, response: Record<string, any>) => {
-      resolve(error ? { error } : { response });
-    });
+    client[method]!(
+      request,
+      metadata,
+      (error: grpc.ServiceError | null, response: NonNullable<GrpcOutcome<Method>["response"]>) => {
+        resolve(error ? { error } : { response });
+      },
+    );
   });
 }
+
+/**
+ * A parsed JSON answer (undefined when the text is not JSON). Tests read it field by field and
+ * assert each field they read, error bodies and receipts alike: a static shape would only move
+ * a cast to every one of the hundred-odd reads.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: what an answer holds is what the tests assert, at run time.
+export type JsonBody = any;
 
 /** POSTs JSON (or a raw body) with the key; returns the status, headers and parsed body. */
 export async function postJson(
@@ -313,7 +403,7 @@ export async function postJson(
     raw?: string | Buffer;
     headers?: Record<string, string>;
   } = {},
-): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+): Promise<{ status: number; headers: Headers; body: JsonBody; text: string }> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.contentType !== null) headers["content-type"] = init.contentType ?? "application/json";
   if (init.apiKey !== null) headers.api_key = init.apiKey ?? API_KEY;
@@ -342,7 +432,7 @@ export async function getJson(
   } catch {
     parsed = undefined;
   }
-  return { status: response.status, headers: response.headers, body: parsed as any, text };
+  return { status: response.status, headers: response.headers, body: parsed as JsonBody, text };
 }
 
 /** The ConnectError a call fails with; throws when the call succeeds. */

@@ -78,7 +78,7 @@ describe("a hostile or unlucky client", function () {
     expect((await Promise.all(closed)).filter(Boolean)).to.have.length(7);
     expect(t.server.connections()).to.equal(5);
     // Another client (here: the same one, once it lets go of one) is served.
-    sockets.forEach((socket) => socket.destroy());
+    for (const socket of sockets) socket.destroy();
     await waitFor("the connections to go", () => t!.server.connections() === 0);
     expect((await getJson(`${t.url}/healthz`, { apiKey: null })).status).to.equal(200);
   });
@@ -95,7 +95,10 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer();
     let priced = 0;
     const getPrice = t.price.getPrice.bind(t.price);
-    t.price.getPrice = () => (priced++, getPrice());
+    t.price.getPrice = () => {
+      priced++;
+      return getPrice();
+    };
     for (let round = 0; round < 4; round++) {
       const session = http2.connect(t.url);
       session.on("error", () => {});
@@ -119,7 +122,10 @@ describe("a hostile or unlucky client", function () {
     t = await startTestServer({ limits: { pipelinedPerConnection: 16, closeGraceMs: 300 } });
     let priced = 0;
     const getPrice = t.price.getPrice.bind(t.price);
-    t.price.getPrice = () => (priced++, getPrice());
+    t.price.getPrice = () => {
+      priced++;
+      return getPrice();
+    };
     const socket = net.connect(t.server.port, "127.0.0.1");
     socket.on("error", () => {});
     socket.pause(); // never reads its answers

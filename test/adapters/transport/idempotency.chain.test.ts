@@ -16,15 +16,15 @@ import { pino } from "pino";
 import type { EmbeddedChain } from "../../../adapters/dev-mode.js";
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
-import { type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
+import { type GrpcOutcome, type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "idem-api-key-0123456789abcdef";
 const OTHER_KEY = "idem-other-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
-function grpcTrade(
+function grpcTrade<Method extends string>(
   client: GrpcServiceClient,
-  method: string,
+  method: Method,
   request: object,
   key: string,
   idempotencyKey?: string,
@@ -32,9 +32,12 @@ function grpcTrade(
   const metadata = new grpc.Metadata();
   metadata.set("api_key", key);
   if (idempotencyKey !== undefined) metadata.set("idempotency-key", idempotencyKey);
-  return new Promise<{ response?: Record<string, any>; error?: grpc.ServiceError }>((resolve) => {
-    client[method]!(request, metadata, (error: grpc.ServiceError | null, response: Record<string, any>) =>
-      resolve(error ? { error } : { response }),
+  return new Promise<GrpcOutcome<Method>>((resolve) => {
+    client[method]!(
+      request,
+      metadata,
+      (error: grpc.ServiceError | null, response: NonNullable<GrpcOutcome<Method>["response"]>) =>
+        resolve(error ? { error } : { response }),
     );
   });
 }
@@ -220,8 +223,8 @@ describe("retries and faults on the embedded chain", function () {
           transaction_hash: hash,
           wallet: wallet(),
         });
-        expect(viaGrpc.response!.receipt.transaction_hash).to.equal(hash);
-        expect(viaGrpc.response!.transactions[0].hash).to.equal(hash);
+        expect(viaGrpc.response!.receipt?.transaction_hash).to.equal(hash);
+        expect(viaGrpc.response!.transactions[0]?.hash).to.equal(hash);
         const other = await grpcTrade(client, "GetTrade", { transaction_hash: hash }, OTHER_KEY);
         expect(other.error?.code).to.equal(grpc.status.NOT_FOUND);
         const bad = await grpcTrade(client, "GetTrade", { transaction_hash: "nope" }, KEY);

@@ -17,6 +17,7 @@ import {
   USDT,
   WALLET,
   getJson,
+  type JsonBody,
   postJson,
   startTestServer,
   tradeBody,
@@ -47,7 +48,12 @@ const RECEIPT_KEYS = [
 ];
 
 /** Asserts an error body of exactly {code, message}, the code, the status, and that the message names `field`. */
-function expectError(res: { status: number; body: any; text: string }, status: number, code: string, field?: string) {
+function expectError(
+  res: { status: number; body: JsonBody; text: string },
+  status: number,
+  code: string,
+  field?: string,
+) {
   expect(res.status, res.text).to.equal(status);
   expect(res.body, res.text).to.be.an("object");
   expect(Object.keys(res.body)).to.have.members(["code", "message"]);

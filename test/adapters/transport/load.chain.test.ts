@@ -240,7 +240,7 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
       buy: "/api/v1/token/buy",
       remittance: "/api/v1/remmitance",
     };
-    const method: Record<Kind, string> = { sell: "Sell", buy: "Buy", remittance: "Remittance" };
+    const method = { sell: "Sell", buy: "Buy", remittance: "Remittance" } as const satisfies Record<Kind, string>;
     const started = performance.now();
     const outcomes = await Promise.all(
       plan.map(async (t) => {
@@ -269,9 +269,9 @@ describe("500 concurrent mixed trades over JSON HTTP and gRPC on one port (autom
           t,
           ok: error === undefined && response?.status === true,
           detail: error ? `${error.code} ${error.details}` : "",
-          hash: response?.transaction_hash as string | undefined,
-          from: response?.from as string | undefined,
-          logs: (response?.events as unknown[] | undefined)?.length ?? -1,
+          hash: response?.transaction_hash,
+          from: response?.from,
+          logs: response?.events.length ?? -1,
         };
       }),
     );

@@ -442,7 +442,9 @@ describe("the one-port server", function () {
         longs: String,
         defaults: true,
       });
-      const proto = grpc.loadPackageDefinition(definition) as any;
+      const proto = grpc.loadPackageDefinition(definition) as unknown as {
+        tokentrade: { v1: { TokenService: grpc.ServiceClientConstructor } };
+      };
       const client = new proto.tokentrade.v1.TokenService(
         `localhost:${t.server.port}`,
         grpc.credentials.createSsl(cert),

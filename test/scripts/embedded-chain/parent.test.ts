@@ -43,7 +43,9 @@ describe("the embedded chain process", function () {
     try {
       const port = Number(new URL(first.rpcUrl).port);
       const thrown = await startEmbeddedChainProcess({ chainPort: port, log: pino({ level: "silent" }) }).then(
-        async (second) => (await second.close(), undefined),
+        async (second) => {
+          await second.close();
+        },
         (error: unknown) => error,
       );
       expect(thrown).to.be.instanceOf(Error);
