@@ -5,7 +5,7 @@
  * ethers' Wallet.signTransaction builds a Transaction object, resolves and checksums the
  * `to` address twice (a keccak each), serializes the transaction once for the digest and
  * again with the signature, through hex strings, and the caller hashes the result once
- * more for its hash: about 0.3 ms of a trade's CPU besides the signature itself. Here the
+ * more for its hash (docs/decisions/0002-eip1559-serialization.md). Here the
  * fields are RLP-encoded once, as bytes; the signed form is the same encoded fields under a
  * longer list header, followed by the signature's three. The bytes are the same as ethers':
  * the tests compare them for random keys and fields (test/adapters/chain/eip1559.test.ts).

@@ -3,13 +3,12 @@
  * node:http(s) agent, batching concurrent calls into one request.
  *
  * Why not ethers' JsonRpcProvider: its FetchRequest builds a new request object, checks
- * and throttles per call, and costs about twice the CPU of a bare keep-alive request
- * (measured here: 1.4 ms against 0.9 ms per eth_blockNumber, both ends in one process).
- * Batching matters more still: 50 calls in one request cost about what 4 single calls
- * do. Calls made in the same few milliseconds (the preflights of a burst of trades) go
- * out together; a lone call waits `batchStallMs` at most. The batching is this class's own
- * (`send`): ethers' re-serializes the growing batch once per call it adds, and looks each
- * answer up with a linear scan, which made it quadratic in the batch's size.
+ * and throttles per call, where this class makes one POST on a keep-alive connection; and a
+ * burst's calls cost far less in one request than one request each. Calls made in the same
+ * few milliseconds (the preflights of a burst of trades) go out together; a lone call waits
+ * `batchStallMs` at most. The batching is this class's own (`send`): ethers' re-serializes
+ * the growing batch once per call it adds, and looks each answer up with a linear scan, which
+ * is quadratic in the batch's size. Measurements: docs/decisions/0004-json-rpc-provider.md.
  *
  * `sendBatch` sends JSON-RPC calls in one request, in order, outside ethers' queue: the
  * trade adapter broadcasts a run of consecutive nonces with it, so that they reach the

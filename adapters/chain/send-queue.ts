@@ -297,7 +297,7 @@ export class SendQueue {
    * Sends the signed transactions in order: one JSON-RPC batch on the service's provider,
    * else one at a time, stopping at the first refusal (the rest are `unsent`). Either way a
    * bare eth_sendRawTransaction: ethers' broadcastTransaction would first recover the sender
-   * from the signature (a millisecond of secp256k1 per trade) to build a response unused here.
+   * from the signature (a secp256k1 recovery per trade) to build a response unused here.
    *
    * The batch asks for the transactions' receipts after the sends: a node that mines on
    * arrival (automine) has them by then, which saves a poll per trade and its wait. A null

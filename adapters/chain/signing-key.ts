@@ -2,8 +2,9 @@
  * Transaction signing with libsecp256k1 (compiled to WebAssembly, from tiny-secp256k1)
  * instead of ethers' pure-JS noble-curves.
  *
- * Each trade is signed on the service's event loop, where ethers' signing was the largest
- * single cost of a sell. This key is a drop-in ethers SigningKey: `new Wallet(new
+ * Each trade is signed on the service's event loop, so a signature's CPU is taken from every
+ * other request (docs/decisions/0001-wasm-signing-key.md). This key is a drop-in ethers
+ * SigningKey: `new Wallet(new
  * WasmSigningKey(key))` signs the same bytes, because both libraries make deterministic
  * RFC 6979 signatures with a low `s` (the tests compare them for random keys and
  * digests). Only `sign` changes; the public key, address and ECDH stay ethers'.

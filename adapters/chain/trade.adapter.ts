@@ -114,9 +114,9 @@ interface ExchangeWallet {
 }
 
 /**
- * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: with 50 sells
- * in flight, rounds of 50 moved every trade in one wave, and the chain idled while the wave
- * collected its receipts and the next requests arrived.
+ * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: one round is
+ * mined while the next is signed, rather than every trade in flight moving in one wave that
+ * leaves the chain idle while it collects its receipts.
  */
 export const DEFAULT_SEND_BATCH_MAX = 16;
 

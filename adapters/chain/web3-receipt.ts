@@ -5,8 +5,8 @@
  * addresses checksummed, `events` keyed "0", "1", ..., and no `logs` field. Fields a newer
  * node adds (e.g. `blockTimestamp`) are dropped.
  *
- * It reads the node's answer directly rather than an ethers TransactionReceipt: building
- * that object (and checksumming every address in it) cost more CPU per trade than signing.
+ * It reads the node's answer directly rather than an ethers TransactionReceipt, which would
+ * build an object and checksum every address in it only for this function to read it again.
  */
 import { getAddress } from "ethers";
 

@@ -40,8 +40,7 @@ function constantTimeEquals(presented: string, key: string): boolean {
  * keys either), so the time tells neither how close a guess came nor which key it
  * came close to; it depends only on the guess's length (bounded by Node's header
  * limit) and the number of keys. This runs on every request, so it is plain
- * arithmetic: hashing each presented value cost more than the rest of a cached price
- * answer.
+ * arithmetic, with no hash of the presented value.
  * @throws TypeError when there is no key or a key is empty
  */
 export function createApiKeyVerifier(acceptedKeys: readonly string[]): ApiKeyVerifier {

@@ -3,8 +3,8 @@
  * proper, answered without Connect's machinery: HTTP/2, binary protobuf, one message each way.
  *
  * Connect serves a unary call as a stream: async iterables for the body and the answer,
- * `Headers` objects, an AbortController and a handler context per call. That is most of what
- * a gRPC sell or price cost the service beyond the JSON route (npm run bench). This path reads
+ * `Headers` objects, an AbortController and a handler context per call, none of which a
+ * one-message call needs (docs/decisions/0007-lean-grpc-unary-path.md). This path reads
  * the one message, calls the same TokenService functions (token.service.ts), and writes the
  * answer with the same Node calls Connect makes (writeHead, write, addTrailers, end), so the
  * two cannot be told apart on the wire (test/adapters/transport/grpc-unary.test.ts compares

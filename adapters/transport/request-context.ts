@@ -19,8 +19,7 @@ export interface RequestContext {
 
 /**
  * A request's context whose logger is made on first use: most requests log nothing
- * but their "request completed" line, and a pino child costs more than the rest of
- * a cached price answer.
+ * but their "request completed" line, so most never pay for a pino child.
  */
 class LazyRequestContext implements RequestContext {
   #log: Logger | undefined;

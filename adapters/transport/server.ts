@@ -31,9 +31,9 @@ export interface ServerOptions {
 }
 
 /**
- * What one client, with or without a key, may hold of the server. Each bounds an attack that
- * was tried (issue 12): idle HTTP/2 connections exhausting file descriptors, half-closed
- * sockets, pipelining and HEADERS+RST_STREAM floods, and streams whose body never comes.
+ * What one client, with or without a key, may hold of the server. Each bounds an attack:
+ * idle HTTP/2 connections exhausting file descriptors, half-closed sockets, pipelining and
+ * HEADERS+RST_STREAM floods, and streams whose body never comes.
  */
 export interface ServerLimits {
   /** Open connections from one client address. */
@@ -179,8 +179,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   }
   /**
    * HTTP/2 streams whose request body is still coming, with the time it must have arrived by:
-   * swept a few times per bodyMs, one timer for all (a timer per stream was refreshed on every
-   * frame it carried).
+   * swept a few times per bodyMs by one timer for all, so a frame costs no timer refresh.
    */
   const bodyDeadlines = new Map<http2.ServerHttp2Stream, number>();
   function onBodyEnd(this: http2.Http2ServerRequest) {
