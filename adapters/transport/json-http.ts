@@ -143,8 +143,8 @@ export function parseJson(bytes: Buffer): unknown {
 
 /**
  * Answers with a JSON document. The headers go to writeHead as one list (with the request
- * id), which Node writes out directly: setting them one by one first costs a cached price
- * answer a fifth of its CPU.
+ * id), which Node writes out directly, rather than being set one by one first (the cost is in
+ * docs/decisions/0005-json-routes-outside-connect.md).
  */
 export function send(
   req: NodeServerRequest,
