@@ -28,6 +28,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 
 import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
+import { RequestMetrics } from "./request-metrics.js";
 
 const PREFIX = "token_service_";
 
@@ -50,20 +51,15 @@ const LIFECYCLE_EVENTS: Array<[prefix: string, event: string]> = [
 
 export class ServiceMetrics {
   readonly registry = new Registry();
-  readonly #requests = new Counter({
-    name: `${PREFIX}requests_total`,
-    help: "Requests answered, by route, protocol and code.",
-    labelNames: ["route", "protocol", "code"],
-    registers: [this.registry],
-  });
-  readonly #requestSeconds = new Histogram({
-    name: `${PREFIX}request_duration_seconds`,
-    help: "Time from a request's arrival to the end of its answer.",
-    labelNames: ["route", "protocol"],
+  /** Requests by route, protocol and code, and their latency: counted per request, so kept in plain numbers. */
+  readonly #requests = new RequestMetrics(this.registry, {
+    counter: { name: `${PREFIX}requests_total`, help: "Requests answered, by route, protocol and code." },
+    histogram: {
+      name: `${PREFIX}request_duration_seconds`,
+      help: "Time from a request's arrival to the end of its answer.",
+    },
     buckets: REQUEST_BUCKETS,
-    registers: [this.registry],
   });
-  readonly #requestChildren = new Map<string, { count: { inc(): void }; seconds: { observe(value: number): void } }>();
   readonly #trades = new Counter({
     name: `${PREFIX}trades_total`,
     help: "Trades, by kind, stable coin and outcome (success, or the error's code).",
@@ -122,19 +118,7 @@ export class ServiceMetrics {
 
   /** One answered request. */
   request(route: string, protocol: string, code: string, seconds: number): void {
-    // The labelled children, made once per label set: prom-client hashes a label object on
-    // every call, which cost more than the rest of the count.
-    const key = `${route}\u0000${protocol}\u0000${code}`;
-    let child = this.#requestChildren.get(key);
-    if (child === undefined) {
-      child = {
-        count: this.#requests.labels(route, protocol, code),
-        seconds: this.#requestSeconds.labels(route, protocol),
-      };
-      this.#requestChildren.set(key, child);
-    }
-    child.count.inc();
-    child.seconds.observe(seconds);
+    this.#requests.observe(route, protocol, code, seconds);
   }
 
   /** One JSON-RPC request (RpcProviderOptions.onRequest). */
