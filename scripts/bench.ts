@@ -5,7 +5,8 @@
  * - Price: GET /api/v1/token/price through the service, and the same bytes (status,
  *   headers, body captured from the service) from a bare `node:http` server in a process of its
  *   own, both loaded with autocannon, twice: with the service's logs as `npm start` configures
- *   them (LOG_LEVEL, default info: one access line per request, to a file) and with logs silent.
+ *   them (LOG_LEVEL, default info: one access line per request, on stdout, a pipe read by a
+ *   collector process that writes a file, as under systemd, Docker or Kubernetes) and with logs silent.
  *   Ratio = service requests/s ÷ bare requests/s (target ≥ 0.8).
  * - gRPC price: TokenService/GetPrice over h2c, loaded by node:http2 sessions (G at a time, each
  *   with S streams in flight) with logs as configured, against the JSON price route's requests/s
@@ -23,7 +24,7 @@
  * Four processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
  * port 0, which starts its embedded chain in a child process; its stdout, the service's log,
- * goes to a file) and `--role bare` (the bare servers), and drives the load. Each measurement is split into rounds that
+ * goes through a pipe to a collector process writing a file) and `--role bare` (the bare servers), and drives the load. Each measurement is split into rounds that
  * alternate service and baseline, so a neighbour's load drifting during the run hits both.
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
@@ -33,7 +34,7 @@
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { fork, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import * as http from "node:http";
@@ -159,7 +160,7 @@ async function serve(): Promise<void> {
   const apiKey = process.env.BENCH_API_KEY!;
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
   // The service's own logger, as `npm start` makes it (LOG_LEVEL, default info), on this process's
-  // stdout, which the driver points at a file: what an operator's log collector reads.
+  // stdout, which the driver connects to a collector process by a pipe, as an operator's supervisor does.
   const service = await startService({
     env: {
       ...process.env,
@@ -388,13 +389,18 @@ class ServerProcess {
   readonly #waiting: Array<(message: FromServer) => void> = [];
   readonly #output: Buffer[] = [];
 
-  /** The service's log (its stdout), a file as a log collector would read it. */
+  /**
+   * The service's log: its stdout is a pipe, as under systemd, Docker or Kubernetes, read by a
+   * collector process of its own (`cat`, the lightest there is) that writes this file.
+   */
   readonly logFile: string;
+  readonly #collector: ChildProcess;
 
   constructor(apiKey: string, role: "server" | "bare" = "server") {
     const logDir = mkdtempSync(join(tmpdir(), "bench-log-"));
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
+    this.#collector = spawn("cat", [], { stdio: ["pipe", logFd, "inherit"] });
     this.#child = fork(SELF, ["--role", role], {
       execArgv: [
         ...(role === "server" ? SERVICE_HEAP_FLAGS : []),
@@ -405,8 +411,10 @@ class ServerProcess {
           : []),
       ],
       env: { ...process.env, BENCH_API_KEY: apiKey },
-      stdio: ["ignore", logFd, "pipe", "ipc"],
+      stdio: ["ignore", this.#collector.stdin!, "pipe", "ipc"],
     });
+    // The service holds the pipe's writing end now: the collector ends when the service does.
+    this.#collector.stdin!.destroy();
     closeSync(logFd);
     this.#child.stderr!.on("data", (chunk: Buffer) => this.#output.push(chunk));
     this.#child.on("message", (message: FromServer) => this.#waiting.shift()?.(message));
@@ -474,6 +482,7 @@ class ServerProcess {
     const timer = setTimeout(() => this.#child.kill("SIGKILL"), 30_000);
     await exited;
     clearTimeout(timer);
+    if (this.#collector.exitCode === null) await new Promise((resolve) => this.#collector.once("exit", resolve));
     rmSync(join(this.logFile, ".."), { recursive: true, force: true });
   }
 }
@@ -1040,7 +1049,9 @@ async function drive(): Promise<void> {
       `Machine: ${machine()}`,
       `Service configuration: ${Object.entries(ready.config)
         .map(([k, v]) => `${k}=${v}`)
-        .join(", ")}; node ${SERVICE_HEAP_FLAGS.join(" ")} (as npm start); the service logs to a file (its stdout)`,
+        .join(
+          ", ",
+        )}; node ${SERVICE_HEAP_FLAGS.join(" ")} (as npm start); the service logs to its stdout, a pipe read by a collector process (cat) writing a file`,
       `Run: ${new Date().toISOString()}, ${fmt(totalSeconds)} s in all, 1-minute load average before it ${load.toFixed(2)}`,
       "",
       ...rows,

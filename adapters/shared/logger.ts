@@ -108,12 +108,11 @@ export interface AccessRecord {
  * `log.info({reqId, method, path, httpVersion, status, completed, ms}, "request completed")`
  * (the same level, time, base fields, key order and escaping: test/adapters/shared/logger.test.ts
  * compares them). The fields are the handler's own, none a secret, so the line skips redaction.
- * Into a LogBuffer the line is written field by field, with no string made for it; any other
- * destination gets it as one string. Callers check `log`'s level first: this always writes.
+ * The line is one template string, joined with the lines pending in a LogBuffer when they are
+ * written. Callers check `log`'s level first: this always writes.
  */
 export function accessLog(log: Logger): (record: AccessRecord) => void {
   const destination = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
-  if (destination instanceof LogBuffer) return (record) => destination.writeAccess(record);
   return (record) => destination.write(accessLine(record));
 }
 
@@ -136,10 +135,10 @@ function quoted(text: string): string {
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /**
- * A pino destination that collects lines in one buffer and writes them to a file descriptor
- * with one synchronous write once `minLength` bytes are there, `flushMs` after the first line
- * of a quiet spell, and when the process exits (process.exit, the end of the event loop, or a
- * fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
+ * A pino destination that collects lines in one string and writes them to a file descriptor
+ * with one synchronous write once `minLength` characters are there, `flushMs` after the first
+ * line of a quiet spell, and when the process exits (process.exit, the end of the event loop, or
+ * a fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
  *
  * Synchronous, as pino's own default destination: a stdout that stops taking lines (a full
  * pipe) holds the service until it takes them again, rather than the lines piling up in memory.
@@ -148,8 +147,8 @@ export class LogBuffer implements DestinationStream {
   readonly #fd: number;
   readonly #minLength: number;
   readonly #flushMs: number;
-  #buffer: Buffer;
-  #length = 0;
+  /** The lines not written yet (V8 joins them once, when they are written). */
+  #pending = "";
   #timer: NodeJS.Timeout | undefined;
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
   #broken = false;
@@ -162,90 +161,55 @@ export class LogBuffer implements DestinationStream {
     this.#fd = fd;
     this.#minLength = minLength;
     this.#flushMs = flushMs;
-    this.#buffer = Buffer.allocUnsafe(minLength * 4);
     process.on("exit", () => this.flushSync());
   }
 
   /** A line (pino's write). */
   write(line: string): void {
     if (this.#broken) return;
-    this.#room(line.length * 3);
-    this.#length += this.#buffer.write(line, this.#length, "utf8");
+    this.#pending += line;
     this.#written();
   }
 
-  /** An access line, field by field into the buffer. */
-  writeAccess({ reqId, method, path, httpVersion, status, completed, ms }: AccessRecord): void {
-    if (this.#broken) return;
-    this.#room(256 + 3 * (reqId.length + (method?.length ?? 4) + path.length + httpVersion.length));
-    const buffer = this.#buffer;
-    let at = this.#length;
-    at += buffer.write(ACCESS_PREFIX, at, "latin1");
-    at += buffer.write(clock.iso(), at, "latin1");
-    at += buffer.write(ACCESS_BASE, at, "latin1");
-    at = this.#string(reqId, at);
-    if (method !== undefined) {
-      at += buffer.write(`,"method":`, at, "latin1");
-      at = this.#string(method, at);
-    }
-    at += buffer.write(`,"path":`, at, "latin1");
-    at = this.#string(path, at);
-    at += buffer.write(`,"httpVersion":`, at, "latin1");
-    at = this.#string(httpVersion, at);
-    at += buffer.write(
-      `,"status":${status},"completed":${completed},"ms":${ms},"msg":"request completed"}\n`,
-      at,
-      "latin1",
-    );
-    this.#length = at;
-    this.#written();
-  }
-
-  /** Writes what is buffered, now. */
+  /** Writes what is pending, now. */
   flushSync(): void {
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    const text = this.#pending;
+    this.#pending = "";
+    if (text === "" || this.#broken) return;
+    // Written as a string: Node encodes it straight into the write. Only a short write (a full
+    // pipe) needs the bytes, to go on where it stopped.
+    const total = Buffer.byteLength(text, "utf8");
+    let bytes: Buffer | undefined;
     let done = 0;
-    while (done < this.#length && !this.#broken) {
+    while (done < total) {
       try {
-        done += writeSync(this.#fd, this.#buffer, done, this.#length - done);
+        if (bytes === undefined && done === 0) done = writeSync(this.#fd, text);
+        else {
+          bytes ??= Buffer.from(text, "utf8");
+          done += writeSync(this.#fd, bytes, done, total - done);
+        }
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         // A non-blocking pipe that is full: wait for its reader, as pino's synchronous destination does.
         if (code === "EAGAIN") {
+          bytes ??= Buffer.from(text, "utf8");
           Atomics.wait(SLEEP, 0, 0, 1);
           continue;
         }
         // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
-        // other failure (a full disk) loses what was buffered, and the lines after it are tried again.
+        // other failure (a full disk) loses what was pending, and the lines after it are tried again.
         if (code === "EPIPE") this.#broken = true;
-        break;
+        return;
       }
     }
-    this.#length = 0;
-  }
-
-  /** Makes room for `bytes` more: written out first when they would not fit; a larger buffer for a line larger than it. */
-  #room(bytes: number): void {
-    if (this.#length + bytes <= this.#buffer.length) return;
-    this.flushSync();
-    if (bytes > this.#buffer.length) this.#buffer = Buffer.allocUnsafe(bytes);
-  }
-
-  #string(text: string, at: number): number {
-    if (PLAIN.test(text)) {
-      this.#buffer[at] = 0x22;
-      at += 1 + this.#buffer.write(text, at + 1, "latin1");
-      this.#buffer[at] = 0x22;
-      return at + 1;
-    }
-    return at + this.#buffer.write(JSON.stringify(text), at, "utf8");
   }
 
   #written(): void {
-    if (this.#length >= this.#minLength) this.flushSync();
+    if (this.#pending.length >= this.#minLength) this.flushSync();
     else if (this.#timer === undefined) this.#timer = setTimeout(() => this.flushSync(), this.#flushMs).unref();
   }
 }

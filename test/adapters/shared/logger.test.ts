@@ -4,7 +4,7 @@
  * lines, which share its destination and are written as pino would write them.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -105,6 +105,40 @@ describe("the service's logger", function () {
   });
 });
 
+describe("the service's logger on a full pipe", function () {
+  this.timeout(60_000);
+
+  it("waits for a slow reader of a non-blocking pipe and writes every byte once, in order, multi-byte characters included", async function () {
+    const dir = mkdtempSync(join(tmpdir(), "log-fifo-"));
+    const fifo = join(dir, "fifo");
+    const out = join(dir, "out");
+    try {
+      expect(spawnSync("mkfifo", [fifo]).status).to.equal(0);
+      // This process holds a reading end so that the writing end opens; the reader that drains the
+      // pipe starts late, so the pipe (64 KiB) fills and writes come back short or with EAGAIN.
+      const held = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+      const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      const reader = spawn("sh", ["-c", `sleep 0.3; cat "${fifo}" > "${out}"`], { stdio: "ignore" });
+      const buffer = new LogBuffer({ fd, minLength: 300_000 });
+      let expected = "";
+      for (let i = 0; i < 6_000; i++) {
+        const line = `{"i":${i},"text":"prix ${"é€😀".repeat(i % 7)} ${"x".repeat(i % 97)}"}\n`;
+        buffer.write(line);
+        expected += line;
+      }
+      buffer.flushSync();
+      closeSync(fd);
+      closeSync(held);
+      await new Promise((resolve) => reader.once("exit", resolve));
+      const written = readFileSync(out, "utf8");
+      expect(written.length).to.equal(expected.length);
+      expect(written === expected, "the bytes read are the bytes written").to.equal(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the service's logger when stdout's reader is gone", function () {
   this.timeout(60_000);
 
@@ -170,7 +204,7 @@ describe("access lines", function () {
     return out;
   }
 
-  it("are written field by field into the buffer exactly as pino writes them, escaping included", function () {
+  it("are written exactly as pino writes them, escaping included", function () {
     const dir = mkdtempSync(join(tmpdir(), "access-"));
     const file = join(dir, "log");
     const fd = openSync(file, "w");
