@@ -28,17 +28,17 @@ export const REDACT_PATHS = [
 export interface LoggerOptions {
   level?: Level | "silent";
   /**
-   * Where the JSON lines go. Default: stdout, buffered (see LOG_BUFFER_BYTES) and written
-   * asynchronously; whatever is buffered is written synchronously when the process exits, on
-   * process.exit, a signal's or a fatal error's (pino registers that). Tests pass a buffer.
+   * Where the JSON lines go. Default: stdout through a LogBuffer (lines collected, then written
+   * with one synchronous write; what is pending is written when the process exits, however it
+   * exits). Tests pass a buffer.
    */
   destination?: DestinationStream;
 }
 
 /**
- * Lines are collected up to this many bytes (about 15 access lines), then written with one
- * synchronous write: a write per line cost a system call each, and asynchronous writes a
- * thread-pool hand-off each (docs in README, "Logs").
+ * Lines are collected up to this many characters (about 15 access lines), then written with one
+ * synchronous write: a burst costs one system call rather than one a line, and no thread-pool
+ * hand-off as asynchronous writes would (docs/decisions/0008-log-buffer-access-lines.md).
  */
 const LOG_BUFFER_BYTES = 4096;
 
@@ -47,8 +47,8 @@ const LOG_FLUSH_MS = 200;
 
 /**
  * The time as pino's isoTime writes it (`2026-11-24T16:20:10.595Z`), made once per millisecond: a
- * busy service writes several lines within one, and formatting the date was a quarter of an
- * access line's cost (CPU profile of the price under load). `field` is pino's timestamp field.
+ * busy service writes several lines within one, and would otherwise format the date for each.
+ * `field` is pino's timestamp field.
  */
 const clock = (() => {
   let ms = -1;

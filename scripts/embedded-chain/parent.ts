@@ -6,7 +6,7 @@
  * JSON-RPC URL, exactly as it talks to a real node.
  *
  * A process rather than a worker thread: EDR keeps process-wide native state, and a second
- * chain thread started after the first ended crashes the process (measured here: SIGSEGV).
+ * chain thread started after the first ended crashes the process (it dies with SIGSEGV).
  *
  * The child (child.ts) runs `startEmbeddedChain` and forwards its log lines
  * here, into the caller's logger. `close()` stops the chain and waits for the child to
