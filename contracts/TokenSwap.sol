@@ -183,9 +183,10 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
 
     /**
      * @inheritdoc ITokenSwap
-     * @dev Requires {PAUSER_ROLE}.
+     * @dev Requires `DEFAULT_ADMIN_ROLE`: stopping is fast (any pauser), resuming deliberate (the
+     * admin), so a pauser's key cannot undo a stop the admin decided.
      */
-    function unpause() external onlyRole(PAUSER_ROLE) {
+    function unpause() external onlyRole(DEFAULT_ADMIN_ROLE) {
         _unpause();
     }
 

@@ -401,6 +401,10 @@ class ServerProcess {
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
     this.#collector = spawn("cat", [], { stdio: ["pipe", logFd, "inherit"] });
+    this.#collector.on("error", (error) => {
+      process.stderr.write(`the log collector (cat) failed: ${error.message}\n`);
+      process.exit(1);
+    });
     this.#child = fork(SELF, ["--role", role], {
       execArgv: [
         ...(role === "server" ? SERVICE_HEAP_FLAGS : []),
@@ -482,7 +486,13 @@ class ServerProcess {
     const timer = setTimeout(() => this.#child.kill("SIGKILL"), 30_000);
     await exited;
     clearTimeout(timer);
-    if (this.#collector.exitCode === null) await new Promise((resolve) => this.#collector.once("exit", resolve));
+    // The collector ends once every holder of the pipe (the service, its chain process) has gone.
+    if (this.#collector.exitCode === null && this.#collector.signalCode === null) {
+      const collected = new Promise((resolve) => this.#collector.once("exit", resolve));
+      const late = setTimeout(() => this.#collector.kill("SIGKILL"), 10_000);
+      await collected;
+      clearTimeout(late);
+    }
     rmSync(join(this.logFile, ".."), { recursive: true, force: true });
   }
 }

@@ -6,7 +6,7 @@
  *
  * And what it checks after: the roles of the deployed token and swap (checkSuiteRoles).
  */
-import { Contract, getAddress, id, isAddress, type Provider } from "ethers";
+import { Contract, getAddress, id, isAddress, type Provider, ZeroAddress } from "ethers";
 
 /** The parameters of ignition/modules/TokenSwapSuite.ts, plus the FX feeds only the service reads. */
 export interface SuiteParameters {
@@ -43,6 +43,26 @@ const FEED = [
 
 export const STABLE_DECIMALS = [6, 18] as const;
 export const FEED_DECIMALS = 8;
+
+/** Creation code that runs PUSH0 PUSH0 TSTORE STOP: it fails on a chain without EIP-1153 (Cancun). */
+const TSTORE_PROBE = "0x5f5f5d00";
+
+/**
+ * A problem when the network cannot run the suite: TokenSwap's reentrancy guard keeps its lock
+ * in transient storage (EIP-1153, Cancun), so on an older EVM the deployment would succeed and
+ * every trade revert. Empty when an eth_call of TSTORE succeeds. Only reads.
+ */
+export async function checkNetworkSupportsSuite(provider: Provider): Promise<string[]> {
+  try {
+    await provider.call({ data: TSTORE_PROBE });
+    return [];
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    return [
+      `network: does not run TSTORE (EIP-1153, the Cancun upgrade), which TokenSwap's reentrancy guard needs (${reason})`,
+    ];
+  }
+}
 
 /**
  * Every problem with the parameters, each naming its parameter; empty when all hold.
@@ -123,17 +143,21 @@ const PAUSER_ROLE = id("PAUSER_ROLE");
 const ACCESS_CONTROL = [
   "function hasRole(bytes32 role, address account) view returns (bool)",
   "function defaultAdmin() view returns (address)",
+  "function pendingDefaultAdmin() view returns (address newAdmin, uint48 schedule)",
+  "event RoleGranted(bytes32 indexed role, address indexed account, address indexed sender)",
 ];
 const SWAP = [...ACCESS_CONTROL, "function token() view returns (address)"];
 
 /**
  * Every problem with the roles of a deployed suite, each naming its contract; empty when all
- * hold: the swap trades `token` and holds its MINTER_ROLE, which `admin` does not hold; `admin`
- * is the admin of both contracts and holds the swap's PAUSER_ROLE. Only reads.
+ * hold: the swap trades `token` and is the only holder of its MINTER_ROLE (every account the
+ * token's RoleGranted logs name since `fromBlock`, default 0, is asked); `admin` is the admin of
+ * both contracts, with no handover to another admin pending, and holds the swap's PAUSER_ROLE.
+ * Only reads.
  */
 export async function checkSuiteRoles(
   provider: Provider,
-  suite: { token: string; swap: string; admin: string },
+  suite: { token: string; swap: string; admin: string; fromBlock?: number },
 ): Promise<string[]> {
   const problems: string[] = [];
   const token = new Contract(suite.token, ACCESS_CONTROL, provider);
@@ -146,6 +170,12 @@ export async function checkSuiteRoles(
       problems.push(what);
       return undefined;
     }
+  };
+
+  /** A begun and not yet accepted transfer of the admin role: the deployment is not what it should be yet. */
+  const pendingHandover = async (name: string, contract: Contract) => {
+    const [newAdmin] = (await contract.getFunction("pendingDefaultAdmin")()) as [string, bigint];
+    if (newAdmin !== ZeroAddress) problems.push(`${name}: a transfer of its admin role to ${newAdmin} is pending`);
   };
 
   const traded = await read(
@@ -164,9 +194,19 @@ export async function checkSuiteRoles(
     if (!(await token.getFunction("hasRole")(MINTER_ROLE, suite.swap))) {
       problems.push(`token: the swap ${suite.swap} lacks MINTER_ROLE, so it cannot mint or burn`);
     }
-    if (await token.getFunction("hasRole")(MINTER_ROLE, admin)) {
-      problems.push(`token: the admin ${admin} holds MINTER_ROLE; only the swap should`);
+    const granted = await read(`token: could not list who was granted MINTER_ROLE (eth_getLogs)`, () =>
+      token.queryFilter(token.filters.RoleGranted!(MINTER_ROLE), suite.fromBlock ?? 0),
+    );
+    const accounts = new Set([admin, ...(granted ?? []).map((log) => getAddress(String(log.topics[2]).slice(26)))]);
+    for (const account of accounts) {
+      if (account === getAddress(suite.swap)) continue;
+      if (await token.getFunction("hasRole")(MINTER_ROLE, account)) {
+        problems.push(
+          `token: ${account === admin ? `the admin ${admin}` : account} holds MINTER_ROLE; only the swap should`,
+        );
+      }
     }
+    await pendingHandover("token", token);
   }
   const swapAdmin = await read(
     `swap: ${suite.swap} has no access control (not the TokenSwap?)`,
@@ -177,6 +217,7 @@ export async function checkSuiteRoles(
     if (!(await swap.getFunction("hasRole")(PAUSER_ROLE, admin))) {
       problems.push(`swap: the admin ${admin} lacks PAUSER_ROLE`);
     }
+    await pendingHandover("swap", swap);
   }
   return problems;
 }

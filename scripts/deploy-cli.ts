@@ -28,7 +28,13 @@ import { network } from "hardhat";
 
 import DevMocks from "../ignition/modules/DevMocks.js";
 import TokenSwapSuite from "../ignition/modules/TokenSwapSuite.js";
-import { checkSuiteParameters, checkSuiteRoles, parseSeconds, type SuiteParameters } from "./deploy-checks.js";
+import {
+  checkNetworkSupportsSuite,
+  checkSuiteParameters,
+  checkSuiteRoles,
+  parseSeconds,
+  type SuiteParameters,
+} from "./deploy-checks.js";
 
 /** Chains where mock coins must never be deployed: Ethereum, OP, BNB, Gnosis, Polygon, Base, Arbitrum One, Avalanche. */
 const MAIN_NETWORKS = new Set([1n, 10n, 56n, 100n, 137n, 8453n, 42161n, 43114n]);
@@ -82,7 +88,10 @@ if (process.env.DEPLOY_MOCKS === "true") {
   ]);
 }
 
-const problems = await checkSuiteParameters(ethers.provider, params);
+const problems = [
+  ...(await checkNetworkSupportsSuite(ethers.provider)),
+  ...(await checkSuiteParameters(ethers.provider, params)),
+];
 if (problems.length > 0) fail(problems);
 const checked = params as SuiteParameters;
 

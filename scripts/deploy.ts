@@ -1,8 +1,8 @@
 /**
  * The deployment module: deploys the whole suite (token, mock DAI/USDT/USDC, mock price
  * feeds, swap) on any network, seeds the swap's reserves, and funds and approves the
- * exchange wallets. Tests, the embedded server (`npm start`) and the CLI
- * (`scripts/deploy-cli.ts`) all call `deploySuite`.
+ * exchange wallets. The tests and the embedded chain of `npm start` call `deploySuite`;
+ * `npm run deploy` (`scripts/deploy-cli.ts`) deploys through the Ignition module instead.
  */
 import type { HardhatEthers } from "@nomicfoundation/hardhat-ethers/types";
 import { id, parseUnits, type Signer } from "ethers";

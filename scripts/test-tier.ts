@@ -6,12 +6,13 @@
  * - chain: a file that starts a chain, a node, a database, a browser or a process of its own
  *   (Hardhat's network, anvil, the whole service, PostgreSQL, playwright, python, spawn);
  * - unit: the rest, on fake ports: seconds, no chain.
+ * What a file imports from test/ (its helpers, a shared suite) counts as its own.
  *
  * Usage: node --import tsx scripts/test-tier.ts <unit|chain|contracts> [--list]
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -30,6 +31,22 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** Relative imports of a TypeScript file, as repository paths of .ts files. */
+const RELATIVE_IMPORT = /(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)\.js"/g;
+
+/** The source of `file` and of every file under test/ it imports, directly or not. */
+function sourceWithHelpers(file: string, seen = new Set<string>()): string {
+  if (seen.has(file)) return "";
+  seen.add(file);
+  const source = readFileSync(join(ROOT, file), "utf8");
+  let all = source;
+  for (const [, path] of source.matchAll(RELATIVE_IMPORT)) {
+    const imported = relative(ROOT, resolve(ROOT, dirname(file), `${path}.ts`));
+    if (imported.startsWith("test/")) all += sourceWithHelpers(imported, seen);
+  }
+  return all;
+}
+
 export function tierOf(file: string, source: string): Tier {
   if (file.startsWith("test/contracts/")) return "contracts";
   return NEEDS_MORE_THAN_PORTS.test(source) ? "chain" : "unit";
@@ -41,10 +58,13 @@ if (!TIERS.includes(tier as Tier)) {
   process.exit(2);
 }
 const files = testFiles(join(ROOT, "test"))
-  .filter((file) => tierOf(file, readFileSync(join(ROOT, file), "utf8")) === tier)
+  .filter((file) => tierOf(file, sourceWithHelpers(file)) === tier)
   .sort();
 if (flag === "--list") {
   console.log(files.join("\n"));
+} else if (files.length === 0) {
+  // hardhat test without files would run every test.
+  console.log(`no ${tier} tests`);
 } else {
   const run = spawnSync("npx", ["hardhat", "test", "--no-compile", ...files], { cwd: ROOT, stdio: "inherit" });
   process.exit(run.status ?? 1);

@@ -57,8 +57,12 @@ export class RequestMetrics {
     registry.registerMetric(this.#histogramMetric(histogram) as never);
   }
 
-  /** Counts one answered request and its latency in seconds. */
+  /**
+   * Counts one answered request and its latency in seconds. A latency that is not a finite number
+   * is dropped, request and all (prom-client would throw; a request's end must not).
+   */
   observe(route: string, protocol: string, code: string, seconds: number): void {
+    if (!Number.isFinite(seconds)) return;
     const series = this.#seriesOf(route, protocol, code);
     series.value += 1;
     const latency = series.latency;
@@ -124,9 +128,10 @@ export class RequestMetrics {
       help,
       type: "counter",
       aggregator: "sum",
+      // Keys in prom-client's order, so that even the JSON text of a report is the same.
       get: async () => ({
-        name: metric.name,
         help,
+        name: metric.name,
         type: "counter",
         values: this.#allSeries.map((s) => ({ value: s.value, labels: { ...s.labels } })),
         aggregator: "sum",

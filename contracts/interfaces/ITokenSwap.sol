@@ -248,7 +248,7 @@ interface ITokenSwap {
     /// @notice Stops all trades. Emits {Pausable-Paused}.
     function pause() external;
 
-    /// @notice Resumes trading. Emits {Pausable-Unpaused}.
+    /// @notice Resumes trading (the admin only, not a pauser). Emits {Pausable-Unpaused}.
     function unpause() external;
 
     /**

@@ -44,6 +44,8 @@ export interface AnvilOptions {
   blockTime?: number;
   /** anvil --state: loaded at start and written at exit. */
   state?: string;
+  /** anvil --hardfork (e.g. "shanghai"); unset: anvil's default. */
+  hardfork?: string;
 }
 
 async function freePort(): Promise<number> {
@@ -61,6 +63,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
   const args = ["--port", String(port), "--host", "127.0.0.1", "--quiet"];
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
   if (options.state !== undefined) args.push("--state", options.state);
+  if (options.hardfork !== undefined) args.push("--hardfork", options.hardfork);
   let child: ChildProcess | undefined;
   let ids = 0;
 

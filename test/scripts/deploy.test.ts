@@ -81,6 +81,17 @@ describe("deploySuite", function () {
       `token: ${addresses.stableCoins.DAI} has no access control (not the TradedToken?)`,
     ]);
 
+    // Another minter beside the swap, and an admin handover begun but not accepted.
+    await token.connect(owner).grantRole(MINTER_ROLE, stranger);
+    await swap.connect(owner).beginDefaultAdminTransfer(stranger);
+    expect(await checkSuiteRoles(ethers.provider, { ...addresses, admin: owner.address })).to.deep.equal([
+      `token: ${stranger.address} holds MINTER_ROLE; only the swap should`,
+      `swap: a transfer of its admin role to ${stranger.address} is pending`,
+    ]);
+    await token.connect(owner).revokeRole(MINTER_ROLE, stranger);
+    await swap.connect(owner).cancelDefaultAdminTransfer();
+    expect(await checkSuiteRoles(ethers.provider, { ...addresses, admin: owner.address })).to.deep.equal([]);
+
     await token.connect(owner).revokeRole(MINTER_ROLE, swap);
     await token.connect(owner).grantRole(MINTER_ROLE, owner);
     await swap.connect(owner).renounceRole(PAUSER_ROLE, owner);

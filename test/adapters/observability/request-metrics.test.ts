@@ -75,10 +75,21 @@ describe("RequestMetrics (the per-request counter and histogram)", function () {
     await fc.assert(
       fc.asyncProperty(fc.array(observation, { maxLength: 30 }), async (observations) => {
         const { theirs, ours } = both(observations);
-        expect(await ours.getMetricsAsJSON()).to.deep.equal(await theirs.getMetricsAsJSON());
+        expect(JSON.stringify(await ours.getMetricsAsJSON())).to.equal(JSON.stringify(await theirs.getMetricsAsJSON()));
       }),
       { numRuns: 50 },
     );
+  });
+
+  it("drops a latency that is not a finite number, where prom-client would throw", async function () {
+    const { theirs } = both([["/api/v1/token/price", "http", "200", 0.002]]);
+    const ours = new Registry();
+    const metrics = new RequestMetrics(ours, { counter: COUNTER, histogram: HISTOGRAM, buckets: BUCKETS });
+    metrics.observe("/api/v1/token/price", "http", "200", 0.002);
+    for (const seconds of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      expect(() => metrics.observe("/api/v1/token/price", "http", "200", seconds)).not.to.throw();
+    }
+    expect(await ours.metrics()).to.equal(await theirs.metrics());
   });
 
   it("reports nothing before the first request, and nothing after a reset", async function () {
