@@ -34,11 +34,22 @@ function testFiles(dir: string): string[] {
 /** Relative imports of a TypeScript file, as repository paths of .ts files. */
 const RELATIVE_IMPORT = /(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)\.js"/g;
 
+/** Each file's text, read once: the helpers are imported by many tests. */
+const sources = new Map<string, string>();
+function read(file: string): string {
+  let source = sources.get(file);
+  if (source === undefined) {
+    source = readFileSync(join(ROOT, file), "utf8");
+    sources.set(file, source);
+  }
+  return source;
+}
+
 /** The source of `file` and of every file under test/ it imports, directly or not. */
 function sourceWithHelpers(file: string, seen = new Set<string>()): string {
   if (seen.has(file)) return "";
   seen.add(file);
-  const source = readFileSync(join(ROOT, file), "utf8");
+  const source = read(file);
   let all = source;
   for (const [, path] of source.matchAll(RELATIVE_IMPORT)) {
     const imported = relative(ROOT, resolve(ROOT, dirname(file), `${path}.ts`));

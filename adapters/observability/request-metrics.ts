@@ -42,11 +42,13 @@ export class RequestMetrics {
   readonly #bounds: readonly number[];
   /** route → protocol → code → series. */
   readonly #series = new Map<string, Map<string, Map<string, RequestSeries>>>();
-  /** route → protocol → latency series (one per pair, in the order first seen). */
-  readonly #latency = new Map<string, Map<string, LatencySeries>>();
-  /** Every series in the order it was first seen, the order prom-client reports them in. */
+  /**
+   * Latency series by route and protocol, in the order first seen (the order prom-client reports
+   * them in). Looked up only when a counter series is new, so its string key costs nothing per request.
+   */
+  readonly #latency = new Map<string, LatencySeries>();
+  /** Every counter series in the order it was first seen. */
   readonly #allSeries: RequestSeries[] = [];
-  readonly #allLatency: LatencySeries[] = [];
 
   constructor(
     registry: Registry,
@@ -75,16 +77,7 @@ export class RequestMetrics {
   }
 
   #seriesOf(route: string, protocol: string, code: string): RequestSeries {
-    let byProtocol = this.#series.get(route);
-    if (byProtocol === undefined) {
-      byProtocol = new Map();
-      this.#series.set(route, byProtocol);
-    }
-    let byCode = byProtocol.get(protocol);
-    if (byCode === undefined) {
-      byCode = new Map();
-      byProtocol.set(protocol, byCode);
-    }
+    const byCode = inner(inner(this.#series, route), protocol);
     let series = byCode.get(code);
     if (series === undefined) {
       series = { labels: { route, protocol, code }, value: 0, latency: this.#latencyOf(route, protocol) };
@@ -95,16 +88,11 @@ export class RequestMetrics {
   }
 
   #latencyOf(route: string, protocol: string): LatencySeries {
-    let byProtocol = this.#latency.get(route);
-    if (byProtocol === undefined) {
-      byProtocol = new Map();
-      this.#latency.set(route, byProtocol);
-    }
-    let series = byProtocol.get(protocol);
+    const key = `${route}\u0000${protocol}`;
+    let series = this.#latency.get(key);
     if (series === undefined) {
       series = { labels: { route, protocol }, counts: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
-      byProtocol.set(protocol, series);
-      this.#allLatency.push(series);
+      this.#latency.set(key, series);
     }
     return series;
   }
@@ -114,7 +102,6 @@ export class RequestMetrics {
     this.#series.clear();
     this.#latency.clear();
     this.#allSeries.length = 0;
-    this.#allLatency.length = 0;
   }
 
   /**
@@ -150,7 +137,7 @@ export class RequestMetrics {
   #histogramMetric({ name, help }: NamedHelp): RegistryMetric & { getForPromString(): Promise<unknown> } {
     const bounds = this.#bounds;
     const values = () =>
-      this.#allLatency.flatMap((s) => {
+      [...this.#latency.values()].flatMap((s) => {
         const out: HistogramValue[] = [];
         const bucket = `${metric.name}_bucket`;
         let cumulative = 0;
@@ -206,6 +193,16 @@ interface HistogramValue {
   value: number;
   metricName: string;
   exemplar: null | undefined;
+}
+
+/** The map `map` holds under `key`, made empty on first use. */
+function inner<K, V>(map: Map<K, Map<string, V>>, key: K): Map<string, V> {
+  let found = map.get(key);
+  if (found === undefined) {
+    found = new Map();
+    map.set(key, found);
+  }
+  return found;
 }
 
 interface NamedHelp {

@@ -50,7 +50,7 @@ export function unsupportedMediaType(): HttpError {
 }
 
 /** 413 → resource_exhausted: what Connect and gRPC answer for a message over the read limit. */
-export function payloadTooLarge(limit: number): HttpError {
+function payloadTooLarge(limit: number): HttpError {
   return new HttpError(Code.ResourceExhausted, `request body: must be at most ${limit} bytes`, 413);
 }
 
@@ -112,7 +112,7 @@ const DISCARD_LIMIT_BYTES = 1024 * 1024;
  * answer before the client reads it. A body that keeps coming past
  * DISCARD_LIMIT_BYTES gets its connection closed.
  */
-export function discardRest(req: NodeServerRequest): void {
+function discardRest(req: NodeServerRequest): void {
   if (req.httpVersionMajor !== 1 || req.complete || req.destroyed) return;
   let dropped = 0;
   req.on("data", (chunk: Buffer | string) => {

@@ -18,6 +18,7 @@ import {
   type TransactionReceipt,
 } from "../../../core/index.js";
 import { STABLES, expectedStableOut, expectedTokensOut, suiteFixture } from "../../helpers/suite.js";
+import { LOG_KEYS, RECEIPT_KEYS } from "../../helpers/web3-receipt-shape.js";
 
 const connection = await network.create();
 const { ethers, networkHelpers } = connection;
@@ -25,36 +26,6 @@ const MNEMONIC = "test test test test test test test test test test test junk";
 const keyOf = (index: number) => HDNodeWallet.fromPhrase(MNEMONIC, undefined, `m/44'/60'/0'/0/${index}`).privateKey;
 const PRICE = parseUnits("1.25", 8);
 const deploySuiteOnly = () => suiteFixture(ethers);
-
-const RECEIPT_KEYS = [
-  "blockHash",
-  "blockNumber",
-  "contractAddress",
-  "cumulativeGasUsed",
-  "effectiveGasPrice",
-  "from",
-  "gasUsed",
-  "logsBloom",
-  "status",
-  "to",
-  "transactionHash",
-  "transactionIndex",
-  "type",
-  "events",
-];
-const LOG_KEYS = [
-  "address",
-  "blockHash",
-  "blockNumber",
-  "logIndex",
-  "removed",
-  "transactionHash",
-  "transactionIndex",
-  "id",
-  "returnValues",
-  "signature",
-  "raw",
-];
 
 async function deployed() {
   const suite = await networkHelpers.loadFixture(deploySuiteOnly);

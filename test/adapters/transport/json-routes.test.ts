@@ -23,29 +23,13 @@ import {
   tradeBody,
   type TestServer,
 } from "./helpers.js";
+import { RECEIPT_KEYS } from "../../helpers/web3-receipt-shape.js";
 
 const TRADE_ROUTES = [
   { path: "/api/v1/token/sell", kind: "sell" },
   { path: "/api/v1/token/buy", kind: "buy" },
   { path: "/api/v1/remmitance", kind: "remittance" },
 ] as const;
-
-const RECEIPT_KEYS = [
-  "blockHash",
-  "blockNumber",
-  "contractAddress",
-  "cumulativeGasUsed",
-  "effectiveGasPrice",
-  "from",
-  "gasUsed",
-  "logsBloom",
-  "status",
-  "to",
-  "transactionHash",
-  "transactionIndex",
-  "type",
-  "events",
-];
 
 /** Asserts an error body of exactly {code, message}, the code, the status, and that the message names `field`. */
 function expectError(
