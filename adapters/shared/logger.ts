@@ -36,11 +36,23 @@ export interface LoggerOptions {
 }
 
 /**
- * Lines are collected up to this many characters (about 15 access lines), then written with one
- * synchronous write: a burst costs one system call rather than one a line, and no thread-pool
- * hand-off as asynchronous writes would (docs/decisions/0008-log-buffer-access-lines.md).
+ * Lines are collected up to this many characters (about 120 access lines), then written with one
+ * system call: a burst costs one write rather than one a line, and its reader (a log collector on
+ * a pipe or socket) wakes once per 32 KiB rather than per line. Half a Linux pipe's 64 KiB, so one
+ * write fits while the reader is still on the previous one
+ * (docs/decisions/0008-log-buffer-access-lines.md).
  */
-const LOG_BUFFER_BYTES = 4096;
+const LOG_BUFFER_BYTES = 32 * 1024;
+
+/**
+ * While stdout takes no more (a full pipe), lines wait in memory up to this many characters; past
+ * it, the service waits for the reader, so a stalled collector holds the service rather than its
+ * memory growing.
+ */
+const LOG_MAX_PENDING = 1024 * 1024;
+
+/** While stdout takes no more, how often it is tried again, in ms. */
+const LOG_RETRY_MS = 1;
 
 /** A quiet service's lines wait at most this long, in ms. */
 const LOG_FLUSH_MS = 200;
@@ -140,77 +152,116 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
  * line of a quiet spell, and when the process exits (process.exit, the end of the event loop, or
  * a fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
  *
- * Synchronous, as pino's own default destination: a stdout that stops taking lines (a full
- * pipe) holds the service until it takes them again, rather than the lines piling up in memory.
+ * A non-blocking stdout that takes no more (a full pipe, a collector behind) does not stop the
+ * service: what it did not take waits, with the lines after it, and is tried again every
+ * `retryMs`. Once `maxPending` characters wait, the service waits for the reader, as pino's
+ * synchronous destination would, rather than the lines piling up in memory. On exit everything
+ * is written, waiting for the reader as long as it takes.
  */
 export class LogBuffer implements DestinationStream {
   readonly #fd: number;
   readonly #minLength: number;
   readonly #flushMs: number;
-  /** The lines not written yet (V8 joins them once, when they are written). */
+  readonly #maxPending: number;
+  readonly #retryMs: number;
+  /** The lines not handed to the kernel yet (V8 joins them once, when they are written). */
   #pending = "";
+  /** What is left of a write the descriptor took only part of: written before `#pending`. */
+  #rest: Buffer | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
   #broken = false;
+  /** Whether stdout took no more at the last try: lines wait for the retry timer. */
+  #full = false;
 
   constructor({
     fd = 1,
     minLength = LOG_BUFFER_BYTES,
     flushMs = LOG_FLUSH_MS,
-  }: { fd?: number; minLength?: number; flushMs?: number } = {}) {
+    maxPending = LOG_MAX_PENDING,
+    retryMs = LOG_RETRY_MS,
+  }: { fd?: number; minLength?: number; flushMs?: number; maxPending?: number; retryMs?: number } = {}) {
     this.#fd = fd;
     this.#minLength = minLength;
     this.#flushMs = flushMs;
+    this.#maxPending = maxPending;
+    this.#retryMs = retryMs;
     process.on("exit", () => this.flushSync());
+  }
+
+  /** What waits to be written: characters of lines, and bytes of a write cut short. */
+  get pendingLength(): number {
+    return this.#pending.length + (this.#rest?.length ?? 0);
   }
 
   /** A line (pino's write). */
   write(line: string): void {
     if (this.#broken) return;
     this.#pending += line;
-    this.#written();
+    if (this.#full) {
+      // The retry timer is armed; only too much waiting makes the service wait.
+      if (this.pendingLength >= this.#maxPending) this.#drain(true);
+    } else if (this.#pending.length >= this.#minLength) this.#drain(false);
+    else this.#timer ??= setTimeout(() => this.#drain(false), this.#flushMs).unref();
   }
 
-  /** Writes what is pending, now. */
+  /** Writes everything waiting, now, waiting for a full stdout's reader if need be. */
   flushSync(): void {
+    this.#drain(true);
+  }
+
+  /**
+   * Writes what waits. On a full descriptor (EAGAIN, or a write it took only part of): with
+   * `block`, waits a millisecond and goes on; without, keeps the rest and tries again in `retryMs`.
+   */
+  #drain(block: boolean): void {
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    const text = this.#pending;
-    this.#pending = "";
-    if (text === "" || this.#broken) return;
-    // Written as a string: Node encodes it straight into the write. Only a short write (a full
-    // pipe) needs the bytes, to go on where it stopped.
-    const total = Buffer.byteLength(text, "utf8");
-    let bytes: Buffer | undefined;
-    let done = 0;
-    while (done < total) {
+    this.#full = false;
+    while (!this.#broken && (this.#rest !== undefined || this.#pending !== "")) {
+      let full: boolean;
       try {
-        if (bytes === undefined && done === 0) done = writeSync(this.#fd, text);
-        else {
-          bytes ??= Buffer.from(text, "utf8");
-          done += writeSync(this.#fd, bytes, done, total - done);
-        }
+        full = this.#writeOnce();
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        // A non-blocking pipe that is full: wait for its reader, as pino's synchronous destination does.
-        if (code === "EAGAIN") {
-          bytes ??= Buffer.from(text, "utf8");
-          Atomics.wait(SLEEP, 0, 0, 1);
-          continue;
+        if (code !== "EAGAIN") {
+          // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
+          // other failure (a full disk) loses what was waiting, and the lines after it are tried again.
+          if (code === "EPIPE") this.#broken = true;
+          this.#pending = "";
+          this.#rest = undefined;
+          return;
         }
-        // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
-        // other failure (a full disk) loses what was pending, and the lines after it are tried again.
-        if (code === "EPIPE") this.#broken = true;
+        full = true;
+      }
+      if (!full) continue;
+      // A non-blocking pipe or socket that is full: its reader is behind.
+      if (!block) {
+        this.#full = true;
+        this.#timer = setTimeout(() => this.#drain(false), this.#retryMs).unref();
         return;
       }
+      Atomics.wait(SLEEP, 0, 0, 1);
     }
   }
 
-  #written(): void {
-    if (this.#pending.length >= this.#minLength) this.flushSync();
-    else if (this.#timer === undefined) this.#timer = setTimeout(() => this.flushSync(), this.#flushMs).unref();
+  /** One write of what waits first; true when the descriptor took only part of it. */
+  #writeOnce(): boolean {
+    if (this.#rest !== undefined) {
+      const done = writeSync(this.#fd, this.#rest);
+      this.#rest = done < this.#rest.length ? this.#rest.subarray(done) : undefined;
+      return this.#rest !== undefined;
+    }
+    // Written as a string: Node encodes it straight into the write. Only a write the descriptor
+    // took part of needs the bytes, to go on where it stopped.
+    const text = this.#pending;
+    const done = writeSync(this.#fd, text);
+    this.#pending = "";
+    if (done === Buffer.byteLength(text, "utf8")) return false;
+    this.#rest = Buffer.from(text, "utf8").subarray(done);
+    return true;
   }
 }
 

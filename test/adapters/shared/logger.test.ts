@@ -4,7 +4,7 @@
  * lines, which share its destination and are written as pino would write them.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -134,6 +134,90 @@ describe("the service's logger on a full pipe", function () {
       expect(written.length).to.equal(expected.length);
       expect(written === expected, "the bytes read are the bytes written").to.equal(true);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the service's logger on a full pipe, under load", function () {
+  this.timeout(60_000);
+
+  /** A FIFO in a fresh directory, its path and the directory's; removed by the caller. */
+  const fifoIn = (): { dir: string; fifo: string } => {
+    const dir = mkdtempSync(join(tmpdir(), "log-fifo-"));
+    const fifo = join(dir, "fifo");
+    expect(spawnSync("mkfifo", [fifo]).status).to.equal(0);
+    return { dir, fifo };
+  };
+  /** Lines of 40 to 400 bytes, multi-byte characters included. */
+  const line = (i: number) => `{"i":${i},"text":"prix ${"é€😀".repeat(i % 7)} ${"x".repeat(i % 331)}"}\n`;
+
+  it("does not hold the service while nobody reads: lines wait, then are written once, in order, when read", async function () {
+    const { dir, fifo } = fifoIn();
+    // This test is the pipe's only reader, and reads nothing until every line is written: a
+    // destination that waited for the reader would wait for ever.
+    const reading = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    try {
+      const buffer = new LogBuffer({ fd, minLength: 4096, retryMs: 1 });
+      let expected = "";
+      for (let i = 0; i < 3_000; i++) {
+        buffer.write(line(i));
+        expected += line(i);
+      }
+      const bytes = Buffer.byteLength(expected);
+      expect(bytes, "more than a pipe holds").to.be.greaterThan(4 * 65_536);
+      expect(buffer.pendingLength, "what the full pipe did not take waits").to.be.greaterThan(bytes - 2 * 65_536);
+
+      const read: Buffer[] = [];
+      const chunk = Buffer.alloc(65_536);
+      let total = 0;
+      while (total < bytes) {
+        try {
+          const n = readSync(reading, chunk);
+          read.push(Buffer.from(chunk.subarray(0, n)));
+          total += n;
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).to.equal("EAGAIN");
+          await new Promise((resolve) => setTimeout(resolve, 2)); // the retry timer writes more
+        }
+      }
+      expect(buffer.pendingLength).to.equal(0);
+      expect(Buffer.concat(read).toString("utf8") === expected, "the bytes read are the bytes written").to.equal(true);
+    } finally {
+      closeSync(fd);
+      closeSync(reading);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("waits for a slow reader once maxPending characters wait, so its memory stays bounded", async function () {
+    const { dir, fifo } = fifoIn();
+    const out = join(dir, "out");
+    const held = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    const reader = spawn("sh", ["-c", `sleep 0.3; cat "${fifo}" > "${out}"`], { stdio: "ignore" });
+    try {
+      const maxPending = 200_000;
+      const buffer = new LogBuffer({ fd, minLength: 4096, maxPending });
+      let expected = "";
+      let most = 0;
+      for (let i = 0; i < 12_000; i++) {
+        buffer.write(line(i));
+        expected += line(i);
+        most = Math.max(most, buffer.pendingLength);
+      }
+      expect(Buffer.byteLength(expected), "several times maxPending").to.be.greaterThan(5 * maxPending);
+      expect(most, "lines waited").to.be.greaterThan(65_536);
+      expect(most, "at most maxPending and a line waited").to.be.at.most(maxPending + 1_000);
+      buffer.flushSync();
+      expect(buffer.pendingLength).to.equal(0);
+      closeSync(fd);
+      closeSync(held);
+      await new Promise((resolve) => reader.once("exit", resolve));
+      expect(readFileSync(out, "utf8") === expected, "the bytes read are the bytes written").to.equal(true);
+    } finally {
+      reader.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   });
