@@ -26,6 +26,7 @@ import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
 import { accessLog } from "../shared/logger.js";
 import { bindRequestContext, requestContext } from "./request-context.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
+import type { ServedHandler } from "./server.js";
 import { tokenRoutes } from "./rpc-routes.js";
 
 /** Every TokenService RPC's path starts with this; nothing else does. */
@@ -77,9 +78,10 @@ export interface HttpHandlerOptions {
  * Every request gets a request id (an acceptable incoming x-request-id, else a new
  * UUID), echoed in the x-request-id response header and carried by every log line,
  * and one "request completed" line when info is logged. Headers, and so api_key, are
- * never logged.
+ * never logged. The line and the request's metrics are written by `answered`, which the
+ * server (server.ts) calls from its own listener when the response closes.
  */
-export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
+export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
   const { log } = options;
   const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   // One readiness check for /readyz and gRPC health, shared and cached (see json-routes.ts).
@@ -164,20 +166,20 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
   const cors = corsPolicy(options.corsOrigins ?? []);
   const docs = docsHandler();
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
-  /** What a request's answer is measured and logged with, kept on the response for onAnswered. */
-  type Measured = NodeServerResponse & { [kStarted]?: number; [kRequest]?: NodeServerRequest };
-  /** A request's end, one listener for every request (`this` is the response): its metrics and its access line. */
-  function onAnswered(this: Measured) {
-    const req = this[kRequest]!;
+  /** A request's end, told by the server (ServedHandler.answered): its metrics and its access line. */
+  const answered = (res: NodeServerResponse & { [kStarted]?: number }): void => {
+    const started = res[kStarted];
+    if (started === undefined) return; // not measured: refused by the server before it got here, or nothing to tell
+    const { req } = res;
     const { id, path } = requestContext(req, log);
-    const seconds = (performance.now() - this[kStarted]!) / 1000;
+    const seconds = (performance.now() - started) / 1000;
     if (metrics !== undefined) {
       const protocol = protocolOf(req, path);
       const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
       const code =
         protocol === "grpc" || protocol === "grpc-web"
-          ? (rpcOutcome(req).code ?? grpcCodeOf(this))
-          : String(this.statusCode);
+          ? (rpcOutcome(req).code ?? grpcCodeOf(res))
+          : String(res.statusCode);
       metrics.request(route, protocol, code, seconds);
     }
     if (log.isLevelEnabled("info")) {
@@ -186,21 +188,19 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
         method: req.method,
         path,
         httpVersion: req.httpVersion,
-        status: this.statusCode,
-        completed: this.writableFinished,
+        status: res.statusCode,
+        completed: res.writableFinished,
         ms: Math.round(seconds * 1_000_000) / 1000,
       });
     }
-  }
+  };
 
-  return (req, res) => {
+  const handler: NodeHandlerFn = (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
-    // One listener per request for the metrics and the access line, with one clock reading.
+    // Measured from here to `answered`, with one clock reading, for the metrics and the access line.
     if (metrics !== undefined || log.isLevelEnabled("info")) {
-      (res as Measured)[kStarted] = performance.now();
-      (res as Measured)[kRequest] = req;
-      res.on("close", onAnswered);
+      (res as NodeServerResponse & { [kStarted]?: number })[kStarted] = performance.now();
     }
     if (cors?.(req, res)) return; // a preflight, answered
     const address = req.socket?.remoteAddress ?? "";
@@ -259,6 +259,7 @@ export function createHttpHandler(options: HttpHandlerOptions): NodeHandlerFn {
       fallback(req, res); // the JSON routes send the x-request-id header with their others
     }
   };
+  return Object.assign(handler, { answered });
 }
 
 /**
@@ -282,7 +283,6 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
 
 const kOutcome = Symbol("rpc outcome");
 const kStarted = Symbol("request started");
-const kRequest = Symbol("request");
 
 /** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
 function rpcOutcome(req: NodeServerRequest): { code?: string } {
@@ -293,7 +293,7 @@ function rpcOutcome(req: NodeServerRequest): { code?: string } {
 
 /** The protocol a request speaks: an RPC protocol on RPC paths, else "http" (the JSON routes). */
 function protocolOf(req: NodeServerRequest, path: string): string {
-  if (!RPC_PATH.test(path) || req.method !== "POST") return "http";
+  if (req.method !== "POST" || !RPC_PATH.test(path)) return "http";
   const contentType = String(req.headers["content-type"] ?? "");
   if (/^application\/grpc-web/i.test(contentType)) return "grpc-web";
   if (/^application\/grpc/i.test(contentType)) return "grpc";

@@ -13,8 +13,14 @@ export interface TlsOptions {
   key: string | Buffer;
 }
 
+/**
+ * A request handler, and what it wants told when a response it was given has closed (answered,
+ * or its connection gone): one listener per response, the server's, serves both.
+ */
+export type ServedHandler = NodeHandlerFn & { answered?(res: NodeServerResponse): void };
+
 export interface ServerOptions {
-  handler: NodeHandlerFn;
+  handler: ServedHandler;
   /** Default 127.0.0.1. */
   host?: string;
   /** 0 picks a free port. Default 0. */
@@ -166,7 +172,11 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
 
   /** Where a response keeps its HTTP/1.1 socket for onResponseClose. */
   const kSocket = Symbol("http1 socket");
-  /** A response's end, one listener for every response (`this` is the response): what it held is let go. */
+  const { answered } = options.handler;
+  /**
+   * A response's end, one listener for every response (`this` is the response): what it held is
+   * let go, and the handler is told.
+   */
   function onResponseClose(this: NodeServerResponse & { [kSocket]?: net.Socket }) {
     inFlight--;
     const http1Socket = this[kSocket];
@@ -176,6 +186,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // A response that started before the shutdown had no "Connection: close".
       if ((closing || overPipelined.has(http1Socket)) && left === 0) endSoon(http1Socket);
     }
+    answered?.(this);
   }
   /**
    * HTTP/2 streams whose request body is still coming, with the time it must have arrived by:

@@ -313,6 +313,22 @@ describe("access lines", function () {
     }
   });
 
+  it("write a whole number of µs as the number's own text, for every µs in the first 100 s and beyond", function () {
+    let out = "";
+    const access = accessLog(createLogger({ destination: { write: (line: string) => (out = line) } }));
+    const written = (ms: number) => {
+      access({ reqId: "r", method: "GET", path: "/", httpVersion: "1.1", status: 200, completed: true, ms });
+      return out.slice(out.indexOf(`"ms":`) + 5, out.indexOf(`,"msg"`));
+    };
+    for (let micros = 0; micros < 100_000_000; micros += micros < 2_000_000 ? 1 : 997) {
+      const ms = micros / 1000;
+      if (written(ms) !== JSON.stringify(ms)) expect(written(ms)).to.equal(JSON.stringify(ms));
+    }
+    for (const ms of [999_999_999.999, 1e9, 1e12 + 0.5, 0.1 + 0.2, -0.001, 1e-7, 123.4567]) {
+      expect(written(ms), String(ms)).to.equal(JSON.stringify(ms));
+    }
+  });
+
   it("are the same string on any other destination", function () {
     let out = "";
     const destination = {
