@@ -24,7 +24,7 @@ import { corsPolicy } from "./cors.js";
 import { docsHandler } from "./docs.js";
 import { TokenBuckets, type RateLimitOptions } from "./rate-limit.js";
 import { accessLog } from "../shared/logger.js";
-import { bindRequestContext, requestContext } from "./request-context.js";
+import { bindRequestContext, boundRequestContext, requestContext } from "./request-context.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import type { ServedHandler } from "./server.js";
 import { tokenRoutes } from "./rpc-routes.js";
@@ -167,12 +167,13 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
   const docs = docsHandler();
   const perKey = options.rateLimits?.perKey ? new TokenBuckets(options.rateLimits.perKey) : undefined;
   /** A request's end, told by the server (ServedHandler.answered): its metrics and its access line. */
-  const answered = (res: NodeServerResponse & { [kStarted]?: number }): void => {
-    const started = res[kStarted];
-    if (started === undefined) return; // not measured: refused by the server before it got here, or nothing to tell
+  const answered = (res: NodeServerResponse): void => {
     const { req } = res;
-    const { id, path } = requestContext(req, log);
-    const seconds = (performance.now() - started) / 1000;
+    const context = boundRequestContext(req);
+    // Not taken by this handler (refused by the server before), or nothing to tell.
+    if (context === undefined || (metrics === undefined && !log.isLevelEnabled("info"))) return;
+    const { id, path } = context;
+    const seconds = (performance.now() - context.started) / 1000;
     if (metrics !== undefined) {
       const protocol = protocolOf(req, path);
       const route = protocol === "http" ? json.routeOf(path) : rpcRoutes.has(path) ? path : "other";
@@ -198,10 +199,6 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
   const handler: NodeHandlerFn = (req, res) => {
     const context = bindRequestContext(req, log);
     const { path } = context;
-    // Measured from here to `answered`, with one clock reading, for the metrics and the access line.
-    if (metrics !== undefined || log.isLevelEnabled("info")) {
-      (res as NodeServerResponse & { [kStarted]?: number })[kStarted] = performance.now();
-    }
     if (cors?.(req, res)) return; // a preflight, answered
     const address = req.socket?.remoteAddress ?? "";
     if (refusedKeys !== undefined) {
@@ -282,7 +279,6 @@ function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: 
 }
 
 const kOutcome = Symbol("rpc outcome");
-const kStarted = Symbol("request started");
 
 /** The request's RPC outcome holder (written by the error interceptor, or by a refusal here). */
 function rpcOutcome(req: NodeServerRequest): { code?: string } {

@@ -15,6 +15,8 @@ export interface RequestContext {
   /** The request target's path, without the query (requestPath). */
   readonly path: string;
   readonly log: Logger;
+  /** When the handler took the request (performance.now()), for its latency. */
+  readonly started: number;
 }
 
 /**
@@ -23,6 +25,7 @@ export interface RequestContext {
  */
 class LazyRequestContext implements RequestContext {
   #log: Logger | undefined;
+  readonly started = performance.now();
 
   constructor(
     readonly id: string,
@@ -61,6 +64,11 @@ export function bindRequestContext(req: NodeServerRequest, parent: Logger): Requ
   const context = new LazyRequestContext(requestIdFrom(req), requestPath(req.url), parent);
   (req as WithContext)[kContext] = context;
   return context;
+}
+
+/** The context the outermost handler bound, if it did. */
+export function boundRequestContext(req: NodeServerRequest): RequestContext | undefined {
+  return (req as WithContext)[kContext];
 }
 
 /**
