@@ -146,7 +146,7 @@ function accessLine({ reqId, method, path, httpVersion, status, completed, ms }:
  */
 function millis(ms: number): string {
   const micros = Math.round(ms * 1000);
-  if (micros / 1000 !== ms || micros < 0 || micros >= 1e12) return `${ms}`;
+  if (micros / 1000 !== ms || micros < 0 || micros >= 1e12) return JSON.stringify(ms);
   const whole = Math.floor(micros / 1000);
   const fraction = micros - whole * 1000;
   if (fraction === 0) return `${whole}`;
@@ -189,6 +189,8 @@ export class LogBuffer implements DestinationStream {
   #broken = false;
   /** Whether stdout took no more at the last try: lines wait for the retry timer. */
   #full = false;
+  /** Whether a failed write left a line cut short on stdout: the next write starts a new line. */
+  #torn = false;
 
   constructor({
     fd = 1,
@@ -246,6 +248,7 @@ export class LogBuffer implements DestinationStream {
           // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
           // other failure (a full disk) loses what was waiting, and the lines after it are tried again.
           if (code === "EPIPE") this.#broken = true;
+          this.#torn ||= this.#rest !== undefined;
           this.#pending = "";
           this.#rest = undefined;
           return;
@@ -271,9 +274,23 @@ export class LogBuffer implements DestinationStream {
       return this.#rest !== undefined;
     }
     // Written as a string: Node encodes it straight into the write. Only a write the descriptor
-    // took part of needs the bytes, to go on where it stopped.
+    // took part of, or none of, needs the bytes: to go on where it stopped without encoding
+    // everything that waits again on every try.
+    if (this.#torn) {
+      this.#pending = `\n${this.#pending}`;
+      this.#torn = false;
+    }
     const text = this.#pending;
-    const done = writeSync(this.#fd, text);
+    let done: number;
+    try {
+      done = writeSync(this.#fd, text);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EAGAIN") {
+        this.#rest = Buffer.from(text, "utf8");
+        this.#pending = "";
+      }
+      throw error;
+    }
     this.#pending = "";
     if (done === Buffer.byteLength(text, "utf8")) return false;
     this.#rest = Buffer.from(text, "utf8").subarray(done);

@@ -17,7 +17,7 @@ export interface TlsOptions {
  * A request handler, and what it wants told when a response it was given has closed (answered,
  * or its connection gone): one listener per response, the server's, serves both.
  */
-export type ServedHandler = NodeHandlerFn & { answered?(res: NodeServerResponse): void };
+export type ServedHandler = NodeHandlerFn & { answered?: (res: NodeServerResponse) => void };
 
 export interface ServerOptions {
   handler: ServedHandler;
