@@ -976,9 +976,7 @@ async function drive(): Promise<void> {
           bareRounds.push(await measured(bareServers, () => cannon(bareUrl, apiKey, seconds / rounds, connections)));
           await server.logLevel("default");
           grpcRounds.push(await measured(server, () => grpcPrice(ready.apiUrl, apiKey, seconds / rounds)));
-          bareH2Rounds.push(
-            await measured(bareServers, () => grpcPrice(bareReady.http2Url, apiKey, seconds / rounds)),
-          );
+          bareH2Rounds.push(await measured(bareServers, () => grpcPrice(bareReady.http2Url, apiKey, seconds / rounds)));
         }
         const withLogs = combine(logged);
         const withoutLogs = combine(silent);

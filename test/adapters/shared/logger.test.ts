@@ -168,7 +168,9 @@ describe("the service's logger on a full pipe, under load", function () {
       // A pipe holds 64 KiB on 4 KiB pages, 1 MiB on 64 KiB pages.
       const bytes = Buffer.byteLength(expected);
       expect(bytes, "more than a pipe holds").to.be.greaterThan(3 * 1024 * 1024);
-      expect(buffer.pendingLength, "what the full pipe did not take waits").to.be.greaterThan(bytes - 1024 * 1024 - 4096);
+      expect(buffer.pendingLength, "what the full pipe did not take waits").to.be.greaterThan(
+        bytes - 1024 * 1024 - 4096,
+      );
 
       const read: Buffer[] = [];
       const chunk = Buffer.alloc(65_536);
