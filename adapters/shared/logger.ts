@@ -182,7 +182,7 @@ export class LogBuffer implements DestinationStream {
   readonly #retryMs: number;
   /** The lines not handed to the kernel yet (V8 joins them once, when they are written). */
   #pending = "";
-  /** What is left of a write the descriptor took only part of: written before `#pending`. */
+  /** The bytes being written (encoded from lines once), or what the descriptor has not taken of them: before `#pending`. */
   #rest: Buffer | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
@@ -268,34 +268,18 @@ export class LogBuffer implements DestinationStream {
 
   /** One write of what waits first; true when the descriptor took only part of it. */
   #writeOnce(): boolean {
-    if (this.#rest !== undefined) {
-      const done = writeSync(this.#fd, this.#rest);
-      this.#rest = done < this.#rest.length ? this.#rest.subarray(done) : undefined;
-      return this.#rest !== undefined;
-    }
-    // Written as a string: Node encodes it straight into the write. Only a write the descriptor
-    // took part of, or none of, needs the bytes: to go on where it stopped without encoding
-    // everything that waits again on every try.
-    if (this.#torn) {
-      this.#pending = `\n${this.#pending}`;
+    if (this.#rest === undefined) {
+      // Encoded once, at its exact size: a write the descriptor takes part of, or none of, goes
+      // on from these bytes rather than encoding everything that waits again on every try.
+      this.#rest = Buffer.from(this.#torn ? `\n${this.#pending}` : this.#pending, "utf8");
+      this.#pending = "";
       this.#torn = false;
     }
-    const text = this.#pending;
-    let done: number;
-    try {
-      done = writeSync(this.#fd, text);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EAGAIN") {
-        this.#rest = Buffer.from(text, "utf8");
-        this.#pending = "";
-      }
-      throw error;
-    }
-    this.#pending = "";
-    if (done === Buffer.byteLength(text, "utf8")) return false;
-    this.#rest = Buffer.from(text, "utf8").subarray(done);
-    return true;
+    const done = writeSync(this.#fd, this.#rest);
+    this.#rest = done < this.#rest.length ? this.#rest.subarray(done) : undefined;
+    return this.#rest !== undefined;
   }
+
 }
 
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));
