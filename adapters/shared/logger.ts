@@ -229,6 +229,8 @@ export class LogBuffer implements DestinationStream {
   #broken = false;
   /** Whether stdout took no more at the last try: lines wait for the retry timer. */
   #full = false;
+  /** Whether part of `#rest` is out: stdout holds a line cut short until the rest follows. */
+  #cut = false;
   /** Whether a failed write left a line cut short on stdout: the next write starts a new line. */
   #torn = false;
 
@@ -288,7 +290,8 @@ export class LogBuffer implements DestinationStream {
           // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
           // other failure (a full disk) loses what was waiting, and the lines after it are tried again.
           if (code === "EPIPE") this.#broken = true;
-          this.#torn ||= this.#rest !== undefined;
+          this.#torn ||= this.#cut;
+          this.#cut = false;
           this.#pending = "";
           this.#rest = undefined;
           return;
@@ -317,6 +320,7 @@ export class LogBuffer implements DestinationStream {
     }
     const done = writeSync(this.#fd, this.#rest);
     this.#rest = done < this.#rest.length ? this.#rest.subarray(done) : undefined;
+    if (done > 0) this.#cut = this.#rest !== undefined;
     return this.#rest !== undefined;
   }
 }
