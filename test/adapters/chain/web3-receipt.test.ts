@@ -3,6 +3,7 @@ import { expect } from "chai";
 import { getAddress, keccak256, toUtf8Bytes } from "ethers";
 
 import { toWeb3Receipt, type RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
+import { RECEIPT_KEYS } from "../../helpers/web3-receipt-shape.js";
 
 const BLOCK = `0x${"ab".repeat(32)}`;
 const TX = `0x${"cd".repeat(32)}`;
@@ -50,22 +51,7 @@ const raw = (overrides: Partial<RpcReceipt> = {}): RpcReceipt => ({
 describe("toWeb3Receipt", function () {
   it("turns quantities into numbers, lowercases from and to, checksums log addresses and keys events by position", function () {
     const receipt = toWeb3Receipt(raw());
-    expect(Object.keys(receipt)).to.deep.equal([
-      "blockHash",
-      "blockNumber",
-      "contractAddress",
-      "cumulativeGasUsed",
-      "effectiveGasPrice",
-      "from",
-      "gasUsed",
-      "logsBloom",
-      "status",
-      "to",
-      "transactionHash",
-      "transactionIndex",
-      "type",
-      "events",
-    ]);
+    expect(Object.keys(receipt)).to.deep.equal(RECEIPT_KEYS);
     expect(receipt).to.include({
       blockNumber: 27,
       contractAddress: null,
