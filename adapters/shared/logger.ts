@@ -227,8 +227,6 @@ export class LogBuffer implements DestinationStream {
   #timer: NodeJS.Timeout | undefined;
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
   #broken = false;
-  /** Whether stdout took no more at the last try: lines wait for the retry timer. */
-  #full = false;
   /** Whether part of `#rest` is out: stdout holds a line cut short until the rest follows. */
   #cut = false;
   /** Whether a failed write left a line cut short on stdout: the next write starts a new line. */
@@ -249,7 +247,7 @@ export class LogBuffer implements DestinationStream {
     process.on("exit", () => this.flushSync());
   }
 
-  /** What waits to be written: characters of lines, and bytes of a write cut short. */
+  /** What waits to be written: characters of lines, and the bytes not yet taken by stdout. */
   get pendingLength(): number {
     return this.#pending.length + (this.#rest?.length ?? 0);
   }
@@ -258,8 +256,9 @@ export class LogBuffer implements DestinationStream {
   write(line: string): void {
     if (this.#broken) return;
     this.#pending += line;
-    if (this.#full) {
-      // The retry timer is armed; only too much waiting makes the service wait.
+    if (this.#rest !== undefined) {
+      // stdout took no more at the last try and the retry timer is armed; only too much waiting
+      // makes the service wait.
       if (this.pendingLength >= this.#maxPending) this.#drain(true);
     } else if (this.#pending.length >= this.#minLength) this.#drain(false);
     else this.#timer ??= setTimeout(() => this.#drain(false), this.#flushMs).unref();
@@ -279,7 +278,6 @@ export class LogBuffer implements DestinationStream {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    this.#full = false;
     while (!this.#broken && (this.#rest !== undefined || this.#pending !== "")) {
       let full: boolean;
       try {
@@ -301,7 +299,6 @@ export class LogBuffer implements DestinationStream {
       if (!full) continue;
       // A non-blocking pipe or socket that is full: its reader is behind.
       if (!block) {
-        this.#full = true;
         this.#timer = setTimeout(() => this.#drain(false), this.#retryMs).unref();
         return;
       }
