@@ -112,8 +112,6 @@ interface Ready {
   wallet: string;
   privateKey: string;
   addresses: DeploymentAddresses;
-  captured: Captured;
-  capturedGrpc: CapturedGrpc;
   config: Record<string, string>;
 }
 
@@ -182,12 +180,6 @@ async function serve(): Promise<void> {
     rootDir: dir,
   });
 
-  const captured = await capture(`${service.apiUrl}${PRICE_PATH}`, apiKey);
-  if (captured.status !== 200) throw new Error(`the price answered ${captured.status}: ${captured.body}`);
-  const capturedGrpc = await captureGrpc(service.apiUrl, apiKey);
-  if (capturedGrpc.trailers["grpc-status"] !== "0")
-    throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
-
   const exchange = hardhatAccount(EXCHANGE_ACCOUNT);
   if (exchange.address !== service.wallets[0]) throw new Error("the service does not sign for Hardhat account #1");
   const defaultLevel = service.log.level;
@@ -238,8 +230,6 @@ async function serve(): Promise<void> {
     wallet: exchange.address,
     privateKey: exchange.privateKey,
     addresses: service.addresses,
-    captured,
-    capturedGrpc,
     config,
   });
 }
@@ -946,13 +936,20 @@ async function drive(): Promise<void> {
       process.stderr.write(
         `price: ${seconds} s each, in ${rounds} alternating rounds, ${connections} connections (gRPC: ${h2Sessions} × ${h2Streams} streams)…\n`,
       );
+      // The answers the bare servers repeat, taken from here rather than from inside the service's
+      // process, which so runs only what `npm start` runs (no HTTP/2 client session of the bench's own).
+      const captured = await capture(`${ready.apiUrl}${PRICE_PATH}`, apiKey);
+      if (captured.status !== 200) throw new Error(`the price answered ${captured.status}: ${captured.body}`);
+      const capturedGrpc = await captureGrpc(ready.apiUrl, apiKey);
+      if (capturedGrpc.trailers["grpc-status"] !== "0")
+        throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
       const bareServers = new ServerProcess(apiKey, "bare");
       try {
-        const bareReady = await bareServers.bare(ready.captured, ready.capturedGrpc);
+        const bareReady = await bareServers.bare(captured, capturedGrpc);
         const priceUrl = `${ready.apiUrl}${PRICE_PATH}`;
         const bareUrl = `${bareReady.http1Url}${PRICE_PATH}`;
         const grpcPrice = (url: string, key: string | undefined, s: number) =>
-          grpcCannon(url, key, s, h2Sessions, h2Streams, ready.capturedGrpc);
+          grpcCannon(url, key, s, h2Sessions, h2Streams, capturedGrpc);
         await cannon(priceUrl, apiKey, 2, connections);
         await cannon(bareUrl, apiKey, 2, connections);
         await grpcPrice(ready.apiUrl, apiKey, 2);
