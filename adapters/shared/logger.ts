@@ -71,6 +71,7 @@ const clock = (() => {
   let ms = -1;
   let field = "";
   let head = "";
+  let headBytes = Buffer.alloc(0);
   const tick = () => {
     const now = Date.now();
     if (now !== ms) {
@@ -79,6 +80,7 @@ const clock = (() => {
       field = `,"time":"${iso}"`;
       // Joined, so that V8 holds it as one flat string rather than a tree of pieces.
       head = [ACCESS_PREFIX, iso, ACCESS_BASE].join("");
+      headBytes = Buffer.from(head, "latin1");
     }
   };
   return {
@@ -90,6 +92,11 @@ const clock = (() => {
     accessHead: () => {
       tick();
       return head;
+    },
+    /** accessHead's bytes (it is ASCII). */
+    accessHeadBytes: () => {
+      tick();
+      return headBytes;
     },
   };
 })();
@@ -128,11 +135,13 @@ export interface AccessRecord {
  * `log.info({reqId, method, path, httpVersion, status, completed, ms}, "request completed")`
  * (the same level, time, base fields, key order and escaping: test/adapters/shared/logger.test.ts
  * compares them). The fields are the handler's own, none a secret, so the line skips redaction.
- * The line is one template string, joined with the lines pending in a LogBuffer when they are
- * written. Callers check `log`'s level first: this always writes.
+ * To a LogBuffer (the service's stdout) the line is written in five parts straight into its
+ * bytes (LogBuffer.writeAccess); to any other destination, as one string. Callers check `log`'s
+ * level first: this always writes.
  */
 export function accessLog(log: Logger): (record: AccessRecord) => void {
   const destination = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]!;
+  if (destination instanceof LogBuffer) return (record) => destination.writeAccess(record);
   return (record) => destination.write(accessLine(record));
 }
 
@@ -142,22 +151,26 @@ export function accessLog(log: Logger): (record: AccessRecord) => void {
  * not change), the ms, and the end.
  */
 function accessLine(record: AccessRecord): string {
-  return `${clock.accessHead()}${quoted(record.reqId)}${middle(record)}${millis(record.ms)}${ACCESS_END}`;
+  return `${clock.accessHead()}${quoted(record.reqId)}${middle(record).text}${millis(record.ms)}${ACCESS_END}`;
 }
 
 const ACCESS_END = `,"msg":"request completed"}\n`;
+const ACCESS_END_BYTES = Buffer.from(ACCESS_END, "latin1");
+
+/** The middle of an access line, as text and as bytes (UTF-8). */
+interface Middle {
+  readonly text: string;
+  readonly bytes: Buffer;
+}
 
 /** The middle of an access line, by path, for the method, version, status and completion it was made for. */
-const middles = new Map<
-  string,
-  Pick<AccessRecord, "method" | "httpVersion" | "status" | "completed"> & { text: string }
->();
+const middles = new Map<string, Pick<AccessRecord, "method" | "httpVersion" | "status" | "completed"> & Middle>();
 /** Paths longer than this, and more paths than MIDDLES_KEPT, are not kept. */
 const MIDDLE_PATH_KEPT = 256;
 const MIDDLES_KEPT = 64;
 
 /** The access line from `,"method":` (or `,"path":` without a method) to `"ms":`. */
-function middle(record: AccessRecord): string {
+function middle(record: AccessRecord): Middle {
   const { method, path, httpVersion, status, completed } = record;
   const kept = middles.get(path);
   if (
@@ -167,16 +180,17 @@ function middle(record: AccessRecord): string {
     kept.status === status &&
     kept.completed === completed
   )
-    return kept.text;
+    return kept;
   const text = [
     method === undefined ? "" : `,"method":${quoted(method)}`,
     `,"path":${quoted(path)},"httpVersion":${quoted(httpVersion)},"status":${status},"completed":${completed},"ms":`,
   ].join("");
+  const made = { method, httpVersion, status, completed, text, bytes: Buffer.from(text, "utf8") };
   if (path.length <= MIDDLE_PATH_KEPT) {
     if (middles.size >= MIDDLES_KEPT) middles.clear();
-    middles.set(path, { method, httpVersion, status, completed, text });
+    middles.set(path, made);
   }
-  return text;
+  return made;
 }
 
 /**
@@ -202,15 +216,25 @@ function quoted(text: string): string {
 /** Printable ASCII without a quote or a backslash: what JSON takes as it is in a string. */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** Most bytes one UTF-16 code unit takes in UTF-8 (a lone surrogate or a character up to U+FFFF: 3). */
+const UTF8_PER_UNIT = 3;
+/** Most bytes one UTF-16 code unit takes once JSON-escaped (`\u001f`), then in UTF-8. */
+const JSON_UTF8_PER_UNIT = 6;
+/** Most characters JSON.stringify writes for a number (`-1.2345678901234567e-308`). */
+const NUMBER_TEXT_MAX = 32;
+/** Room kept above `minLength` in the byte buffer, so that a line arriving just below it still fits. */
+const HEADROOM_BYTES = 16 * 1024;
+
 /**
- * A pino destination that collects lines in one string and writes them to a file descriptor
- * with one synchronous write once `minLength` characters are there, `flushMs` after the first
- * line of a quiet spell, and when the process exits (process.exit, the end of the event loop, or
- * a fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
+ * A pino destination that encodes lines into one byte buffer as they come and writes them to a
+ * file descriptor with one synchronous write once `minLength` bytes are there, `flushMs` after
+ * the first line of a quiet spell, and when the process exits (process.exit, the end of the event
+ * loop, or a fatal error's exit), so no line is lost but to SIGKILL or a crash of Node itself.
+ * The buffer is used again after every write that stdout took whole.
  *
  * A non-blocking stdout that takes no more (a full pipe, a collector behind) does not stop the
  * service: what it did not take waits, with the lines after it, and is tried again every
- * `retryMs`. Once `maxPending` characters wait, the service waits for the reader, as pino's
+ * `retryMs`. Once `maxPending` bytes wait, the service waits for the reader, as pino's
  * synchronous destination would, rather than the lines piling up in memory. On exit everything
  * is written, waiting for the reader as long as it takes.
  */
@@ -220,17 +244,20 @@ export class LogBuffer implements DestinationStream {
   readonly #flushMs: number;
   readonly #maxPending: number;
   readonly #retryMs: number;
-  /** The lines not handed to the kernel yet (V8 joins them once, when they are written). */
-  #pending = "";
-  /** The bytes being written (encoded from lines once), or what the descriptor has not taken of them: before `#pending`. */
-  #rest: Buffer | undefined;
+  /** Where lines are encoded as they come; its first `#used` bytes are lines, after all of `#waiting`. */
+  #bytes: Buffer;
+  #used = 0;
+  /**
+   * Bytes stdout did not take when it was full, oldest first; the first may have lost its head to
+   * a partial write. Not empty exactly while stdout is full and a retry is due.
+   */
+  readonly #waiting: Buffer[] = [];
+  #waitingBytes = 0;
   #timer: NodeJS.Timeout | undefined;
   /** Whether stdout's reader is gone for good (EPIPE): lines are dropped from then on. */
   #broken = false;
-  /** Whether part of `#rest` is out: stdout holds a line cut short until the rest follows. */
+  /** Whether the head of `#waiting[0]` is out: stdout holds a line cut short until the rest follows. */
   #cut = false;
-  /** Whether a failed write left a line cut short on stdout: the next write starts a new line. */
-  #torn = false;
 
   constructor({
     fd = 1,
@@ -244,29 +271,99 @@ export class LogBuffer implements DestinationStream {
     this.#flushMs = flushMs;
     this.#maxPending = maxPending;
     this.#retryMs = retryMs;
+    this.#bytes = Buffer.allocUnsafeSlow(minLength + HEADROOM_BYTES);
     process.on("exit", () => this.flushSync());
   }
 
-  /** What waits to be written: characters of lines, and the bytes not yet taken by stdout. */
+  /** How many bytes wait to be written. */
   get pendingLength(): number {
-    return this.#pending.length + (this.#rest?.length ?? 0);
+    return this.#waitingBytes + this.#used;
   }
 
   /** A line (pino's write). */
   write(line: string): void {
     if (this.#broken) return;
-    this.#pending += line;
-    if (this.#rest !== undefined) {
-      // stdout took no more at the last try and the retry timer is armed; only too much waiting
-      // makes the service wait.
-      if (this.pendingLength >= this.#maxPending) this.#drain(true);
-    } else if (this.#pending.length >= this.#minLength) this.#drain(false);
-    else this.#timer ??= setTimeout(() => this.#drain(false), this.#flushMs).unref();
+    const most = line.length * UTF8_PER_UNIT;
+    if (most > this.#bytes.length - this.#used) {
+      if (most >= this.#bytes.length) {
+        this.#writeLong(Buffer.from(line, "utf8"));
+        return;
+      }
+      this.#makeRoom();
+    }
+    this.#used += this.#bytes.write(line, this.#used, "utf8");
+    this.#wrote();
+  }
+
+  /**
+   * An access line (accessLog), its parts written straight into the bytes: the head made once per
+   * millisecond, the reqId, the middle made once per path, the ms and the end. A line too long for
+   * the room left goes through write() as one string.
+   */
+  writeAccess(record: AccessRecord): void {
+    if (this.#broken) return;
+    const head = clock.accessHeadBytes();
+    const { reqId } = record;
+    const mid = middle(record).bytes;
+    const most =
+      head.length + 2 + reqId.length * JSON_UTF8_PER_UNIT + mid.length + NUMBER_TEXT_MAX + ACCESS_END_BYTES.length;
+    const bytes = this.#bytes;
+    let at = this.#used;
+    if (most > bytes.length - at) {
+      this.write(accessLine(record)); // makes room, or writes a very long line apart
+      return;
+    }
+    bytes.set(head, at);
+    at += head.length;
+    if (PLAIN.test(reqId)) {
+      bytes[at++] = QUOTE;
+      at += bytes.write(reqId, at, "latin1");
+      bytes[at++] = QUOTE;
+    } else at += bytes.write(JSON.stringify(reqId), at, "utf8");
+    bytes.set(mid, at);
+    at += mid.length;
+    at += bytes.write(millis(record.ms), at, "latin1");
+    bytes.set(ACCESS_END_BYTES, at);
+    this.#used = at + ACCESS_END_BYTES.length;
+    this.#wrote();
   }
 
   /** Writes everything waiting, now, waiting for a full stdout's reader if need be. */
   flushSync(): void {
     this.#drain(true);
+  }
+
+  /** After a line: written once `minLength` bytes are there, unless stdout is full (then only past `maxPending`). */
+  #wrote(): void {
+    if (this.#waiting.length > 0) {
+      if (this.pendingLength >= this.#maxPending) this.#drain(true);
+    } else if (this.#used >= this.#minLength) this.#drain(false);
+    else this.#timer ??= setTimeout(() => this.#drain(false), this.#flushMs).unref();
+  }
+
+  /** A line longer than the room left: after the lines before it, in bytes of its own. */
+  #writeLong(line: Buffer): void {
+    const full = this.#waiting.length > 0;
+    this.#setAside();
+    this.#waiting.push(line);
+    this.#waitingBytes += line.length;
+    if (!full) this.#drain(false);
+    else if (this.pendingLength >= this.#maxPending) this.#drain(true);
+  }
+
+  /** Empties the buffer: written now, or, while stdout is full, set aside to wait. */
+  #makeRoom(): void {
+    if (this.#waiting.length > 0) this.#setAside();
+    else this.#drain(false);
+  }
+
+  /** Moves the lines in the buffer to `#waiting`, and takes a fresh buffer for the next ones. */
+  #setAside(): void {
+    if (this.#used === 0) return;
+    this.#waiting.push(this.#bytes.subarray(0, this.#used));
+    this.#waitingBytes += this.#used;
+    this.#bytes = Buffer.allocUnsafeSlow(this.#bytes.length);
+    this.#used = 0;
   }
 
   /**
@@ -278,25 +375,21 @@ export class LogBuffer implements DestinationStream {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    while (!this.#broken && (this.#rest !== undefined || this.#pending !== "")) {
-      let full: boolean;
+    while (!this.#broken && this.pendingLength > 0) {
+      let whole: boolean;
       try {
-        full = this.#writeOnce();
+        whole = this.#writeOnce();
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code !== "EAGAIN") {
-          // Logging never takes the service down: a reader gone for good (EPIPE) ends the logging, any
-          // other failure (a full disk) loses what was waiting, and the lines after it are tried again.
-          if (code === "EPIPE") this.#broken = true;
-          this.#torn ||= this.#cut;
-          this.#cut = false;
-          this.#pending = "";
-          this.#rest = undefined;
+          this.#drop(code === "EPIPE");
           return;
         }
-        full = true;
+        // Nothing taken: the lines wait apart, so that the next ones do not try stdout again before the retry.
+        if (this.#waiting.length === 0) this.#setAside();
+        whole = false;
       }
-      if (!full) continue;
+      if (whole) continue;
       // A non-blocking pipe or socket that is full: its reader is behind.
       if (!block) {
         this.#timer = setTimeout(() => this.#drain(false), this.#retryMs).unref();
@@ -306,22 +399,51 @@ export class LogBuffer implements DestinationStream {
     }
   }
 
-  /** One write of what waits first; true when the descriptor took only part of it. */
+  /** One write of what waits first; true when the descriptor took all of it. */
   #writeOnce(): boolean {
-    if (this.#rest === undefined) {
-      // Encoded once, at its exact size: a write the descriptor takes part of, or none of, goes
-      // on from these bytes rather than encoding everything that waits again on every try.
-      this.#rest = Buffer.from(this.#torn ? `\n${this.#pending}` : this.#pending, "utf8");
-      this.#pending = "";
-      this.#torn = false;
+    if (this.#waiting.length === 0) {
+      // The usual case: the lines collected go out in one write, and the buffer is used again.
+      const done = writeSync(this.#fd, this.#bytes, 0, this.#used);
+      if (done === this.#used) {
+        this.#used = 0;
+        return true;
+      }
+      this.#setAside();
+      this.#waiting[0] = this.#waiting[0]!.subarray(done);
+      this.#waitingBytes -= done;
+      this.#cut = done > 0;
+      return false;
     }
-    const done = writeSync(this.#fd, this.#rest);
-    this.#rest = done < this.#rest.length ? this.#rest.subarray(done) : undefined;
-    if (done > 0) this.#cut = this.#rest !== undefined;
-    return this.#rest !== undefined;
+    const first = this.#waiting[0]!;
+    const done = writeSync(this.#fd, first);
+    this.#waitingBytes -= done;
+    if (done === first.length) {
+      this.#waiting.shift();
+      this.#cut = false;
+      return true;
+    }
+    this.#waiting[0] = first.subarray(done);
+    if (done > 0) this.#cut = true;
+    return false;
+  }
+
+  /**
+   * After a failed write: logging never takes the service down. A reader gone for good (EPIPE) ends
+   * the logging; any other failure (a full disk) loses what was waiting, and the lines after it are
+   * tried again, on a new line if one was cut short.
+   */
+  #drop(broken: boolean): void {
+    this.#broken ||= broken;
+    this.#waiting.length = 0;
+    this.#waitingBytes = 0;
+    this.#used = 0;
+    if (this.#cut) this.#bytes[this.#used++] = NEWLINE;
+    this.#cut = false;
   }
 }
 
+const QUOTE = 0x22;
+const NEWLINE = 0x0a;
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));
 
 /** The one LogBuffer on stdout, made on first use. */
