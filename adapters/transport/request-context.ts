@@ -2,7 +2,7 @@
  * The request context: a request id (the client's x-request-id when it is plain, else a new
  * UUID), the path, and a logger carrying the id, bound once per request by http-handler.ts.
  */
-import { randomUUID } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 import type { Logger } from "pino";
 
@@ -53,8 +53,39 @@ const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestIdFrom(req: NodeServerRequest): string {
   const incoming = req.headers["x-request-id"];
   const value = Array.isArray(incoming) ? incoming[0] : incoming;
-  return value !== undefined && ACCEPTABLE_REQUEST_ID.test(value) ? value : randomUUID();
+  return value !== undefined && ACCEPTABLE_REQUEST_ID.test(value) ? value : newRequestId();
 }
+
+/** Random bytes for 256 request ids, filled again when used up (crypto.randomUUID keeps a store the same way). */
+const entropy = Buffer.allocUnsafeSlow(16 * 256);
+let entropyUsed = entropy.length;
+const HEX_DIGITS = Buffer.from("0123456789abcdef", "latin1");
+const idBytes = Buffer.allocUnsafeSlow(36);
+
+/**
+ * A new random (version 4) UUID, as crypto.randomUUID makes it from the same source, written out
+ * as one flat string: randomUUID's is joined from 20 pieces, which every later reader (the
+ * x-request-id header, the access line) flattens again (docs/decisions/0008-log-buffer-access-lines.md).
+ */
+export function newRequestId(): string {
+  if (entropyUsed === entropy.length) {
+    randomFillSync(entropy);
+    entropyUsed = 0;
+  }
+  let at = 0;
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) idBytes[at++] = DASH;
+    let byte = entropy[entropyUsed + i]!;
+    if (i === 6)
+      byte = (byte & 0x0f) | 0x40; // version 4
+    else if (i === 8) byte = (byte & 0x3f) | 0x80; // variant 10 (RFC 9562)
+    idBytes[at++] = HEX_DIGITS[byte >> 4]!;
+    idBytes[at++] = HEX_DIGITS[byte & 0x0f]!;
+  }
+  entropyUsed += 16;
+  return idBytes.toString("latin1", 0, 36);
+}
+const DASH = 0x2d;
 
 /**
  * Gives the request its context (id from requestIdFrom, path from requestPath, logger made

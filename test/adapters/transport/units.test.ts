@@ -36,6 +36,7 @@ import {
 } from "../../../adapters/transport/error-map.js";
 import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
+import { newRequestId } from "../../../adapters/transport/request-context.js";
 import { requestPath } from "../../../adapters/transport/request-path.js";
 import { tokenRoutes } from "../../../adapters/transport/rpc-routes.js";
 import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
@@ -241,6 +242,35 @@ describe("request path", function () {
       fc.property(target, (t) => requestPath(t) === (byUrl(t) ?? t.split("?")[0])),
       { numRuns: 2000, seed: 20261122 },
     );
+  });
+});
+
+describe("new request ids", function () {
+  const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+  it("are version 4 UUIDs, as crypto.randomUUID writes them, none repeated across many refills of their entropy", function () {
+    const ids = Array.from({ length: 20_000 }, () => newRequestId());
+    for (const id of ids) expect(id).to.match(V4);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it("draw every random hex digit evenly, so no byte is dropped, repeated or shifted in the writing", function () {
+    // The 30 digits that are random (all but the version digit and the variant's top two bits).
+    const positions = [...Array(36).keys()].filter((i) => ![8, 13, 14, 18, 19, 23].includes(i));
+    const n = 32_000;
+    const counts = positions.map(() => new Array<number>(16).fill(0));
+    const variants = new Array<number>(4).fill(0);
+    for (let k = 0; k < n; k++) {
+      const id = newRequestId();
+      positions.forEach((p, i) => counts[i]![Number.parseInt(id[p]!, 16)]!++);
+      variants[Number.parseInt(id[19]!, 16) - 8]!++;
+    }
+    // Each digit is expected n/16 = 2,000 times (sd ≈ 43); 2,000 ± 300 is seven deviations.
+    for (const digits of counts) for (const count of digits) expect(count).to.be.within(1_700, 2_300);
+    for (const count of variants) expect(count).to.be.within(n / 4 - 600, n / 4 + 600);
+    // Consecutive ids share no bytes: each takes its own 16 from the store.
+    const [a, b] = [newRequestId(), newRequestId()];
+    expect(a.replaceAll("-", "").slice(0, 12)).to.not.equal(b.replaceAll("-", "").slice(0, 12));
   });
 });
 
