@@ -49,6 +49,8 @@ export class RequestMetrics {
   readonly #latency = new Map<string, LatencySeries>();
   /** Every counter series in the order it was first seen. */
   readonly #allSeries: RequestSeries[] = [];
+  /** The series of the last observation: a run of the same request (the usual load) skips the lookups. */
+  #last: RequestSeries | undefined;
 
   constructor(
     registry: Registry,
@@ -77,6 +79,20 @@ export class RequestMetrics {
   }
 
   #seriesOf(route: string, protocol: string, code: string): RequestSeries {
+    const last = this.#last;
+    if (
+      last !== undefined &&
+      last.labels.route === route &&
+      last.labels.protocol === protocol &&
+      last.labels.code === code
+    )
+      return last;
+    const series = this.#lookUp(route, protocol, code);
+    this.#last = series;
+    return series;
+  }
+
+  #lookUp(route: string, protocol: string, code: string): RequestSeries {
     const byCode = inner(inner(this.#series, route), protocol);
     let series = byCode.get(code);
     if (series === undefined) {
@@ -99,6 +115,7 @@ export class RequestMetrics {
 
   /** Forgets every series (prom-client's Registry.resetMetrics). */
   #reset(): void {
+    this.#last = undefined;
     this.#series.clear();
     this.#latency.clear();
     this.#allSeries.length = 0;

@@ -262,8 +262,11 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
   };
   const handler: NodeHandlerFn = (req, res) => void serve(req, res);
   /** A path's route as metrics label it: the route's own path ("{transactionHash}" for the trade's), or "other". */
+  const labels = new Map([...routes.keys()].map((path) => [path, path]));
   const label = (path: string): string => {
-    if (routes.has(path)) return path;
+    // The route's own string rather than the request's copy of it: the same object every time.
+    const own = labels.get(path);
+    if (own !== undefined) return own;
     return routeOf(path).route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
   return Object.assign(handler, { routeOf: label });
