@@ -170,16 +170,16 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     res.end(body);
   };
 
+  /** Where a response keeps its HTTP/1.1 socket for onResponseClose. */
+  const kSocket = Symbol("http1 socket");
   const { answered } = options.handler;
   /**
    * A response's end, one listener for every response (`this` is the response): what it held is
-   * let go, and the handler is told. An HTTP/1.1 response's socket is its request's (the
-   * response's own is let go when it finishes).
+   * let go, and the handler is told.
    */
-  function onResponseClose(this: NodeServerResponse) {
+  function onResponseClose(this: NodeServerResponse & { [kSocket]?: net.Socket }) {
     inFlight--;
-    const { req } = this;
-    const http1Socket = req.httpVersionMajor === 1 ? req.socket : undefined;
+    const http1Socket = this[kSocket];
     if (http1Socket !== undefined) {
       const left = (http1Active.get(http1Socket) ?? 1) - 1;
       http1Active.set(http1Socket, left);
@@ -222,6 +222,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     const pipelined = http1Socket === undefined ? 0 : (http1Active.get(http1Socket) ?? 0) + 1;
     if (http1Socket !== undefined) {
       http1Active.set(http1Socket, pipelined);
+      (res as NodeServerResponse & { [kSocket]?: net.Socket })[kSocket] = http1Socket;
     }
     res.on("close", onResponseClose);
     if (closing && http1Socket !== undefined) {
