@@ -35,6 +35,12 @@ export class CachedPricePort implements PricePort {
     this.#now = options.now ?? (() => performance.now());
   }
 
+  /** The cached record while it is fresh (PricePort.current). */
+  current(): PriceRecord | undefined {
+    const cached = this.#cached;
+    return cached !== undefined && this.#now() < cached.expiresAt ? cached.record : undefined;
+  }
+
   getPrice(): Promise<PriceRecord> {
     if (this.#ttlMs === 0) return this.#port.getPrice();
     const now = this.#now();

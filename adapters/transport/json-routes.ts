@@ -85,6 +85,8 @@ interface Route {
   /** Whether the body is a JSON document (checked for Content-Type and size, read and parsed before `handle`). */
   jsonBody: boolean;
   handle: Handler;
+  /** The answer when it is at hand without waiting (a cached price), else undefined: `handle` then runs. */
+  now?: () => Answer | undefined;
 }
 
 /**
@@ -114,7 +116,13 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     cacheMs: options.readinessCacheMs ?? 1_000,
   });
 
-  let lastPrice: { record: unknown; json: string } | undefined;
+  /** The port serves one record object for as long as it caches it: written out once. */
+  let lastPrice: { record: unknown; answer: Answer } | undefined;
+  const priceAnswer = (record: unknown): Answer => {
+    if (lastPrice === undefined || lastPrice.record !== record)
+      lastPrice = { record, answer: { status: 200, json: JSON.stringify(record) } };
+    return lastPrice.answer;
+  };
 
   const trade = (run: TradeUseCase): Route => ({
     method: "POST",
@@ -138,11 +146,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
         method: "GET",
         authenticated: true,
         jsonBody: false,
-        handle: async () => {
-          // The port serves one record object for as long as it caches it: written out once.
-          const record = await useCases.price();
-          if (lastPrice?.record !== record) lastPrice = { record, json: JSON.stringify(record) };
-          return { status: 200, json: lastPrice.json };
+        handle: async () => priceAnswer(await useCases.price()),
+        now: () => {
+          const record = useCases.price.now();
+          return record === undefined ? undefined : priceAnswer(record);
         },
       },
     ],
@@ -222,7 +229,8 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
       if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
       body = parseJson(await readBody(req, limit));
     }
-    const result = await route.handle(req, body, scope, param);
+    // What is at hand is answered at once; the rest waits for its handler.
+    const result = route.now?.() ?? (await route.handle(req, body, scope, param));
     send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
   };
 

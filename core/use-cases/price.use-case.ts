@@ -2,8 +2,12 @@ import { PriceUnavailableError } from "../errors.js";
 import type { PricePort } from "../ports/price.port.js";
 import { CASH_CURRENCIES, type PriceRecord } from "../types.js";
 
-/** The price operation as the transports call it. */
-export type PriceUseCase = () => Promise<PriceRecord>;
+/**
+ * The price operation as the transports call it, and `now()`: the record at hand without waiting,
+ * when the port holds a fresh one that has passed the checks before (a cached price), else
+ * undefined; callers then call the operation itself.
+ */
+export type PriceUseCase = (() => Promise<PriceRecord>) & { now(): PriceRecord | undefined };
 
 /** Positive finite rates for exactly CHF, EUR and USD (SPEC 4, rule 3). */
 function hasValidRates(rates: Record<string, unknown>): boolean {
@@ -23,7 +27,7 @@ function hasValidRates(rates: Record<string, unknown>): boolean {
 export function priceUseCase(price: PricePort): PriceUseCase {
   /** The last record that passed: a caching port hands the same object out again, unchanged. */
   let checked: PriceRecord | undefined;
-  return async () => {
+  const read = async (): Promise<PriceRecord> => {
     const record = await price.getPrice();
     if (record === checked) return record;
     const discount = record.rateWithDiscountForCashCurrency as Record<string, unknown>;
@@ -35,4 +39,10 @@ export function priceUseCase(price: PricePort): PriceUseCase {
     checked = record;
     return record;
   };
+  // Only the record that passed: one the port holds but nobody has checked yet goes through read().
+  const now = (): PriceRecord | undefined => {
+    const record = price.current?.();
+    return record !== undefined && record === checked ? record : undefined;
+  };
+  return Object.assign(read, { now });
 }

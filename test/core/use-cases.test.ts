@@ -171,6 +171,45 @@ describe("the use cases", () => {
       expect(await useCases.price()).to.equal(good);
     });
 
+    describe("now(): the price at hand without waiting", () => {
+      /** A port that holds `held` (as a cache holds its fresh record), and answers getPrice with it. */
+      const holding = () => {
+        const { price, useCases } = setup();
+        const port = Object.assign(price, { held: undefined as PriceRecord | undefined, current: () => port.held });
+        port.answer = async () => port.held!;
+        return { port, useCases };
+      };
+
+      it("is the record the port holds once it has passed the checks, without asking the port", async () => {
+        const { port, useCases } = holding();
+        port.held = { ...PRICE };
+        expect(useCases.price.now(), "not checked yet").to.equal(undefined);
+        expect(await useCases.price()).to.equal(port.held);
+        const calls = port.calls;
+        expect(useCases.price.now()).to.equal(port.held);
+        expect(port.calls, "getPrice not called").to.equal(calls);
+      });
+
+      it("is undefined when the port holds nothing (an expired cache) or a record nobody has checked", async () => {
+        const { port, useCases } = holding();
+        port.held = { ...PRICE };
+        await useCases.price();
+        port.held = undefined;
+        expect(useCases.price.now()).to.equal(undefined);
+        // A new record, here a bad one: only price() may pass it on, after its checks.
+        port.held = { ...PRICE, rateForCashCurrency: { CHF: 0, EUR: 0.95, USD: 1.02 } };
+        expect(useCases.price.now()).to.equal(undefined);
+        expect(await rejection(useCases.price())).to.be.instanceOf(PriceUnavailableError);
+        expect(useCases.price.now(), "still not passed").to.equal(undefined);
+      });
+
+      it("is undefined for a port without current(): every price asks the port", async () => {
+        const { useCases } = setup();
+        await useCases.price();
+        expect(useCases.price.now()).to.equal(undefined);
+      });
+    });
+
     it("refuses a record whose discount rates are partly filled", async () => {
       const { price, useCases } = setup();
       price.answer = async () =>

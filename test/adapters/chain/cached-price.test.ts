@@ -67,6 +67,27 @@ describe("the price cache (CachedPricePort)", function () {
     expect(second).to.deep.equal(first);
   });
 
+  it("holds its record as current() exactly while getPrice would serve it from memory", async function () {
+    const port = new CountingPricePort();
+    const time = clock();
+    const cache = new CachedPricePort(port, { ttlMs: 1000, now: time.now });
+    expect(cache.current(), "nothing read yet").to.equal(undefined);
+    port.hold();
+    const reading = cache.getPrice();
+    expect(cache.current(), "a read in flight is not at hand").to.equal(undefined);
+    port.release();
+    const first = await reading;
+    time.advance(999);
+    expect(cache.current()).to.equal(first);
+    time.advance(1);
+    expect(cache.current(), "expired").to.equal(undefined);
+    port.failure = new PriceUnavailableError("stale");
+    await cache.getPrice().catch(() => {});
+    expect(cache.current(), "after a failed refresh").to.equal(undefined);
+    expect(new CachedPricePort(port, { ttlMs: 0 }).current(), "TTL 0 holds nothing").to.equal(undefined);
+    expect(port.calls, "current() never reads the port").to.equal(2);
+  });
+
   it("reads the port again once the TTL has passed, and serves the new record", async function () {
     const port = new CountingPricePort();
     const time = clock();

@@ -157,9 +157,17 @@ export function fakeReceipt(order: TradeOrder, logCount: number, nonce: number):
 export class FakePricePort implements PricePort {
   failure: Error | undefined;
   record: PriceRecord = PRICE;
+  /** getPrice calls. */
+  calls = 0;
+  /** What current() answers, as a cache holds a fresh record; none unless a test sets it. */
+  held: PriceRecord | undefined;
   async getPrice(): Promise<PriceRecord> {
+    this.calls++;
     if (this.failure) throw this.failure;
     return this.record;
+  }
+  current(): PriceRecord | undefined {
+    return this.held;
   }
 }
 

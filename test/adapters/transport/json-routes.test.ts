@@ -93,6 +93,24 @@ describe("JSON routes over HTTP/1.1 (fetch)", function () {
       expect(Object.keys(res.body.rateForCashCurrency).sort()).to.deep.equal(["CHF", "EUR", "USD"]);
     });
 
+    it("GET /api/v1/token/price answers a price at hand (a cache's fresh, checked record) without asking the port, and only with a key", async function () {
+      const first = await getJson(`${t.url}/api/v1/token/price`);
+      expect(first.status, first.text).to.equal(200);
+      expect(t.price.calls).to.equal(1);
+      t.price.held = t.price.record; // the record that passed the checks, now held by the port
+      const second = await getJson(`${t.url}/api/v1/token/price`);
+      expect(second.status, second.text).to.equal(200);
+      expect(second.text).to.equal(first.text);
+      expect(t.price.calls, "the port was not asked again").to.equal(1);
+      expectError(await getJson(`${t.url}/api/v1/token/price`, { apiKey: null }), 401, "unauthenticated");
+      // A record nobody has checked yet goes through the checks: here a bad one is refused.
+      const bad = { ...PRICE, rateForCashCurrency: { CHF: 0, EUR: 0.95, USD: 1.02 } };
+      t.price.held = bad;
+      t.price.record = bad;
+      expectError(await getJson(`${t.url}/api/v1/token/price`), 503, "unavailable", "not positive numbers");
+      expect(t.price.calls).to.equal(2);
+    });
+
     it("accepts the second configured key and a Content-Type with charset=utf-8", async function () {
       const res = await postJson(`${t.url}/api/v1/token/sell`, tradeBody(), {
         apiKey: OTHER_KEY,
