@@ -208,8 +208,16 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     return { param: "" };
   };
 
-  /** Answers one request; every refusal is thrown, and `refuse` answers it. */
-  const answer = async (req: NodeServerRequest, res: NodeServerResponse, path: string, id: string): Promise<void> => {
+  /**
+   * Answers one request: at once when its answer is at hand (a cached price), else through the
+   * promise returned. Every refusal is thrown, or rejects that promise, and `refuse` answers it.
+   */
+  const answer = (
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+    path: string,
+    id: string,
+  ): Promise<void> | undefined => {
     const method = req.method ?? "GET";
     const { route, param } = routeOf(path);
     if (route === undefined) throw notFound(method, path);
@@ -224,15 +232,31 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
       }
       scope = result.scope;
     }
+    const now = route.jsonBody ? undefined : route.now?.();
+    if (now === undefined) return answerLater(req, res, id, route, scope, param);
+    sendAnswer(req, res, id, now);
+    return undefined;
+  };
+
+  /** The rest of `answer` for a route that reads a body or waits for its handler. */
+  const answerLater = async (
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+    id: string,
+    route: Route,
+    scope: string,
+    param: string,
+  ): Promise<void> => {
     let body: unknown;
     if (route.jsonBody) {
       if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
       body = parseJson(await readBody(req, limit));
     }
-    // What is at hand is answered at once; the rest waits for its handler.
-    const result = route.now?.() ?? (await route.handle(req, body, scope, param));
-    send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
+    sendAnswer(req, res, id, await route.handle(req, body, scope, param));
   };
+
+  const sendAnswer = (req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void =>
+    send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
 
   const refuse = (req: NodeServerRequest, res: NodeServerResponse, context: RequestContext, thrown: unknown): void => {
     const { id, path, log: reqLog } = context;
@@ -259,16 +283,15 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
   };
 
   /** Answers one request, or refuses it. */
-  const serve = async (req: NodeServerRequest, res: NodeServerResponse): Promise<void> => {
+  const handler: NodeHandlerFn = (req, res) => {
     // The outermost handler has bound the context (and parsed the path) already.
     const context = requestContext(req, log);
     try {
-      await answer(req, res, context.path, context.id);
+      answer(req, res, context.path, context.id)?.catch((thrown: unknown) => refuse(req, res, context, thrown));
     } catch (thrown) {
       refuse(req, res, context, thrown);
     }
   };
-  const handler: NodeHandlerFn = (req, res) => void serve(req, res);
   /** A path's route as metrics label it: the route's own path ("{transactionHash}" for the trade's), or "other". */
   const labels = new Map([...routes.keys()].map((path) => [path, path]));
   const label = (path: string): string => {
