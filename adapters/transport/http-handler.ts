@@ -171,7 +171,8 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
     const { req } = res;
     const context = boundRequestContext(req);
     // Not taken by this handler (refused by the server before), or nothing to tell.
-    if (context === undefined || (metrics === undefined && !log.isLevelEnabled("info"))) return;
+    const logged = log.isLevelEnabled("info");
+    if (context === undefined || (metrics === undefined && !logged)) return;
     const { id, path } = context;
     const seconds = (performance.now() - context.started) / 1000;
     if (metrics !== undefined) {
@@ -183,7 +184,7 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
           : String(res.statusCode);
       metrics.request(route, protocol, code, seconds);
     }
-    if (log.isLevelEnabled("info")) {
+    if (logged) {
       access({
         reqId: id,
         method: req.method,
