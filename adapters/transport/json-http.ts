@@ -113,7 +113,7 @@ const DISCARD_LIMIT_BYTES = 1024 * 1024;
  * DISCARD_LIMIT_BYTES gets its connection closed.
  */
 function discardRest(req: NodeServerRequest): void {
-  if (req.httpVersionMajor !== 1 || req.complete || req.destroyed) return;
+  if (req.httpVersionMajor !== 1 || req.complete || req.destroyed || !hasBody(req)) return;
   let dropped = 0;
   req.on("data", (chunk: Buffer | string) => {
     dropped += chunk.length;
@@ -121,6 +121,16 @@ function discardRest(req: NodeServerRequest): void {
   });
   req.on("error", () => {});
   req.resume();
+}
+
+/**
+ * Whether an HTTP/1.1 request has a body (RFC 9112, section 6.3): a Transfer-Encoding, or a
+ * Content-Length other than 0. An answer sent while the parser is still on the headers (a cached
+ * price answered at once) sees `req.complete` false even when nothing follows them.
+ */
+function hasBody(req: NodeServerRequest): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
