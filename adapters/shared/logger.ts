@@ -36,7 +36,7 @@ export interface LoggerOptions {
 }
 
 /**
- * Lines are collected up to this many characters (about 120 access lines), then written with one
+ * Lines are collected up to this many bytes (about 120 access lines), then written with one
  * system call: a burst costs one write rather than one a line, and its reader (a log collector on
  * a pipe or socket) wakes once per 32 KiB rather than per line. Half a Linux pipe's 64 KiB, so one
  * write fits while the reader is still on the previous one
@@ -45,7 +45,7 @@ export interface LoggerOptions {
 const LOG_BUFFER_BYTES = 32 * 1024;
 
 /**
- * While stdout takes no more (a full pipe), lines wait in memory up to this many characters; past
+ * While stdout takes no more (a full pipe), lines wait in memory up to this many bytes; past
  * it, the service waits for the reader, so a stalled collector holds the service rather than its
  * memory growing.
  */
@@ -341,13 +341,15 @@ export class LogBuffer implements DestinationStream {
     else this.#timer ??= setTimeout(() => this.#drain(false), this.#flushMs).unref();
   }
 
-  /** A line longer than the room left: after the lines before it, in bytes of its own. */
+  /** A line longer than the buffer: after the lines before it, in bytes of its own. */
   #writeLong(line: Buffer): void {
-    const full = this.#waiting.length > 0;
-    this.#setAside();
+    // The lines before it go first: written now, or set aside while stdout is full.
+    this.#makeRoom();
+    if (this.#broken) return;
+    const stalled = this.#waiting.length > 0;
     this.#waiting.push(line);
     this.#waitingBytes += line.length;
-    if (!full) this.#drain(false);
+    if (!stalled) this.#drain(false);
     else if (this.pendingLength >= this.#maxPending) this.#drain(true);
   }
 
@@ -357,12 +359,19 @@ export class LogBuffer implements DestinationStream {
     else this.#drain(false);
   }
 
-  /** Moves the lines in the buffer to `#waiting`, and takes a fresh buffer for the next ones. */
+  /**
+   * Moves the lines in the buffer to `#waiting`: a few are copied out and the buffer kept; a buffer
+   * more than half full is handed over whole, and a fresh one taken for the next lines.
+   */
   #setAside(): void {
     if (this.#used === 0) return;
-    this.#waiting.push(this.#bytes.subarray(0, this.#used));
+    const lines = this.#bytes.subarray(0, this.#used);
+    if (this.#used * 2 < this.#bytes.length) this.#waiting.push(Buffer.from(lines));
+    else {
+      this.#waiting.push(lines);
+      this.#bytes = Buffer.allocUnsafeSlow(this.#bytes.length);
+    }
     this.#waitingBytes += this.#used;
-    this.#bytes = Buffer.allocUnsafeSlow(this.#bytes.length);
     this.#used = 0;
   }
 
@@ -437,7 +446,7 @@ export class LogBuffer implements DestinationStream {
     this.#waiting.length = 0;
     this.#waitingBytes = 0;
     this.#used = 0;
-    if (this.#cut) this.#bytes[this.#used++] = NEWLINE;
+    if (this.#cut && !this.#broken) this.#bytes[this.#used++] = NEWLINE;
     this.#cut = false;
   }
 }

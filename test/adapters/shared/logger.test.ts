@@ -194,7 +194,67 @@ describe("the service's logger on a full pipe, under load", function () {
     }
   });
 
-  it("waits for a slow reader once maxPending characters wait, so its memory stays bounded", async function () {
+  it("keeps order while nobody reads, with lines longer than its buffer and access lines among the rest", async function () {
+    const { dir, fifo } = fifoIn();
+    const reading = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    try {
+      // A 4 KiB minimum makes a 20 KiB buffer: lines of 8,000 characters and more go apart.
+      const buffer = new LogBuffer({ fd, minLength: 4096, retryMs: 1, maxPending: 64 * 1024 * 1024 });
+      const access = accessLog(createLogger({ destination: buffer }));
+      const plain = new Map<number, string>();
+      for (let i = 0; i < 6_000; i++) {
+        if (i % 3 === 0) {
+          access({
+            reqId: `r${i}`,
+            method: "GET",
+            path: "/healthz",
+            httpVersion: "1.1",
+            status: 200,
+            completed: true,
+            ms: 0.5,
+          });
+        } else {
+          const text = i % 10 === 1 ? "é".repeat(8_000 + (i % 7)) : line(i);
+          const out = `{"i":${i},"text":${JSON.stringify(text)}}\n`;
+          plain.set(i, out);
+          buffer.write(out);
+        }
+      }
+      expect(buffer.pendingLength, "the pipe took no more").to.be.greaterThan(1024 * 1024);
+      const read: Buffer[] = [];
+      const chunk = Buffer.alloc(65_536);
+      while (buffer.pendingLength > 0 || read.length === 0) {
+        try {
+          const n = readSync(reading, chunk);
+          read.push(Buffer.from(chunk.subarray(0, n)));
+        } catch (error) {
+          expect((error as NodeJS.ErrnoException).code).to.equal("EAGAIN");
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      }
+      for (;;) {
+        try {
+          const n = readSync(reading, chunk);
+          read.push(Buffer.from(chunk.subarray(0, n)));
+        } catch {
+          break;
+        }
+      }
+      const lines = Buffer.concat(read).toString("utf8").split("\n").slice(0, -1);
+      expect(lines).to.have.length(6_000);
+      lines.forEach((text, i) => {
+        if (i % 3 === 0) expect(JSON.parse(text)).to.include({ reqId: `r${i}`, msg: "request completed" });
+        else expect(`${text}\n` === plain.get(i), `line ${i}`).to.equal(true);
+      });
+    } finally {
+      closeSync(fd);
+      closeSync(reading);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("waits for a slow reader once maxPending bytes wait, so its memory stays bounded", async function () {
     const { dir, fifo } = fifoIn();
     const out = join(dir, "out");
     const held = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
