@@ -32,12 +32,13 @@ function both(observations: readonly Observation[], contentType?: string) {
     registers: [theirs],
   });
   const metrics = new RequestMetrics(ours, { counter: COUNTER, histogram: HISTOGRAM, buckets: BUCKETS });
-  for (const [route, protocol, code, seconds] of observations) {
+  const observe = ([route, protocol, code, seconds]: Observation) => {
     counter.inc({ route, protocol, code });
     histogram.observe({ route, protocol }, seconds);
     metrics.observe(route, protocol, code, seconds);
-  }
-  return { theirs, ours };
+  };
+  for (const observation of observations) observe(observation);
+  return { theirs, ours, observe };
 }
 
 const observation = fc.tuple(
@@ -100,5 +101,9 @@ describe("RequestMetrics (the per-request counter and histogram)", function () {
     after.ours.resetMetrics();
     expect(await after.ours.metrics()).to.equal(await after.theirs.metrics());
     expect(await after.ours.metrics()).not.to.include("route=");
+    // The same series again after the reset: counted from zero in a series of its own.
+    after.observe(["other", "http", "404", 0.02]);
+    expect(await after.ours.metrics()).to.equal(await after.theirs.metrics());
+    expect(await after.ours.metrics()).to.include('svc_requests_total{route="other",protocol="http",code="404"} 1');
   });
 });
