@@ -268,9 +268,24 @@ describe("new request ids", function () {
     // Each digit is expected n/16 = 2,000 times (sd ≈ 43); 2,000 ± 300 is seven deviations.
     for (const digits of counts) for (const count of digits) expect(count).to.be.within(1_700, 2_300);
     for (const count of variants) expect(count).to.be.within(n / 4 - 600, n / 4 + 600);
-    // Consecutive ids share no bytes: each takes its own 16 from the store.
-    const [a, b] = [newRequestId(), newRequestId()];
-    expect(a.replaceAll("-", "").slice(0, 12)).to.not.equal(b.replaceAll("-", "").slice(0, 12));
+  });
+
+  it("take 16 bytes of their own each: no id repeats the tail of the one before at any shift", function () {
+    const bytes = (id: string) => Buffer.from(id.replaceAll("-", ""), "hex");
+    /** Whether b starts with a's bytes from `shift` on, the version and variant bytes (6, 8) left out. */
+    const overlaps = (a: Buffer, b: Buffer, shift: number) => {
+      for (let i = 0; i + shift < 16; i++)
+        if (![6, 8].includes(i) && ![6, 8].includes(i + shift) && a[i + shift] !== b[i]) return false;
+      return true;
+    };
+    let previous = bytes(newRequestId());
+    for (let k = 0; k < 2_000; k++) {
+      const next = bytes(newRequestId());
+      // Up to 12: at least four bytes compared, so a chance match is one in 2^32.
+      for (let shift = 1; shift <= 12; shift++)
+        expect(overlaps(previous, next, shift), `shift ${shift}`).to.equal(false);
+      previous = next;
+    }
   });
 });
 
