@@ -149,6 +149,24 @@ describe("the service's logger on a full pipe, under load", function () {
     expect(spawnSync("mkfifo", [fifo]).status).to.equal(0);
     return { dir, fifo };
   };
+  /**
+   * Reads a FIFO's non-blocking end as the buffer's retries fill it, until nothing waits in the
+   * buffer or the pipe: everything the buffer wrote, in the order read.
+   */
+  const readAll = async (reading: number, buffer: LogBuffer): Promise<Buffer> => {
+    const read: Buffer[] = [];
+    const chunk = Buffer.alloc(65_536);
+    for (;;) {
+      try {
+        const n = readSync(reading, chunk);
+        read.push(Buffer.from(chunk.subarray(0, n)));
+      } catch (error) {
+        expect((error as NodeJS.ErrnoException).code).to.equal("EAGAIN");
+        if (buffer.pendingLength === 0) return Buffer.concat(read);
+        await new Promise((resolve) => setTimeout(resolve, 2)); // the retry timer writes more
+      }
+    }
+  };
   /** Lines of 40 to 400 bytes, multi-byte characters included. */
   const line = (i: number) => `{"i":${i},"text":"prix ${"é€😀".repeat(i % 7)} ${"x".repeat(i % 331)}"}\n`;
 
@@ -172,21 +190,9 @@ describe("the service's logger on a full pipe, under load", function () {
         bytes - 1024 * 1024 - 4096,
       );
 
-      const read: Buffer[] = [];
-      const chunk = Buffer.alloc(65_536);
-      let total = 0;
-      while (total < bytes) {
-        try {
-          const n = readSync(reading, chunk);
-          read.push(Buffer.from(chunk.subarray(0, n)));
-          total += n;
-        } catch (error) {
-          expect((error as NodeJS.ErrnoException).code).to.equal("EAGAIN");
-          await new Promise((resolve) => setTimeout(resolve, 2)); // the retry timer writes more
-        }
-      }
+      const read = await readAll(reading, buffer);
       expect(buffer.pendingLength).to.equal(0);
-      expect(Buffer.concat(read).toString("utf8") === expected, "the bytes read are the bytes written").to.equal(true);
+      expect(read.toString("utf8") === expected, "the bytes read are the bytes written").to.equal(true);
     } finally {
       closeSync(fd);
       closeSync(reading);
@@ -222,26 +228,7 @@ describe("the service's logger on a full pipe, under load", function () {
         }
       }
       expect(buffer.pendingLength, "the pipe took no more").to.be.greaterThan(1024 * 1024);
-      const read: Buffer[] = [];
-      const chunk = Buffer.alloc(65_536);
-      while (buffer.pendingLength > 0 || read.length === 0) {
-        try {
-          const n = readSync(reading, chunk);
-          read.push(Buffer.from(chunk.subarray(0, n)));
-        } catch (error) {
-          expect((error as NodeJS.ErrnoException).code).to.equal("EAGAIN");
-          await new Promise((resolve) => setTimeout(resolve, 2));
-        }
-      }
-      for (;;) {
-        try {
-          const n = readSync(reading, chunk);
-          read.push(Buffer.from(chunk.subarray(0, n)));
-        } catch {
-          break;
-        }
-      }
-      const lines = Buffer.concat(read).toString("utf8").split("\n").slice(0, -1);
+      const lines = (await readAll(reading, buffer)).toString("utf8").split("\n").slice(0, -1);
       expect(lines).to.have.length(6_000);
       lines.forEach((text, i) => {
         if (i % 3 === 0) expect(JSON.parse(text)).to.include({ reqId: `r${i}`, msg: "request completed" });
