@@ -253,7 +253,26 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     if (slot?.broadcasts.length === 1 && slot.broadcasts[0]!.hash.toLowerCase() === hash.toLowerCase()) {
       this.#slots.delete(key);
       this.#hashes.delete(hash.toLowerCase());
+      const trade = slot.tradeId === null ? undefined : this.#trades.get(slot.tradeId);
+      if (trade?.status === "signed" && trade.nonce === nonce)
+        Object.assign(trade, {
+          status: "accepted",
+          wallet: null,
+          nonce: null,
+          txHash: null,
+          rawTx: null,
+          deadline: null,
+          updatedAt: new Date(),
+        });
     }
+  }
+
+  async highestNonce(wallet: string): Promise<number | undefined> {
+    const lower = wallet.toLowerCase();
+    let highest: number | undefined;
+    for (const slot of this.#slots.values())
+      if (slot.wallet === lower && (highest === undefined || slot.nonce > highest)) highest = slot.nonce;
+    return highest;
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
@@ -286,7 +305,8 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   #mined(stored: StoredTrade, status: "mined" | "confirmed", receipt: TransactionReceipt): void {
-    this.#update(stored, { status, receipt: structuredClone(receipt), txHash: receipt.transactionHash });
+    // A trade recorded failed for a taken nonce and then found mined is corrected: no error left.
+    this.#update(stored, { status, receipt: structuredClone(receipt), txHash: receipt.transactionHash, error: null });
     const slot = this.#tradeSlot(stored);
     if (slot && slot.state !== "final") {
       Object.assign(slot, {

@@ -472,9 +472,29 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
         [lower, nonce],
       );
       if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return;
-      await client.query("DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2", [lower, nonce]);
+      const released = await client.query<{ trade_id: string | null }>(
+        "DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2 RETURNING trade_id",
+        [lower, nonce],
+      );
       await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
+      // Its trade is no longer signed, in the same transaction (see NonceLedger.releaseSlot).
+      const tradeId = released.rows[0]?.trade_id;
+      if (tradeId)
+        await client.query(
+          `UPDATE trades SET status = 'accepted', wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL, deadline = NULL,
+           updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed' AND lower(wallet) = $2 AND nonce = $3`,
+          [tradeId, lower, nonce],
+        );
     });
+  }
+
+  async highestNonce(wallet: string): Promise<number | undefined> {
+    const { rows } = await this.#pool.query<{ nonce: string | null }>(
+      "SELECT max(nonce)::text AS nonce FROM nonce_slots WHERE wallet = $1",
+      [wallet.toLowerCase()],
+    );
+    const highest = rows[0]?.nonce;
+    return highest === null || highest === undefined ? undefined : Number(highest);
   }
 
   async acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
@@ -559,7 +579,7 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
+         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, error = NULL, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
        ), s AS (
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($4), block_number = $5, block_hash = $6, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'

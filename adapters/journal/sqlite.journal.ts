@@ -212,7 +212,10 @@ function statements(db: DatabaseSync) {
     reorged: db.prepare(
       "UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')",
     ),
-    mined: db.prepare("UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, updated_at = ? WHERE id = ?"),
+    // error cleared: a trade recorded failed for a taken nonce and then found mined is corrected.
+    mined: db.prepare(
+      "UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, error = NULL, updated_at = ? WHERE id = ?",
+    ),
     ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
     exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
     // Never deletes a trade with a signed transaction: its money may have left the wallet.
@@ -265,6 +268,12 @@ function statements(db: DatabaseSync) {
        AND (SELECT count(*) FROM broadcasts WHERE wallet = ? AND nonce = ?) = 1
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
+    // A trade whose only transaction can never be mined is no longer signed (see NonceLedger.releaseSlot).
+    unsignTrade: db.prepare(
+      `UPDATE trades SET status = 'accepted', wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL, deadline = NULL, updated_at = ?
+       WHERE id = ? AND status = 'signed' AND lower(wallet) = ? AND nonce = ?`,
+    ),
+    highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
     releaseBroadcast: db.prepare(
       "DELETE FROM broadcasts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ?)",
     ),
@@ -497,9 +506,17 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const lower = wallet.toLowerCase();
       const h = hash.toLowerCase();
-      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) === 1)
-        this.#sql.releaseBroadcast.run(h, lower, nonce);
+      const slot = this.#sql.slot.get(lower, nonce);
+      if (slot === undefined) return;
+      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return;
+      this.#sql.releaseBroadcast.run(h, lower, nonce);
+      if (typeof slot.trade_id === "string") this.#sql.unsignTrade.run(Date.now(), slot.trade_id, lower, nonce);
     });
+  }
+
+  async highestNonce(wallet: string): Promise<number | undefined> {
+    const highest = this.#sql.highestNonce.get(wallet.toLowerCase())?.nonce;
+    return highest === null || highest === undefined ? undefined : Number(highest);
   }
 
   acquireLease(name: string, holder: string, ttlMs: number): Promise<boolean> {

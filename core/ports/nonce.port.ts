@@ -93,6 +93,11 @@ export interface NonceLedger {
   recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void>;
   /** The slot of a wallet's nonce, in any state. */
   slot(wallet: string, nonce: number): Promise<NonceSlot | undefined>;
+  /**
+   * The highest nonce of the wallet that has a slot, in any state (pending, mined, final or
+   * lost), or undefined when none has: the next nonce is never at or below it.
+   */
+  highestNonce(wallet: string): Promise<number | undefined>;
   /** The wallet's slots that are `pending` or `mined`, by nonce. */
   openSlots(wallet: string): Promise<NonceSlot[]>;
   /** Sets a slot's state, with the mined transaction for `mined` and `final` (else null). */
@@ -100,8 +105,11 @@ export interface NonceLedger {
   /** Marks `final` every `mined` slot of the wallet mined at or below `blockNumber`; returns how many. */
   finalizeSlots(wallet: string, blockNumber: number): Promise<number>;
   /**
-   * Forgets a slot whose only broadcast the node refused (nothing of it can be mined), so its
-   * nonce is free again. A slot with several broadcasts, or another hash, is kept.
+   * Forgets a slot whose only broadcast can never be mined (never sent, refused and known to
+   * no endpoint, or its nonce taken by another transaction), so its nonce is free again. A
+   * slot with several broadcasts, or another hash, is kept. A trade the slot carried goes back
+   * to `accepted` in the same write (never `signed` without a transaction): it is signed
+   * again, or fails, or is forgotten as unsigned if its process is gone.
    */
   releaseSlot(wallet: string, nonce: number, hash: string): Promise<void>;
   /**

@@ -532,6 +532,38 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         );
       });
 
+      it("takes a released slot's trade back to accepted in the same write: never signed without a transaction", async function () {
+        const { record } = await journal.open(trade({ idempotencyKey: "released" }));
+        await journal.markSigned(record.id, signedTx(5));
+        await journal.releaseSlot(WALLET, 5, hashOf(5));
+        expect(await journal.get(record.id)).to.deep.include({
+          status: "accepted",
+          wallet: null,
+          nonce: null,
+          txHash: null,
+          deadline: null,
+          broadcasts: [],
+        });
+        expect(await journal.findByHash(hashOf(5))).to.equal(undefined);
+        // Signed again at another nonce, or failed with nothing paid: both go on from accepted.
+        await journal.markSigned(record.id, signedTx(6));
+        expect((await journal.get(record.id))!.status).to.equal("signed");
+        await journal.releaseSlot(WALLET, 6, hashOf(6));
+        await journal.markFailed(record.id, { code: "transaction_refused", message: "refused" });
+        expect(await journal.get(record.id)).to.deep.include({ status: "failed", broadcasts: [] });
+      });
+
+      it("answers the highest nonce that has a slot in any state, open, final or lost", async function () {
+        expect(await journal.highestNonce(WALLET)).to.equal(undefined);
+        await journal.recordSlot({ wallet: WALLET, nonce: 3, purpose: "approval", deadline: null }, broadcast(3));
+        await journal.recordSlot({ wallet: WALLET, nonce: 9, purpose: "filler", deadline: null }, broadcast(9));
+        await journal.markSlot(WALLET, 9, "lost", null);
+        await journal.recordSlot({ wallet: WALLET, nonce: 7, purpose: "filler", deadline: null }, broadcast(7));
+        await journal.markSlot(WALLET, 7, "final", { hash: hashOf(7), blockNumber: 1, blockHash: hashOf(1001) });
+        expect(await journal.highestNonce(WALLET.toLowerCase())).to.equal(9);
+        expect(await journal.highestNonce(OTHER_WALLET)).to.equal(undefined);
+      });
+
       it("gives a lease to one holder at a time, until it lapses or is released", async function () {
         const other = await peer();
         expect(await journal.acquireLease("monitor:w", "a", 60_000)).to.equal(true);
