@@ -16,7 +16,8 @@ export type DomainErrorCode =
   | "trade_expired"
   | "trade_dropped"
   | "trade_not_found"
-  | "fees_too_high";
+  | "fees_too_high"
+  | "transaction_refused";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -152,6 +153,18 @@ export class FeesTooHighError extends DomainError {
   constructor(message: string) {
     super(message);
     this.name = "FeesTooHighError";
+  }
+}
+
+/**
+ * A node refused the trade's signed transaction for a reason that is not the trade's own (its
+ * gas, a gateway's error), and no endpoint knows it: nothing was, or can be, paid. Retry later.
+ */
+export class TransactionRefusedError extends DomainError {
+  readonly code = "transaction_refused";
+  constructor(reason: string) {
+    super(`the JSON-RPC node refused the signed transaction (${reason}); nothing was paid`);
+    this.name = "TransactionRefusedError";
   }
 }
 

@@ -149,6 +149,27 @@ export function isUnderpriced(error: unknown): boolean {
   );
 }
 
+/**
+ * A refusal that can come for a transaction a node has, or had: "nonce too low" (mined),
+ * "already known", "replacement transaction underpriced" or "transaction underpriced" (one at
+ * its nonce is in the pool, perhaps this one). Never read as "someone else's" without a lookup.
+ */
+export function mayBeOurs(error: unknown): boolean {
+  return isNonceConflict(error) || isAlreadyKnown(error) || isUnderpriced(error);
+}
+
+/** The node's own words for a refused call (the innermost message ethers carries), a line at most. */
+export function nodeMessage(error: unknown): string {
+  let current: unknown = error;
+  let message = "";
+  for (let depth = 0; current && depth < 4; depth += 1) {
+    const text = (current as { message?: unknown }).message;
+    if (typeof text === "string") message = text;
+    current = (current as { error?: unknown }).error ?? (current as { info?: { error?: unknown } }).info?.error;
+  }
+  return message.split("\n")[0]!.slice(0, 160);
+}
+
 /** The messages of an error and of the errors it wraps (ethers nests the node's). */
 function messageOf(error: unknown): string {
   const parts: string[] = [];

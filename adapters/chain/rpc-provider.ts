@@ -359,6 +359,36 @@ export class RpcProvider extends JsonRpcApiProvider {
     return this.#outcomes(payloads, await this._send(payloads));
   }
 
+  /**
+   * Sends `calls` to every endpoint that is up (to every endpoint when none is), one request
+   * each, at once; answers, per endpoint asked, each call's outcome, or the transport failure
+   * that stopped the request. The lookups that decide whether a transaction the service
+   * signed is known anywhere go through here: one endpoint's silence proves nothing.
+   */
+  async sendBatchToEach(
+    calls: ReadonlyArray<{ method: string; params: unknown[] }>,
+  ): Promise<Array<RpcOutcome[] | Error>> {
+    const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({
+      jsonrpc: "2.0",
+      id: this.#nextId++,
+      method,
+      params,
+    }));
+    const body = JSON.stringify(payloads);
+    const up = this.#endpoints.filter((endpoint) => endpoint.up);
+    return Promise.all(
+      (up.length > 0 ? up : this.#endpoints).map(async (endpoint) => {
+        try {
+          return this.#outcomes(payloads, await this.#request(endpoint, body, payloads.length));
+        } catch (error) {
+          if (!(error instanceof EndpointFailure)) return error as Error;
+          this.#markDown(endpoint, error.cause);
+          return error.cause;
+        }
+      }),
+    );
+  }
+
   /** Each call's answer, matched by id: its result, or its error as ethers would throw it. */
   #outcomes(payloads: readonly JsonRpcPayload[], answers: ReadonlyArray<JsonRpcResult | JsonRpcError>): RpcOutcome[] {
     const byId = new Map(answers.map((answer) => [answer.id, answer]));

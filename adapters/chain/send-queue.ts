@@ -14,23 +14,45 @@
  * Every transaction is recorded in the wallet's nonce ledger before it is broadcast (a trade's
  * by its own `onSigned`, which the journal writes), so the lifecycle monitor can follow it.
  *
- * No gap is left behind:
+ * A node's answer is never taken on trust (tx-evidence.ts). Before a slot is given up or a
+ * trade is signed again, its hash is looked up on every endpoint that is up:
+ * - found mined or known: the send counts as accepted, whatever the error said ("nonce too
+ *   low" for our own mined transaction, a lost answer, a gateway's 502);
+ * - its nonce used on chain by another transaction: the slot goes, and the trade is signed
+ *   again once at a nonce past it (a second time, it fails with nothing paid);
+ * - known nowhere after an answer that may hide a send (no answer, a timeout, "nonce too low",
+ *   "underpriced", …): the trade keeps its slot and its journalled bytes, waits for its receipt
+ *   like any other, and the lifecycle monitor sees it through. It is never signed again at
+ *   another nonce;
+ * - known nowhere after a plain refusal ("insufficient funds", "exceeds block gas limit"): the
+ *   slot goes, the trade goes back to accepted in the same write, and it fails, nothing paid.
+ *
+ * No gap is left behind, and no nonce is used twice:
  * - a trade whose journal write fails is not sent, and takes no nonce;
- * - a send the node refuses frees its slot in the ledger (nothing of it can be mined);
  * - the stored next nonce moves on by the number sent only when every send was accepted;
- *   otherwise it is dropped, and the next round re-reads the chain's pending count;
- * - a send refused for its nonce (someone else used the wallet, or one before it failed) is
- *   signed again once, in a later round;
- * - if a send failed and one after it was accepted, the failed nonce is filled with an empty
- *   transfer to the wallet itself, so the accepted ones do not wait behind it.
+ *   otherwise it is dropped, and the next round re-reads the chain's pending count, never
+ *   below a nonce the ledger holds in any state, nor one found taken;
+ * - if a send failed and one after it was accepted, the failed nonce (if its slot went) is
+ *   filled with an empty transfer to the wallet itself, so the accepted ones do not wait behind it.
+ *
+ * The queue knows when each of its sends was answered (`sentAt`): the lifecycle monitor counts
+ * a broadcast's age from there, and never re-sends a chunk whose first send is still on its way.
  */
 import type { JsonRpcApiProvider } from "ethers";
 
-import type { NonceLedger, NonceStore, SignedTradeTx } from "../../core/index.js";
+import {
+  DomainError,
+  TradeDroppedError,
+  TransactionRefusedError,
+  type NonceLedger,
+  type NonceStore,
+  type SignedTradeTx,
+} from "../../core/index.js";
 import { signEip1559With, type SignedTransaction } from "./eip1559.js";
 import type { Fees } from "./fees.js";
-import { isAlreadyKnown, isDefiniteRefusal, isNonceConflict } from "./chain-errors.js";
+import { isAlreadyKnown, isDefiniteRefusal, mayBeOurs, nodeMessage, toDomainError } from "./chain-errors.js";
 import { RpcProvider } from "./rpc-provider.js";
+import { lookUpOwn } from "./tx-evidence.js";
 import type { TransactionSigner } from "./signer.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
@@ -68,6 +90,8 @@ export interface Sent {
    * block that closed meanwhile); null otherwise: then it is polled for.
    */
   receipt: RpcReceipt | null;
+  /** False when no node was seen to take it (its send failed ambiguously and no endpoint knows it yet). */
+  known: boolean;
 }
 
 interface Queued {
@@ -92,6 +116,18 @@ interface Signed {
  */
 type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error; definite: boolean } | { unsent: true };
 
+/**
+ * What a send's outcome means once a failure was looked up (#verify): accepted after all;
+ * `pending` (nobody knows: it keeps its slot); `taken` (its nonce is used by another
+ * transaction); `refused` (the node refused it and no endpoint knows it); or never tried.
+ */
+type Verified =
+  | { accepted: true; receipt: RpcReceipt | null }
+  | { pending: true }
+  | { taken: true; error: Error }
+  | { refused: true; error: Error }
+  | { unsent: true };
+
 const FILLER_GAS = 21_000n;
 /** Transactions per request within a round (see #round). */
 const SEND_CHUNK = 8;
@@ -100,6 +136,10 @@ export class SendQueue {
   readonly #opts: SendQueueOptions;
   readonly #queue: Queued[] = [];
   #running = false;
+  /** The lowest nonce not known to be taken by another transaction (raised when one is found taken). */
+  #floor = 0;
+  /** Per nonce sent by this queue: null while its send is on its way, else when it was answered (ms). */
+  readonly #sends = new Map<number, number | null>();
 
   constructor(options: SendQueueOptions) {
     if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1)
@@ -107,7 +147,19 @@ export class SendQueue {
     this.#opts = options;
   }
 
-  /** Signs and broadcasts `tx`; resolves once the node accepted it. */
+  /**
+   * When the send of `nonce` was answered (ms since the epoch), null while it is still on its
+   * way, undefined if this queue did not send it lately. The lifecycle monitor counts a
+   * broadcast's age from here, and leaves alone a send that has not come back.
+   */
+  sentAt(nonce: number): number | null | undefined {
+    return this.#sends.get(nonce);
+  }
+
+  /**
+   * Signs and broadcasts `tx`; resolves once a node accepted it, or once nobody can tell
+   * whether it went out (then it keeps its nonce, and the lifecycle monitor sees it through).
+   */
   send(tx: Outgoing): Promise<Sent> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ tx, resolve, reject, retried: false });
@@ -136,15 +188,17 @@ export class SendQueue {
   async #round(round: Queued[], settled: Set<Queued>): Promise<void> {
     const { signer, nonces, provider } = this.#opts;
     const wallet = signer.address;
-    // Never a nonce the ledger holds a slot for: a transaction recorded there may be on its way
-    // (or known to nodes other than this one) even when the node's pending count misses it.
+    // Never a nonce the ledger holds a slot for, in any state: a transaction recorded there may
+    // be on its way (or known to nodes other than this one, or mined where this endpoint has not
+    // looked yet) even when the node's pending count misses it. Nor one found taken.
     const chainNonce = async () => {
-      const [pending, slots] = await Promise.all([
+      const [pending, highest] = await Promise.all([
         provider.getTransactionCount(wallet, "pending"),
-        this.#opts.ledger.openSlots(wallet),
+        this.#opts.ledger.highestNonce(wallet),
       ]);
-      return Math.max(pending, (slots.at(-1)?.nonce ?? -1) + 1);
+      return Math.max(pending, (highest ?? -1) + 1, this.#floor);
     };
+    this.#prune();
     const settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => {
       settled.add(item);
       if ("sent" in outcome) item.resolve(outcome.sent);
@@ -169,6 +223,7 @@ export class SendQueue {
           const batch = signed.slice(unsent);
           unsent = signed.length;
           if (batch.length === 0) return;
+          for (const { nonce } of batch) this.#sends.set(nonce, null);
           // A request that fails as a whole may have reached the node, or not: each of its
           // transactions fails with that error. The journal knows them; the chain will tell.
           const answered = sending
@@ -177,9 +232,12 @@ export class SendQueue {
           sending = answered;
           answers.push(
             answered.then((outcomes) => {
+              const at = Date.now();
+              for (const { nonce } of batch) this.#sends.set(nonce, at);
               outcomes.forEach((outcome, i) => {
                 const { item, txHash, nonce } = batch[i]!;
-                if ("accepted" in outcome) settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt } });
+                if ("accepted" in outcome)
+                  settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt, known: true } });
                 else refused = true;
               });
               return outcomes;
@@ -209,7 +267,7 @@ export class SendQueue {
           pending.unshift(...again);
           sendChunk();
         }
-        const outcomes = (await Promise.all(answers)).flat();
+        const outcomes = await this.#verify(signed, (await Promise.all(answers)).flat());
 
         const requeue: Queued[] = [];
         let firstFailure = -1;
@@ -218,17 +276,31 @@ export class SendQueue {
         outcomes.forEach((outcome, index) => {
           const { item, nonce, txHash } = signed[index]!;
           if ("accepted" in outcome) {
-            lastAccepted = index; // answered already, with its chunk
+            lastAccepted = index;
+            // Answered with its chunk, unless its send failed and the lookup found it after all.
+            if (!settled.has(item))
+              settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt, known: true } });
             return;
           }
           if (firstFailure < 0) firstFailure = index;
-          // Refused, or never tried: nothing of it can be mined, so its slot is free again.
-          if ("unsent" in outcome || outcome.definite)
-            released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
+          if ("pending" in outcome) {
+            // Nobody can say whether it went out: it keeps its nonce and its journalled bytes,
+            // and the lifecycle monitor sees it through (sends the same bytes again, or frees
+            // the nonce with a no-op at the deadline). The trade waits for it like any other.
+            settle(item, { sent: { hash: txHash, nonce, receipt: null, known: false } });
+            return;
+          }
+          // Never sent, refused and known nowhere, or its nonce taken by another transaction:
+          // nothing of it can be mined, so its slot is free again (its trade back to accepted).
+          released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
           if ("unsent" in outcome) requeue.push(item);
-          else if (!item.retried && isNonceConflict(outcome.error)) {
-            item.retried = true;
-            requeue.push(item);
+          else if ("taken" in outcome) {
+            this.#floor = Math.max(this.#floor, nonce + 1);
+            if (item.retried) settle(item, { error: outcome.error });
+            else {
+              item.retried = true;
+              requeue.push(item);
+            }
           } else settle(item, { error: outcome.error });
         });
         await Promise.all(released);
@@ -244,6 +316,46 @@ export class SendQueue {
       },
       (result) => (result.clean ? result.sent : null),
     );
+  }
+
+  /**
+   * What each failed send means, found out before anything of it is given up: its hash is
+   * looked up on every endpoint that is up (tx-evidence.ts).
+   * - Mined or known somewhere: accepted after all. The answer was lost on the way, or "nonce
+   *   too low" / "already known" / "underpriced" came for this very transaction.
+   * - Its nonce used on chain by another transaction: `taken`; signed again at another nonce.
+   * - Known nowhere after an answer that can mean it went out (no answer, a transport failure,
+   *   "nonce too low", "underpriced", …): `pending`. It keeps its slot and bytes, and is never
+   *   signed at another nonce.
+   * - Known nowhere after any other refusal (e.g. "exceeds block gas limit", "insufficient
+   *   funds"): `refused`, and its trade fails with nothing paid.
+   */
+  async #verify(signed: readonly Signed[], outcomes: readonly Outcome[]): Promise<Verified[]> {
+    const { provider, signer } = this.#opts;
+    return Promise.all(
+      outcomes.map(async (outcome, i): Promise<Verified> => {
+        if (!("error" in outcome)) return outcome;
+        const { nonce, txHash } = signed[i]!;
+        const evidence = await lookUpOwn(provider, signer.address, nonce, [txHash]);
+        switch (evidence.state) {
+          case "mined":
+            return { accepted: true, receipt: evidence.receipt };
+          case "known":
+            return { accepted: true, receipt: null };
+          case "taken":
+            return { taken: true, error: new TradeDroppedError(signer.address, nonce) };
+          case "unknown":
+            if (!outcome.definite || mayBeOurs(outcome.error)) return { pending: true };
+            return { refused: true, error: refusal(outcome.error) };
+        }
+      }),
+    );
+  }
+
+  /** Forgets send times the lifecycle monitor no longer needs (older than ten minutes). */
+  #prune(): void {
+    const old = Date.now() - 600_000;
+    for (const [nonce, at] of this.#sends) if (at !== null && at < old) this.#sends.delete(nonce);
   }
 
   /**
@@ -313,10 +425,12 @@ export class SendQueue {
       ]);
       return batch.map((_, i): Outcome => {
         const answer = answers[i]!;
-        if ("error" in answer && !isAlreadyKnown(answer.error))
+        const found = answers[batch.length + i]!;
+        const receipt = "result" in found ? (found.result as RpcReceipt | null) : null;
+        // A receipt beside a send error ("nonce too low" from a node that mined it): it is ours.
+        if ("error" in answer && !isAlreadyKnown(answer.error) && receipt === null)
           return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
-        const receipt = answers[batch.length + i]!;
-        return { accepted: true, receipt: "result" in receipt ? (receipt.result as RpcReceipt | null) : null };
+        return { accepted: true, receipt };
       });
     }
     const outcomes: Outcome[] = [];
@@ -383,4 +497,10 @@ export class SendQueue {
   ): Promise<SignedTransaction> {
     return signEip1559With(this.#opts.signer, { ...tx, ...fees, chainId: this.#opts.chainId, nonce });
   }
+}
+
+/** A node's definite refusal of a transaction no endpoint knows, as the trade's error: nothing was paid. */
+function refusal(error: Error): Error {
+  const mapped = toDomainError(error);
+  return mapped instanceof DomainError ? mapped : new TransactionRefusedError(nodeMessage(error));
 }

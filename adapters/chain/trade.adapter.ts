@@ -172,6 +172,7 @@ export class ChainTradeAdapter implements TradePort {
         settings,
         log: options.log ?? SILENT,
         holder: options.instanceId ?? "this-instance",
+        sends: queue,
       });
       this.#wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
     }
@@ -214,25 +215,22 @@ export class ChainTradeAdapter implements TradePort {
 
   /**
    * Looks a journalled trade's transactions up without sending anything: the one of them mined
-   * in the canonical chain now, if any. The nonce counts as taken by another transaction only
-   * once it is used on chain and none of them is mined there.
+   * in the canonical chain now, if any. One read never decides that another transaction took
+   * the nonce (an endpoint may lag, or have lost an answer): that is the lifecycle monitor's
+   * verdict, after several looks apart in time across every endpoint, recorded as a lost slot.
+   * Until then a trade with nothing mined is pending.
    */
   async resolve(trade: TradeOnChain): Promise<TradeResolution> {
     const { confirmations } = this.#settings;
     try {
-      const mined = async (): Promise<TradeResolution | undefined> => {
-        const found = await this.#receipts.find(trade.broadcasts);
-        if (found === undefined) return undefined;
+      const found = await this.#receipts.find(trade.broadcasts);
+      if (found !== undefined) {
         const confirmed = found.confirmations >= confirmations;
         if (found.noop) return confirmed ? { state: "expired" } : { state: "pending" };
         return { state: "mined", receipt: toWeb3Receipt(found.receipt), confirmations: found.confirmations, confirmed };
-      };
-      const first = await mined();
-      if (first) return first;
-      if ((await this.#opts.provider.getTransactionCount(trade.wallet, "latest")) <= trade.nonce)
-        return { state: "pending" };
-      // The nonce is used: by one of them if it was mined meanwhile, else by another transaction.
-      return (await mined()) ?? { state: "dropped" };
+      }
+      const slot = await this.#opts.journal.slot(trade.wallet, trade.nonce);
+      return slot?.state === "lost" ? { state: "dropped" } : { state: "pending" };
     } catch (error) {
       throw toDomainError(error);
     }
@@ -300,7 +298,7 @@ export class ChainTradeAdapter implements TradePort {
     }
 
     try {
-      if (sent.receipt === null) hooks?.onSubmitted?.();
+      if (sent.receipt === null && sent.known) hooks?.onSubmitted?.();
       const outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(signer.address, sent.nonce));
       if (outcome.noop) throw new TradeExpiredError(deadline, sent.nonce);
       const receipt = toWeb3Receipt(outcome.receipt);

@@ -34,6 +34,8 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   trade_not_found: Code.NotFound,
   // The chain's base fee is above the service's fee cap: nothing was sent; retry once fees fall.
   fees_too_high: Code.Unavailable,
+  // A node refused the signed transaction (not for the trade's own reasons) and none knows it; nothing paid: retry later.
+  transaction_refused: Code.Unavailable,
 };
 
 /**

@@ -55,3 +55,12 @@ export async function settle(
   }
   return { record: (await journal.get(record.id)) ?? record, resolution };
 }
+
+/**
+ * A trade failed because its nonce was found taken by another transaction: a verdict from the
+ * chain as the endpoints saw it, which a later look corrects if one of its transactions turns
+ * out mined after all (an endpoint lagged, a reorg). Every other failure is final.
+ */
+export function mayBeCorrected(record: TradeRecord): boolean {
+  return record.status === "failed" && record.error?.code === "trade_dropped" && record.broadcasts.length > 0;
+}

@@ -3,7 +3,7 @@ import type { TradeJournal, TradeRecord, TradeStatus } from "../ports/journal.po
 import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
 import type { TradeContext } from "./trade.use-case.js";
-import { settle } from "./settlement.js";
+import { mayBeCorrected, settle } from "./settlement.js";
 
 /** One transaction broadcast for a trade, with its fees in wei as decimal text. */
 export interface BroadcastView {
@@ -56,7 +56,7 @@ export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): Tra
     if (found === undefined || found.scope !== (context.scope ?? "")) throw new TradeNotFoundError(txHash);
     let record = found;
     let confirmations: number | null = null;
-    if (record.broadcasts.length > 0 && record.status !== "failed") {
+    if (record.broadcasts.length > 0 && (record.status !== "failed" || mayBeCorrected(record))) {
       const settled = await settle(journal, trade, record).catch(() => undefined);
       if (settled !== undefined) {
         record = settled.record;

@@ -15,7 +15,7 @@ import type { SignedTradeTx, TradeJournal, TradeRecord } from "../ports/journal.
 import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
-import { settle } from "./settlement.js";
+import { mayBeCorrected, settle } from "./settlement.js";
 
 /** Who is asking, and the key that makes a retry safe. */
 export interface TradeContext {
@@ -166,13 +166,15 @@ async function awaitOutcome(
   for (let delay = 10; ; delay = Math.min(delay * 2, 200)) {
     if (record === undefined) return "discarded";
     const failure = recorded(record);
-    if (failure) throw failure;
+    // Failed for a taken nonce: asked again, in case one of its transactions is mined after all.
+    if (failure && !mayBeCorrected(record)) throw failure;
     if (record.broadcasts.length > 0) {
       // The chain may know the outcome before whoever is watching the trade does, and only the
       // chain can say whether a journalled receipt is still canonical: a confirmed trade whose
       // chain cannot be asked is answered 503, never with a receipt that may be orphaned.
       const settled = await settle(journalling.journal, trade, record).catch((error: unknown) => {
         if (record?.status === "confirmed") throw error;
+        if (failure) throw failure; // the chain cannot be asked: the verdict recorded stands
         return undefined; // still pending: ask again on the next turn
       });
       if (settled !== undefined) {

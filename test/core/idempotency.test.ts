@@ -253,10 +253,39 @@ describe("trades with a journal and Idempotency-Key", function () {
       /nonce 0 of .* was used by a transaction not signed for this trade; nothing was paid/,
     );
     expect(journal.trades()[0]!.status).to.equal("failed");
-    // Settled: the chain is not asked again.
+    // A verdict a later look may correct: the chain is asked again, and it stands while it says so.
     const asked = chain.resolved;
     expect(await rejection(useCases.buy(request(), A))).to.have.property("code", "trade_dropped");
-    expect(chain.resolved).to.equal(asked);
+    expect(chain.resolved).to.be.greaterThan(asked);
+  });
+
+  it("corrects a trade recorded as dropped once one of its transactions is found mined, on a retry and on GET", async function () {
+    const { useCases, chain, journal } = setup(20);
+    chain.mode = "pending";
+    await rejection(useCases.buy(request(), A));
+    chain.resolution = { state: "dropped" };
+    expect(await rejection(useCases.buy(request(), A))).to.have.property("code", "trade_dropped");
+    // An endpoint had lagged: the transaction is mined after all.
+    const receipt = {
+      ...fakeReceipt({ wallet: chain.sent[0]!.wallet } as TradeOrder),
+      transactionHash: chain.sent[0]!.txHash,
+    };
+    chain.resolution = { state: "mined", receipt, confirmations: 2, confirmed: true };
+    const view = await useCases.trade(chain.sent[0]!.txHash, { scope: A.scope });
+    expect(view).to.deep.include({ status: "confirmed", receipt, error: null });
+    expect(journal.trades()[0]!.status).to.equal("confirmed");
+    expect(await useCases.buy(request(), A)).to.deep.equal(receipt);
+    expect(chain.sent).to.have.length(1);
+  });
+
+  it("never records a trade failed on one read: a GET of a pending trade whose chain says nothing stays pending", async function () {
+    const { useCases, chain, journal } = setup(20);
+    chain.mode = "pending";
+    await rejection(useCases.buy(request(), A));
+    chain.resolution = { state: "pending" };
+    const view = await useCases.trade(chain.sent[0]!.txHash, { scope: A.scope });
+    expect(view.status).to.equal("signed");
+    expect(journal.trades()[0]!.status).to.equal("signed");
   });
 
   it("answers the journal's view of a trade by any of its hashes, to its own caller only", async function () {

@@ -22,6 +22,8 @@ export class FakeRpcNode {
   readonly accepted: Transaction[] = [];
   /** The wallet's pending nonce: the first one not taken (eth_getTransactionCount answers it). */
   pendingNonce = 0;
+  /** The wallet's mined nonce count (eth_getTransactionCount "latest"); unset: the pending one. */
+  latestNonce: number | undefined;
   /** Decides each eth_sendRawTransaction; the default takes the next nonce only. */
   onSend: (tx: Transaction, node: FakeRpcNode) => SendAnswer = (tx, node) =>
     tx.nonce === node.pendingNonce
@@ -83,8 +85,14 @@ export class FakeRpcNode {
           return reply("0x7a69");
         case "eth_blockNumber":
           return reply("0x10");
-        case "eth_getTransactionCount":
-          return reply(`0x${this.pendingNonce.toString(16)}`);
+        case "eth_getTransactionCount": {
+          const count = params[1] === "latest" ? (this.latestNonce ?? this.pendingNonce) : this.pendingNonce;
+          return reply(`0x${count.toString(16)}`);
+        }
+        case "eth_getTransactionByHash": {
+          const tx = this.accepted.find((accepted) => accepted.hash === params[0]);
+          return reply(tx === undefined ? null : { hash: tx.hash, nonce: `0x${tx.nonce.toString(16)}` });
+        }
         case "eth_sendRawTransaction": {
           const tx = Transaction.from(params[0] as string);
           const answer = this.onSend(tx, this);
@@ -97,7 +105,17 @@ export class FakeRpcNode {
         }
         case "eth_getTransactionReceipt": {
           const mined = this.automine && this.accepted.some((tx) => tx.hash === params[0]);
-          return reply(mined ? { transactionHash: params[0], status: "0x1", logs: [] } : null);
+          return reply(
+            mined
+              ? {
+                  transactionHash: params[0],
+                  status: "0x1",
+                  logs: [],
+                  blockNumber: "0x10",
+                  blockHash: `0x${"b1".repeat(32)}`,
+                }
+              : null,
+          );
         }
         default:
           return { jsonrpc: "2.0", id, error: { code: -32601, message: `${method} is not scripted` } };

@@ -42,6 +42,7 @@ import { signEip1559With } from "../eip1559.js";
 import { gwei, marketFees, noopFees, replacementFees, type ChainState, type FeeOracle, type Fees } from "../fees.js";
 import type { Outcome, Receipts } from "../receipts.js";
 import type { TransactionSigner } from "../signer.js";
+import { lookUpOwn } from "../tx-evidence.js";
 import { toWeb3Receipt } from "../web3-receipt.js";
 
 /** What the monitor tells the operator: one line per action (pino's Logger fits). */
@@ -78,11 +79,19 @@ export interface WalletMonitorOptions {
   log: LifecycleLog;
   /** This instance's name in leases. */
   holder: string;
+  /**
+   * The wallet's send queue in this process: when each of its sends was answered (null while
+   * on its way). A broadcast's age counts from there, not from when it was journalled.
+   */
+  sends?: { sentAt(nonce: number): number | null | undefined };
 }
 
 /** A no-op: a 0-value transfer to the wallet itself. */
 const NOOP_GAS = 21_000n;
-/** Looks in a row that find a nonce used but none of its broadcasts mined, before it counts as lost. */
+/**
+ * Looks in a row that find a nonce used but none of its broadcasts mined, before it counts as
+ * lost; the first and the last are at least `minAgeMs` apart, and the last asks every endpoint.
+ */
 const LOST_AFTER_LOOKS = 3;
 
 export class WalletMonitor {
@@ -94,8 +103,8 @@ export class WalletMonitor {
   #stopped = true;
   #leader = false;
   #oldestPending: { nonce: number; since: Date } | undefined;
-  /** Per nonce: looks in a row that found it used on chain with none of its broadcasts mined. */
-  readonly #unexplained = new Map<number, number>();
+  /** Per nonce: looks in a row that found it used on chain with none of its broadcasts mined, since when (ms). */
+  readonly #unexplained = new Map<number, { looks: number; since: number }>();
   /** Mined transactions already recorded as confirmed (hash:block), when confirmations > 1. */
   readonly #confirmed = new Set<string>();
   /** Nonces whose replacement the cap stopped, logged once each. */
@@ -234,9 +243,12 @@ export class WalletMonitor {
 
   /** A nonce nothing is mined at, as far as the ledger knows. */
   async #advance(slot: NonceSlot, state: ChainState, latestNonce: number): Promise<void> {
-    const { receipts, journal, log, settings } = this.#opts;
+    const { receipts, journal, log, settings, provider } = this.#opts;
     const last = slot.broadcasts.at(-1)!;
-    const age = Date.now() - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0);
+    // A send still on its way is the sender's alone: nothing is re-sent or replaced under it.
+    const answered = this.#opts.sends?.sentAt(slot.nonce);
+    if (answered === null) return;
+    const age = Date.now() - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0, answered ?? 0);
     // A broadcast this young is still the sender's business: the trade call records its receipt.
     if (age < settings.minAgeMs) return;
     if (slot.nonce < latestNonce) {
@@ -247,9 +259,27 @@ export class WalletMonitor {
         await this.#settle(slot, found);
         return;
       }
-      const looks = (this.#unexplained.get(slot.nonce) ?? 0) + 1;
-      this.#unexplained.set(slot.nonce, looks);
-      if (looks < LOST_AFTER_LOOKS) return;
+      const seen = this.#unexplained.get(slot.nonce) ?? { looks: 0, since: Date.now() };
+      seen.looks += 1;
+      this.#unexplained.set(slot.nonce, seen);
+      if (seen.looks < LOST_AFTER_LOOKS || Date.now() - seen.since < settings.minAgeMs) return;
+      // The last word is every endpoint's: one that lags, or lost an answer, proves nothing.
+      const evidence = await lookUpOwn(
+        provider,
+        this.#wallet,
+        slot.nonce,
+        slot.broadcasts.map((b) => b.hash),
+      );
+      if (evidence.state === "mined") {
+        // Mined where the first endpoint has not looked yet: that endpoint's word on depth.
+        this.#unexplained.delete(slot.nonce);
+        const { receipt, hash } = evidence;
+        const noop = slot.broadcasts.find((b) => b.hash.toLowerCase() === hash.toLowerCase())?.noop ?? false;
+        const depth = Math.max(1, (await receipts.head()) - Number(receipt.blockNumber) + 1);
+        await this.#settle(slot, { receipt, noop, confirmations: depth });
+        return;
+      }
+      if (evidence.state !== "taken") return;
       this.#unexplained.delete(slot.nonce);
       log.warn(
         { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hashes: slot.broadcasts.map((b) => b.hash) },

@@ -2,13 +2,22 @@
  * SendQueue (adapters/chain/send-queue.ts) against a scripted JSON-RPC node: group commit,
  * ordered batches, no nonce gaps whatever fails, and the gap filler.
  */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
 import { expect } from "chai";
 import { Wallet, keccak256 } from "ethers";
 
 import { RpcProvider, toSigner } from "../../../adapters/chain/index.js";
 import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
-import type { NoncesConsumed, SignedTradeTx } from "../../../core/index.js";
+import {
+  InsufficientFundsError,
+  TradeDroppedError,
+  TransactionRefusedError,
+  type NoncesConsumed,
+  type SignedTradeTx,
+} from "../../../core/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 
 const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
@@ -51,6 +60,10 @@ describe("SendQueue", function () {
       async (nonce) => nonce,
       () => null,
     );
+
+  /** The nonce reads the queue made (pending counts), not the lookups' mined counts. */
+  const pendingCounts = () =>
+    node.calls("eth_getTransactionCount").filter((call) => call.params[1] === "pending").length;
 
   beforeEach(async function () {
     node = await FakeRpcNode.start();
@@ -267,24 +280,147 @@ describe("SendQueue", function () {
 
   it("re-reads the nonce and signs again once when someone else used the wallet", async function () {
     await queue.send(trade(0)); // stores 8 as the next nonce
-    node.pendingNonce = 12; // four transactions from elsewhere
+    node.pendingNonce = 12; // four transactions from elsewhere, mined
     const { hash } = await queue.send(trade(1));
     expect(node.accepted.at(-1)!.nonce).to.equal(12);
     expect(hash).to.equal(node.accepted.at(-1)!.hash);
-    expect(node.calls("eth_getTransactionCount")).to.have.length(2);
+    expect(pendingCounts()).to.equal(2);
+    // Nonce 8 was looked up before its slot went: it is mined past, and not by this transaction.
+    expect(node.calls("eth_getTransactionByHash")).to.have.length(1);
+    expect(await nonces.slot(wallet.address, 8)).to.equal(undefined);
   });
 
-  it("fails a trade refused twice for its nonce, and resyncs the next one", async function () {
-    node.onSend = () => ({ error: { code: -32000, message: "nonce too low" } });
+  it("fails a trade whose nonce is taken twice by other transactions, with nothing sent twice", async function () {
+    node.onSend = (tx, n) => {
+      n.pendingNonce = tx.nonce + 1; // someone else's transaction takes every nonce first
+      return { error: { code: -32000, message: "nonce too low" } };
+    };
     const thrown = await queue.send(trade(0)).then(
       () => undefined,
       (error: unknown) => error,
     );
-    expect(String(thrown)).to.match(/nonce too low/);
+    expect(thrown).to.be.instanceOf(TradeDroppedError);
     expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
+    expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
     node.onSend = () => ({ accept: true });
     await queue.send(trade(1));
-    expect(node.accepted[0]!.nonce).to.equal(7);
+    expect(node.accepted[0]!.nonce).to.equal(9);
+  });
+
+  it("keeps the slot of a 'nonce too low' that no endpoint explains, and never signs it again", async function () {
+    // The node says the nonce is used, yet its chain has not mined past it and nobody knows the
+    // transaction: nothing proves it went nowhere, so it is left to the lifecycle monitor.
+    node.onSend = () => ({ error: { code: -32000, message: "nonce too low" } });
+    const sent = await queue.send(trade(0));
+    expect(sent).to.deep.include({ nonce: 7, receipt: null, known: false });
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(1);
+    expect((await nonces.slot(wallet.address, 7))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+    node.onSend = () => ({ accept: true });
+    await queue.send(trade(1));
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([8]);
+  });
+
+  it("takes a 'nonce too low' answered beside the transaction's own receipt as the send it is", async function () {
+    node.automine = true;
+    node.onSend = (tx, n) => {
+      // The node already mined this very transaction (another endpoint took it first).
+      n.accepted.push(tx);
+      n.pendingNonce = tx.nonce + 1;
+      return { error: { code: -32000, message: "nonce too low" } };
+    };
+    const sent = await queue.send(trade(0));
+    expect(sent.receipt?.transactionHash).to.equal(sent.hash);
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(1);
+    expect(node.calls("eth_getTransactionByHash")).to.have.length(0); // the batch's receipt said it all
+    expect(await nonces.openSlots(wallet.address)).to.have.length(1);
+  });
+
+  it("pays once when the first endpoint takes the batch and loses the answer, and the second has mined it", async function () {
+    // A gateway in front of the node: it forwards each request, then drops the connection
+    // without an answer (as a provider's gateway does when it times out after the node took it).
+    node.automine = true;
+    const gateway = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", async () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        const forwarded = await fetch(node.url, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json" },
+        });
+        await forwarded.text();
+        if (body.includes("eth_sendRawTransaction")) res.socket?.destroy();
+        else
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(
+              await (
+                await fetch(node.url, { method: "POST", body, headers: { "content-type": "application/json" } })
+              ).text(),
+            );
+      });
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
+    const second = new RpcProvider([`http://127.0.0.1:${(gateway.address() as AddressInfo).port}`, node.url], {
+      chainId: 31337n,
+      batchStallMs: 0,
+    });
+    const twice = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider: second,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+    });
+    try {
+      const sent = await Promise.all([0, 1, 2].map((i) => twice.send(trade(i))));
+      // Each signed once, each accepted once by the node; nothing was signed at another nonce.
+      expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9]);
+      expect(sent.map((s) => s.hash)).to.deep.equal(node.accepted.map((tx) => tx.hash));
+      expect(sent.map((s) => s.nonce)).to.deep.equal([7, 8, 9]);
+      expect((await nonces.openSlots(wallet.address)).map((slot) => slot.nonce)).to.deep.equal([7, 8, 9]);
+    } finally {
+      second.destroy();
+      gateway.closeAllConnections();
+      await new Promise((resolve) => gateway.close(resolve));
+    }
+  });
+
+  it("never signs at a nonce the ledger holds, in any state, when the endpoint's count lags behind", async function () {
+    // Nonces 7 to 9 were used and are final in the ledger; the endpoint still reports 7.
+    for (const nonce of [7, 8, 9]) {
+      await nonces.recordSlot(
+        { wallet: wallet.address, nonce, purpose: "trade", deadline: null },
+        { hash: `0x${nonce.toString(16).padStart(64, "0")}`, rawTx: "0x02", ...FEES, noop: false, sentAt: new Date() },
+      );
+      await nonces.markSlot(wallet.address, nonce, nonce === 8 ? "lost" : "final", null);
+    }
+    const sent = await queue.send(trade(0));
+    expect(sent.nonce).to.equal(10);
+  });
+
+  it("tells when each send was answered, and that a send is on its way until then", async function () {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: Array<number | null | undefined> = [];
+    node.onSend = (tx, n) => {
+      seen.push(queue.sentAt(tx.nonce));
+      return tx.nonce === n.pendingNonce ? { accept: true } : { error: { code: -32000, message: "nonce too high" } };
+    };
+    const sending = queue.send(
+      trade(0, async () => {
+        await held;
+      }),
+    );
+    expect(queue.sentAt(7)).to.equal(undefined);
+    release();
+    const before = Date.now();
+    await sending;
+    expect(seen).to.deep.equal([null]);
+    expect(queue.sentAt(7)).to.be.a("number").within(before, Date.now());
   });
 
   it("fills the nonce of a refused send with an empty transfer when one after it was accepted", async function () {
@@ -326,24 +462,21 @@ describe("SendQueue", function () {
     expect(node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b)).to.deep.equal([7, 8, 9, 10]);
   });
 
-  it("fails every trade of a request that breaks, keeps its slot, and never reuses its nonce", async function () {
+  it("keeps the slot of a trade whose request broke before any answer, answers it as sent, and never reuses its nonce", async function () {
     node.onSend = () => ({ accept: true }); // a real mempool queues a nonce above a gap
     await queue.send(trade(0));
     node.nextRaw = (res) => res.destroy();
-    const thrown = await queue.send(trade(1)).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(thrown).to.be.instanceOf(Error);
-    expect(node.calls("eth_getTransactionCount")).to.have.length(1);
-    // The node may have it, or not: its slot stays for the lifecycle monitor, which re-sends it.
-    expect((await nonces.slot(wallet.address, 8))!.broadcasts[0]!.rawTx).to.match(/^0x02/);
+    const sent = await queue.send(trade(1));
+    // The node may have it, or not: it waits for its receipt, and its slot stays for the
+    // lifecycle monitor, which sends the same bytes again.
+    expect(sent).to.deep.include({ nonce: 8, receipt: null, known: false });
+    expect((await nonces.slot(wallet.address, 8))!.broadcasts[0]!.hash).to.equal(sent.hash);
     await queue.send(trade(2));
-    expect(node.calls("eth_getTransactionCount")).to.have.length(2);
+    expect(pendingCounts()).to.equal(2);
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 9]);
   });
 
-  it("frees the slot of a send the node refused, so its nonce is used again", async function () {
+  it("fails a trade the node refused outright and no endpoint knows, and frees its slot", async function () {
     node.onSend = (tx) =>
       tx.data === trade(0).data
         ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } }
@@ -352,9 +485,22 @@ describe("SendQueue", function () {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(String(refused)).to.match(/insufficient funds/);
+    expect(refused).to.be.instanceOf(InsufficientFundsError);
+    expect(String(refused)).to.match(/cannot pay the gas/);
     expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
     await queue.send(trade(1));
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7]);
+  });
+
+  it("fails with transaction_refused when the refusal is not the trade's own, with nothing paid", async function () {
+    node.onSend = () => ({ error: { code: -32000, message: "exceeds block gas limit" } });
+    const refused = await queue.send(trade(0)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).to.be.instanceOf(TransactionRefusedError);
+    expect((refused as TransactionRefusedError).code).to.equal("transaction_refused");
+    expect(String(refused)).to.match(/exceeds block gas limit/);
+    expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
   });
 });

@@ -69,6 +69,7 @@ describe("error mapping", function () {
       trade_dropped: Code.FailedPrecondition,
       trade_not_found: Code.NotFound,
       fees_too_high: Code.Unavailable,
+      transaction_refused: Code.Unavailable,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });
