@@ -148,21 +148,31 @@ export class ServiceMetrics {
         throw error;
       }
     };
-    return Object.assign(Object.create(port) as TradePort, {
-      sell: (order: TradeOrder, hooks?: TradeHooks) => meter("sell", order, hooks),
-      buy: (order: TradeOrder, hooks?: TradeHooks) => meter("buy", order, hooks),
-      remittance: (order: TradeOrder, hooks?: TradeHooks) => meter("remittance", order, hooks),
-    });
+    // Every method of the port, each called on the port itself: an object that only inherits
+    // from it (Object.create) cannot reach a class's private fields. Typed as the port, so a
+    // method added to TradePort and not forwarded here fails to compile.
+    const metered: TradePort = {
+      sell: (order, hooks) => meter("sell", order, hooks),
+      buy: (order, hooks) => meter("buy", order, hooks),
+      remittance: (order, hooks) => meter("remittance", order, hooks),
+      resolve: (trade) => port.resolve(trade),
+    };
+    return metered;
   }
 
-  /** `journal` with every asynchronous method timed (each is a commit of its own). */
+  /**
+   * `journal` with every asynchronous method timed (each is a commit of its own). Whatever the
+   * journal offers is forwarded to the journal itself, never to the proxy, so its private
+   * fields stay readable: methods run with the journal as `this`, getters are read on it.
+   */
   meteredJournal<T extends object>(journal: T): T {
     const seconds = this.#journalSeconds;
     return new Proxy(journal, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if (typeof value !== "function" || typeof property !== "string") return value;
-        return function (this: unknown, ...args: unknown[]) {
+      get(target, property) {
+        const value = Reflect.get(target, property) as unknown;
+        if (typeof value !== "function") return value;
+        if (typeof property !== "string") return (value as (...a: unknown[]) => unknown).bind(target);
+        return (...args: unknown[]) => {
           const started = performance.now();
           const result = (value as (...a: unknown[]) => unknown).apply(target, args);
           if (result instanceof Promise) {

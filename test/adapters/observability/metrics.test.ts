@@ -3,21 +3,21 @@
  * from their own port without a key after real traffic (JSON, gRPC, a refused key), and read as
  * Prometheus reads them (text exposition format).
  */
-import { createServer, type AddressInfo } from "node:net";
-
+import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 
+import type { TradeOnChain, TradeOrder, TradePort, TradeResolution, TransactionReceipt } from "../../../core/index.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
-import { API_KEY, grpcCall, grpcClient } from "../transport/helpers.js";
+import {
+  API_KEY,
+  type GrpcOutcome,
+  type GrpcServiceClient,
+  getJson,
+  grpcCall,
+  grpcClient,
+  postJson,
+} from "../transport/helpers.js";
 import { startEmbeddedService, type EmbeddedService } from "../transport/chain-helpers.js";
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** The samples of a text exposition: `name{labels}` → value. */
 function samples(text: string): Map<string, number> {
@@ -48,7 +48,8 @@ describe("Prometheus metrics", function () {
   let metricsUrl: string;
 
   before(async function () {
-    s = await startEmbeddedService(API_KEY, { METRICS_PORT: String(await freePort()) });
+    // Metrics are on as `npm start` has them (startEmbeddedService gives them a free port).
+    s = await startEmbeddedService(API_KEY);
     metricsUrl = s.service.metricsUrl!;
   });
   after(async function () {
@@ -152,5 +153,133 @@ describe("Prometheus metrics", function () {
     expect(value(all, "token_service_wallet_lifecycle_events_total", { wallet, event: "replaced" })).to.equal(1);
     expect(value(all, "token_service_wallet_lifecycle_events_total", { wallet, event: "resent" })).to.equal(1);
     expect(value(all, "token_service_wallet_lifecycle_events_total", { wallet, event: "reorg" })).to.equal(1);
+  });
+
+  it("leave the trade port whole: a keyed retry of a finished trade answers its first receipt on JSON and gRPC, and the trade is found by its hash", async function () {
+    const customer = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    const body = {
+      userAddress: s.wallet,
+      destinatary: customer,
+      amount: "3",
+      usdAddress: s.service.addresses.stableCoins.USDC,
+    };
+    const sell = () =>
+      postJson(`${s.service.apiUrl}/api/v1/token/sell`, body, { headers: { "idempotency-key": "metered-json" } });
+    const first = await sell();
+    expect(first.status, first.text).to.equal(200);
+    const again = await sell();
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body).to.deep.equal(first.body);
+    const hash = first.body.transactionHash as string;
+
+    // Both the journal and the chain are asked through the wrapped port: the confirmations come from resolve().
+    const view = await getJson(`${s.service.apiUrl}/api/v1/trades/${hash}`);
+    expect(view.status, view.text).to.equal(200);
+    expect(view.body).to.deep.include({ status: "confirmed", transactionHash: hash, receipt: first.body });
+    expect(view.body.confirmations).to.be.at.least(1);
+
+    const client = grpcClient(s.service.apiUrl);
+    try {
+      const request = {
+        user_address: s.wallet,
+        destinatary: customer,
+        amount: "2",
+        usd_address: s.service.addresses.stableCoins.DAI,
+      };
+      const bought = await keyedCall(client, "Buy", request, "metered-grpc");
+      expect(bought.error).to.equal(undefined);
+      const retried = await keyedCall(client, "Buy", request, "metered-grpc");
+      expect(retried.error).to.equal(undefined);
+      expect(retried.response).to.deep.equal(bought.response);
+      const trade = await grpcCall(
+        client,
+        "GetTrade",
+        { transaction_hash: bought.response!.transaction_hash },
+        API_KEY,
+      );
+      expect(trade.error).to.equal(undefined);
+      expect(trade.response).to.deep.include({ status: "confirmed" });
+      expect(Number(trade.response!.confirmations)).to.be.at.least(1);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+/** A unary call of a grpc-js client with the api key and an Idempotency-Key. */
+function keyedCall<Method extends string>(
+  client: GrpcServiceClient,
+  method: Method,
+  request: object,
+  idempotencyKey: string,
+): Promise<GrpcOutcome<Method>> {
+  const metadata = new grpc.Metadata();
+  metadata.set("api_key", API_KEY);
+  metadata.set("idempotency-key", idempotencyKey);
+  return new Promise((resolve) => {
+    client[method]!(
+      request,
+      metadata,
+      (error: grpc.ServiceError | null, response: NonNullable<GrpcOutcome<Method>["response"]>) =>
+        resolve(error ? { error } : { response }),
+    );
+  });
+}
+
+describe("the metrics' wrappers", function () {
+  const order = { kind: "sell", stable: { symbol: "DAI" } } as TradeOrder;
+  const receipt = { transactionHash: `0x${"ab".repeat(32)}` } as TransactionReceipt;
+
+  /** A port that, like ChainTradeAdapter, keeps its state in private fields. */
+  class PrivatePort implements TradePort {
+    readonly #receipt = receipt;
+    readonly #resolution: TradeResolution = { state: "pending" };
+    async sell() {
+      return this.#receipt;
+    }
+    async buy() {
+      return this.#receipt;
+    }
+    async remittance() {
+      return this.#receipt;
+    }
+    async resolve(_trade: TradeOnChain) {
+      return this.#resolution;
+    }
+  }
+
+  it("forward every method of the trade port to the port itself, whose private fields stay readable", async function () {
+    const metered = new ServiceMetrics().meteredTrades(new PrivatePort());
+    expect(await metered.sell(order)).to.equal(receipt);
+    expect(await metered.buy({ ...order, kind: "buy" })).to.equal(receipt);
+    expect(await metered.remittance({ ...order, kind: "remittance" })).to.equal(receipt);
+    expect(await metered.resolve({ wallet: "0x00", nonce: 0, broadcasts: [] })).to.deep.equal({ state: "pending" });
+  });
+
+  it("time a journal's methods on the journal itself: methods, getters and symbol-named methods all reach its private fields", async function () {
+    const tag = Symbol("tag");
+    class PrivateJournal {
+      readonly #rows = ["a"];
+      get size() {
+        return this.#rows.length;
+      }
+      async get(i: number) {
+        return this.#rows[i];
+      }
+      count() {
+        return this.#rows.length;
+      }
+      [tag]() {
+        return this.#rows[0];
+      }
+    }
+    const metrics = new ServiceMetrics();
+    const timed = metrics.meteredJournal(new PrivateJournal());
+    expect(await timed.get(0)).to.equal("a");
+    expect(timed.count()).to.equal(1);
+    expect(timed.size).to.equal(1);
+    expect(timed[tag]()).to.equal("a");
+    const all = samples(await metrics.registry.metrics());
+    expect(value(all, "token_service_journal_operation_duration_seconds_count", { operation: "get" })).to.equal(1);
   });
 });
