@@ -431,7 +431,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       "MONITOR_LEASE_MS: must be at least 3 × MONITOR_INTERVAL_MS, so a live monitor renews its lease in time",
     );
   }
-  if (e.REORG_DEPTH < e.CONFIRMATIONS) problems.push("REORG_DEPTH: must be at least CONFIRMATIONS");
+  // Watched only as deep as it is answered, a confirmed trade would stop being watched for reorgs at once.
+  if (e.REORG_DEPTH <= e.CONFIRMATIONS)
+    problems.push(
+      `REORG_DEPTH: must be at least CONFIRMATIONS + 1, so a confirmed trade is still watched for reorgs (REORG_DEPTH=${e.REORG_DEPTH}, CONFIRMATIONS=${e.CONFIRMATIONS})`,
+    );
   if (e.RATE_LIMIT_BURST !== undefined && e.RATE_LIMIT_RPS === 0)
     problems.push("RATE_LIMIT_BURST: is only used with RATE_LIMIT_RPS");
   const rateLimits: RateLimitOptions = {

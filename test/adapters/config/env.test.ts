@@ -173,6 +173,24 @@ describe("configuration from the environment", function () {
       );
       expect(problem({ STUCK_AFTER_MS: "x" }, "STUCK_AFTER_MS")).to.match(/integer/);
     });
+
+    it("refuses REORG_DEPTH not above CONFIRMATIONS, naming both: a confirmed trade must still be watched for reorgs", function () {
+      for (const env of [
+        { CONFIRMATIONS: "5", REORG_DEPTH: "5" },
+        { CONFIRMATIONS: "64" }, // REORG_DEPTH's default is 64
+        { CONFIRMATIONS: "12", REORG_DEPTH: "3" },
+      ]) {
+        const message = problem(env, "REORG_DEPTH");
+        expect(message).to.include("CONFIRMATIONS");
+        expect(message).to.include(`REORG_DEPTH=${env.REORG_DEPTH ?? "64"}`);
+        expect(message).to.include(`CONFIRMATIONS=${env.CONFIRMATIONS}`);
+      }
+      expect(loadConfig({ CONFIRMATIONS: "63" }).trade).to.deep.include({ confirmations: 63, reorgDepth: 64 });
+      expect(loadConfig({ CONFIRMATIONS: "5", REORG_DEPTH: "6" }).trade).to.deep.include({
+        confirmations: 5,
+        reorgDepth: 6,
+      });
+    });
   });
 
   it("lists every problem at once", function () {
