@@ -133,12 +133,16 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     const journal = metrics === undefined ? opened : metrics.meteredJournal(opened);
     // Trades accepted and never signed by a process that is gone (a crash, or a dead instance)
     // were never paid: their Idempotency-Keys work again. Now, and every lease period after.
+    // So are this process's own left unsigned for a whole trade lifetime (a discard the journal
+    // kept refusing): a trade is signed moments after it is accepted (its fees, a preflight, its
+    // turn in the wallet's queue), and forgetting one still on its way only makes it fail unpaid.
+    const staleAfterMs = config.trade.lifetimeS * 1000;
     const forget = async () => {
-      const forgotten = await journal.forgetUnsigned();
+      const forgotten = await journal.forgetUnsigned(staleAfterMs);
       if (forgotten > 0)
         log.warn(
           { trades: forgotten },
-          "forgot trades a stopped process accepted and never signed (nothing was paid); their Idempotency-Keys work again",
+          "forgot trades a stopped process accepted and never signed, or left unsigned for a trade's lifetime (nothing was paid); their Idempotency-Keys work again",
         );
     };
     await forget();

@@ -129,7 +129,9 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    this.#update(this.#trade(id), { status: "failed", error: { code: error.code, message: error.message } });
+    const stored = this.#trade(id);
+    if (stored.status === "expired") return; // its outcome: the no-op took the nonce
+    this.#update(stored, { status: "failed", error: { code: error.code, message: error.message } });
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -143,8 +145,18 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     this.#trades.delete(id);
   }
 
-  async forgetUnsigned(): Promise<number> {
-    return 0; // one process, and nothing survives it
+  async forgetUnsigned(staleAfterMs?: number): Promise<number> {
+    // One process, and nothing survives it: only its own trades can be stale.
+    if (staleAfterMs === undefined) return 0;
+    const before = Date.now() - staleAfterMs;
+    let forgotten = 0;
+    for (const [id, stored] of this.#trades) {
+      if (stored.status === "accepted" && stored.txHash === null && stored.updatedAt.getTime() < before) {
+        this.#trades.delete(id);
+        forgotten += 1;
+      }
+    }
+    return forgotten;
   }
 
   async get(id: string): Promise<TradeRecord | undefined> {

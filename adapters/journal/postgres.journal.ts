@@ -220,12 +220,15 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     await this.acquireLease(`instance:${this.#instance}`, this.#instance, this.#leaseMs);
   }
 
-  async forgetUnsigned(): Promise<number> {
+  async forgetUnsigned(staleAfterMs?: number): Promise<number> {
+    // Another instance's, once its lease ran out; this one's own, once unchanged for staleAfterMs
+    // (by the database's clock, as the leases; none of its own without a bound).
     const { rowCount } = await this.#pool.query(
       `DELETE FROM trades t WHERE t.status = 'accepted' AND t.tx_hash IS NULL
        AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
-         SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp())))`,
-      [this.#instance],
+         SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
+         OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))`,
+      [this.#instance, staleAfterMs ?? null],
     );
     return rowCount ?? 0;
   }
@@ -323,9 +326,12 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#updateOne(id, "status = 'failed', error = $2", [
-      JSON.stringify({ code: error.code, message: error.message }),
-    ]);
+    // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
+    const { rowCount } = await this.#pool.query(
+      "UPDATE trades SET status = 'failed', error = $2, updated_at = clock_timestamp() WHERE id = $1 AND status <> 'expired'",
+      [id, JSON.stringify({ code: error.code, message: error.message })],
+    );
+    if (rowCount === 0) await this.#expectTrade(id);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {

@@ -128,6 +128,9 @@ export const MIGRATIONS = [
      SELECT lower(wallet), nonce, 'trade', id, 'pending', updated_at, updated_at FROM trades WHERE status = 'signed';
    INSERT OR IGNORE INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
      SELECT lower(tx_hash), lower(wallet), nonce, raw_tx, '0', '0', 0, updated_at FROM trades WHERE status = 'signed';`,
+  // 3: the trades waiting to be signed, by when they last changed: forgetUnsigned looks at them
+  // every lease period, without reading the whole table.
+  `CREATE INDEX trades_accepted ON trades (updated_at) WHERE status = 'accepted';`,
 ];
 
 export interface SqliteJournalOptions {
@@ -217,10 +220,14 @@ function statements(db: DatabaseSync) {
       "UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, error = NULL, updated_at = ? WHERE id = ?",
     ),
     ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
+    // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
+    failed: db.prepare(
+      "UPDATE trades SET status = 'failed', error = ?, updated_at = ? WHERE id = ? AND status <> 'expired'",
+    ),
     exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
     // Never deletes a trade with a signed transaction: its money may have left the wallet.
     discard: db.prepare("DELETE FROM trades WHERE id = ? AND tx_hash IS NULL"),
-    forgetUnsigned: db.prepare("DELETE FROM trades WHERE status = 'accepted' AND tx_hash IS NULL AND created_at < ?"),
+    forgetUnsigned: db.prepare("DELETE FROM trades WHERE status = 'accepted' AND tx_hash IS NULL AND updated_at < ?"),
     nextNonce: db.prepare("SELECT next_nonce FROM wallet_nonces WHERE wallet = ?"),
     setNonce: db.prepare(
       "INSERT INTO wallet_nonces (wallet, next_nonce) VALUES (?, ?) ON CONFLICT (wallet) DO UPDATE SET next_nonce = excluded.next_nonce",
@@ -307,16 +314,14 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     this.#sql = statements(db);
   }
 
-  #forgotten = false;
-
   /**
-   * The file is this process's alone (see the header): a trade accepted before it opened it was
-   * a previous run's, and none can be after. So only the first call looks (a scan of the trades).
+   * The file is this process's alone (see the header): a trade left accepted before it opened
+   * the file was a previous run's; one left accepted since, for longer than `staleAfterMs`, is
+   * its own leftover. Both are found through the index of accepted trades (migration 3).
    */
-  forgetUnsigned(): Promise<number> {
-    if (this.#forgotten) return Promise.resolve(0);
-    this.#forgotten = true;
-    return this.#write(() => Number(this.#sql.forgetUnsigned.run(this.#openedAt).changes));
+  forgetUnsigned(staleAfterMs?: number): Promise<number> {
+    const before = staleAfterMs === undefined ? this.#openedAt : Math.max(this.#openedAt, Date.now() - staleAfterMs);
+    return this.#write(() => Number(this.#sql.forgetUnsigned.run(before).changes));
   }
 
   open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
@@ -555,6 +560,10 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
 
   #ended(id: string, status: "failed" | "expired", error: { code: string; message: string }): Promise<void> {
     const json = JSON.stringify({ code: error.code, message: error.message });
+    if (status === "failed")
+      return this.#write(() => {
+        if (Number(this.#sql.failed.run(json, Date.now(), id).changes) === 0) this.#expectTrade(id); // expired: kept
+      });
     return this.#write(() => expectOne(this.#sql.ended.run(status, json, Date.now(), id).changes, id));
   }
 

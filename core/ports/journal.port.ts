@@ -94,7 +94,7 @@ export interface TradeJournal {
   markMined(id: string, receipt: TransactionReceipt): Promise<void>;
   /** → `confirmed` with its receipt; the slot is mined too. */
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void>;
-  /** → `failed` with the error. */
+  /** → `failed` with the error; an `expired` trade stays expired (its no-op took the nonce: that is its outcome). */
   markFailed(id: string, error: { code: string; message: string }): Promise<void>;
   /** → `expired`, with the error saying why; its no-op took the nonce. */
   markExpired(id: string, error: { code: string; message: string }): Promise<void>;
@@ -102,10 +102,15 @@ export interface TradeJournal {
   discard(id: string): Promise<void>;
   /**
    * Deletes the trades that were accepted and never signed by a process that is gone (a previous
-   * run of this one, or an instance sharing the journal whose lease ran out): nothing of them
-   * was, or can now be, paid, so their Idempotency-Keys work again. Returns how many.
+   * run of this one, or an instance sharing the journal whose lease ran out), and, given
+   * `staleAfterMs`, this process's own trades left `accepted` (unchanged) for longer than that (a
+   * discard that kept failing): nothing of them was, or can now be, paid, so their
+   * Idempotency-Keys work again. Returns how many.
+   *
+   * Forgetting a trade that was still on its way is safe for money: its `markSigned` then fails,
+   * and a transaction whose record cannot be written is never sent (TradeHooks.onSigned).
    */
-  forgetUnsigned(): Promise<number>;
+  forgetUnsigned(staleAfterMs?: number): Promise<number>;
   get(id: string): Promise<TradeRecord | undefined>;
   /** The trade that broadcast `txHash` (any of its broadcasts), if any. */
   findByHash(txHash: string): Promise<TradeRecord | undefined>;

@@ -129,8 +129,18 @@ async function execute(
     return receipt;
   } catch (error) {
     if (signed === undefined) {
-      // Nothing was signed, so nothing can be mined: forget the attempt.
-      await journal.discard(id).catch(() => {});
+      // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again.
+      // A journal failing for a moment is asked again, 4 times in all over about 0.35 s; one
+      // that keeps failing leaves the record to forgetUnsigned (adapters/main.ts).
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await journal.discard(id);
+          break;
+        } catch {
+          if (attempt === 4) break;
+          await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** (attempt - 1)));
+        }
+      }
       throw error;
     }
     // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or

@@ -79,6 +79,19 @@ class ScriptedChain implements TradePort {
   }
 }
 
+/** A journal whose discard fails its first `failures` calls, as a database that is briefly unreachable. */
+class FlakyDiscards extends MemoryJournal {
+  discards = 0;
+  constructor(private readonly failures: number) {
+    super();
+  }
+  override async discard(id: string): Promise<void> {
+    this.discards += 1;
+    if (this.discards <= this.failures) throw new Error("the journal is unreachable");
+    return super.discard(id);
+  }
+}
+
 function setup(inFlightWaitMs = 2_000) {
   const chain = new ScriptedChain();
   const journal = new MemoryJournal();
@@ -171,6 +184,30 @@ describe("trades with a journal and Idempotency-Key", function () {
     chain.mode = "mine";
     await useCases.buy(request(), A);
     expect(chain.sent).to.have.length(1);
+  });
+
+  it("asks the journal again when it fails to forget a trade refused before signing, so the key is not stuck", async function () {
+    const chain = new ScriptedChain();
+    const journal = new FlakyDiscards(2);
+    const useCases = createUseCases({ trade: chain, price: noPrice, config: CONFIG, journal, inFlightWaitMs: 50 });
+    chain.mode = "refuse";
+    // The refusal is what the caller gets, not the journal's trouble.
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(InsufficientFundsError);
+    expect(journal.discards).to.equal(3);
+    expect(journal.trades()).to.have.length(0);
+    chain.mode = "mine";
+    await useCases.buy(request(), A);
+    expect(chain.sent).to.have.length(1);
+  });
+
+  it("gives up forgetting after a few tries, still answering the refusal (the record is left to forgetUnsigned)", async function () {
+    const chain = new ScriptedChain();
+    const journal = new FlakyDiscards(Number.POSITIVE_INFINITY);
+    const useCases = createUseCases({ trade: chain, price: noPrice, config: CONFIG, journal, inFlightWaitMs: 50 });
+    chain.mode = "refuse";
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(InsufficientFundsError);
+    expect(journal.discards).to.be.within(2, 10);
+    expect(journal.trades().map((record) => record.status)).to.deep.equal(["accepted"]);
   });
 
   it("reports a broadcast trade without a receipt as pending, never resends it, and a retry settles it from the chain", async function () {

@@ -842,6 +842,54 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         }
       });
     });
+
+    describe("so that no Idempotency-Key stays stuck", function () {
+      it("forgets this process's own trades left accepted longer than the bound it is given, and nothing else", async function () {
+        const stale = (await journal.open(trade({ idempotencyKey: "stale" }))).record;
+        const signed = (await journal.open(trade({ idempotencyKey: "signed" }))).record;
+        await journal.markSigned(signed.id, signedTx(3));
+        // Another live instance's trade is that instance's to forget (PostgreSQL only: one process otherwise).
+        const others = storage.shared ? (await (await peer()).open(trade({ idempotencyKey: "other's" }))).record : null;
+        await sleep(400);
+        const fresh = (await journal.open(trade({ idempotencyKey: "fresh" }))).record;
+        expect(await journal.forgetUnsigned(300)).to.equal(1);
+        expect(await journal.get(stale.id)).to.equal(undefined);
+        expect(await journal.get(fresh.id)).to.not.equal(undefined);
+        expect((await journal.get(signed.id))?.status).to.equal("signed");
+        if (others !== null) expect(await journal.get(others.id)).to.not.equal(undefined);
+        expect((await journal.open(trade({ idempotencyKey: "stale" }))).created).to.equal(true);
+        // Without a bound, a live process's trades are all kept.
+        await sleep(400);
+        expect(await journal.forgetUnsigned()).to.equal(0);
+      });
+
+      it("refuses to sign a trade it forgot, so nothing of it can be sent", async function () {
+        const { record } = await journal.open(trade({ idempotencyKey: "forgotten" }));
+        await sleep(400);
+        expect(await journal.forgetUnsigned(300)).to.equal(1);
+        const error = await journal.markSigned(record.id, signedTx(4)).then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(error, "signing a forgotten trade").to.be.instanceOf(Error);
+        expect(await journal.openSlots(WALLET)).to.deep.equal([]);
+      });
+
+      it("never overwrites an expired trade as failed: its outcome stays expired, with its error", async function () {
+        const { record } = await journal.open(trade());
+        await journal.markSigned(record.id, signedTx(3));
+        const expired = { code: "trade_expired", message: "expired; nothing was paid" };
+        await journal.markExpired(record.id, expired);
+        await journal.markFailed(record.id, { code: "trade_dropped", message: "the nonce was taken" });
+        expect(await (await peer()).get(record.id)).to.deep.include({ status: "expired", error: expired });
+        // A trade it does not know is still refused.
+        const unknown = await journal.markFailed("00000000-0000-4000-8000-000000000000", expired).then(
+          () => undefined,
+          (caught: unknown) => caught,
+        );
+        expect(unknown, "marking an unknown trade failed").to.be.instanceOf(Error);
+      });
+    });
   });
 }
 
