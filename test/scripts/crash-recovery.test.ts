@@ -20,6 +20,7 @@ import { startService, type RunningService } from "../../adapters/main.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 import { postJson } from "../adapters/transport/helpers.js";
 import { startPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { defaultLog, freePort } from "../helpers/service-defaults.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "crash-test-key-0123456789abcdef";
@@ -69,16 +70,15 @@ describe("crash recovery", function () {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const env = () => ({
+  const env = async () => ({
     RPC_URL: chain.rpcUrl,
     DEPLOYMENT_FILE: join(dir, "deployment.json"),
     EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
     API_KEYS: KEY,
     PORT: "0",
-    METRICS_PORT: "0",
+    METRICS_PORT: String(await freePort()),
     DATA_DIR: join(dir, "data"),
     IDEMPOTENCY_WAIT_MS: "500",
-    LOG_LEVEL: "warn",
   });
   const wallet = () => chain.exchangeWallet.address;
   const body = { destinatary: CUSTOMER, amount: "3", usdAddress: "" };
@@ -87,7 +87,7 @@ describe("crash recovery", function () {
     const request = { ...body, userAddress: wallet(), usdAddress: chain.addresses.stableCoins.USDT };
     const before = await rpc.getTransactionCount(wallet(), "latest");
     await rpc.send("evm_setAutomine", [false]);
-    let first = await startProcess(env());
+    let first = await startProcess(await env());
     try {
       // The trade is broadcast and sits in the mempool: no receipt yet.
       void postJson(`${first.apiUrl}/api/v1/token/sell`, request, {
@@ -99,7 +99,7 @@ describe("crash recovery", function () {
       await new Promise((resolve) => first.child.once("exit", resolve));
 
       // Restarted on the same journal while the transaction is still pending: the retry says so.
-      first = await startProcess(env());
+      first = await startProcess(await env());
       // Log lines are written within 200 ms (buffered): waited for.
       await waitFor(
         () => /seeing through transactions left unconfirmed by a previous run/.test(first.output()),
@@ -194,16 +194,15 @@ describe("a crash before trades were signed", function () {
   it("forgets the keyed trades a killed run accepted and never signed: each retry executes once", async function () {
     const rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
     const proxy = await stallingProxy(chain.rpcUrl);
-    const env = (rpcUrl: string) => ({
+    const env = async (rpcUrl: string) => ({
       RPC_URL: rpcUrl,
       DEPLOYMENT_FILE: join(dir, "deployment.json"),
       EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
       API_KEYS: KEY,
       PORT: "0",
-      METRICS_PORT: "0",
+      METRICS_PORT: String(await freePort()),
       DATA_DIR: join(dir, "data"),
       IDEMPOTENCY_WAIT_MS: "200",
-      LOG_LEVEL: "warn",
     });
     const wallet = chain.exchangeWallet.address;
     const request = {
@@ -215,7 +214,7 @@ describe("a crash before trades were signed", function () {
     const keys = Array.from({ length: 20 }, (_, i) => `unsigned-${i}`);
     try {
       const before = await rpc.getTransactionCount(wallet, "latest");
-      const first = await startProcess(env(proxy.url));
+      const first = await startProcess(await env(proxy.url));
       // The node stops answering: every trade is journalled as accepted, then waits in its preflight.
       proxy.stall();
       for (const key of keys)
@@ -228,7 +227,7 @@ describe("a crash before trades were signed", function () {
       first.child.kill("SIGKILL");
       await new Promise((resolve) => first.child.once("exit", resolve));
 
-      const second = await startProcess(env(chain.rpcUrl));
+      const second = await startProcess(await env(chain.rpcUrl));
       try {
         await waitFor(
           () => /forgot trades a stopped process accepted and never signed/.test(second.output()),
@@ -288,10 +287,10 @@ describe("two service instances sharing one PostgreSQL journal", function () {
             EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
             API_KEYS: KEY,
             PORT: "0",
-            METRICS_PORT: "0",
+            METRICS_PORT: String(await freePort()),
             JOURNAL_URL: postgres.url,
           },
-          log: pino({ level: "silent" }),
+          log: defaultLog(),
           rootDir: dir,
         }),
       );

@@ -18,6 +18,7 @@ import { EXAMPLE_CUSTOMER, banner } from "../../scripts/banner.js";
 import { AGGREGATOR_ABI } from "../../adapters/chain/index.js";
 import type { EmbeddedChain } from "../../adapters/dev-mode.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
+import { freePort } from "../helpers/service-defaults.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "start-test-key-0123456789";
@@ -100,7 +101,7 @@ describe("npm start (scripts/start.ts)", function () {
   });
 
   it("runs its embedded chain in a child process that goes away when the service is killed with -9", async function () {
-    const r = run({ PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: KEY });
+    const r = run({ PORT: "0", METRICS_PORT: String(await freePort()), CHAIN_PORT: "0", API_KEYS: KEY });
     try {
       await waitFor(() => r.stderr().includes("is ready"), "the banner");
       const rpcUrl = /Chain: +(http\S+)/.exec(r.stderr())![1]!;
@@ -164,7 +165,7 @@ describe("npm start (scripts/start.ts)", function () {
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
         PORT: "0",
-        METRICS_PORT: "0",
+        METRICS_PORT: String(await freePort()),
         DATA_DIR: dir,
       });
       try {
@@ -222,7 +223,7 @@ describe("npm start (scripts/start.ts)", function () {
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: KEY,
         PORT: "0",
-        METRICS_PORT: "0",
+        METRICS_PORT: String(await freePort()),
         DATA_DIR: dir,
         FEED_BOUNDS_TOKEN_USD: "2-3", // the embedded chain's token feed answers 1.25
       });
@@ -267,7 +268,7 @@ describe("npm start stopped as systemd, Docker and Kubernetes stop it", function
       env: {
         PATH: process.env.PATH ?? "",
         PORT: "0",
-        METRICS_PORT: "0",
+        METRICS_PORT: String(await freePort()),
         CHAIN_PORT: "0",
         API_KEYS: KEY,
         CHAIN_BLOCK_TIME_MS: "1000",

@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { Contract, JsonRpcProvider } from "ethers";
-import { pino } from "pino";
 
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
+import { defaultLog, freePort } from "../../helpers/service-defaults.js";
 
 export interface EmbeddedService {
   service: RunningService;
@@ -21,15 +21,15 @@ export interface EmbeddedService {
   close(): Promise<void>;
 }
 
-/** startService as `npm start` runs it (embedded chain, free ports), with `env` on top. */
+/** startService as `npm start` runs it (embedded chain, free ports, metrics and access logs on), with `env` on top. */
 export async function startEmbeddedService(apiKey: string, env: Record<string, string> = {}): Promise<EmbeddedService> {
   const dir = mkdtempSync(join(tmpdir(), "chain-test-"));
   let service: RunningService;
   try {
     service = await startService({
-      env: { PORT: "0", METRICS_PORT: "0", CHAIN_PORT: "0", API_KEYS: apiKey, ...env },
+      env: { PORT: "0", METRICS_PORT: String(await freePort()), CHAIN_PORT: "0", API_KEYS: apiKey, ...env },
       embeddedChain: async () => startEmbeddedChain,
-      log: pino({ level: "silent" }),
+      log: defaultLog(),
       rootDir: dir,
     });
   } catch (error) {

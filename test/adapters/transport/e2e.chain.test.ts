@@ -21,6 +21,7 @@ import { startService, type RunningService } from "../../../adapters/main.js";
 import type { TransactionReceipt } from "../../../core/index.js";
 import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
+import { defaultLog, freePort } from "../../helpers/service-defaults.js";
 import { LogSink, getJson, grpcCall, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "e2e-api-key-0123456789abcdef";
@@ -46,7 +47,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     service = await startService({
       env: {
         PORT: "0",
-        METRICS_PORT: "0",
+        METRICS_PORT: String(await freePort()),
         CHAIN_PORT: "0",
         API_KEYS: KEY,
         MAX_SELL_TOKENS: "100000000",
@@ -459,10 +460,10 @@ describe("production mode (RPC_URL) on an existing chain", function () {
           EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
           API_KEYS: KEY,
           PORT: "0",
-          METRICS_PORT: "0",
+          METRICS_PORT: String(await freePort()),
           DATA_DIR: dir,
         },
-        log: pino({ level: "silent" }),
+        log: defaultLog(),
         rootDir: dir,
       });
       expect(service.mode).to.equal("rpc");

@@ -30,6 +30,8 @@ import {
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
+import { loadConfig } from "../../../adapters/config/env.js";
+import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import type { Readiness } from "../../../adapters/transport/json-routes.js";
@@ -200,11 +202,17 @@ export interface TestServer {
   price: FakePricePort;
   logs: LogSink;
   log: Logger;
+  /** The metrics the service counts into, as with `npm start`'s defaults (not served: nothing scrapes them here). */
+  metrics: ServiceMetrics;
   readiness: { result: Readiness | Error; checks: number };
   close(): Promise<void>;
 }
 
-/** The real handler and one-port server over fake ports, on 127.0.0.1 port 0. */
+/**
+ * The real handler and one-port server over fake ports, on 127.0.0.1 port 0, as `npm start`
+ * composes them by default: metrics on (the trade port and the journal wrapped as main.ts wraps
+ * them), access lines logged, and the refused-key throttle on (unless `rateLimits` says otherwise).
+ */
 export async function startTestServer(
   options: {
     shutdownTimeoutMs?: number;
@@ -212,11 +220,16 @@ export async function startTestServer(
     readinessCacheMs?: number;
     limits?: Partial<ServerLimits>;
     corsOrigins?: string[];
+    /** Default: the configuration's (AUTH_FAILURES_PER_MINUTE's throttle, no per-key limit). */
     rateLimits?: RateLimitOptions;
     /** false: every RPC through Connect, without the lean gRPC path. */
     grpcFastPath?: boolean;
     /** A trade journal (idempotency), as the service has one. */
     journal?: TradeJournal;
+    /** Serve HTTPS (and h2 by ALPN) with this certificate. */
+    tls?: { cert: Buffer; key: Buffer };
+    /** How long a connection may stay silent before the server drops it. */
+    sniffTimeoutMs?: number;
   } = {},
 ): Promise<TestServer> {
   const trade = new FakeTradePort();
@@ -228,12 +241,13 @@ export async function startTestServer(
     checks: 0,
   };
   const closing = new AbortController();
+  const metrics = new ServiceMetrics();
   const handler = createHttpHandler({
     useCases: createUseCases({
-      trade,
+      trade: metrics.meteredTrades(trade),
       price,
       config: CONFIG,
-      ...(options.journal ? { journal: options.journal } : {}),
+      ...(options.journal ? { journal: metrics.meteredJournal(options.journal) } : {}),
     }),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
     readiness: async () => {
@@ -248,8 +262,9 @@ export async function startTestServer(
     ...(options.bodyLimitBytes !== undefined ? { bodyLimitBytes: options.bodyLimitBytes } : {}),
     closing: closing.signal,
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
-    ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
+    rateLimits: options.rateLimits ?? loadConfig({}).rateLimits,
     ...(options.grpcFastPath !== undefined ? { grpcFastPath: options.grpcFastPath } : {}),
+    metrics,
   });
   const server = await startServer({
     handler,
@@ -257,13 +272,15 @@ export async function startTestServer(
     log,
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5_000,
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.sniffTimeoutMs !== undefined ? { sniffTimeoutMs: options.sniffTimeoutMs } : {}),
   });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
   const close = () => {
     closing.abort();
     return server.close();
   };
-  return { server, url: server.url, trade, price, logs, log, readiness, close };
+  return { server, url: server.url, trade, price, logs, log, metrics, readiness, close };
 }
 
 export const PROTO_ROOT = fileURLToPath(new URL("../../../proto", import.meta.url));

@@ -16,6 +16,7 @@ import { pino } from "pino";
 import type { EmbeddedChain } from "../../../adapters/dev-mode.js";
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
+import { defaultLog, freePort } from "../../helpers/service-defaults.js";
 import { type GrpcOutcome, type GrpcServiceClient, getJson, grpcClient, postJson } from "./helpers.js";
 
 const KEY = "idem-api-key-0123456789abcdef";
@@ -63,13 +64,13 @@ describe("retries and faults on the embedded chain", function () {
         EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
         API_KEYS: `${KEY},${OTHER_KEY}`,
         PORT: "0",
-        METRICS_PORT: "0",
+        METRICS_PORT: String(await freePort()),
         DATA_DIR: dir,
         PRICE_CACHE_MS: "0",
         RECEIPT_TIMEOUT_MS: "1500",
         IDEMPOTENCY_WAIT_MS: "300",
       },
-      log: pino({ level: "silent" }),
+      log: defaultLog(),
       rootDir: dir,
     });
     rpc = new JsonRpcProvider(chain.rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });

@@ -60,7 +60,7 @@ describe("rate limits", function () {
     });
 
     it("answers a key over its rate with 429, Retry-After and resource_exhausted on JSON; other keys go on; nothing is traded", async function () {
-      t = await startTestServer({ rateLimits: { perKey: { rate: 0.01, burst: 3 } } });
+      t = await startTestServer({ rateLimits: { ...loadConfig({}).rateLimits, perKey: { rate: 0.01, burst: 3 } } });
       for (let i = 0; i < 3; i++) expect((await getJson(`${t.url}/api/v1/token/price`)).status).to.equal(200);
       const over = await postJson(`${t.url}/api/v1/token/sell`, tradeBody());
       expect(over.status).to.equal(429);
@@ -73,7 +73,7 @@ describe("rate limits", function () {
     });
 
     it("answers RESOURCE_EXHAUSTED over gRPC and gRPC-Web", async function () {
-      t = await startTestServer({ rateLimits: { perKey: { rate: 0.01, burst: 1 } } });
+      t = await startTestServer({ rateLimits: { ...loadConfig({}).rateLimits, perKey: { rate: 0.01, burst: 1 } } });
       const client = grpcClient(t.url);
       expect((await grpcCall(client, "GetPrice", {}, API_KEY)).response).to.not.equal(undefined);
       const refused = await grpcCall(client, "GetPrice", {}, API_KEY);

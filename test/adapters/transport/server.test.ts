@@ -11,21 +11,12 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
-import { pino } from "pino";
 
-import { createUseCases } from "../../../core/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
-import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
-import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
-import { startServer } from "../../../adapters/transport/server.js";
 import {
   API_KEY,
-  CONFIG,
   CUSTOMER,
   DAI,
-  FakePricePort,
-  FakeTradePort,
-  LogSink,
   PROTO_ROOT,
   WALLET,
   getJson,
@@ -139,17 +130,8 @@ describe("the one-port server", function () {
     });
 
     it("drops a connection that never says anything", async function () {
-      const logs = new LogSink();
-      const log = pino(logs);
-      const handler = createHttpHandler({
-        useCases: createUseCases({ trade: new FakeTradePort(), price: new FakePricePort(), config: CONFIG }),
-        verifier: createApiKeyVerifier([API_KEY]),
-        readiness: async () => ({ ready: true, detail: "ok" }),
-        log,
-      });
-      const server = await startServer({ handler, log, sniffTimeoutMs: 150 });
-      t = { close: () => server.close() } as TestServer;
-      const socket = net.connect(server.port, "127.0.0.1");
+      t = await startTestServer({ sniffTimeoutMs: 150 });
+      const socket = net.connect(t.server.port, "127.0.0.1");
       const started = Date.now();
       await new Promise((resolve) => socket.once("close", resolve));
       expect(Date.now() - started).to.be.within(100, 2_000);
@@ -396,18 +378,8 @@ describe("the one-port server", function () {
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    async function startTls(): Promise<TestServer> {
-      const logs = new LogSink();
-      const log = pino(logs);
-      const trade = new FakeTradePort();
-      const handler = createHttpHandler({
-        useCases: createUseCases({ trade, price: new FakePricePort(), config: CONFIG }),
-        verifier: createApiKeyVerifier([API_KEY]),
-        readiness: async () => ({ ready: true, detail: "ok" }),
-        log,
-      });
-      const server = await startServer({ handler, log, tls: { cert, key } });
-      return { server, url: server.url, trade, logs, log, close: () => server.close() } as unknown as TestServer;
+    function startTls(): Promise<TestServer> {
+      return startTestServer({ tls: { cert, key } });
     }
 
     it("serves HTTP/1.1 JSON over TLS", async function () {

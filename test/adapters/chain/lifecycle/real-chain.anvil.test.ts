@@ -18,6 +18,7 @@ import { SWAP_ABI } from "../../../../adapters/chain/index.js";
 import { startService, type RunningService } from "../../../../adapters/main.js";
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
+import { freePort } from "../../../helpers/service-defaults.js";
 import { LogSink, getJson, postJson } from "../../transport/helpers.js";
 
 const KEY = "anvil-test-key-0123456789abcdef";
@@ -68,7 +69,7 @@ async function realChain(env: Record<string, string> = {}, anvilOptions: { state
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
       PORT: "0",
-      METRICS_PORT: "0",
+      METRICS_PORT: String(await freePort()),
       DATA_DIR: join(dir, "data"),
       RECEIPT_TIMEOUT_MS: "1000",
       IDEMPOTENCY_WAIT_MS: "0",

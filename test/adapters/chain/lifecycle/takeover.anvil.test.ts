@@ -16,6 +16,7 @@ import pg from "pg";
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
 import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
+import { freePort } from "../../../helpers/service-defaults.js";
 import { postJson } from "../../transport/helpers.js";
 
 const ROOT = fileURLToPath(new URL("../../../..", import.meta.url));
@@ -75,15 +76,13 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
       EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
       API_KEYS: KEY,
       PORT: "0",
-      METRICS_PORT: "0",
       JOURNAL_URL: postgres.url,
-      LOG_LEVEL: "warn",
       RECEIPT_TIMEOUT_MS: "1000",
       IDEMPOTENCY_WAIT_MS: "0",
       MONITOR_INTERVAL_MS: "250",
       MONITOR_LEASE_MS: "2000",
     };
-    for (let i = 0; i < 2; i++) instances.push(await startInstance(env));
+    for (let i = 0; i < 2; i++) instances.push(await startInstance({ ...env, METRICS_PORT: String(await freePort()) }));
     sell.usdc = addresses.stableCoins.USDC;
   });
 
