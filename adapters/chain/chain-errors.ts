@@ -125,12 +125,16 @@ function safeParse(data: string) {
 /** The node refused the nonce: someone else used it, or the node forgot pending transactions. */
 export function isNonceConflict(error: unknown): boolean {
   if (isError(error, "NONCE_EXPIRED") || isError(error, "REPLACEMENT_UNDERPRICED")) return true;
-  return /nonce too (low|high)|nonce has already been used|replacement transaction underpriced/i.test(messageOf(error));
+  return /nonce too (low|high)|nonce has already been used|replacement transaction underpriced|OldNonce|NonceGap/i.test(
+    messageOf(error),
+  );
 }
 
 /** The node already holds this very transaction: sending it again is a success. */
 export function isAlreadyKnown(error: unknown): boolean {
-  return /already known|known transaction|already imported|transaction already exists/i.test(messageOf(error));
+  return /already known|known transaction|already imported|transaction already exists|AlreadyKnown/i.test(
+    messageOf(error),
+  );
 }
 
 /**
@@ -150,12 +154,17 @@ export function isUnderpriced(error: unknown): boolean {
 }
 
 /**
- * A refusal that can come for a transaction a node has, or had: "nonce too low" (mined),
- * "already known", "replacement transaction underpriced" or "transaction underpriced" (one at
- * its nonce is in the pool, perhaps this one). Never read as "someone else's" without a lookup.
+ * A refusal that says the transaction itself can never be taken as it is, whoever asks: the
+ * wallet cannot pay for it, its gas is wrong for any block, its signature or chain is wrong,
+ * or it costs more than the node's fee cap. Only such a refusal, of a transaction that every
+ * endpoint says it does not know, fails a trade at once; any other answer (a gateway's text,
+ * "txpool is full", "request timed out") may hide a send, and leaves it to the monitor.
  */
-export function mayBeOurs(error: unknown): boolean {
-  return isNonceConflict(error) || isAlreadyKnown(error) || isUnderpriced(error);
+export function isPlainRefusal(error: unknown): boolean {
+  if (isError(error, "INSUFFICIENT_FUNDS")) return true;
+  return /insufficient funds|intrinsic gas too low|exceeds block gas limit|gas limit reached|invalid sender|invalid signature|invalid chain ?id|chain ?id mismatch|exceeds the configured cap|oversized data|gas uint64 overflow/i.test(
+    messageOf(error),
+  );
 }
 
 /** The node's own words for a refused call (the innermost message ethers carries), a line at most. */

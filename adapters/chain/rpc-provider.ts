@@ -360,10 +360,10 @@ export class RpcProvider extends JsonRpcApiProvider {
   }
 
   /**
-   * Sends `calls` to every endpoint that is up (to every endpoint when none is), one request
-   * each, at once; answers, per endpoint asked, each call's outcome, or the transport failure
-   * that stopped the request. The lookups that decide whether a transaction the service
-   * signed is known anywhere go through here: one endpoint's silence proves nothing.
+   * Sends `calls` to every endpoint, resting ones included, one request each, at once; answers,
+   * per endpoint, each call's outcome, or the transport failure that stopped the request. The
+   * lookups that decide whether a transaction the service signed is known anywhere go through
+   * here: the endpoint that took a send and lost its answer is the one just marked down.
    */
   async sendBatchToEach(
     calls: ReadonlyArray<{ method: string; params: unknown[] }>,
@@ -375,9 +375,8 @@ export class RpcProvider extends JsonRpcApiProvider {
       params,
     }));
     const body = JSON.stringify(payloads);
-    const up = this.#endpoints.filter((endpoint) => endpoint.up);
     return Promise.all(
-      (up.length > 0 ? up : this.#endpoints).map(async (endpoint) => {
+      this.#endpoints.map(async (endpoint) => {
         try {
           return this.#outcomes(payloads, await this.#request(endpoint, body, payloads.length));
         } catch (error) {

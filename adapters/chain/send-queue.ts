@@ -42,7 +42,6 @@ import type { JsonRpcApiProvider } from "ethers";
 
 import {
   DomainError,
-  TradeDroppedError,
   TransactionRefusedError,
   type NonceLedger,
   type NonceStore,
@@ -50,7 +49,7 @@ import {
 } from "../../core/index.js";
 import { signEip1559With, type SignedTransaction } from "./eip1559.js";
 import type { Fees } from "./fees.js";
-import { isAlreadyKnown, isDefiniteRefusal, mayBeOurs, nodeMessage, toDomainError } from "./chain-errors.js";
+import { isAlreadyKnown, isDefiniteRefusal, isPlainRefusal, nodeMessage, toDomainError } from "./chain-errors.js";
 import { RpcProvider } from "./rpc-provider.js";
 import { lookUpOwn } from "./tx-evidence.js";
 import type { TransactionSigner } from "./signer.js";
@@ -98,8 +97,6 @@ interface Queued {
   tx: Outgoing;
   resolve: (sent: Sent) => void;
   reject: (error: unknown) => void;
-  /** Signed again already after a nonce conflict (a second conflict fails the trade). */
-  retried: boolean;
 }
 
 interface Signed {
@@ -118,13 +115,12 @@ type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error; 
 
 /**
  * What a send's outcome means once a failure was looked up (#verify): accepted after all;
- * `pending` (nobody knows: it keeps its slot); `taken` (its nonce is used by another
- * transaction); `refused` (the node refused it and no endpoint knows it); or never tried.
+ * `pending` (nobody can say it went nowhere: it keeps its slot); `refused` (a plain refusal of
+ * a transaction no endpoint knows); or never tried.
  */
 type Verified =
   | { accepted: true; receipt: RpcReceipt | null }
   | { pending: true }
-  | { taken: true; error: Error }
   | { refused: true; error: Error }
   | { unsent: true };
 
@@ -162,7 +158,7 @@ export class SendQueue {
    */
   send(tx: Outgoing): Promise<Sent> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ tx, resolve, reject, retried: false });
+      this.#queue.push({ tx, resolve, reject });
       if (!this.#running) void this.#run();
     });
   }
@@ -233,12 +229,12 @@ export class SendQueue {
           answers.push(
             answered.then((outcomes) => {
               const at = Date.now();
-              for (const { nonce } of batch) this.#sends.set(nonce, at);
               outcomes.forEach((outcome, i) => {
                 const { item, txHash, nonce } = batch[i]!;
-                if ("accepted" in outcome)
+                if ("accepted" in outcome) {
+                  this.#sends.set(nonce, at);
                   settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt, known: true } });
-                else refused = true;
+                } else refused = true; // on its way until the round has looked it up (#verify)
               });
               return outcomes;
             }),
@@ -268,42 +264,44 @@ export class SendQueue {
           sendChunk();
         }
         const outcomes = await this.#verify(signed, (await Promise.all(answers)).flat());
+        // Never sent, or refused and known nowhere: nothing of it can be mined, so its slot is
+        // free again (its trade back to accepted), unless the ledger holds more there by now.
+        const freed = await Promise.all(
+          outcomes.map((outcome, index) =>
+            "refused" in outcome || "unsent" in outcome
+              ? this.#opts.ledger.releaseSlot(wallet, signed[index]!.nonce, signed[index]!.txHash).catch(() => false)
+              : false,
+          ),
+        );
 
         const requeue: Queued[] = [];
         let firstFailure = -1;
         let lastAccepted = -1;
-        const released: Array<Promise<void>> = [];
+        const now = Date.now();
         outcomes.forEach((outcome, index) => {
           const { item, nonce, txHash } = signed[index]!;
           if ("accepted" in outcome) {
             lastAccepted = index;
+            this.#sends.set(nonce, this.#sends.get(nonce) ?? now);
             // Answered with its chunk, unless its send failed and the lookup found it after all.
             if (!settled.has(item))
               settle(item, { sent: { hash: txHash, nonce, receipt: outcome.receipt, known: true } });
             return;
           }
           if (firstFailure < 0) firstFailure = index;
-          if ("pending" in outcome) {
-            // Nobody can say whether it went out: it keeps its nonce and its journalled bytes,
-            // and the lifecycle monitor sees it through (sends the same bytes again, or frees
-            // the nonce with a no-op at the deadline). The trade waits for it like any other.
-            settle(item, { sent: { hash: txHash, nonce, receipt: null, known: false } });
+          if (freed[index]) {
+            this.#sends.delete(nonce);
+            if ("unsent" in outcome) requeue.push(item);
+            else if ("refused" in outcome) settle(item, { error: outcome.error });
             return;
           }
-          // Never sent, refused and known nowhere, or its nonce taken by another transaction:
-          // nothing of it can be mined, so its slot is free again (its trade back to accepted).
-          released.push(this.#opts.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {}));
-          if ("unsent" in outcome) requeue.push(item);
-          else if ("taken" in outcome) {
-            this.#floor = Math.max(this.#floor, nonce + 1);
-            if (item.retried) settle(item, { error: outcome.error });
-            else {
-              item.retried = true;
-              requeue.push(item);
-            }
-          } else settle(item, { error: outcome.error });
+          // Nobody can say it went nowhere: it keeps its nonce and its journalled bytes, and the
+          // lifecycle monitor sees it through (the same bytes again, or a no-op at the deadline;
+          // a nonce another transaction took is its verdict, after several looks). The trade
+          // waits for it like any other. It is never signed again at another nonce.
+          this.#sends.set(nonce, now);
+          settle(item, { sent: { hash: txHash, nonce, receipt: null, known: false } });
         });
-        await Promise.all(released);
         // Back to the front, in order: they go out in the next round, with fresh nonces. This
         // round is done with them (they must not be failed if what follows throws).
         for (const item of requeue) settled.add(item);
@@ -319,34 +317,40 @@ export class SendQueue {
   }
 
   /**
-   * What each failed send means, found out before anything of it is given up: its hash is
-   * looked up on every endpoint that is up (tx-evidence.ts).
+   * What each failed send means, found out before anything of it is given up: every hash the
+   * ledger holds at its nonce is looked up on every endpoint (tx-evidence.ts).
    * - Mined or known somewhere: accepted after all. The answer was lost on the way, or "nonce
-   *   too low" / "already known" / "underpriced" came for this very transaction.
-   * - Its nonce used on chain by another transaction: `taken`; signed again at another nonce.
-   * - Known nowhere after an answer that can mean it went out (no answer, a transport failure,
-   *   "nonce too low", "underpriced", …): `pending`. It keeps its slot and bytes, and is never
-   *   signed at another nonce.
-   * - Known nowhere after any other refusal (e.g. "exceeds block gas limit", "insufficient
-   *   funds"): `refused`, and its trade fails with nothing paid.
+   *   too low" / "already known" / "underpriced" came for this very transaction. Its receipt is
+   *   then polled from the service's own endpoint, not taken from whichever one had it.
+   * - A plain refusal (isPlainRefusal: the wallet cannot pay the gas, the gas fits no block…)
+   *   of a transaction that every endpoint answered it does not know: `refused`, and the trade
+   *   fails with nothing paid.
+   * - Anything else, its nonce taken by another transaction included: `pending`. A lagging or
+   *   load-balanced endpoint can make our own mined transaction look like someone else's, so
+   *   that verdict is the lifecycle monitor's, after several looks apart in time.
    */
   async #verify(signed: readonly Signed[], outcomes: readonly Outcome[]): Promise<Verified[]> {
-    const { provider, signer } = this.#opts;
+    const { provider, signer, ledger } = this.#opts;
     return Promise.all(
       outcomes.map(async (outcome, i): Promise<Verified> => {
         if (!("error" in outcome)) return outcome;
         const { nonce, txHash } = signed[i]!;
-        const evidence = await lookUpOwn(provider, signer.address, nonce, [txHash]);
+        const slot = await ledger.slot(signer.address, nonce).catch(() => undefined);
+        const hashes = slot?.broadcasts.map((b) => b.hash) ?? [txHash];
+        const evidence = await lookUpOwn(provider, signer.address, nonce, hashes.length > 0 ? hashes : [txHash]);
         switch (evidence.state) {
           case "mined":
-            return { accepted: true, receipt: evidence.receipt };
           case "known":
             return { accepted: true, receipt: null };
           case "taken":
-            return { taken: true, error: new TradeDroppedError(signer.address, nonce) };
+            this.#floor = Math.max(this.#floor, nonce + 1);
+            return { pending: true };
+          case "absent":
+            if (outcome.definite && isPlainRefusal(outcome.error))
+              return { refused: true, error: refusal(outcome.error) };
+            return { pending: true };
           case "unknown":
-            if (!outcome.definite || mayBeOurs(outcome.error)) return { pending: true };
-            return { refused: true, error: refusal(outcome.error) };
+            return { pending: true };
         }
       }),
     );

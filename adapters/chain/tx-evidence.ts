@@ -4,8 +4,8 @@
  * A node's answer to a send can be late, lost or wrong: "nonce too low" may mean the node has
  * mined that very transaction, a timeout may hide an accepted send, and one endpoint may lag
  * behind another. So before a nonce slot is given up or a trade is signed again, its own
- * hashes are looked up everywhere (receipt and transaction), and the nonce counts as taken by
- * someone else only when an endpoint has mined past it and knows none of them.
+ * hashes are looked up everywhere (receipt and transaction). An endpoint that does not answer
+ * proves nothing: only when every endpoint answered and none knows them are they `absent`.
  */
 import type { JsonRpcApiProvider } from "ethers";
 
@@ -13,19 +13,22 @@ import { RpcProvider, type RpcOutcome } from "./rpc-provider.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
 export type Evidence =
-  /** One of the hashes is mined (on some endpoint): its receipt. */
+  /** One of the hashes is mined (on some endpoint): its receipt, as that endpoint has it. */
   | { state: "mined"; hash: string; receipt: RpcReceipt }
   /** A node holds one of them in its pool: it may still be mined. */
   | { state: "known"; hash: string }
-  /** An endpoint has mined past the nonce and knows none of the hashes: another transaction took it. */
+  /** An endpoint has mined past the nonce and knows none of the hashes: another transaction may have taken it. */
   | { state: "taken" }
-  /** No endpoint knows them, and the nonce is not used as far as any of them says (or none answered). */
+  /** Every endpoint answered every lookup: none knows the hashes, none has mined past the nonce. */
+  | { state: "absent" }
+  /** Some endpoint did not answer: nothing can be said. */
   | { state: "unknown" };
 
 /**
- * Looks `hashes` (all signed at `nonce` of `wallet`) up on every endpoint that is up: each
+ * Looks `hashes` (all signed at `nonce` of `wallet`) up on every endpoint, those resting
+ * included (the one that took a send and lost its answer has just been marked down): each
  * one's receipt and transaction, and the wallet's mined nonce count. Never throws: an endpoint
- * that fails counts as having said nothing.
+ * that fails counts as having said nothing, so it can only make the answer `unknown`.
  */
 export async function lookUpOwn(
   provider: JsonRpcApiProvider,
@@ -41,8 +44,12 @@ export async function lookUpOwn(
   const answers = await askEach(provider, calls);
   let known: string | undefined;
   let taken = false;
+  let silent = false;
   for (const outcomes of answers) {
-    if (outcomes instanceof Error) continue;
+    if (outcomes instanceof Error) {
+      silent = true;
+      continue;
+    }
     const result = (i: number) => {
       const outcome = outcomes[i];
       return outcome !== undefined && "result" in outcome ? outcome.result : undefined;
@@ -54,17 +61,22 @@ export async function lookUpOwn(
       const tx = result(hashes.length + i);
       if (tx !== null && typeof tx === "object") known ??= hashes[i]!;
     }
-    // Taken only on the word of an endpoint that answered every lookup: none of ours mined
-    // there, none in its pool, and its chain past the nonce.
-    const count = result(2 * hashes.length);
+    // Only an endpoint that answered every lookup has a say: none of ours mined there, none in
+    // its pool, and (for `taken`) its chain past the nonce.
     const answeredAll = outcomes.length === calls.length && outcomes.every((outcome) => "result" in outcome);
-    if (answeredAll && typeof count === "string" && Number(BigInt(count)) > nonce) taken = true;
+    if (!answeredAll) {
+      silent = true;
+      continue;
+    }
+    const count = result(2 * hashes.length);
+    if (typeof count === "string" && Number(BigInt(count)) > nonce) taken = true;
   }
   if (known !== undefined) return { state: "known", hash: known };
-  return taken ? { state: "taken" } : { state: "unknown" };
+  if (taken) return { state: "taken" };
+  return silent || answers.length === 0 ? { state: "unknown" } : { state: "absent" };
 }
 
-/** `calls` to every endpoint up (RpcProvider), or to the one endpoint of any other provider. */
+/** `calls` to every endpoint (RpcProvider), or to the one endpoint of any other provider. */
 async function askEach(
   provider: JsonRpcApiProvider,
   calls: ReadonlyArray<{ method: string; params: unknown[] }>,

@@ -259,10 +259,14 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     return count;
   }
 
-  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<boolean> {
     const key = slotKey(wallet, nonce);
     const slot = this.#slots.get(key);
-    if (slot?.broadcasts.length === 1 && slot.broadcasts[0]!.hash.toLowerCase() === hash.toLowerCase()) {
+    if (
+      slot?.state === "pending" &&
+      slot.broadcasts.length === 1 &&
+      slot.broadcasts[0]!.hash.toLowerCase() === hash.toLowerCase()
+    ) {
       this.#slots.delete(key);
       this.#hashes.delete(hash.toLowerCase());
       const trade = slot.tradeId === null ? undefined : this.#trades.get(slot.tradeId);
@@ -276,7 +280,9 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
           deadline: null,
           updatedAt: new Date(),
         });
+      return true;
     }
+    return false;
   }
 
   async highestNonce(wallet: string): Promise<number | undefined> {

@@ -470,18 +470,19 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     return rowCount ?? 0;
   }
 
-  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+  async releaseSlot(wallet: string, nonce: number, hash: string): Promise<boolean> {
     const lower = wallet.toLowerCase();
-    await this.#transaction(async (client) => {
+    return this.#transaction(async (client) => {
       const { rows } = await client.query<{ hash: string }>(
         "SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 FOR UPDATE",
         [lower, nonce],
       );
-      if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return;
+      if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return false;
       const released = await client.query<{ trade_id: string | null }>(
-        "DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2 RETURNING trade_id",
+        "DELETE FROM nonce_slots WHERE wallet = $1 AND nonce = $2 AND state = 'pending' RETURNING trade_id",
         [lower, nonce],
       );
+      if (released.rowCount !== 1) return false;
       await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
       // Its trade is no longer signed, in the same transaction (see NonceLedger.releaseSlot).
       const tradeId = released.rows[0]?.trade_id;
@@ -491,6 +492,7 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
            updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed' AND lower(wallet) = $2 AND nonce = $3`,
           [tradeId, lower, nonce],
         );
+      return true;
     });
   }
 

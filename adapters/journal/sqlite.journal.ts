@@ -271,7 +271,7 @@ function statements(db: DatabaseSync) {
       "UPDATE nonce_slots SET state = 'final', updated_at = ? WHERE wallet = ? AND state = 'mined' AND block_number <= ?",
     ),
     release: db.prepare(
-      `DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ?
+      `DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ? AND state = 'pending'
        AND (SELECT count(*) FROM broadcasts WHERE wallet = ? AND nonce = ?) = 1
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
@@ -507,15 +507,16 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => Number(this.#sql.finalize.run(Date.now(), wallet.toLowerCase(), blockNumber).changes));
   }
 
-  releaseSlot(wallet: string, nonce: number, hash: string): Promise<void> {
+  releaseSlot(wallet: string, nonce: number, hash: string): Promise<boolean> {
     return this.#write(() => {
       const lower = wallet.toLowerCase();
       const h = hash.toLowerCase();
       const slot = this.#sql.slot.get(lower, nonce);
-      if (slot === undefined) return;
-      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return;
+      if (slot === undefined) return false;
+      if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return false;
       this.#sql.releaseBroadcast.run(h, lower, nonce);
       if (typeof slot.trade_id === "string") this.#sql.unsignTrade.run(Date.now(), slot.trade_id, lower, nonce);
+      return true;
     });
   }
 

@@ -128,6 +128,11 @@ async function execute(
     await journal.markConfirmed(id, receipt).catch(() => {});
     return receipt;
   } catch (error) {
+    // Signed, then given back (its transaction was never sent, or refused and known nowhere:
+    // the journal took the trade back to accepted): nothing of it can be mined, so it is
+    // forgotten like a trade refused before signing, never answered "pending" on a dead hash.
+    if (signed !== undefined && (await journal.get(id).catch(() => undefined))?.status === "accepted")
+      signed = undefined;
     if (signed === undefined) {
       // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again.
       // A journal failing for a moment is asked again, 4 times in all over about 0.35 s; one

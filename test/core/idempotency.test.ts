@@ -186,6 +186,40 @@ describe("trades with a journal and Idempotency-Key", function () {
     expect(chain.sent).to.have.length(1);
   });
 
+  it("forgets a trade whose transaction was given back after signing (never sent), never answering pending on it", async function () {
+    const journal = new MemoryJournal();
+    let givenBack = true;
+    const chain = new ScriptedChain();
+    // Signed and journalled, then its slot released (never sent), then the next round fails.
+    const port: TradePort = {
+      ...chain,
+      resolve: (trade) => chain.resolve(trade),
+      sell: (order, hooks) => chain.sell(order, hooks),
+      remittance: (order, hooks) => chain.remittance(order, hooks),
+      buy: async (order, hooks) => {
+        if (!givenBack) return chain.buy(order, hooks);
+        const tx: SignedTradeTx = {
+          wallet: order.wallet,
+          nonce: 40,
+          txHash: `0x${"40".repeat(32)}`,
+          rawTx: "0x02",
+          maxFeePerGas: 2n,
+          maxPriorityFeePerGas: 1n,
+          deadline: 1_900_000_000,
+        };
+        await hooks?.onSigned?.(tx);
+        await journal.releaseSlot(tx.wallet, tx.nonce, tx.txHash);
+        throw new ChainUnavailableError("the JSON-RPC node did not answer");
+      },
+    };
+    const useCases = createUseCases({ trade: port, price: noPrice, config: CONFIG, journal, inFlightWaitMs: 20 });
+    expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(ChainUnavailableError);
+    expect(journal.trades()).to.have.length(0);
+    givenBack = false;
+    await useCases.buy(request(), A); // the key runs afresh, once
+    expect(chain.sent).to.have.length(1);
+  });
+
   it("asks the journal again when it fails to forget a trade refused before signing, so the key is not stuck", async function () {
     const chain = new ScriptedChain();
     const journal = new FlakyDiscards(2);

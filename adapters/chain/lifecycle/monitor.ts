@@ -270,13 +270,10 @@ export class WalletMonitor {
         slot.nonce,
         slot.broadcasts.map((b) => b.hash),
       );
-      if (evidence.state === "mined") {
-        // Mined where the first endpoint has not looked yet: that endpoint's word on depth.
+      // Mined or pooled where the service's endpoint has not looked yet: not lost. Its receipt
+      // is recorded once that endpoint sees it (a lagging endpoint's fork is no evidence).
+      if (evidence.state === "mined" || evidence.state === "known") {
         this.#unexplained.delete(slot.nonce);
-        const { receipt, hash } = evidence;
-        const noop = slot.broadcasts.find((b) => b.hash.toLowerCase() === hash.toLowerCase())?.noop ?? false;
-        const depth = Math.max(1, (await receipts.head()) - Number(receipt.blockNumber) + 1);
-        await this.#settle(slot, { receipt, noop, confirmations: depth });
         return;
       }
       if (evidence.state !== "taken") return;

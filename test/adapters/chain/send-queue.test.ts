@@ -13,7 +13,6 @@ import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js"
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
   InsufficientFundsError,
-  TradeDroppedError,
   TransactionRefusedError,
   type NoncesConsumed,
   type SignedTradeTx,
@@ -278,33 +277,20 @@ describe("SendQueue", function () {
     expect(b.receipt?.transactionHash).to.equal(node.accepted[2]!.hash);
   });
 
-  it("re-reads the nonce and signs again once when someone else used the wallet", async function () {
+  it("leaves a nonce someone else took to the lifecycle monitor, never signs the trade again, and moves on past it", async function () {
     await queue.send(trade(0)); // stores 8 as the next nonce
     node.pendingNonce = 12; // four transactions from elsewhere, mined
-    const { hash } = await queue.send(trade(1));
-    expect(node.accepted.at(-1)!.nonce).to.equal(12);
-    expect(hash).to.equal(node.accepted.at(-1)!.hash);
-    expect(pendingCounts()).to.equal(2);
-    // Nonce 8 was looked up before its slot went: it is mined past, and not by this transaction.
+    const sent = await queue.send(trade(1));
+    // Nonce 8 was looked up: mined past, and not by this transaction as far as this endpoint
+    // says. One look proves nothing (a lagging endpoint says the same of our own transaction):
+    // the trade keeps its slot and waits; the monitor's looks decide.
     expect(node.calls("eth_getTransactionByHash")).to.have.length(1);
-    expect(await nonces.slot(wallet.address, 8)).to.equal(undefined);
-  });
-
-  it("fails a trade whose nonce is taken twice by other transactions, with nothing sent twice", async function () {
-    node.onSend = (tx, n) => {
-      n.pendingNonce = tx.nonce + 1; // someone else's transaction takes every nonce first
-      return { error: { code: -32000, message: "nonce too low" } };
-    };
-    const thrown = await queue.send(trade(0)).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(thrown).to.be.instanceOf(TradeDroppedError);
+    expect(sent).to.deep.include({ nonce: 8, receipt: null, known: false });
+    expect((await nonces.slot(wallet.address, 8))!.state).to.equal("pending");
     expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
-    expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
-    node.onSend = () => ({ accept: true });
-    await queue.send(trade(1));
-    expect(node.accepted[0]!.nonce).to.equal(9);
+    await queue.send(trade(2));
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 12]);
+    expect(pendingCounts()).to.equal(2);
   });
 
   it("keeps the slot of a 'nonce too low' that no endpoint explains, and never signs it again", async function () {
@@ -502,5 +488,44 @@ describe("SendQueue", function () {
     expect((refused as TransactionRefusedError).code).to.equal("transaction_refused");
     expect(String(refused)).to.match(/exceeds block gas limit/);
     expect(await nonces.openSlots(wallet.address)).to.deep.equal([]);
+  });
+
+  it("keeps the slot of a refusal that may hide a send (a gateway's text, a full pool, a timeout)", async function () {
+    for (const [i, message] of ["txpool is full", "request timed out", "upstream connect error"].entries()) {
+      node.onSend = () => ({ error: { code: -32000, message } });
+      const sent = await queue.send(trade(i));
+      expect(sent, message).to.deep.include({ receipt: null, known: false });
+      expect((await nonces.slot(wallet.address, sent.nonce))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+    }
+    expect((await nonces.openSlots(wallet.address)).map((slot) => slot.nonce)).to.deep.equal([7, 8, 9]);
+  });
+
+  it("keeps the slot of a plain refusal while an endpoint that may have it cannot be asked", async function () {
+    // The second endpoint is gone: it may hold the transaction, so the refusal proves nothing.
+    const gone = http.createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    const both = new RpcProvider([node.url, `http://127.0.0.1:${(gone.address() as AddressInfo).port}`], {
+      chainId: 31337n,
+      batchStallMs: 0,
+    });
+    const careful = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider: both,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+    });
+    node.onSend = () => ({ error: { code: -32000, message: "insufficient funds for gas * price + value" } });
+    try {
+      const sent = await careful.send(trade(0));
+      expect(sent).to.deep.include({ nonce: 7, known: false });
+      expect((await nonces.slot(wallet.address, 7))!.state).to.equal("pending");
+    } finally {
+      both.destroy();
+      gone.closeAllConnections();
+      await new Promise((resolve) => gone.close(resolve));
+    }
   });
 });

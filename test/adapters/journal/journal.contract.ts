@@ -519,10 +519,11 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         await journal.markSigned(record.id, signedTx(5));
         await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "approval", deadline: null }, broadcast(6));
         await journal.recordBroadcast(WALLET, 6, broadcast(66));
-        await journal.releaseSlot(WALLET, 5, hashOf(99)); // another hash: kept
-        await journal.releaseSlot(WALLET, 6, hashOf(6)); // two broadcasts: kept
+        expect(await journal.releaseSlot(WALLET, 5, hashOf(99))).to.equal(false); // another hash: kept
+        expect(await journal.releaseSlot(WALLET, 6, hashOf(6))).to.equal(false); // two broadcasts: kept
+        expect(await journal.releaseSlot(WALLET, 9, hashOf(9))).to.equal(false); // no slot
         expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([5, 6]);
-        await journal.releaseSlot(WALLET, 5, hashOf(5));
+        expect(await journal.releaseSlot(WALLET, 5, hashOf(5))).to.equal(true);
         expect((await journal.openSlots(WALLET)).map((slot) => slot.nonce)).to.deep.equal([6]);
         expect((await journal.get(record.id))!.broadcasts).to.deep.equal([]);
         // The nonce is free again.
@@ -530,6 +531,24 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           { wallet: WALLET, nonce: 5, purpose: "filler", deadline: null },
           broadcast(55, { noop: true }),
         );
+      });
+
+      it("never releases a slot that is mined, final or lost: what was mined there is seen through", async function () {
+        for (const [nonce, state] of [
+          [1, "mined"],
+          [2, "final"],
+          [3, "lost"],
+        ] as const) {
+          await journal.recordSlot({ wallet: WALLET, nonce, purpose: "approval", deadline: null }, broadcast(nonce));
+          await journal.markSlot(
+            WALLET,
+            nonce,
+            state,
+            state === "lost" ? null : { hash: hashOf(nonce), blockNumber: 10, blockHash: hashOf(1010) },
+          );
+          expect(await journal.releaseSlot(WALLET, nonce, hashOf(nonce))).to.equal(false);
+          expect((await journal.slot(WALLET, nonce))!.state).to.equal(state);
+        }
       });
 
       it("takes a released slot's trade back to accepted in the same write: never signed without a transaction", async function () {
