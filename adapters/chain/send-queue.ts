@@ -97,6 +97,8 @@ interface Queued {
   tx: Outgoing;
   resolve: (sent: Sent) => void;
   reject: (error: unknown) => void;
+  /** Signed again already after its nonce was found taken: a second time, the monitor decides. */
+  retried: boolean;
 }
 
 interface Signed {
@@ -121,10 +123,13 @@ type Outcome = { accepted: true; receipt: RpcReceipt | null } | { error: Error; 
 type Verified =
   | { accepted: true; receipt: RpcReceipt | null }
   | { pending: true }
+  | { taken: true }
   | { refused: true; error: Error }
   | { unsent: true };
 
 const FILLER_GAS = 21_000n;
+/** How long after a nonce was found taken it is looked up again, before its trade is signed again. */
+const TAKEN_RECHECK_MS = 1_000;
 /** Transactions per request within a round (see #round). */
 const SEND_CHUNK = 8;
 
@@ -158,7 +163,7 @@ export class SendQueue {
    */
   send(tx: Outgoing): Promise<Sent> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ tx, resolve, reject });
+      this.#queue.push({ tx, resolve, reject, retried: false });
       if (!this.#running) void this.#run();
     });
   }
@@ -268,7 +273,7 @@ export class SendQueue {
         // free again (its trade back to accepted), unless the ledger holds more there by now.
         const freed = await Promise.all(
           outcomes.map((outcome, index) =>
-            "refused" in outcome || "unsent" in outcome
+            "refused" in outcome || "unsent" in outcome || "taken" in outcome
               ? this.#opts.ledger.releaseSlot(wallet, signed[index]!.nonce, signed[index]!.txHash).catch(() => false)
               : false,
           ),
@@ -291,8 +296,11 @@ export class SendQueue {
           if (firstFailure < 0) firstFailure = index;
           if (freed[index]) {
             this.#sends.delete(nonce);
-            if ("unsent" in outcome) requeue.push(item);
-            else if ("refused" in outcome) settle(item, { error: outcome.error });
+            if ("refused" in outcome) settle(item, { error: outcome.error });
+            else {
+              if ("taken" in outcome) item.retried = true;
+              requeue.push(item);
+            }
             return;
           }
           // Nobody can say it went nowhere: it keeps its nonce and its journalled bytes, and the
@@ -344,7 +352,7 @@ export class SendQueue {
             return { accepted: true, receipt: null };
           case "taken":
             this.#floor = Math.max(this.#floor, nonce + 1);
-            return { pending: true };
+            return this.#takenAgain(nonce, hashes, signed[i]!.item);
           case "absent":
             if (outcome.definite && isPlainRefusal(outcome.error))
               return { refused: true, error: refusal(outcome.error) };
@@ -354,6 +362,22 @@ export class SendQueue {
         }
       }),
     );
+  }
+
+  /**
+   * Whether a nonce found taken by another transaction is still taken on a second look a second
+   * later, across every endpoint: only then may its trade be signed again, once, at a later
+   * nonce (a wallet someone else used, the stored next nonce stale). A load-balanced endpoint
+   * can answer the count from a node at the head and the receipt from one behind, so one look
+   * could take our own mined transaction for another; a second trade found taken, or a second
+   * look that says otherwise, leaves the verdict to the lifecycle monitor.
+   */
+  async #takenAgain(nonce: number, hashes: readonly string[], item: Queued): Promise<Verified> {
+    if (item.retried) return { pending: true };
+    await new Promise((resolve) => setTimeout(resolve, TAKEN_RECHECK_MS));
+    const again = await lookUpOwn(this.#opts.provider, this.#opts.signer.address, nonce, hashes);
+    if (again.state === "mined" || again.state === "known") return { accepted: true, receipt: null };
+    return again.state === "taken" ? { taken: true } : { pending: true };
   }
 
   /** Forgets send times the lifecycle monitor no longer needs (older than ten minutes). */

@@ -277,20 +277,43 @@ describe("SendQueue", function () {
     expect(b.receipt?.transactionHash).to.equal(node.accepted[2]!.hash);
   });
 
-  it("leaves a nonce someone else took to the lifecycle monitor, never signs the trade again, and moves on past it", async function () {
+  it("signs a trade again, once, past a nonce someone else took, when a second look a second later says so too", async function () {
     await queue.send(trade(0)); // stores 8 as the next nonce
     node.pendingNonce = 12; // four transactions from elsewhere, mined
     const sent = await queue.send(trade(1));
-    // Nonce 8 was looked up: mined past, and not by this transaction as far as this endpoint
-    // says. One look proves nothing (a lagging endpoint says the same of our own transaction):
-    // the trade keeps its slot and waits; the monitor's looks decide.
-    expect(node.calls("eth_getTransactionByHash")).to.have.length(1);
-    expect(sent).to.deep.include({ nonce: 8, receipt: null, known: false });
-    expect((await nonces.slot(wallet.address, 8))!.state).to.equal("pending");
-    expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
-    await queue.send(trade(2));
+    expect(sent.nonce).to.equal(12);
     expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 12]);
-    expect(pendingCounts()).to.equal(2);
+    expect(sent.hash).to.equal(node.accepted.at(-1)!.hash);
+    // Nonce 8 was looked up twice, across the endpoints, before its slot went.
+    expect(node.calls("eth_getTransactionByHash")).to.have.length(2);
+    expect(await nonces.slot(wallet.address, 8)).to.equal(undefined);
+  });
+
+  it("keeps the slot when the second look finds the trade's own transaction (an endpoint that lagged)", async function () {
+    await queue.send(trade(0)); // stores 8 as the next nonce
+    node.automine = true;
+    node.onSend = (tx, n) => {
+      // This endpoint's view lags: it says "nonce too low" and does not know the transaction yet,
+      // though the chain has mined it; a moment later it does.
+      n.pendingNonce = tx.nonce + 1;
+      setTimeout(() => n.accepted.push(tx), 300);
+      return { error: { code: -32000, message: "nonce too low" } };
+    };
+    const sent = await queue.send(trade(1));
+    expect(sent).to.deep.include({ nonce: 8, known: true });
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(2); // never signed again
+    expect((await nonces.slot(wallet.address, 8))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+  });
+
+  it("leaves a trade whose nonce is taken again after it was signed again to the lifecycle monitor", async function () {
+    node.onSend = (tx, n) => {
+      n.pendingNonce = tx.nonce + 1; // someone else's transaction takes every nonce first
+      return { error: { code: -32000, message: "nonce too low" } };
+    };
+    const sent = await queue.send(trade(0));
+    expect(sent).to.deep.include({ nonce: 8, known: false });
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(2);
+    expect((await nonces.openSlots(wallet.address)).map((slot) => slot.nonce)).to.deep.equal([8]);
   });
 
   it("keeps the slot of a 'nonce too low' that no endpoint explains, and never signs it again", async function () {
