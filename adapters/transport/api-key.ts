@@ -1,4 +1,4 @@
-import { hash } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 
 import { API_KEY_HEADER } from "./headers.js";
 
@@ -23,45 +23,36 @@ export interface ApiKeyVerifier {
 }
 
 /**
- * Whether `presented` equals `key`, in a time that depends on the length of
- * `presented` alone: every code unit is compared with no early exit, the key is read
- * cyclically so that a guess of any length costs the same as any other guess of that
- * length, and a difference in length is folded into the result.
- */
-function constantTimeEquals(presented: string, key: string): boolean {
-  let difference = presented.length ^ key.length;
-  for (let i = 0; i < presented.length; i++) difference |= presented.charCodeAt(i) ^ key.charCodeAt(i % key.length);
-  return difference === 0;
-}
-
-/**
- * Builds a verifier over the accepted keys. The presented value is compared with
- * every accepted key in constant time (constantTimeEquals, no early exit over the
- * keys either), so the time tells neither how close a guess came nor which key it
- * came close to; it depends only on the guess's length (bounded by Node's header
- * limit) and the number of keys. This runs on every request, so it is plain
- * arithmetic, with no hash of the presented value.
+ * Builds a verifier over the accepted keys. The presented value is hashed (SHA-256) and its
+ * digest looked up among the accepted keys' digests, then compared with the one found by
+ * crypto.timingSafeEqual: the comparison is over 32 bytes whatever was presented, so its
+ * time tells nothing of how close a guess came, and the lookup works on a digest the caller
+ * cannot steer. One hash and one map lookup, whatever the number of keys: this runs on every
+ * request, the refused ones included.
  * @throws TypeError when there is no key or a key is empty
  */
 export function createApiKeyVerifier(acceptedKeys: readonly string[]): ApiKeyVerifier {
   const keys = [...acceptedKeys];
   if (keys.length === 0) throw new TypeError("at least one API key is required");
   if (keys.some((key) => key.length === 0)) throw new TypeError("API keys must not be empty");
-  const accepted = keys.map(
-    (key, keyIndex) => ({ ok: true, keyIndex, scope: hash("sha256", key, "hex").slice(0, 32) }) as const,
-  );
+  const byDigest = new Map<string, { digest: Buffer; check: ApiKeyCheck }>();
+  keys.forEach((key, keyIndex) => {
+    const digest = hash("sha256", key, "buffer");
+    const hex = digest.toString("hex");
+    // A key listed twice answers as its first position.
+    if (!byDigest.has(hex)) byDigest.set(hex, { digest, check: { ok: true, keyIndex, scope: hex.slice(0, 32) } });
+  });
   return {
     check(presented) {
       if (presented === undefined || presented === null || presented === "") {
         return { ok: false, message: MISSING_KEY_MESSAGE };
       }
-      let match = -1;
-      for (let index = 0; index < keys.length; index++) {
-        // Both operands are always evaluated: no key is skipped once one has matched.
-        const equal = constantTimeEquals(presented, keys[index]!);
-        if (equal && match === -1) match = index;
-      }
-      return match === -1 ? { ok: false, message: WRONG_KEY_MESSAGE } : accepted[match]!;
+      // As hex first: crypto.hash answers a string faster than a Buffer.
+      const hex = hash("sha256", presented, "hex");
+      const found = byDigest.get(hex);
+      return found !== undefined && timingSafeEqual(Buffer.from(hex, "hex"), found.digest)
+        ? found.check
+        : { ok: false, message: WRONG_KEY_MESSAGE };
     },
   };
 }
