@@ -18,7 +18,7 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { type Signature, toBeArray } from "ethers";
 
-import type { TransactionSigner } from "./signer.js";
+import { assertSignedBy, isLocalSigner, type TransactionSigner } from "./signer.js";
 
 export interface Eip1559Transaction {
   chainId: bigint;
@@ -78,14 +78,24 @@ export function signEip1559(key: { sign(digest: Uint8Array): Signature }, tx: Ei
   return withSignature(fields, key.sign(keccak_256(typed(fields))));
 }
 
-/** Signs through the signer port (a raw key, a keystore's key, or a remote signer). */
+/**
+ * Signs through the signer port (a raw key, a keystore's key, or a remote signer). A remote
+ * signer's answer is checked first (low `s`, recovers to its address): every transaction the
+ * service sends is signed here, so a bad signature never reaches a node.
+ * @throws SignatureRefusedError when a remote signer's signature is not the wallet's
+ */
 export async function signEip1559With(signer: TransactionSigner, tx: Eip1559Transaction): Promise<SignedTransaction> {
   const fields = encodeFields(tx);
-  return withSignature(fields, await signer.signDigest(keccak_256(typed(fields))));
+  const digest = keccak_256(typed(fields));
+  const signature = await signer.signDigest(digest);
+  if (!isLocalSigner(signer)) assertSignedBy(signer.address, digest, signature);
+  return withSignature(fields, signature);
 }
 
 /** The unsigned transaction's RLP-encoded fields, checked. */
 function encodeFields(tx: Eip1559Transaction): Buffer[] {
+  // Chain ids start at 1: a 0 or a negative one comes from a misconfiguration, never from a chain.
+  if (BigInt(tx.chainId) <= 0n) throw new RangeError("tx.chainId: must be a positive integer");
   if (!Number.isSafeInteger(tx.nonce) || tx.nonce < 0)
     throw new RangeError("tx.nonce: must be a non-negative safe integer");
   if (!ADDRESS.test(tx.to)) throw new TypeError("tx.to: must be a 20-byte hex address");

@@ -18,4 +18,11 @@ export {
   type RpcProviderOptions,
   type RpcRequestRecord,
 } from "./rpc-provider.js";
-export { KeystoreError, keystoreSigner, rawKeySigner, toSigner, type TransactionSigner } from "./signer.js";
+export {
+  KeystoreError,
+  SignatureRefusedError,
+  keystoreSigner,
+  rawKeySigner,
+  toSigner,
+  type TransactionSigner,
+} from "./signer.js";

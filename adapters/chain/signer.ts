@@ -14,8 +14,20 @@
  * `signDigest` by calling the service (AWS KMS `Sign` with ECDSA_SHA_256 over the digest, or
  * Vault's transit `sign` with `prehashed=true`), then normalising `s` to the lower half and
  * finding the recovery bit by recovering the address. It is asynchronous for that reason.
+ * What such a signer answers is checked before it goes into a transaction (assertSignedBy):
+ * a high `s`, or a signature that recovers to another address, is refused, and nothing is sent.
+ * The local key's signatures are its own, and are not checked again.
  */
-import { computeAddress, decryptKeystoreJson, isKeystoreJson, type Signature, type SigningKey } from "ethers";
+import {
+  computeAddress,
+  decryptKeystoreJson,
+  getBytes,
+  hexlify,
+  isKeystoreJson,
+  type Signature,
+  type SigningKey,
+} from "ethers";
+import { recover } from "tiny-secp256k1";
 
 import { WasmSigningKey } from "./signing-key.js";
 
@@ -31,9 +43,58 @@ export function rawKeySigner(privateKey: string): TransactionSigner {
   return keySigner(new WasmSigningKey(privateKey));
 }
 
+/** The signers over a key in this process (keySigner's): their signatures need no check. */
+const LOCAL_SIGNERS = new WeakSet<TransactionSigner>();
+
 /** A signer over an ethers SigningKey (tests hand in ethers Wallets; the service a WasmSigningKey). */
 function keySigner(key: SigningKey): TransactionSigner {
-  return { address: computeAddress(key.publicKey), signDigest: (digest) => Promise.resolve(key.sign(digest)) };
+  const signer: TransactionSigner = {
+    address: computeAddress(key.publicKey),
+    signDigest: (digest) => Promise.resolve(key.sign(digest)),
+  };
+  LOCAL_SIGNERS.add(signer);
+  return signer;
+}
+
+/** Whether `signer` signs with a key in this process (a raw key, a keystore's, an ethers Wallet's). */
+export function isLocalSigner(signer: TransactionSigner): boolean {
+  return LOCAL_SIGNERS.has(signer);
+}
+
+/** A signature a signer answered that must not go into a transaction: the message names the wallet, never a key. */
+export class SignatureRefusedError extends Error {
+  override name = "SignatureRefusedError";
+}
+
+/** secp256k1's group order. */
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/**
+ * Checks a signature of `digest` a signer answered for `address`: `r` and `s` in range, `s` in
+ * the lower half (EIP-2: nodes refuse a high `s`), and the signature recovering to `address`.
+ * @throws SignatureRefusedError naming the wallet (and the address it recovers to)
+ */
+export function assertSignedBy(address: string, digest: Uint8Array, signature: Signature): void {
+  const refuse = (why: string) =>
+    new SignatureRefusedError(`the signer of ${address} answered a signature that ${why}: nothing is sent`);
+  let r: bigint;
+  let s: bigint;
+  try {
+    r = BigInt(signature.r);
+    s = BigInt(signature.s);
+  } catch {
+    throw refuse("cannot be read");
+  }
+  const parity = signature.yParity;
+  if (r <= 0n || r >= N || s <= 0n || s >= N || (parity !== 0 && parity !== 1)) throw refuse("is out of range");
+  if (s > N / 2n) throw refuse("has a high s (EIP-2 wants s in the lower half)");
+  const bytes = new Uint8Array(64);
+  bytes.set(getBytes(`0x${r.toString(16).padStart(64, "0")}`), 0);
+  bytes.set(getBytes(`0x${s.toString(16).padStart(64, "0")}`), 32);
+  const publicKey = recover(digest, bytes, parity, false);
+  if (publicKey === null) throw refuse("recovers to no key");
+  const recovered = computeAddress(hexlify(publicKey));
+  if (recovered.toLowerCase() !== address.toLowerCase()) throw refuse(`recovers to ${recovered}`);
 }
 
 /** A wrong password or a damaged file: the message says which file, never the password. */

@@ -11,6 +11,12 @@ const address = (name: string) =>
 
 /** The part of a deployment file the service needs (the file `npm start` writes to .dev/deployment.json has more). */
 const schema = z.object({
+  /** The chain the suite was deployed on (npm run deploy and npm start write it): checked against the node's at start. */
+  chainId: z
+    .number({ error: "chainId: must be a positive integer" })
+    .int("chainId: must be a positive integer")
+    .positive("chainId: must be a positive integer")
+    .optional(),
   token: address("token"),
   swap: address("swap"),
   stableCoins: z.object(
@@ -26,7 +32,7 @@ const schema = z.object({
 export type DeploymentFileAddresses = z.infer<typeof schema>;
 
 /**
- * Reads the suite's addresses from DEPLOYMENT_FILE.
+ * Reads the suite's addresses from DEPLOYMENT_FILE, and the chain id when the file has one.
  * @throws ConfigError naming DEPLOYMENT_FILE and the missing or bad field
  */
 export function readDeploymentFile(path: string): DeploymentFileAddresses {

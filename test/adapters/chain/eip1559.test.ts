@@ -2,7 +2,8 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { SigningKey, Transaction, Wallet, getAddress, hexlify, keccak256 } from "ethers";
 
-import { signEip1559 } from "../../../adapters/chain/eip1559.js";
+import { signEip1559, signEip1559With } from "../../../adapters/chain/eip1559.js";
+import { toSigner } from "../../../adapters/chain/signer.js";
 import { WasmSigningKey } from "../../../adapters/chain/signing-key.js";
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -93,5 +94,30 @@ describe("signEip1559 (type-2 transactions, signed without ethers' Transaction o
     expect(() => signEip1559(key, { ...tx, to: "0x1234" })).to.throw(TypeError, /tx\.to/);
     expect(() => signEip1559(key, { ...tx, data: "0xabc" })).to.throw(TypeError, /tx\.data/);
     expect(() => signEip1559(key, { ...tx, data: "abcd" })).to.throw(TypeError, /tx\.data/);
+  });
+
+  it("refuses a chain id of 0 or below: such a transaction replays on every chain or on none", async function () {
+    const key = new WasmSigningKey(`0x${"11".repeat(32)}`);
+    const tx = {
+      nonce: 0,
+      maxPriorityFeePerGas: 1n,
+      maxFeePerGas: 2n,
+      gasLimit: 21_000n,
+      to: `0x${"22".repeat(20)}`,
+      value: 0n,
+      data: "0x",
+    };
+    for (const chainId of [0n, -1n, -31337n]) {
+      expect(() => signEip1559(key, { ...tx, chainId }), String(chainId)).to.throw(
+        RangeError,
+        "tx.chainId: must be a positive integer",
+      );
+      const thrown = await signEip1559With(toSigner(new Wallet(key)), { ...tx, chainId }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(thrown, String(chainId)).to.be.instanceOf(RangeError);
+    }
+    expect(() => signEip1559(key, { ...tx, chainId: 1n })).not.to.throw();
   });
 });

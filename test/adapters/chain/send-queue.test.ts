@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { Wallet, keccak256 } from "ethers";
 
-import { RpcProvider, toSigner } from "../../../adapters/chain/index.js";
+import { RpcProvider, toSigner, type TransactionSigner } from "../../../adapters/chain/index.js";
 import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
@@ -18,6 +18,7 @@ import {
   type SignedTradeTx,
 } from "../../../core/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
+import { remoteSigner, withHighS } from "../../helpers/remote-signer.js";
 
 const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const SWAP = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
@@ -550,5 +551,42 @@ describe("SendQueue", function () {
       gone.closeAllConnections();
       await new Promise((resolve) => gone.close(resolve));
     }
+  });
+
+  describe("with a signer that is not the local key (KMS, Vault)", function () {
+    const queueWith = (signer: TransactionSigner) =>
+      new SendQueue({
+        signer,
+        chainId: 31337n,
+        provider,
+        nonces,
+        ledger: nonces,
+        fees: async () => FEES,
+        maxBatch: 50,
+      });
+
+    for (const [what, signer] of [
+      ["answers a high s", remoteSigner(wallet.address, wallet, withHighS)],
+      ["signs with another key", remoteSigner(wallet.address, Wallet.createRandom())],
+    ] as const) {
+      it(`broadcasts nothing, journals nothing and takes no nonce when it ${what}`, async function () {
+        const remote = queueWith(signer);
+        const journalled: SignedTradeTx[] = [];
+        const outcomes = await Promise.allSettled(
+          [0, 1, 2].map((i) => remote.send(trade(i, async (tx) => void journalled.push(tx)))),
+        );
+        expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(["rejected", "rejected", "rejected"]);
+        expect(String((outcomes[0] as PromiseRejectedResult).reason)).to.include(`signer of ${wallet.address}`);
+        expect(node.calls("eth_sendRawTransaction")).to.have.length(0);
+        expect(journalled).to.have.length(0);
+        expect(await nonces.openSlots(wallet.address)).to.have.length(0);
+      });
+    }
+
+    it("broadcasts what it signs when its signatures are the wallet's", async function () {
+      const sent = await queueWith(remoteSigner(wallet.address, wallet)).send(trade(0));
+      expect(sent).to.deep.include({ nonce: 7, known: true });
+      expect(node.accepted.map((tx) => tx.from)).to.deep.equal([wallet.address]);
+    });
   });
 });

@@ -4,10 +4,17 @@
  * the raw key's.
  */
 import { expect } from "chai";
-import { Transaction, Wallet, encryptKeystoreJson, hexlify, randomBytes } from "ethers";
+import { Transaction, Wallet, encryptKeystoreJson, hexlify, randomBytes, type Signature } from "ethers";
 
-import { KeystoreError, keystoreSigner, rawKeySigner, toSigner } from "../../../adapters/chain/index.js";
+import {
+  KeystoreError,
+  keystoreSigner,
+  rawKeySigner,
+  toSigner,
+  type TransactionSigner,
+} from "../../../adapters/chain/index.js";
 import { signEip1559, signEip1559With } from "../../../adapters/chain/eip1559.js";
+import { remoteSigner, withHighS } from "../../helpers/remote-signer.js";
 
 /** https://ethereum.org/developers/docs/data-structures-and-encoding/web3-secret-storage/#test-vectors */
 const SPEC = {
@@ -136,6 +143,42 @@ describe("signer port", function () {
       (error: unknown) => error,
     );
     expect((thrown as Error).message).to.equal("k.json is not a JSON keystore (Web3 Secret Storage v3)");
+  });
+
+  describe("a signer that is not the local key (KMS, Vault)", function () {
+    const wallet = Wallet.createRandom();
+    const to = Wallet.createRandom().address;
+    const refusal = (signer: TransactionSigner) =>
+      signEip1559With(signer, { ...TX, to }).then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
+
+    it("signs what the key signs when it answers a good signature", async function () {
+      expect(await signEip1559With(remoteSigner(wallet.address, wallet), { ...TX, to })).to.deep.equal(
+        signEip1559(wallet.signingKey, { ...TX, to }),
+      );
+    });
+
+    it("is refused when it answers a high s, though the signature recovers to the wallet", async function () {
+      const thrown = await refusal(remoteSigner(wallet.address, wallet, withHighS));
+      expect(thrown).to.be.instanceOf(Error);
+      expect(thrown!.message).to.match(new RegExp(`signer of ${wallet.address}.*high s`));
+    });
+
+    it("is refused when it signs with another key, naming both addresses", async function () {
+      const other = Wallet.createRandom();
+      const thrown = await refusal(remoteSigner(wallet.address, other));
+      expect(thrown).to.be.instanceOf(Error);
+      expect(thrown!.message).to.include(`signer of ${wallet.address}`);
+      expect(thrown!.message).to.include(`recovers to ${other.address}`);
+    });
+
+    it("is refused when its signature is not a signature at all", async function () {
+      const garbled = (signature: Signature) =>
+        ({ r: "0x00", s: signature.s, yParity: signature.yParity }) as unknown as Signature;
+      expect((await refusal(remoteSigner(wallet.address, wallet, garbled)))?.message).to.match(/signer of 0x/);
+    });
   });
 
   it("takes an ethers Wallet by its key", async function () {
