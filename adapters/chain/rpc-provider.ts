@@ -12,12 +12,19 @@
  *
  * `sendBatch` sends JSON-RPC calls in one request, in order, outside ethers' queue: the
  * trade adapter broadcasts a run of consecutive nonces with it, so that they reach the
- * node in nonce order and cost one round trip.
+ * node in nonce order and cost one round trip. Neither kind of batch holds more than
+ * `batchMaxCount` calls (RPC_BATCH_SIZE): hosted providers refuse larger ones.
+ *
+ * A request has `timeoutMs` in all to be answered, connecting and reading included (a node
+ * that trickles its answer a byte at a time still times out), and its answer at most
+ * `maxAnswerBytes`. A node that answers one error for a whole request (a batch over its
+ * limit, a rate limit, a body it could not read) answered none of the calls: each fails
+ * with that error, and it is the endpoint's failure like an HTTP error page.
  *
  * Several endpoints (RPC_URL="https://a,https://b"): a request goes to the first endpoint
  * that is up, in the order given, and fails over to the next on a transport failure (no
  * connection, a reset, a timeout, an HTTP error without a JSON-RPC body, 429, an answer that
- * is not JSON). A failed endpoint rests, and only a health probe (eth_chainId, which must
+ * is not JSON or is too large, one error for the whole request). A failed endpoint rests, and only a health probe (eth_chainId, which must
  * still answer the pinned chain id) brings it back: no trade waits on an endpoint known to be
  * down. A JSON-RPC error ("nonce too low", "execution reverted") is the node's answer about
  * the call, not about the endpoint, and never marks it down; OpenZeppelin Relayer deadlocked
@@ -41,8 +48,10 @@ import {
 export interface RpcProviderOptions {
   /** Pins the network (no eth_chainId before calls); unset = detected once. */
   chainId?: bigint;
-  /** A request that has not answered within this many ms fails with TIMEOUT. Default 10 s. */
+  /** A request not answered in full within this many ms (connecting and reading included) fails with TIMEOUT. Default 10 s. */
   timeoutMs?: number;
+  /** The largest answer read, in bytes; a larger one is a failure of the endpoint. Default 8 MiB. */
+  maxAnswerBytes?: number;
   /** How long a call waits for others to share its request, in ms. Default 1; 0 = none. */
   batchStallMs?: number;
   /** Most calls in one request. Default 100 (1 disables batching). */
@@ -80,6 +89,9 @@ export interface EndpointStatus {
 
 /** Longest rest of a failing endpoint between two health probes. */
 const MAX_REST_MS = 60_000;
+
+/** Far above any answer the service asks for (a batch of receipts), far below what would hurt the process. */
+const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
 /** One JSON-RPC endpoint: its own keep-alive agent, and its health. */
 class Endpoint {
@@ -141,6 +153,7 @@ interface QueuedCall {
 export class RpcProvider extends JsonRpcApiProvider {
   readonly #endpoints: Endpoint[];
   readonly #timeoutMs: number;
+  readonly #maxAnswerBytes: number;
   readonly #restMs: number;
   readonly #onEndpointChange: ((change: EndpointStatus) => void) | undefined;
   readonly #onRequest: ((request: RpcRequestRecord) => void) | undefined;
@@ -168,6 +181,7 @@ export class RpcProvider extends JsonRpcApiProvider {
       return new Endpoint(parsed, options.maxSockets ?? 8);
     });
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     this.#restMs = options.restMs ?? 2_000;
     this.#onEndpointChange = options.onEndpointChange;
     this.#onRequest = options.onRequest;
@@ -279,6 +293,11 @@ export class RpcProvider extends JsonRpcApiProvider {
       );
     }
     const answers = (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
+    const refused = wholeRequestError(parsed, calls);
+    if (refused !== undefined) {
+      record(true, 0);
+      throw new EndpointFailure(refused);
+    }
     if (this.#onRequest !== undefined)
       record(
         false,
@@ -344,9 +363,11 @@ export class RpcProvider extends JsonRpcApiProvider {
   }
 
   /**
-   * Sends `calls` in one request, in this order; answers each call's result or error (as
-   * ethers would throw it). Throws only when the request itself fails: then the node may
-   * have received any of the calls, or none.
+   * Sends `calls` in one request, in this order (in several, one after the other, when there
+   * are more than `batchMaxCount`); answers each call's result or error (as ethers would throw
+   * it). Throws only when the first request fails: then the node may have received any of its
+   * calls, or none. A later request that fails answers each of its calls, and each call after
+   * it (never sent), with that failure.
    */
   async sendBatch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<RpcOutcome[]> {
     if (calls.length === 0) return [];
@@ -356,7 +377,18 @@ export class RpcProvider extends JsonRpcApiProvider {
       method,
       params,
     }));
-    return this.#outcomes(payloads, await this._send(payloads));
+    const outcomes: RpcOutcome[] = [];
+    for (let start = 0; start < payloads.length; start += this.#batchMaxCount) {
+      const chunk = payloads.slice(start, start + this.#batchMaxCount);
+      try {
+        outcomes.push(...this.#outcomes(chunk, await this._send(chunk)));
+      } catch (error) {
+        if (start === 0) throw error;
+        for (let i = start; i < payloads.length; i++) outcomes.push({ error: error as Error });
+        break;
+      }
+    }
+    return outcomes;
   }
 
   /**
@@ -416,43 +448,89 @@ export class RpcProvider extends JsonRpcApiProvider {
 
   #post(endpoint: Endpoint, body: string): Promise<string> {
     const client = endpoint.url.protocol === "https:" ? https : http;
+    const limit = this.#maxAnswerBytes;
     return new Promise((resolve, reject) => {
+      let deadline: NodeJS.Timeout | undefined;
+      // Once settled, nothing more: a late error must not destroy a socket the agent reuses.
+      let settled = false;
+      const succeed = (text: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        resolve(text);
+      };
+      const fail = (error: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        reject(error);
+        request.destroy();
+      };
+      // The URL is in no message: providers put API keys in it.
+      const tooLarge = () =>
+        makeError(`the JSON-RPC node answered more than ${limit} bytes`, "SERVER_ERROR", { request: "JSON-RPC" });
       const request = client.request(
         endpoint.url,
         {
           method: "POST",
           agent: endpoint.agent,
           headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-          timeout: this.#timeoutMs,
         },
         (response) => {
+          if (Number(response.headers["content-length"]) > limit) return fail(tooLarge());
           const chunks: Buffer[] = [];
-          response.on("data", (chunk: Buffer) => chunks.push(chunk));
-          response.on("error", reject);
+          let size = 0;
+          response.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > limit) fail(tooLarge());
+            else chunks.push(chunk);
+          });
+          response.on("error", fail);
           response.on("end", () => {
             const status = response.statusCode ?? 0;
             // JSON-RPC errors come with 200 (or, from some nodes, 4xx/5xx with a JSON body).
             const text = Buffer.concat(chunks).toString("utf8");
-            if (status >= 200 && status < 300) return resolve(text);
+            if (status >= 200 && status < 300) return succeed(text);
             // A rate limit says the endpoint cannot serve us now, whatever its body.
-            if (status !== 429 && (text.startsWith("{") || text.startsWith("["))) return resolve(text);
-            // The URL is not in the message: providers put API keys in it.
-            reject(makeError(`the JSON-RPC node answered HTTP ${status}`, "SERVER_ERROR", { request: "JSON-RPC" }));
+            if (status !== 429 && (text.startsWith("{") || text.startsWith("["))) return succeed(text);
+            fail(makeError(`the JSON-RPC node answered HTTP ${status}`, "SERVER_ERROR", { request: "JSON-RPC" }));
           });
         },
       );
-      request.on("timeout", () =>
-        request.destroy(
-          makeError(`the JSON-RPC node did not answer within ${this.#timeoutMs} ms`, "TIMEOUT", {
-            operation: "request",
-            reason: "timeout",
-          }),
-        ),
+      // For the whole request, not the socket's silence: a node that sends a byte now and then
+      // would never time out on an idle timeout.
+      deadline = setTimeout(
+        () =>
+          fail(
+            makeError(`the JSON-RPC node did not answer within ${this.#timeoutMs} ms`, "TIMEOUT", {
+              operation: "request",
+              reason: "timeout",
+            }),
+          ),
+        this.#timeoutMs,
       );
-      request.on("error", reject);
+      request.on("error", fail);
       request.end(body);
     });
   }
+}
+
+/**
+ * The node's one error for a whole request, answered instead of an answer per call: a batch
+ * answered with an object, or any request answered with an error whose id is null (the node
+ * could not tell which call it is about). Undefined for an answer per call.
+ */
+function wholeRequestError(parsed: unknown, calls: number): Error | undefined {
+  const single = Array.isArray(parsed) ? (parsed.length === 1 ? (parsed[0] as unknown) : undefined) : parsed;
+  if (single === null || typeof single !== "object" || !("error" in single)) return undefined;
+  if (!(calls > 1 && !Array.isArray(parsed)) && (single as { id?: unknown }).id !== null) return undefined;
+  const error = (single as { error: unknown }).error;
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return makeError(
+    `the JSON-RPC node refused the whole request: ${String(message ?? "no message")} (${String(code ?? "no code")})`,
+    "SERVER_ERROR",
+    { request: "JSON-RPC", info: { error } },
+  );
 }
 
 /** A transport failure in a few words, for /readyz and the logs (never a URL). */

@@ -122,6 +122,27 @@ describe("RpcProvider with several endpoints", function () {
     expect(provider.endpoints()[0]!.up).to.equal(false);
   });
 
+  it("fails over when the first endpoint answers an error for the whole batch, and says why it is down", async function () {
+    provider = make();
+    first.nextRaw = (res) =>
+      res.end(
+        JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "batch size limit exceeded" } }),
+      );
+    const answers = await Promise.all([provider.send("eth_blockNumber", []), provider.send("eth_chainId", [])]);
+    expect(answers).to.deep.equal(["0x10", "0x7a69"]);
+    expect(second.requests.map((calls) => calls.length)).to.deep.equal([2]);
+    expect(provider.endpoints()[0]!.up).to.equal(false);
+    expect(provider.endpoints()[0]!.reason).to.include("batch size limit exceeded");
+  });
+
+  it("fails over when the first endpoint's answer is over maxAnswerBytes", async function () {
+    provider = new RpcProvider([first.url, second.url], { chainId: 31337n, restMs: 60_000, maxAnswerBytes: 1024 });
+    first.nextRaw = (res) => res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: `0x${"00".repeat(2048)}` }));
+    expect(await provider.send("eth_blockNumber", [])).to.equal("0x10");
+    expect(provider.endpoints()[0]!.up).to.equal(false);
+    expect(provider.endpoints()[0]!.reason).to.include("more than 1024 bytes");
+  });
+
   it("brings a rested endpoint back only once a probe of its chain id succeeds", async function () {
     provider = make({ restMs: 50 });
     first.nextRaw = (res) => {
