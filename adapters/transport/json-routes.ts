@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 import type { TradeUseCase, UseCases } from "../../core/index.js";
-import type { ApiKeyVerifier } from "./api-key.js";
+import type { ApiKeyCheck, ApiKeyVerifier } from "./api-key.js";
 import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
 import { codeName, toConnectError } from "./error-map.js";
 import {
@@ -50,6 +50,8 @@ export interface JsonRoutesOptions {
   log: Logger;
   /** Told of each request whose key an authenticated route refused (the rate limit on refused keys). */
   onRefusedKey?: (req: NodeServerRequest) => void;
+  /** The api_key check the outer handler (http-handler.ts) made of a request already, if it did: not made again. */
+  checkedKey?: (req: NodeServerRequest) => ApiKeyCheck | undefined;
 }
 
 /**
@@ -225,7 +227,7 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     let scope = "";
     if (route.authenticated) {
       const raw = req.headers[API_KEY_HEADER];
-      const result = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+      const result = options.checkedKey?.(req) ?? verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
       if (!result.ok) {
         options.onRefusedKey?.(req);
         throw new HttpError(Code.Unauthenticated, result.message);

@@ -4,9 +4,12 @@
  * rate):
  * - per api key: `rate` requests a second with bursts of `burst` (OpenZeppelin Relayer answers
  *   100/s with a burst of 300 per key); off unless configured;
- * - per client address, for refused keys: each 401 (gRPC UNAUTHENTICATED) takes a token, and
- *   while an address has none left every request from it is refused before its key is even
- *   looked at, so that guessing keys gets nowhere.
+ * - per client address (client-address.ts: the peer's, or behind a trusted proxy the one
+ *   X-Forwarded-For names), for refused keys: each 401 (gRPC UNAUTHENTICATED) takes a token, and
+ *   while an address has none left its requests without a valid key are refused. A valid key is
+ *   never refused by it (the key is checked first, one hash lookup), nor are the probes: one
+ *   client with a wrong key behind a NAT or a proxy does not take the service away from the
+ *   others there. Guessing keys gets nowhere by their length, not by this throttle.
  *
  * Over a limit: HTTP 429 with Retry-After and `{"code": "resource_exhausted", ...}` on the JSON
  * routes and Connect, gRPC RESOURCE_EXHAUSTED (8) on gRPC and gRPC-Web.

@@ -2,7 +2,8 @@
  * Rate limits (adapters/transport/rate-limit.ts): the token bucket itself with a fake clock,
  * then through the real handler, over JSON, gRPC (grpc-js) and gRPC-Web: a key over its rate
  * gets 429 with Retry-After or RESOURCE_EXHAUSTED, and nothing is traded; an address that keeps
- * presenting wrong keys is refused before its key is looked at.
+ * presenting wrong keys is refused, but for a valid key (client-address.test.ts: two addresses,
+ * and trusted proxies).
  */
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
@@ -88,20 +89,28 @@ describe("rate limits", function () {
       expect(web.headers.get("grpc-status")).to.equal("8");
     });
 
-    it("refuses an address after its burst of wrong keys, before looking at the key, then lets it in again", async function () {
+    it("refuses an address after its burst of wrong keys, unless its key is valid, then lets it in again", async function () {
       t = await startTestServer({ rateLimits: { authFailures: { rate: 5, burst: 4 } } });
       for (let i = 0; i < 4; i++)
         expect(
           (await getJson(`${t.url}/api/v1/token/price`, { apiKey: `wrong-key-guess-number-${i}` })).status,
         ).to.equal(401);
-      const blocked = await getJson(`${t.url}/api/v1/token/price`, { apiKey: API_KEY }); // even the right key
+      const blocked = await getJson(`${t.url}/api/v1/token/price`, { apiKey: "wrong-key-guess-number-4" });
       expect(blocked.status).to.equal(429);
       expect(blocked.body).to.deep.include({ code: "resource_exhausted" });
+      expect((await getJson(`${t.url}/api/v1/token/price`, { apiKey: null })).status).to.equal(429); // no key
+      // The right key is never refused for the address's refused keys (client-address.test.ts).
+      expect((await getJson(`${t.url}/api/v1/token/price`, { apiKey: API_KEY })).status).to.equal(200);
       const client = grpcClient(t.url);
-      expect((await grpcCall(client, "GetPrice", {}, API_KEY)).error?.code).to.equal(grpc.status.RESOURCE_EXHAUSTED);
+      expect((await grpcCall(client, "GetPrice", {}, "wrong-key-guess-number-5")).error?.code).to.equal(
+        grpc.status.RESOURCE_EXHAUSTED,
+      );
+      expect((await grpcCall(client, "GetPrice", {}, API_KEY)).error).to.equal(undefined);
       client.close();
       await new Promise((resolve) => setTimeout(resolve, 1_100)); // 5 tokens a second
-      expect((await getJson(`${t.url}/api/v1/token/price`)).status).to.equal(200);
+      expect((await getJson(`${t.url}/api/v1/token/price`, { apiKey: "wrong-key-guess-number-6" })).status).to.equal(
+        401,
+      );
     });
 
     it("counts refused gRPC keys too", async function () {
@@ -111,7 +120,9 @@ describe("rate limits", function () {
         expect((await grpcCall(client, "GetPrice", {}, "not-a-key-at-all-0000")).error?.code).to.equal(
           grpc.status.UNAUTHENTICATED,
         );
-      expect((await grpcCall(client, "GetPrice", {}, API_KEY)).error?.code).to.equal(grpc.status.RESOURCE_EXHAUSTED);
+      expect((await grpcCall(client, "GetPrice", {}, "not-a-key-at-all-0002")).error?.code).to.equal(
+        grpc.status.RESOURCE_EXHAUSTED,
+      );
       client.close();
     });
   });
