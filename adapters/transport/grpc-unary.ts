@@ -14,6 +14,9 @@
  * - before reading: HTTP/1.1, another protocol or codec (Connect, gRPC-Web, application/grpc+json),
  *   a compressed request (`grpc-encoding` other than identity), or a `grpc-timeout` that does
  *   not parse go to Connect as they are;
+ * - while reading: a message whose prefix declares more than the size limit goes to Connect as
+ *   soon as the prefix is in, with the bytes read so far; Connect answers resource_exhausted at
+ *   once, without waiting for a body that may never come (server.ts then resets the stream);
  * - after reading: a body that is not exactly one uncompressed message within the size limit,
  *   or a message that does not decode, goes to Connect with the bytes read so far, which answers
  *   it with its own errors.
@@ -135,12 +138,13 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
     return true;
   };
 
-  /** The request's bytes so far (`this` is the request); past the limit, Connect takes over. */
+  /** The request's bytes so far (`this` is the request); past the limit, or declared past it, Connect takes over. */
   function onData(this: Reading, chunk: Buffer): void {
     const call = this[kCall]!;
+    const before = call.length;
     call.chunks.push(chunk);
     call.length += chunk.length;
-    if (call.length > PREFIX_BYTES + readMaxBytes) {
+    if (call.length > PREFIX_BYTES + readMaxBytes || (before < PREFIX_BYTES && declaredOver(call, readMaxBytes))) {
       // Over the limit: Connect says so. What comes next waits in the stream for it to read.
       this.pause();
       this.off("data", onData);
@@ -233,6 +237,13 @@ function answerHeaders(accepted: string | undefined): Record<string, string> {
     if (HEADERS_BY_ACCEPT.size < 64) HEADERS_BY_ACCEPT.set(key, headers);
   }
   return headers;
+}
+
+/** Whether the first message's prefix, once its five bytes are in, declares more than `limit` bytes. */
+function declaredOver(call: Call, limit: number): boolean {
+  if (call.length < PREFIX_BYTES) return false;
+  const head = call.chunks.length === 1 ? call.chunks[0]! : Buffer.concat(call.chunks, call.length);
+  return head.readUInt32BE(1) > limit;
 }
 
 /** A response the client has gone from (a reset stream, a closed connection): nothing more is written. */

@@ -5,11 +5,13 @@ import type { Logger } from "pino";
 
 import type { UseCases } from "../../core/index.js";
 import { apiKeyInterceptor } from "./api-key.interceptor.js";
-import type { ApiKeyVerifier } from "./api-key.js";
+import type { ApiKeyCheck, ApiKeyVerifier } from "./api-key.js";
+import { clientAddressOf, type TrustedProxies } from "./client-address.js";
 import { API_KEY_HEADER } from "./headers.js";
 import { errorInterceptor, kRequestLog, kRpcOutcome } from "./error.interceptor.js";
 import { codeName } from "./error-map.js";
 import { grpcPercentEncode, minimalGrpcMessageEncoding } from "./grpc-message.js";
+import { discardRest } from "./json-http.js";
 import { DEFAULT_BODY_LIMIT_BYTES, cachedReadiness, jsonRoutes, type Readiness } from "./json-routes.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -36,6 +38,17 @@ const RPC_PATH_PREFIX = `/${TokenService.typeName}/`;
 const ECOSYSTEM_SERVICES = [Health, ServerReflectionV1, ServerReflectionV1Alpha] as const;
 const ECOSYSTEM_PATH_PREFIXES = ECOSYSTEM_SERVICES.map((service) => `/${service.typeName}/`);
 
+/**
+ * The probes, never throttled for refused keys: an orchestrator must not restart a healthy
+ * instance because some client behind the same address keeps sending a wrong key.
+ */
+const PROBES = new Set(["/healthz", "/readyz"]);
+const HEALTH_PREFIX = `/${Health.typeName}/`;
+
+/** Where the handler keeps a request's api_key check for the JSON routes (a property, as request-context.ts keeps its context). */
+const kKeyCheck = Symbol("api_key check");
+type WithKeyCheck = NodeServerRequest & { [kKeyCheck]?: ApiKeyCheck };
+
 /** An RPC's path shape: /package.Service/Method. */
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
 
@@ -54,6 +67,8 @@ export interface HttpHandlerOptions {
   corsOrigins?: readonly string[];
   /** Per api key, and refused keys per client address (rate-limit.ts); absent = none. */
   rateLimits?: RateLimitOptions;
+  /** TRUSTED_PROXIES: the peers whose X-Forwarded-For names the client (client-address.ts); absent = none. */
+  trustedProxies?: TrustedProxies;
   /**
    * Whether the service's own RPCs over gRPC take the lean path (grpc-unary.ts). Default true;
    * false serves every RPC through Connect, which the equivalence tests compare it with.
@@ -67,7 +82,9 @@ export interface HttpHandlerOptions {
  * The one request handler behind every protocol on the port, for HTTP/1.1 and
  * HTTP/2 alike, in this order:
  * - CORS (cors.ts): preflights answered when CORS_ORIGINS allows their origin;
- * - rate limits (rate-limit.ts): an address with too many refused keys, then a key over its rate;
+ * - rate limits (rate-limit.ts): the key checked first (when there is one, and for every RPC); a
+ *   request without a valid key from a client address with too many refused keys (the probes
+ *   excepted), then a key over its rate;
  * - RPCs (gRPC, Connect, gRPC-Web binary and text) on /tokentrade.v1.TokenService/*, to the
  *   Connect adapter (rpc-adapter.ts), the key checked first, then the error and api_key
  *   interceptors;
@@ -97,7 +114,10 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
     log,
     ...(refusedKeys === undefined
       ? {}
-      : { onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(req.socket?.remoteAddress ?? "") }),
+      : {
+          onRefusedKey: (req: NodeServerRequest) => refusedKeys.take(clientAddressOf(req, options.trustedProxies)),
+        }),
+    checkedKey: (req) => (req as WithKeyCheck)[kKeyCheck],
   });
   // What every RPC's handlers and interceptors reach: the request's logger and its outcome holder.
   const contextValues = (req: NodeServerRequest) =>
@@ -201,9 +221,17 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
     const context = bindRequestContext(req, log);
     const { path } = context;
     if (cors?.(req, res)) return; // a preflight, answered
-    const address = req.socket?.remoteAddress ?? "";
-    if (refusedKeys !== undefined) {
-      // An address that has had too many keys refused is refused before its key is looked at.
+    const raw = req.headers[API_KEY_HEADER];
+    const rpc = path.startsWith(RPC_PATH_PREFIX);
+    // The key first, when there is one (and for every RPC): one hash lookup, cheaper than the
+    // throttle's bookkeeping. The JSON routes take this check rather than making it again.
+    const key = rpc || raw !== undefined ? options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw) : undefined;
+    if (key !== undefined) (req as WithKeyCheck)[kKeyCheck] = key;
+    // The client's address, by TRUSTED_PROXIES' rule: needed only for a request without a valid key.
+    const address = refusedKeys !== undefined && key?.ok !== true ? clientAddressOf(req, options.trustedProxies) : "";
+    if (refusedKeys !== undefined && key?.ok !== true && !PROBES.has(path) && !path.startsWith(HEALTH_PREFIX)) {
+      // A client address with too many refused keys: refused, unless the key is valid (a valid key
+      // is never refused for its neighbours' mistakes behind one address) or it is a probe.
       const blocked = refusedKeys.peek(address);
       if (!blocked.ok) {
         res.setHeader("x-request-id", context.id);
@@ -216,13 +244,6 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
         return;
       }
     }
-    const raw = req.headers[API_KEY_HEADER];
-    const rpc = path.startsWith(RPC_PATH_PREFIX);
-    // Checked once here for an RPC, or for a key's rate limit (the JSON routes check their own).
-    const key =
-      rpc || (perKey !== undefined && raw !== undefined)
-        ? options.verifier.check(Array.isArray(raw) ? raw.join(",") : raw)
-        : undefined;
     if (perKey !== undefined && key?.ok) {
       const turn = perKey.take(key.scope);
       if (!turn.ok) {
@@ -317,16 +338,18 @@ function refuseRateLimited(
 /**
  * Refuses an RPC without a valid api_key in its protocol's own form, as Connect would have:
  * gRPC and gRPC-Web as a trailers-only answer with grpc-status 16, Connect as HTTP 401 with
- * its error body. The request body is never read: HTTP/1.1 closes the connection, HTTP/2 the stream.
+ * its error body. The request body is not read before (see answerRpcError).
  */
 function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
   answerRpcError(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
 }
 
 /**
- * An RPC's error in its protocol's own form, without reading the request body: gRPC and
+ * An RPC's error in its protocol's own form, without reading the request body first: gRPC and
  * gRPC-Web as a trailers-only answer with `grpcStatus`, anything else (Connect, JSON) as
- * `httpStatus` with `{"code", "message"}`. HTTP/1.1 closes the connection, HTTP/2 the stream.
+ * `httpStatus` with `{"code", "message"}`. HTTP/2 ends the stream. HTTP/1.1 then reads and drops
+ * what is left of the body, within bounds (discardRest, json-http.ts): a client still writing
+ * it reads the answer rather than a broken pipe.
  */
 function answerRpcError(
   req: NodeServerRequest,
@@ -335,7 +358,6 @@ function answerRpcError(
 ): void {
   rpcOutcome(req).code = code;
   const contentType = String(req.headers["content-type"] ?? "");
-  const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
   if (/^application\/grpc/i.test(contentType)) {
     const grpcType = /^application\/grpc-web/i.test(contentType) ? contentType.split(";")[0]! : "application/grpc";
     const headers = {
@@ -350,15 +372,16 @@ function answerRpcError(
       stream.respond({ ...res.getHeaders(), ":status": 200, ...headers }, { endStream: true });
       return;
     }
-    res.writeHead(200, { ...headers, ...close });
+    res.writeHead(200, headers);
     res.end();
+    discardRest(req);
     return;
   }
   const body = JSON.stringify({ code, message });
   res.writeHead(httpStatus, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
-    ...close,
   });
   res.end(body);
+  discardRest(req);
 }

@@ -16,6 +16,7 @@ import {
   type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
 
+import { LINGER_MS, discardRest } from "./json-http.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 const GRPC_WEB_TEXT = /^application\/grpc-web-text(?:\+proto)?(?:;|$)/i;
@@ -69,6 +70,10 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
   };
 
   const handler: NodeHandlerFn = (req, res) => {
+    if (req.httpVersionMajor === 1) {
+      const { socket } = req; // a request Connect lets go of is left without it
+      res.once("finish", () => afterAnswer(req, socket));
+    }
     if (!GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""))) {
       binary(req, res);
       return;
@@ -80,6 +85,26 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
     withBody: (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>) =>
       serve(req, res, body, false),
   });
+}
+
+/**
+ * After an HTTP/1.1 answer. One sent before the request's body ended (a message whose prefix
+ * declares more than readMaxBytes is refused at once) leaves HTTP/1.1 no stream to reset, as
+ * HTTP/2 has (server.ts): the client gets a bounded time to finish sending the body, then the
+ * connection is closed. A body Connect still holds is read and dropped (discardRest); one it has let
+ * go (the envelope reader stopped at the prefix) is dropped by Node's parser as it comes.
+ */
+function afterAnswer(req: NodeServerRequest, socket: NodeServerRequest["socket"]): void {
+  if (req.complete) return;
+  if (!req.destroyed) {
+    discardRest(req);
+    return;
+  }
+  const timer = setTimeout(() => {
+    if (!req.complete) socket.destroy();
+  }, LINGER_MS);
+  timer.unref();
+  socket.once("close", () => clearTimeout(timer));
 }
 
 /**

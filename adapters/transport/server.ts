@@ -34,6 +34,11 @@ export interface ServerOptions {
   sniffTimeoutMs?: number;
   /** Limits on what one client can hold; see DEFAULT_LIMITS. */
   limits?: Partial<ServerLimits>;
+  /**
+   * TRUSTED_PROXIES (client-address.ts): their connections are not limited per address, since
+   * each carries many clients' requests; absent = none.
+   */
+  trustedProxies?: { has(address: string): boolean };
 }
 
 /**
@@ -42,7 +47,13 @@ export interface ServerOptions {
  * HEADERS+RST_STREAM floods, and streams whose body never comes.
  */
 export interface ServerLimits {
-  /** Open connections from one client address. */
+  /**
+   * Open connections from one client address: the TCP peer's. A connection is counted when it is
+   * accepted, before a byte of it is read, so X-Forwarded-For cannot name its client; and a proxy
+   * reuses its connections for many clients. A trusted proxy's connections are therefore not
+   * limited per address (only by `connections`); each client behind it is limited, per request,
+   * by the refused-key throttle under its forwarded address.
+   */
   connectionsPerAddress: number;
   /** Open connections in all. */
   connections: number;
@@ -132,7 +143,8 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
   const track = (socket: net.Socket): boolean => {
     const address = socket.remoteAddress ?? "";
     const held = perAddress.get(address) ?? 0;
-    if (held >= limits.connectionsPerAddress || sockets.size >= limits.connections) {
+    const overAddress = held >= limits.connectionsPerAddress && options.trustedProxies?.has(address) !== true;
+    if (overAddress || sockets.size >= limits.connections) {
       socket.destroy();
       return false;
     }
@@ -209,6 +221,24 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     },
     Math.max(10, Math.min(1_000, limits.bodyMs / 4)),
   ).unref();
+  /**
+   * An HTTP/2 answer at its end (`this` is its stream). Every Http2ServerResponse ends with
+   * trailers (or an empty end) on "wantTrailers", which Node sends from a setImmediate: resetting
+   * the stream before would lose them (gRPC's grpc-status). Checked on the turn after.
+   */
+  function onAnswerEnding(this: http2.ServerHttp2Stream) {
+    if (!this.readableEnded) setImmediate(stopRequestBody, this);
+  }
+  /**
+   * An answer sent in full while the client still sends the request's body: RST_STREAM NO_ERROR
+   * asks it to stop (RFC 9113, section 8.1), rather than let it send a body nobody reads. Node does
+   * this itself only for a stream whose body was never read.
+   */
+  const stopRequestBody = (stream: http2.ServerHttp2Stream) => {
+    if (!stream.closed && !stream.destroyed && stream.state.remoteClose === 0) {
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    }
+  };
   /** An HTTP/2 request whose handler was put off a turn: run unless the client reset the stream meanwhile. */
   const runDeferred = (req: NodeServerRequest, res: NodeServerResponse) => {
     const stream = (req as http2.Http2ServerRequest).stream;
@@ -263,6 +293,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       if (!req.complete && !stream.endAfterHeaders) {
         bodyDeadlines.set(stream, Date.now() + limits.bodyMs);
         req.on("end", onBodyEnd);
+        stream.once("wantTrailers", onAnswerEnding);
       }
       setImmediate(runDeferred, req, res);
       return;
@@ -270,14 +301,22 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     options.handler(req, res);
   };
 
+  /**
+   * The socket whose HTTP/2 session is being set up: the HTTP/2 server creates the session, and
+   * emits "session", within the "connection" (h2c) or "secureConnection" (TLS) it is handed.
+   */
+  let arriving: net.Socket | undefined;
   const trackSession = (session: http2.ServerHttp2Session) => {
+    const socket = arriving;
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     // A connection that goes quiet (or never says more than its preface) does not hold a
-    // file descriptor forever: closed, then destroyed if it does not go.
+    // file descriptor forever: closed (GOAWAY), then its socket destroyed if it does not go.
+    // The socket, not the session: a closed session's destroy() only ends the socket and waits
+    // for the client's FIN, which a client that reads nothing never sends.
     session.setTimeout(limits.http2IdleMs, () => {
       session.close();
-      setTimeout(() => session.destroy(), limits.closeGraceMs).unref();
+      setTimeout(() => (socket ?? session).destroy(), limits.closeGraceMs).unref();
     });
     if (closing) session.close();
   };
@@ -298,8 +337,14 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     );
     secure.on("connection", (socket: net.Socket) => void track(socket));
     secure.on("session", trackSession);
+    secure.prependListener("secureConnection", (socket: net.Socket) => {
+      arriving = socket;
+    });
     secure.on("secureConnection", (socket: net.Socket) => {
-      if ((socket as { alpnProtocol?: string | false }).alpnProtocol !== "h2") http1Active.set(socket, 0);
+      arriving = undefined;
+      if ((socket as { alpnProtocol?: string | false }).alpnProtocol !== "h2") {
+        http1Active.set(socket, 0);
+      }
     });
     secure.on("tlsClientError", (error) => log.debug({ err: error }, "TLS handshake failed"));
     listener = secure;
@@ -353,7 +398,9 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
         socket.unshift(seen);
         if (looksHttp2) {
           // The HTTP/2 session reads what is already buffered, then takes over the socket.
+          arriving = socket;
           h2.emit("connection", socket);
+          arriving = undefined;
         } else {
           http1Active.set(socket, 0);
           h1.emit("connection", socket);

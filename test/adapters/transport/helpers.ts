@@ -37,6 +37,7 @@ import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
 import type { Readiness } from "../../../adapters/transport/json-routes.js";
 import { REDACT_PATHS } from "../../../adapters/shared/logger.js";
 import type { RateLimitOptions } from "../../../adapters/transport/rate-limit.js";
+import { TrustedProxies } from "../../../adapters/transport/client-address.js";
 import { startServer, type ApiServer, type ServerLimits } from "../../../adapters/transport/server.js";
 
 export const DAI: StableCoin = { symbol: "DAI", address: "0x6B175474E89094C44Da98b954EedeAC495271d0F", decimals: 18 };
@@ -230,6 +231,8 @@ export async function startTestServer(
     tls?: { cert: Buffer; key: Buffer };
     /** How long a connection may stay silent before the server drops it. */
     sniffTimeoutMs?: number;
+    /** TRUSTED_PROXIES, as main.ts gives them to the handler and the server alike. Default: none. */
+    trustedProxies?: string[];
   } = {},
 ): Promise<TestServer> {
   const trade = new FakeTradePort();
@@ -242,6 +245,7 @@ export async function startTestServer(
   };
   const closing = new AbortController();
   const metrics = new ServiceMetrics();
+  const trustedProxies = new TrustedProxies(options.trustedProxies ?? loadConfig({}).trustedProxies);
   const handler = createHttpHandler({
     useCases: createUseCases({
       trade: metrics.meteredTrades(trade),
@@ -264,6 +268,7 @@ export async function startTestServer(
     ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
     rateLimits: options.rateLimits ?? loadConfig({}).rateLimits,
     ...(options.grpcFastPath !== undefined ? { grpcFastPath: options.grpcFastPath } : {}),
+    trustedProxies,
     metrics,
   });
   const server = await startServer({
@@ -274,6 +279,7 @@ export async function startTestServer(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.tls ? { tls: options.tls } : {}),
     ...(options.sniffTimeoutMs !== undefined ? { sniffTimeoutMs: options.sniffTimeoutMs } : {}),
+    trustedProxies,
   });
   // As the service closes: gRPC health's Watch streams end first, then the server drains.
   const close = () => {

@@ -4,13 +4,14 @@
  * one address, pipelining and HEADERS+RST_STREAM floods, and streams whose body never comes.
  * The limits are lowered for the tests (the defaults are in server.ts's DEFAULT_LIMITS).
  */
+import { readFileSync } from "node:fs";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 
 import { expect } from "chai";
 
 import { DEFAULT_LIMITS } from "../../../adapters/transport/server.js";
-import { API_KEY, getJson, startTestServer, type TestServer } from "./helpers.js";
+import { API_KEY, getJson, startTestServer, tradeBody, type TestServer } from "./helpers.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -27,6 +28,24 @@ const PREFACE_AND_SETTINGS = Buffer.concat([
   Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"),
   Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]),
 ]);
+
+/**
+ * Whether this process holds the server's side of a TCP connection: a line of /proc/net/tcp (or
+ * tcp6) from the server's port to the client's with a non-zero inode, a file descriptor still
+ * open. A socket the server has closed is gone, or orphaned (inode 0) while the kernel finishes it.
+ */
+function serverHolds(serverPort: number, clientPort: number): boolean {
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const [local, remote, inode] = [fields[1], fields[2], fields[9]];
+      if (local?.endsWith(`:${hex(serverPort)}`) && remote?.endsWith(`:${hex(clientPort)}`) && inode !== "0")
+        return true;
+    }
+  }
+  return false;
+}
 
 describe("a hostile or unlucky client", function () {
   let t: TestServer | undefined;
@@ -45,6 +64,30 @@ describe("a hostile or unlucky client", function () {
     socket.write(PREFACE_AND_SETTINGS);
     await closed;
     await waitFor("the server to let the connection go", () => t!.server.connections() === 0);
+  });
+
+  it("cannot hold an HTTP/2 connection's socket by never reading: it is closed after the idle limit and the grace", async function () {
+    // The idle limit lowered from 60 s (DEFAULT_LIMITS.http2IdleMs) to keep the test short: the
+    // path is the default's, only the timer is shorter.
+    const limits = { http2IdleMs: 300, closeGraceMs: 200 };
+    t = await startTestServer({ limits });
+    const socket = net.connect(t.server.port, "127.0.0.1");
+    socket.on("error", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.pause(); // reads nothing: the server's SETTINGS, then its GOAWAY, stay unread
+    socket.write(PREFACE_AND_SETTINGS);
+    const clientPort = socket.localPort!;
+    const started = Date.now();
+    await waitFor("the server to take the connection", () => t!.server.connections() === 1);
+    expect(serverHolds(t.server.port, clientPort)).to.equal(true);
+    await waitFor("the server to close its socket", () => !serverHolds(t!.server.port, clientPort), 5_000);
+    const elapsed = Date.now() - started;
+    console.log(
+      `      a paused h2c client's socket let go after ${elapsed} ms (idle ${limits.http2IdleMs} ms + grace ${limits.closeGraceMs} ms)`,
+    );
+    expect(elapsed).to.be.below(limits.http2IdleMs + limits.closeGraceMs + 500);
+    expect(t.server.connections()).to.equal(0);
+    socket.destroy();
   });
 
   it("cannot keep a socket half-closed after a refused request: destroyed after a short grace", async function () {
@@ -142,6 +185,30 @@ describe("a hostile or unlucky client", function () {
     await closed;
   });
 
+  it("still answers, in order, every request a reading client pipelines within the limit, bodies included", async function () {
+    // Requests reach the parser one head at a time: a CRLF CRLF inside a body (JSON whitespace
+    // here) and a chunked body must not throw it off.
+    t = await startTestServer();
+    const json = JSON.stringify(tradeBody()).replace("{", "{\r\n\r\n");
+    const buy = `POST /api/v1/token/buy HTTP/1.1\r\nhost: x\r\napi_key: ${API_KEY}\r\ncontent-type: application/json\r\n`;
+    const requests = [
+      "GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n",
+      `${buy}content-length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+      `GET /api/v1/token/price HTTP/1.1\r\nhost: x\r\napi_key: ${API_KEY}\r\n\r\n`,
+      `${buy}transfer-encoding: chunked\r\n\r\n${Buffer.byteLength(json).toString(16)}\r\n${json}\r\n0\r\n\r\n`,
+    ];
+    const socket = net.connect(t.server.port, "127.0.0.1");
+    socket.on("error", () => {});
+    let answers = "";
+    socket.on("data", (chunk: Buffer) => (answers += chunk.toString("latin1")));
+    const last = "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    socket.write(`${requests.join("")}${requests.join("")}${last}`);
+    await new Promise((resolve) => socket.once("close", resolve));
+    const statuses = [...answers.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => match[1]);
+    expect(statuses).to.deep.equal(Array.from({ length: 9 }, () => "200"));
+    expect(t.trade.calls.map((call) => call.kind)).to.deep.equal(["buy", "buy", "buy", "buy"]);
+  });
+
   it("resets an HTTP/2 stream whose body does not come in time", async function () {
     t = await startTestServer({ limits: { bodyMs: 300 } });
     const session = http2.connect(t.url);
@@ -178,6 +245,121 @@ describe("a hostile or unlucky client", function () {
     expect(headers["grpc-status"]).to.equal("16");
     expect(decodeURIComponent(String(headers["grpc-message"]))).to.match(/api_key/);
     session.destroy();
+  });
+
+  it("is answered resource_exhausted at once when a message's prefix declares 4 GB, on every path, and its stream is reset", async function () {
+    this.timeout(20_000);
+    t = await startTestServer();
+    const { url } = t;
+    const port = t.server.port;
+    const sell = "/tokentrade.v1.TokenService/Sell";
+    // An envelope's prefix (flags, 32-bit length) declaring 4 GB, and nothing after it: the stream stays open.
+    const prefix = Buffer.from([0, 0xff, 0xff, 0xff, 0xff]);
+    const key = { api_key: API_KEY };
+
+    /** Over h2c: the answer's code, when it came and when the server closed the stream (the client never ends it). */
+    const overH2c = async (headers: http2.OutgoingHttpHeaders, body: Buffer) => {
+      const session = http2.connect(url);
+      session.on("error", () => {});
+      const started = Date.now();
+      const stream = session.request({ ":method": "POST", ":path": sell, ...headers }, { endStream: false });
+      stream.on("error", () => {});
+      let text = "";
+      let code: string | undefined;
+      let answeredMs = Infinity;
+      const answered = (fields: http2.IncomingHttpHeaders) => {
+        code ??= fields["grpc-status"] as string | undefined;
+        if (code !== undefined) answeredMs = Math.min(answeredMs, Date.now() - started);
+      };
+      stream.on("response", answered);
+      stream.on("trailers", answered);
+      stream.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+      stream.write(body);
+      const closedMs = await new Promise<number>((resolve) => {
+        stream.once("close", () => resolve(Date.now() - started));
+        setTimeout(() => resolve(Infinity), 3_000);
+      });
+      const rstCode = stream.rstCode;
+      session.destroy();
+      return { code, text, answeredMs, closedMs, rstCode };
+    };
+    /** Over HTTP/1.1 (a chunked body left open): the answer, and when the server closed the connection. */
+    const overHttp1 = async (head: string, body: Buffer) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.on("error", () => {});
+      const started = Date.now();
+      let text = "";
+      let answeredMs = Infinity;
+      socket.on("data", (chunk: Buffer) => {
+        text += chunk.toString("latin1");
+        if (answeredMs === Infinity && /\r\n0\r\n\r\n$|"code":/.test(text)) answeredMs = Date.now() - started;
+      });
+      socket.write(Buffer.concat([Buffer.from(head, "latin1"), body]));
+      const closedMs = await new Promise<number>((resolve) => {
+        socket.once("close", () => resolve(Date.now() - started));
+        setTimeout(() => resolve(Infinity), 6_000);
+      });
+      socket.destroy();
+      return { text, answeredMs, closedMs };
+    };
+    const chunked = (bytes: Buffer) =>
+      Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from("\r\n")]);
+    const http1Head = (contentType: string, framing = "transfer-encoding: chunked") =>
+      `POST ${sell} HTTP/1.1\r\nhost: x\r\ncontent-type: ${contentType}\r\napi_key: ${API_KEY}\r\n` +
+      `connect-protocol-version: 1\r\n${framing}\r\n\r\n`;
+    const base64 = Buffer.from(prefix.toString("base64"), "latin1");
+
+    const [lean, connectGrpc, health, grpcWeb, grpcWebText, connectH2, grpcWeb1, grpcWebText1, connect1] =
+      await Promise.all([
+        overH2c({ "content-type": "application/grpc", te: "trailers", ...key }, prefix),
+        overH2c({ "content-type": "application/grpc+json", te: "trailers", ...key }, prefix),
+        overH2c(
+          { ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" },
+          prefix,
+        ),
+        overH2c({ "content-type": "application/grpc-web+proto", ...key }, prefix),
+        overH2c({ "content-type": "application/grpc-web-text", ...key }, base64),
+        // Connect's unary protocol has no envelope: its declared size is the Content-Length.
+        overH2c(
+          {
+            "content-type": "application/proto",
+            "connect-protocol-version": "1",
+            "content-length": "4294967295",
+            ...key,
+          },
+          Buffer.from([0x0a]),
+        ),
+        overHttp1(http1Head("application/grpc-web+proto"), chunked(prefix)),
+        overHttp1(http1Head("application/grpc-web-text"), chunked(base64)),
+        overHttp1(http1Head("application/proto", "content-length: 4294967295"), Buffer.from([0x0a])),
+      ]);
+    const grpcAnswers = { lean, connectGrpc, health };
+    for (const [path, outcome] of Object.entries(grpcAnswers)) {
+      expect(outcome.code, path).to.equal("8");
+      expect(outcome.answeredMs, path).to.be.below(3_000);
+      // Reset by the server once answered: the client is not left sending a body nobody reads.
+      expect(outcome.closedMs, path).to.be.below(3_000);
+      expect(outcome.rstCode, path).to.equal(http2.constants.NGHTTP2_NO_ERROR);
+    }
+    const grpcWebTrailer = (text: string) => (/grpc-status: ?(\d+)/.exec(text) ?? [])[1];
+    expect(grpcWebTrailer(grpcWeb.text)).to.equal("8");
+    expect(grpcWebTrailer(Buffer.from(grpcWebText.text, "base64").toString("latin1"))).to.equal("8");
+    expect(connectH2.text).to.include('"code":"resource_exhausted"');
+    for (const [path, outcome] of Object.entries({ grpcWeb, grpcWebText, connectH2 })) {
+      expect(outcome.closedMs, path).to.be.below(3_000);
+      expect(outcome.rstCode, path).to.equal(http2.constants.NGHTTP2_NO_ERROR);
+    }
+    expect(grpcWebTrailer(grpcWeb1.text)).to.equal("8");
+    const textBody = /\r\n\r\n[0-9a-f]+\r\n([A-Za-z0-9+/=]+)\r\n/.exec(grpcWebText1.text)?.[1] ?? "";
+    expect(grpcWebTrailer(Buffer.from(textBody, "base64").toString("latin1"))).to.equal("8");
+    expect(connect1.text).to.include('"code":"resource_exhausted"');
+    for (const [path, outcome] of Object.entries({ grpcWeb1, grpcWebText1, connect1 })) {
+      expect(outcome.answeredMs, path).to.be.below(3_000);
+      // HTTP/1.1 has no stream to reset: the connection is closed after a bounded wait for the rest
+      // of the body (json-http.ts's LINGER_MS, 3 s), not left to Node's keep-alive or request timeouts.
+      expect(outcome.closedMs, path).to.be.below(5_000);
+    }
+    expect(t.trade.calls).to.have.length(0);
   });
 
   it("is refused unstarted, not queued, when the service holds too many requests", async function () {

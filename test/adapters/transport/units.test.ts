@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
@@ -185,6 +186,36 @@ describe("api key verifier", function () {
   it("refuses to be built without keys or with an empty key", function () {
     expect(() => createApiKeyVerifier([])).to.throw(TypeError);
     expect(() => createApiKeyVerifier([""])).to.throw(TypeError);
+  });
+
+  it("compares SHA-256 digests of a fixed length with crypto.timingSafeEqual, whatever the guess's length", function () {
+    // node:crypto's CommonJS exports, watched: syncBuiltinESMExports hands the spy to the module's named import too.
+    const crypto = createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto");
+    const original = crypto.timingSafeEqual;
+    const compared: Array<[number, number]> = [];
+    crypto.timingSafeEqual = (a, b) => {
+      compared.push([a.byteLength, b.byteLength]);
+      return original(a, b);
+    };
+    syncBuiltinESMExports();
+    try {
+      for (const key of [API_KEY, "another-key-abcdefghijkl"]) {
+        compared.length = 0;
+        expect(verifier.check(key)).to.deep.include({ ok: true });
+        expect(compared, key).to.deep.equal([[32, 32]]);
+      }
+      for (const wrong of ["x", `${API_KEY}x`, API_KEY.slice(1), "w".repeat(8_000)]) {
+        compared.length = 0;
+        expect(verifier.check(wrong)).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
+        expect(
+          compared.every(([a, b]) => a === 32 && b === 32),
+          wrong,
+        ).to.equal(true);
+      }
+    } finally {
+      crypto.timingSafeEqual = original;
+      syncBuiltinESMExports();
+    }
   });
 });
 
