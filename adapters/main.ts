@@ -36,6 +36,7 @@ import { openJournal } from "./journal/index.js";
 import { createLogger } from "./shared/logger.js";
 import { ServiceMetrics } from "./observability/metrics.js";
 import { createApiKeyVerifier } from "./transport/api-key.js";
+import { TrustedProxies } from "./transport/client-address.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { startServer, type ApiServer } from "./transport/server.js";
 
@@ -95,6 +96,8 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     let addresses: DeploymentAddresses;
     let signers: TransactionSigner[];
     let embeddedChainId: number | undefined;
+    /** The chain the deployment file says the suite is on (when it says). */
+    let deployedChainId: number | undefined;
     let chainPid: number | undefined;
     if (config.chain.mode === "embedded") {
       const chain = await startDevChain(config.chain, options.embeddedChain, log);
@@ -108,7 +111,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     } else {
       rpcUrl = config.chain.rpcUrl;
       rpcUrls = config.chain.rpcUrls;
-      addresses = readDeploymentFile(config.chain.deploymentFile);
+      const { chainId: fileChainId, ...fileAddresses } = readDeploymentFile(config.chain.deploymentFile);
+      addresses = fileAddresses;
+      deployedChainId = fileChainId;
       signers = await loadSigners(config.chain, log);
       log.info({ rpcUrls: rpcUrls.map(redactUrl), swap: addresses.swap }, "using an existing chain");
     }
@@ -161,8 +166,16 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // With several endpoints, each must serve the same chain: one on another chain is a
     // misconfiguration that would sign trades nobody can mine, so the start stops.
     const pinnedChainId = embeddedChainId === undefined ? await probeChainId(rpcUrls, log) : BigInt(embeddedChainId);
+    // The suite's addresses mean nothing on another chain: at best every call fails, at worst
+    // other contracts answer at them.
+    if (config.chain.mode === "rpc" && deployedChainId !== undefined && BigInt(deployedChainId) !== pinnedChainId) {
+      throw new ConfigError([
+        `DEPLOYMENT_FILE: ${config.chain.deploymentFile} is for chain ${deployedChainId}, but RPC_URL serves chain ${pinnedChainId}`,
+      ]);
+    }
     const timeoutMs = config.chain.mode === "rpc" ? config.chain.rpcTimeoutMs : 10_000;
     const provider = createRpcProvider(rpcUrls, pinnedChainId, timeoutMs, {
+      ...(config.chain.mode === "rpc" ? { batchMaxCount: config.chain.rpcBatchSize } : {}),
       onEndpointChange: ({ url, up, reason }) => {
         if (up) log.info({ rpcEndpoint: url }, "JSON-RPC endpoint is back up");
         else log.warn({ rpcEndpoint: url, reason }, "JSON-RPC endpoint failed; resting it and using the others");
@@ -230,6 +243,8 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     const apiKeys = generatedApiKey === undefined ? config.apiKeys : [generatedApiKey];
 
     const closing = new AbortController();
+    // One rule for the client's address, for the refused-key throttle and the connections per address.
+    const trustedProxies = new TrustedProxies(config.trustedProxies);
     const handler = createHttpHandler({
       useCases,
       verifier: createApiKeyVerifier(apiKeys),
@@ -239,6 +254,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       closing: closing.signal,
       corsOrigins: config.corsOrigins,
       rateLimits: config.rateLimits,
+      trustedProxies,
       ...(metrics === undefined ? {} : { metrics }),
     });
     const server = await startServer({
@@ -248,6 +264,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       ...(config.tls ? { tls: config.tls } : {}),
       log,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
+      trustedProxies,
     });
     closers.push(() => server.close());
     // Closers run last first: gRPC health turns NOT_SERVING and its Watch streams end, then the server drains.

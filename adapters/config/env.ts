@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
+import { parseTrustedProxies } from "../transport/client-address.js";
 import type { RateLimitOptions } from "../transport/rate-limit.js";
 import {
   DEFAULT_FX_MAX_AGE_S,
@@ -67,6 +68,11 @@ export interface AppConfig {
   corsOrigins: string[];
   /** RATE_LIMIT_RPS and RATE_LIMIT_BURST per api key; AUTH_FAILURES_PER_MINUTE per client address. */
   rateLimits: RateLimitOptions;
+  /**
+   * TRUSTED_PROXIES: addresses and CIDRs of the proxies in front of the service, from which alone
+   * X-Forwarded-For names the client (adapters/transport/client-address.ts); empty = none.
+   */
+  trustedProxies: string[];
   /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
   feedPolicy: FeedPolicy;
   chain: EmbeddedChainConfig | RpcChainConfig;
@@ -89,6 +95,8 @@ export interface RpcChainConfig {
   rpcUrls: string[];
   /** RPC_TIMEOUT_MS: a request unanswered this long fails over to the next endpoint. */
   rpcTimeoutMs: number;
+  /** RPC_BATCH_SIZE: the most calls in one JSON-RPC request (hosted providers cap batches). */
+  rpcBatchSize: number;
   deploymentFile: string;
   /** 0x-prefixed 32-byte hex keys of the exchange wallets (EXCHANGE_PRIVATE_KEYS); empty with a keystore. */
   privateKeys: string[];
@@ -174,6 +182,7 @@ const schema = z.object({
       ),
   ),
   RPC_TIMEOUT_MS: optional(integer("RPC_TIMEOUT_MS", 100, 120_000)).default(10_000),
+  RPC_BATCH_SIZE: optional(integer("RPC_BATCH_SIZE", 1, 1000)).default(100),
   EXCHANGE_KEYSTORE: optional(z.string()),
   EXCHANGE_KEYSTORE_PASSWORD_FILE: optional(z.string()),
   DEPLOYMENT_FILE: optional(z.string()),
@@ -238,6 +247,7 @@ const schema = z.object({
   RATE_LIMIT_RPS: optional(integer("RATE_LIMIT_RPS", 0, 1_000_000)).default(0),
   RATE_LIMIT_BURST: optional(integer("RATE_LIMIT_BURST", 1, 10_000_000)),
   AUTH_FAILURES_PER_MINUTE: optional(integer("AUTH_FAILURES_PER_MINUTE", 0, 1_000_000)).default(60),
+  TRUSTED_PROXIES: optional(z.string()),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
 });
@@ -410,6 +420,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       rpcUrl: rpcUrls[0]!,
       rpcUrls,
       rpcTimeoutMs: e.RPC_TIMEOUT_MS,
+      rpcBatchSize: e.RPC_BATCH_SIZE,
       deploymentFile: e.DEPLOYMENT_FILE ?? "",
       privateKeys,
       ...(keystore === undefined ? {} : { keystore }),
@@ -446,6 +457,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ? { authFailures: { rate: e.AUTH_FAILURES_PER_MINUTE / 60, burst: e.AUTH_FAILURES_PER_MINUTE } }
       : {}),
   };
+  const trusted = parseTrustedProxies(e.TRUSTED_PROXIES ?? "");
+  for (const reason of trusted.problems) problems.push(`TRUSTED_PROXIES: ${reason}`);
   if (e[SEQUENCER_SETTINGS.grace] !== undefined && e[SEQUENCER_SETTINGS.feed] === undefined) {
     problems.push(`${SEQUENCER_SETTINGS.grace}: is only used with ${SEQUENCER_SETTINGS.feed}`);
   }
@@ -495,6 +508,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     stuckAfterMs: e.STUCK_AFTER_MS,
     rateLimits,
+    trustedProxies: trusted.proxies,
     corsOrigins: (e.CORS_ORIGINS ?? "")
       .split(",")
       .map((o) => o.trim())

@@ -4,8 +4,8 @@
  * chain, and SIGTERM ends it with exit code 0 after in-flight work.
  * Also the banner's commands.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -150,7 +150,8 @@ describe("npm start (scripts/start.ts)", function () {
     before(async function () {
       chain = await startEmbeddedChain({ chainPort: 0, log: pino({ level: "silent" }) });
       dir = mkdtempSync(join(tmpdir(), "start-"));
-      writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+      // As npm run deploy writes it: with the chain id, which the start checks against the node's.
+      writeFileSync(join(dir, "deployment.json"), JSON.stringify({ chainId: chain.chainId, ...chain.addresses }));
     });
 
     after(async function () {
@@ -216,6 +217,30 @@ describe("npm start (scripts/start.ts)", function () {
       }
     });
 
+    it("stops with exit code 1, naming both chain ids, when the deployment file is for another chain", async function () {
+      const file = join(dir, "other-chain.json");
+      writeFileSync(file, JSON.stringify({ chainId: 1, ...chain.addresses }));
+      const r = run({
+        RPC_URL: chain.rpcUrl,
+        DEPLOYMENT_FILE: file,
+        EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+        API_KEYS: KEY,
+        PORT: "0",
+        METRICS_PORT: String(await freePort()),
+        DATA_DIR: join(dir, "other-chain"),
+      });
+      try {
+        await waitFor(() => r.child.exitCode !== null, "the start to stop", 30_000);
+        expect(r.child.exitCode).to.equal(1);
+        expect(r.stderr()).to.include(
+          `Cannot start: invalid configuration:\n  - DEPLOYMENT_FILE: ${file} is for chain 1, but RPC_URL serves chain ${chain.chainId}`,
+        );
+        expect(r.stderr()).not.to.include("is ready");
+      } finally {
+        if (r.child.exitCode === null) r.child.kill("SIGKILL");
+      }
+    });
+
     it("applies the feed bounds from the environment: the price and a sell answer 503 naming FEED_BOUNDS_TOKEN_USD, and nothing is sent", async function () {
       const r = run({
         RPC_URL: chain.rpcUrl,
@@ -255,6 +280,48 @@ describe("npm start (scripts/start.ts)", function () {
         await r.exit;
       }
     });
+  });
+});
+
+describe("npm start's command line (package.json)", function () {
+  this.timeout(60_000);
+  let dir: string;
+
+  // A checkout of its own, with or without a .env: the checkout's own .env (if a developer has
+  // one) neither hides the message nor changes the configuration.
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), "npm-start-"));
+    copyFileSync(join(ROOT, "package.json"), join(dir, "package.json"));
+    for (const linked of ["scripts", "node_modules"]) symlinkSync(join(ROOT, linked), join(dir, linked));
+  });
+
+  afterEach(function () {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** `npm start` in that checkout, with exactly `env` plus PATH. */
+  const npmStart = (env: Record<string, string>) =>
+    spawnSync("npm", ["start", "--prefix", dir], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", ...env },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+
+  it("says nothing about a .env when there is none", function () {
+    const run = npmStart({ PORT: "eighty" });
+    expect(run.status, run.stderr).to.not.equal(0);
+    expect(run.stderr).to.include("Cannot start: invalid configuration");
+    expect(run.stderr).to.match(/PORT: must be an integer/);
+    // Node's own line for --env-file-if-exists was ".env not found. Continuing without it."
+    expect(run.stderr).to.not.match(/\.env(?!\.example)/);
+  });
+
+  it("reads the .env when there is one", function () {
+    writeFileSync(join(dir, ".env"), "PORT=eighty\n");
+    const run = npmStart({});
+    expect(run.status, run.stderr).to.not.equal(0);
+    expect(run.stderr).to.match(/Cannot start: invalid configuration[\s\S]*PORT: must be an integer/);
   });
 });
 

@@ -258,9 +258,21 @@ describe("configuration from the environment", function () {
         rpcUrl: complete.RPC_URL,
         rpcUrls: [complete.RPC_URL],
         rpcTimeoutMs: 10_000,
+        rpcBatchSize: 100,
         deploymentFile: "deployment.json",
         privateKeys: [KEY],
       });
+    });
+
+    it("takes RPC_BATCH_SIZE, the most calls in one JSON-RPC request (hosted providers cap it at 10 to 100)", function () {
+      expect(loadConfig({ ...complete, RPC_BATCH_SIZE: "10" }).chain).to.deep.include({ rpcBatchSize: 10 });
+      expect(loadConfig({ ...complete, RPC_BATCH_SIZE: "1" }).chain).to.deep.include({ rpcBatchSize: 1 });
+      for (const bad of ["0", "-5", "ten", "1.5", "1001"]) {
+        expect(problem({ ...complete, RPC_BATCH_SIZE: bad }, "RPC_BATCH_SIZE"), bad).to.equal(
+          "RPC_BATCH_SIZE: must be an integer from 1 to 1000",
+        );
+      }
+      expect(readFileSync(new URL("../../../.env.example", import.meta.url), "utf8")).to.match(/^RPC_BATCH_SIZE=$/m);
     });
 
     it("names each missing piece", function () {
@@ -436,6 +448,40 @@ describe("configuration from the environment", function () {
     });
   });
 
+  describe("TRUSTED_PROXIES", function () {
+    it("trusts no proxy by default, and reads addresses and CIDRs, IPv4 and IPv6", function () {
+      expect(loadConfig({}).trustedProxies).to.deep.equal([]);
+      expect(
+        loadConfig({ TRUSTED_PROXIES: " 10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1, 2001:DB8::1/128,172.16.0.1/32" })
+          .trustedProxies,
+      ).to.deep.equal(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1", "2001:db8::1/128", "172.16.0.1/32"]);
+    });
+
+    it("loads .env.example as written, which lists it", function () {
+      const example = parseEnv(readFileSync(new URL("../../../.env.example", import.meta.url), "utf8"));
+      expect(example).to.have.property("TRUSTED_PROXIES");
+      expect(loadConfig(example).trustedProxies).to.deep.equal([]);
+    });
+
+    it("names TRUSTED_PROXIES and the entry that is neither an address nor a CIDR", function () {
+      for (const [value, entry] of [
+        ["10.0.0.0/33", "10.0.0.0/33"],
+        ["fd00::/129", "fd00::/129"],
+        ["10.0.0.1, nginx", "nginx"],
+        ["10.0.0.256", "10.0.0.256"],
+        ["10.0.0.0/", "10.0.0.0/"],
+        ["10.0.0.0/8/8", "10.0.0.0/8/8"],
+        ["10.0.0.0/ 8", "10.0.0.0/ 8"],
+        ["10.0.0.1:80", "10.0.0.1:80"],
+        ["10.0.0.1,,10.0.0.2", "an empty entry"],
+      ] as const) {
+        const found = problem({ TRUSTED_PROXIES: value }, "TRUSTED_PROXIES");
+        expect(found, value).to.include(entry);
+        expect(found, value).to.include("an IP address or a CIDR");
+      }
+    });
+  });
+
   describe("deployment file", function () {
     const addresses = {
       token: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
@@ -452,10 +498,23 @@ describe("configuration from the environment", function () {
       },
     };
 
-    it("reads the addresses and ignores extra fields (such as those .dev/deployment.json has)", function () {
+    it("reads the addresses and the chain id, and ignores extra fields (such as those .dev/deployment.json has)", function () {
       const file = join(dir, "deployment.json");
       writeFileSync(file, JSON.stringify({ chainId: 31337, rpcUrl: "http://127.0.0.1:8545", ...addresses }));
+      expect(readDeploymentFile(file)).to.deep.equal({ chainId: 31337, ...addresses });
+    });
+
+    it("takes a file without a chain id (one written by hand), and refuses one that is not a chain id", function () {
+      const file = join(dir, "no-chain-id.json");
+      writeFileSync(file, JSON.stringify(addresses));
       expect(readDeploymentFile(file)).to.deep.equal(addresses);
+      for (const chainId of [0, -1, 1.5, "31337", null]) {
+        writeFileSync(file, JSON.stringify({ ...addresses, chainId }));
+        expect(() => readDeploymentFile(file), String(chainId)).to.throw(
+          ConfigError,
+          /DEPLOYMENT_FILE: .*chainId: must be a positive integer/,
+        );
+      }
     });
 
     it("names DEPLOYMENT_FILE and the bad field", function () {
