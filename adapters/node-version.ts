@@ -4,9 +4,10 @@
  * (never in 23.x). On an older Node.js the start fails on that import (ERR_UNKNOWN_BUILTIN_MODULE)
  * or every journal write fails, so scripts/require-node.ts checks first and stops with one line.
  *
- * package.json `engines` (>=20.19) is the floor for `npm install`: npm scripts and `npx` run on
- * the Node 24 the `node` devDependency brings. The production build (`npm ci --omit=dev`) has no
- * such binary and runs on the system's Node.js, hence this check.
+ * package.json `engines` names this version (`^22.16.0 || >=24`); its `devEngines` (>=20.19) is the
+ * floor for `npm install`, since npm scripts and `npx` run on the Node 24 the `node` devDependency
+ * brings. The production build (`npm ci --omit=dev`) has no such binary and runs on the system's
+ * Node.js, hence this check.
  */
 export const MIN_NODE_VERSION = "22.16.0";
 

@@ -6,11 +6,12 @@
  * The operator's whole path (deploy CLI, keystore, two endpoints) is real-network.anvil.test.ts.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
 
@@ -20,6 +21,7 @@ import { deployOnAnvil, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { productionApp, productionEntry } from "../helpers/production-build.js";
 
 const API_KEY = "production-build-test-key-0123";
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 async function freePort(): Promise<number> {
   const probe = createServer();
@@ -153,6 +155,27 @@ describe("production build", function () {
     expect(run.stderr).to.not.match(/ERR_MODULE_NOT_FOUND|ERR_UNKNOWN_BUILTIN_MODULE|at .*\.js:\d+/);
   });
 
+  it("npm run start:prod says nothing about a .env when there is none", function () {
+    // As `npm run build` leaves a checkout: package.json, and the build in dist/.
+    const dir = mkdtempSync(join(tmpdir(), "start-prod-"));
+    try {
+      copyFileSync(join(ROOT, "package.json"), join(dir, "package.json"));
+      symlinkSync(productionApp(), join(dir, "dist"));
+      const run = spawnSync("npm", ["run", "start:prod", "--prefix", dir], {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? "" },
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+      expect(run.status, run.stderr).to.not.equal(0);
+      expect(run.stderr).to.include("Cannot start: RPC_URL is not set");
+      // Node's own line for --env-file-if-exists was ".env not found. Continuing without it."
+      expect(run.stderr).to.not.match(/\.env(?!\.example)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("stops with one line on a Node.js too old for it (the first such node on PATH, if any)", function () {
     const older = olderNodeOnPath();
     if (older === undefined) this.skip();
@@ -168,7 +191,7 @@ describe("production build", function () {
   });
 
   it("compares versions: the check's function", function () {
-    // As a plain comparison against 20.19 (package.json `engines`, the install floor).
+    // As a plain comparison against 20.19 (package.json `devEngines`, the install floor).
     for (const version of ["18.20.0", "20.18.9", "v16.0.0"])
       expect(supportsNode(version, "20.19.0"), version).to.equal(false);
     for (const version of ["20.19.0", "20.20.2", "22.1.0", "v24.0.0", "24.0.0-pre"])
