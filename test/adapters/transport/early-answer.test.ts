@@ -4,11 +4,8 @@
  * so that a client still writing it reads the answer instead of a broken pipe; and a client that
  * keeps sending forever has its connection closed within those bounds.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
 import * as net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
@@ -16,6 +13,7 @@ import { expect } from "chai";
 import { DISCARD_LIMIT_BYTES, LINGER_MS } from "../../../adapters/transport/json-http.js";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../../../adapters/transport/json-routes.js";
 import { API_KEY, startTestServer, tradeBody, type TestServer } from "./helpers.js";
+import { selfSignedCertificate, type SelfSigned } from "../../helpers/tls.js";
 
 /** The connect-node client, run in a process of its own. */
 const CLIENT = fileURLToPath(new URL("./connect-h1-client.ts", import.meta.url));
@@ -37,43 +35,18 @@ describe("an early answer on HTTP/1.1", function () {
   });
 
   describe("over TLS, to connect-node", function () {
-    let dir: string;
+    let tls: SelfSigned | undefined;
     let cert: Buffer;
     let key: Buffer;
 
     before(function () {
-      try {
-        dir = mkdtempSync(join(tmpdir(), "tls-"));
-        execFileSync(
-          "openssl",
-          [
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            join(dir, "key.pem"),
-            "-out",
-            join(dir, "cert.pem"),
-          ],
-          { stdio: "ignore" },
-        );
-        cert = readFileSync(join(dir, "cert.pem"));
-        key = readFileSync(join(dir, "key.pem"));
-      } catch {
-        this.skip(); // no openssl on this machine
-      }
+      tls = selfSignedCertificate();
+      if (tls === undefined) this.skip(); // no openssl on this machine
+      ({ cert, key } = tls);
     });
 
     after(function () {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      tls?.remove();
     });
 
     /** Runs connect-h1-client.ts in a process of its own; resolves with how many calls ended with each code. */
@@ -84,7 +57,7 @@ describe("an early answer on HTTP/1.1", function () {
     ): Promise<Record<string, number>> {
       const child = spawn(
         process.execPath,
-        ["--import", "tsx", CLIENT, t!.url, join(dir, "cert.pem"), apiKey, String(calls), String(amountLength)],
+        ["--import", "tsx", CLIENT, t!.url, tls!.certFile, apiKey, String(calls), String(amountLength)],
         { stdio: ["ignore", "pipe", "inherit"] },
       );
       let out = "";

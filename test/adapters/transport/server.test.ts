@@ -1,10 +1,6 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import * as https from "node:https";
 import * as net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 
 import { createClient } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
@@ -27,6 +23,7 @@ import {
   tradeBody,
   type TestServer,
 } from "./helpers.js";
+import { selfSignedCertificate, type SelfSigned } from "../../helpers/tls.js";
 
 /** A TCP proxy that delivers the client's first chunk in two pieces, 30 ms apart. */
 async function splittingProxy(targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
@@ -339,43 +336,18 @@ describe("the one-port server", function () {
   });
 
   describe("with a certificate (TLS + ALPN)", function () {
-    let dir: string;
+    let tls: SelfSigned | undefined;
     let cert: Buffer;
     let key: Buffer;
 
     before(function () {
-      try {
-        dir = mkdtempSync(join(tmpdir(), "tls-"));
-        execFileSync(
-          "openssl",
-          [
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            join(dir, "key.pem"),
-            "-out",
-            join(dir, "cert.pem"),
-          ],
-          { stdio: "ignore" },
-        );
-        cert = readFileSync(join(dir, "cert.pem"));
-        key = readFileSync(join(dir, "key.pem"));
-      } catch {
-        this.skip(); // no openssl on this machine
-      }
+      tls = selfSignedCertificate();
+      if (tls === undefined) this.skip(); // no openssl on this machine
+      ({ cert, key } = tls);
     });
 
     after(function () {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      tls?.remove();
     });
 
     function startTls(): Promise<TestServer> {
