@@ -167,6 +167,23 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
     setTimeout(() => socket.destroy(), limits.closeGraceMs).unref();
   };
 
+  /**
+   * When a connection closes, Node aborts each request it parsed and did not answer with an
+   * error that captures a stack trace: thousands of traces for a connection that pipelined a
+   * flood, seconds of the only thread while every other client waits. For such a connection
+   * the traces are left out (Error.stackTraceLimit 0 from just before Node's close listener to
+   * just after it); nobody reads them, since these requests never reached a handler.
+   */
+  const quietAbortsOnClose = (socket: net.Socket) => {
+    let limit: number | undefined;
+    socket.prependListener("close", () => {
+      limit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+    });
+    socket.on("close", () => {
+      if (limit !== undefined) Error.stackTraceLimit = limit;
+    });
+  };
   /** HTTP/1.1 connections read no further for pipelining too deep: closed once answered. */
   const overPipelined = new WeakSet<net.Socket>();
   /** Answers 503 without running anything: the request may be sent again as it is. */
@@ -268,6 +285,7 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
       // A client that pipelines this deep is not reading its answers: it is read no further,
       // and what it sent beyond the limit is refused unstarted; the connection then closes.
       http1Socket.pause();
+      if (!overPipelined.has(http1Socket)) quietAbortsOnClose(http1Socket);
       overPipelined.add(http1Socket);
       refuseUnstarted(
         res,
