@@ -371,12 +371,7 @@ export class RpcProvider extends JsonRpcApiProvider {
    */
   async sendBatch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<RpcOutcome[]> {
     if (calls.length === 0) return [];
-    const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({
-      jsonrpc: "2.0",
-      id: this.#nextId++,
-      method,
-      params,
-    }));
+    const payloads = this.#payloads(calls);
     const outcomes: RpcOutcome[] = [];
     for (let start = 0; start < payloads.length; start += this.#batchMaxCount) {
       const chunk = payloads.slice(start, start + this.#batchMaxCount);
@@ -400,12 +395,7 @@ export class RpcProvider extends JsonRpcApiProvider {
   async sendBatchToEach(
     calls: ReadonlyArray<{ method: string; params: unknown[] }>,
   ): Promise<Array<RpcOutcome[] | Error>> {
-    const payloads: JsonRpcPayload[] = calls.map(({ method, params }) => ({
-      jsonrpc: "2.0",
-      id: this.#nextId++,
-      method,
-      params,
-    }));
+    const payloads = this.#payloads(calls);
     const body = JSON.stringify(payloads);
     return Promise.all(
       this.#endpoints.map(async (endpoint) => {
@@ -418,6 +408,11 @@ export class RpcProvider extends JsonRpcApiProvider {
         }
       }),
     );
+  }
+
+  /** `calls` as JSON-RPC payloads, each with a fresh id. */
+  #payloads(calls: ReadonlyArray<{ method: string; params: unknown[] }>): JsonRpcPayload[] {
+    return calls.map(({ method, params }) => ({ jsonrpc: "2.0", id: this.#nextId++, method, params }));
   }
 
   /** Each call's answer, matched by id: its result, or its error as ethers would throw it. */

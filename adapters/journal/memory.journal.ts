@@ -28,6 +28,16 @@ interface StoredSlot extends Omit<NonceSlot, "broadcasts"> {
   broadcasts: Broadcast[];
 }
 
+/** A trade with nothing signed: accepted, with no wallet, nonce or transaction. */
+const UNSIGNED = {
+  status: "accepted",
+  wallet: null,
+  nonce: null,
+  txHash: null,
+  rawTx: null,
+  deadline: null,
+} as const satisfies Partial<StoredTrade>;
+
 const slotKey = (wallet: string, nonce: number) => `${wallet.toLowerCase()}:${nonce}`;
 
 export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
@@ -49,12 +59,7 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     const stored: StoredTrade = {
       ...trade,
       id: randomUUID(),
-      status: "accepted",
-      wallet: null,
-      nonce: null,
-      txHash: null,
-      rawTx: null,
-      deadline: null,
+      ...UNSIGNED,
       receipt: null,
       error: null,
       createdAt: now,
@@ -271,15 +276,7 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
       this.#hashes.delete(hash.toLowerCase());
       const trade = slot.tradeId === null ? undefined : this.#trades.get(slot.tradeId);
       if (trade?.status === "signed" && trade.nonce === nonce)
-        Object.assign(trade, {
-          status: "accepted",
-          wallet: null,
-          nonce: null,
-          txHash: null,
-          rawTx: null,
-          deadline: null,
-          updatedAt: new Date(),
-        });
+        Object.assign(trade, { ...UNSIGNED, updatedAt: new Date() });
       return true;
     }
     return false;

@@ -31,15 +31,9 @@ import { getAddress, id, Interface, keccak256, toUtf8Bytes } from "ethers";
 import { SWAP_ABI, type DeploymentAddresses } from "../../adapters/chain/index.js";
 import { hardhatAccount } from "../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../helpers/anvil.js";
-import {
-  FAULTS,
-  mulberry32,
-  startFaultProxy,
-  type Fault,
-  type FaultMix,
-  type FaultProxy,
-} from "../helpers/fault-proxy.js";
+import { FAULTS, startFaultProxy, type Fault, type FaultMix, type FaultProxy } from "../helpers/fault-proxy.js";
 import { freePort } from "../helpers/service-defaults.js";
+import { seededRandom } from "../helpers/random.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "chaos-test-key-0123456789abcdef";
@@ -359,7 +353,7 @@ class ChaosRun {
   }
 
   async run(trades: Trade[]): Promise<void> {
-    const random = mulberry32(this.options.seed ^ 0x5eed);
+    const random = seededRandom(this.options.seed ^ 0x5eed);
     this.proxy.schedule(this.options.faults);
     const tasks: Array<Promise<void>> = [];
     const byNumber = new Map(trades.map((t) => [t.n, t]));
@@ -655,7 +649,7 @@ function amountFor(kind: Kind, random: () => number): string {
 
 /** A seed's run: trades, waves, faults, and (odd seeds) a kill -9. */
 function plan(seed: number): RunOptions {
-  const random = mulberry32(seed);
+  const random = seededRandom(seed);
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   const count = 14 + Math.floor(random() * 9);
   const trades: Array<Omit<Trade, "answers" | "views" | "onChain">> = [];

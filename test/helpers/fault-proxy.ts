@@ -17,6 +17,7 @@
 import * as http from "node:http";
 
 import { Transaction } from "ethers";
+import { seededRandom } from "./random.js";
 
 export const FAULTS = ["pass", "drop", "502", "late", "lag", "cut"] as const;
 export type Fault = (typeof FAULTS)[number];
@@ -61,18 +62,6 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-/** mulberry32: a tiny seeded PRNG, uniform in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The fault at `r` (in [0, 1)) of the mix's cumulative weights. */
 function weighted(mix: FaultMix, r: number): Fault {
   const weights = FAULTS.map((fault) => Math.max(0, mix[fault] ?? 0));
@@ -105,7 +94,7 @@ function lagKey(call: Call): string | undefined {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  const random = mulberry32(options.seed);
+  const random = seededRandom(options.seed);
   const { holdMs = 0, lateMs = 3_000, lagMs = 4_000 } = options;
   let schedule: FaultSchedule = { mix: options.mix ?? { pass: 1 }, scope: options.scope ?? "all" };
   if (options.fixed !== undefined) schedule.fixed = options.fixed;

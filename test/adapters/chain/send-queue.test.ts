@@ -61,6 +61,18 @@ describe("SendQueue", function () {
       () => null,
     );
 
+  /** A queue over the shared ledger, on `through` (default: the one endpoint), signing with `signer`. */
+  const queueOn = (through: RpcProvider = provider, signer: TransactionSigner = toSigner(wallet)) =>
+    new SendQueue({
+      signer,
+      chainId: 31337n,
+      provider: through,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+    });
+
   /** The nonce reads the queue made (pending counts), not the lookups' mined counts. */
   const pendingCounts = () =>
     node.calls("eth_getTransactionCount").filter((call) => call.params[1] === "pending").length;
@@ -70,15 +82,7 @@ describe("SendQueue", function () {
     node.pendingNonce = 7;
     provider = new RpcProvider(node.url, { chainId: 31337n, batchStallMs: 0 });
     nonces = new MemoryJournal();
-    queue = new SendQueue({
-      signer: toSigner(wallet),
-      chainId: 31337n,
-      provider,
-      nonces,
-      ledger: nonces,
-      fees: async () => FEES,
-      maxBatch: 50,
-    });
+    queue = queueOn();
   });
 
   afterEach(async function () {
@@ -376,15 +380,7 @@ describe("SendQueue", function () {
       chainId: 31337n,
       batchStallMs: 0,
     });
-    const twice = new SendQueue({
-      signer: toSigner(wallet),
-      chainId: 31337n,
-      provider: second,
-      nonces,
-      ledger: nonces,
-      fees: async () => FEES,
-      maxBatch: 50,
-    });
+    const twice = queueOn(second);
     try {
       const sent = await Promise.all([0, 1, 2].map((i) => twice.send(trade(i))));
       // Each signed once, each accepted once by the node; nothing was signed at another nonce.
@@ -532,15 +528,7 @@ describe("SendQueue", function () {
       chainId: 31337n,
       batchStallMs: 0,
     });
-    const careful = new SendQueue({
-      signer: toSigner(wallet),
-      chainId: 31337n,
-      provider: both,
-      nonces,
-      ledger: nonces,
-      fees: async () => FEES,
-      maxBatch: 50,
-    });
+    const careful = queueOn(both);
     node.onSend = () => ({ error: { code: -32000, message: "insufficient funds for gas * price + value" } });
     try {
       const sent = await careful.send(trade(0));
@@ -554,16 +542,7 @@ describe("SendQueue", function () {
   });
 
   describe("with a signer that is not the local key (KMS, Vault)", function () {
-    const queueWith = (signer: TransactionSigner) =>
-      new SendQueue({
-        signer,
-        chainId: 31337n,
-        provider,
-        nonces,
-        ledger: nonces,
-        fees: async () => FEES,
-        maxBatch: 50,
-      });
+    const queueWith = (signer: TransactionSigner) => queueOn(provider, signer);
 
     for (const [what, signer] of [
       ["answers a high s", remoteSigner(wallet.address, wallet, withHighS)],

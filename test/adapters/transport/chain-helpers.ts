@@ -59,18 +59,6 @@ export function erc20(address: string, provider: JsonRpcProvider) {
   };
 }
 
-/** A small seeded PRNG (mulberry32), so a failing run can be replayed from its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A uniform-enough BigInt in [min, max] drawn from `random`. */
 export function randomBigInt(random: () => number, min: bigint, max: bigint): bigint {
   const span = max - min + 1n;

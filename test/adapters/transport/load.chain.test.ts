@@ -15,7 +15,6 @@ import {
   PRICE_1_25,
   erc20,
   randomBigInt,
-  seededRandom,
   startEmbeddedService,
   stableOutFor,
   toDecimalText,
@@ -23,6 +22,7 @@ import {
   type EmbeddedService,
 } from "./chain-helpers.js";
 import { grpcCall, grpcClient, postJson } from "./helpers.js";
+import { seededRandom } from "../../helpers/random.js";
 
 const KEY = "load-api-key-0123456789abcdef";
 const SYMBOLS = ["DAI", "USDT", "USDC"] as const;
