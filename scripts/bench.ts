@@ -20,6 +20,9 @@
  *   ratio beside. Every trade is checked: receipt status, log count, one transaction each,
  *   and the wallet's token balance.
  * - Peak RSS of the service process and of the embedded chain's process.
+ * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
+ *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
+ *   service's peak RSS after it.
  *
  * Four processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
@@ -52,6 +55,7 @@ import autocannon from "autocannon";
 import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, keccak256, parseUnits } from "ethers";
 
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
+import { flood, measureFlood } from "./bench-flood.js";
 
 const SELF = fileURLToPath(import.meta.url);
 /** The V8 heap flags `npm start` gives the service (package.json), given to it here too. */
@@ -84,6 +88,8 @@ const { values: opts } = parseArgs({
     profile: { type: "string" },
     /** Runs only the price or only the sell measurements (for profiling). */
     only: { type: "string" },
+    /** The flood's attacker process (scripts/bench-flood.ts): the service's port. */
+    port: { type: "string" },
   },
 });
 
@@ -1060,6 +1066,24 @@ async function drive(): Promise<void> {
       `| Peak RSS of the service process | ${fmt(maxRssBytes / 2 ** 20)} MiB | | | < 200 MiB ${maxRssBytes < 200 * 2 ** 20 ? "✅ met" : "❌ missed"} |`,
       `| Peak RSS of the embedded chain's process | ${chainMaxRssBytes > 0 ? `${fmt(chainMaxRssBytes / 2 ** 20)} MiB` : "n/a"} | | | |`,
     );
+
+    if (opts.only !== "sells") {
+      process.stderr.write("a pipelining flood: 1 s of connections pipelining 2,000 unread /healthz each…\n");
+      const {
+        quietMs,
+        duringMs,
+        afterMs,
+        connections: flooding,
+      } = await measureFlood(SELF, Number(new URL(ready.apiUrl).port));
+      const worst = Math.max(duringMs, afterMs);
+      // Last, after the peak RSS above: each flooding connection's socket holds a 64 KiB read
+      // until it closes, which is the flood's own peak, given beside.
+      const afterFlood = (await server.usage()).maxRssBytes;
+      rows.push(
+        `| A new client's /healthz during a pipelining flood (${fmt(flooding)} connections in 1 s from another address, each pipelining 2,000 unread requests), slowest probe during / after | ${fmt(duringMs)} ms / ${fmt(afterMs)} ms | ${fmt(quietMs)} ms (slowest of 20, no flood) | | < 1,000 ms ${worst < 1_000 ? "✅ met" : "❌ missed"} |`,
+        `| Peak RSS of the service process after the flood | ${fmt(afterFlood / 2 ** 20)} MiB | | | |`,
+      );
+    }
   } finally {
     await server.stop();
   }
@@ -1091,6 +1115,8 @@ async function drive(): Promise<void> {
 
 if (opts.role === "bare") {
   serveBare();
+} else if (opts.role === "flood") {
+  await flood(Number(opts.port));
 } else if (opts.role === "server") {
   try {
     await serve();
