@@ -177,7 +177,8 @@ export async function startServer(options: ServerOptions): Promise<ApiServer> {
    * the socket over, and the paused socket is read no further.
    */
   const stopParsing = (socket: net.Socket) => {
-    const parser = (socket as net.Socket & { parser?: { onIncoming: (req: http.IncomingMessage) => number } }).parser;
+    type Incoming = http.IncomingMessage & { upgrade: boolean };
+    const parser = (socket as net.Socket & { parser?: { onIncoming: (req: Incoming) => number } }).parser;
     if (parser === undefined) return;
     parser.onIncoming = (req) => {
       req.upgrade = false;
