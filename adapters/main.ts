@@ -40,6 +40,9 @@ import { TrustedProxies } from "./transport/client-address.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { startServer, type ApiServer } from "./transport/server.js";
 
+/** How long after its expiry a quote is kept (a late trade naming it is told quote_expired), then swept: 10 minutes. */
+const QUOTE_SWEEP_GRACE_MS = 600_000;
+
 export interface RunningService {
   mode: "embedded" | "rpc";
   config: AppConfig;
@@ -151,10 +154,13 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         );
     };
     await forget();
-    const sweeper = setInterval(
-      () => void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades")),
-      config.trade.leaseMs,
-    );
+    // Quotes that expired QUOTE_SWEEP_GRACE_MS ago are deleted (until then a late trade naming one
+    // is told quote_expired rather than quote_not_found), on the same beat.
+    const sweepQuotes = () => journal.sweepQuotes(new Date(Date.now() - QUOTE_SWEEP_GRACE_MS));
+    const sweeper = setInterval(() => {
+      void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades"));
+      void sweepQuotes().catch((error: unknown) => log.warn({ err: error }, "could not sweep expired quotes"));
+    }, config.trade.leaseMs);
     sweeper.unref();
     closers.push(async () => clearInterval(sweeper));
     log.info(
@@ -215,7 +221,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       log.info({ url: served.url }, "metrics served");
     }
 
-    const useCases = createUseCases({
+    const created = createUseCases({
       trade: metrics === undefined ? adapter.trade : metrics.meteredTrades(adapter.trade),
       price: adapter.price,
       config: {
@@ -225,7 +231,13 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       },
       journal,
       inFlightWaitMs: config.idempotencyWaitMs,
+      quote: adapter.quote,
+      quotes: journal,
+      wallets: adapter.wallets,
+      quoteTtlMs: config.quoteTtlMs,
     });
+    // With metrics on, quotes are counted by outcome, and trades naming one by theirs.
+    const useCases = metrics === undefined ? created : metrics.meteredQuotes(created);
     // Every nonce the journal holds unfinished (a previous run's, another instance's, and from
     // now on this run's) is seen through to its end: confirmed, re-sent, re-priced, or freed by a no-op.
     for (const wallet of adapter.wallets) {

@@ -17,7 +17,12 @@ export type DomainErrorCode =
   | "trade_dropped"
   | "trade_not_found"
   | "fees_too_high"
-  | "transaction_refused";
+  | "transaction_refused"
+  | "quote_not_found"
+  | "quote_expired"
+  | "quote_used"
+  | "quote_mismatch"
+  | "quote_slippage";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -174,6 +179,67 @@ export class TradeNotFoundError extends DomainError {
   constructor(txHash: string) {
     super(`transactionHash: no trade of yours broadcast ${txHash}`);
     this.name = "TradeNotFoundError";
+  }
+}
+
+/** No quote of the caller's has this Quote-Id (never issued, issued to another api key, or swept). */
+export class QuoteNotFoundError extends DomainError {
+  readonly code = "quote_not_found";
+  constructor(quoteId: string) {
+    super(`Quote-Id: no quote of yours is ${quoteId} (quote_not_found); ask for a new one`);
+    this.name = "QuoteNotFoundError";
+  }
+}
+
+/** The quote the trade names expired before the trade: nothing was sent. */
+export class QuoteExpiredError extends DomainError {
+  readonly code = "quote_expired";
+  constructor(
+    quoteId: string,
+    readonly expiresAt: Date,
+  ) {
+    super(`Quote-Id: quote ${quoteId} expired at ${expiresAt.toISOString()} (quote_expired); ask for a new one`);
+    this.name = "QuoteExpiredError";
+  }
+}
+
+/** The quote the trade names was used by another trade already: a quote is used at most once. */
+export class QuoteUsedError extends DomainError {
+  readonly code = "quote_used";
+  constructor(quoteId: string) {
+    super(`Quote-Id: quote ${quoteId} was used by another trade (quote_used); ask for a new one`);
+    this.name = "QuoteUsedError";
+  }
+}
+
+/** The trade is not the one quoted: `field` names the first difference (kind, amount, coin, wallet, destinatary). */
+export class QuoteMismatchError extends DomainError {
+  readonly code = "quote_mismatch";
+  constructor(
+    readonly field: string,
+    quoteId: string,
+    quoted: string,
+  ) {
+    super(`Quote-Id: quote ${quoteId} is for ${field} ${quoted}, not this trade's (quote_mismatch)`);
+    this.name = "QuoteMismatchError";
+  }
+}
+
+/**
+ * The trade would pay out less than its quote's minOut at the current price (it moved beyond the
+ * quote's slippage): refused before anything was signed. Ask for a new quote.
+ */
+export class QuoteSlippageError extends DomainError {
+  readonly code = "quote_slippage";
+  constructor(
+    readonly output: bigint,
+    readonly minOut: bigint,
+  ) {
+    super(
+      `Quote-Id: the trade would pay out ${output} base units now, less than the quote's minOut ${minOut} ` +
+        "(quote_slippage); nothing was sent; ask for a new quote",
+    );
+    this.name = "QuoteSlippageError";
   }
 }
 

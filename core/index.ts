@@ -4,6 +4,14 @@ export * from "./errors.js";
 export type { TradePort, TradeHooks, TradeOnChain, TradeResolution } from "./ports/trade.port.js";
 export type { TradeJournal, TradeRecord, TradeStatus, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
 export type {
+  TradePosition,
+  TradePageQuery,
+  TradePage,
+  TradeSummaryQuery,
+  TradeTotals,
+} from "./ports/journal.port.js";
+export { tradeAmounts, type TradeAmounts } from "./trade-amounts.js";
+export type {
   NonceStore,
   NonceLedger,
   NoncesConsumed,
@@ -14,6 +22,32 @@ export type {
   MinedTx,
 } from "./ports/nonce.port.js";
 export type { PricePort } from "./ports/price.port.js";
+export type {
+  QuotePort,
+  QuoteStore,
+  StoredQuote,
+  ChainQuote,
+  QuoteIssue,
+  QuoteIssueType,
+} from "./ports/quote.port.js";
+export {
+  parseQuoteRequest,
+  parseQuoteId,
+  quoteMinOut,
+  QUOTE_REQUEST_FIELDS,
+  DEFAULT_QUOTE_SLIPPAGE_BPS,
+  MAX_QUOTE_SLIPPAGE_BPS,
+  type QuoteRequest,
+} from "./validation/quote-request.js";
+export {
+  quoteUseCase,
+  redeemQuote,
+  DEFAULT_QUOTE_TTL_MS,
+  type QuoteUseCase,
+  type QuoteView,
+  type QuoteAmount,
+  type QuoteOptions,
+} from "./use-cases/quote.use-case.js";
 export { parseAddress, type ParseAddressOptions } from "./validation/address.js";
 export {
   parseAmount,
@@ -46,5 +80,21 @@ export {
   type TradeView,
   type BroadcastView,
 } from "./use-cases/trade-status.use-case.js";
+export {
+  listTradesUseCase,
+  tradeSummaryUseCase,
+  encodeCursor,
+  decodeCursor,
+  TRADE_STATUSES,
+  DEFAULT_PAGE_LIMIT,
+  MAX_PAGE_LIMIT,
+  type ListTradesUseCase,
+  type TradeSummaryUseCase,
+  type TradeListView,
+  type TradeFigures,
+  type TradeSummaryView,
+  type TradeSummaryGroup,
+  type AmountView,
+} from "./use-cases/trade-history.use-case.js";
 export { priceUseCase, type PriceUseCase } from "./use-cases/price.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";

@@ -36,6 +36,16 @@ export interface TradeOrder {
   destinatary: Address;
   amount: bigint;
   stable: StableCoin;
+  /** What the quote the trade names (header Quote-Id) promised it; absent for a trade without one. */
+  quote?: QuoteTerms;
+}
+
+/** A quote's promise, as a trade that names it executes under it. */
+export interface QuoteTerms {
+  /** The least the trade may pay out, in the output's base units: the contract's minimum out. */
+  minOut: bigint;
+  /** When the quote expires, in ms since the epoch: the trade's deadline is no later. */
+  expiresAt: number;
 }
 
 /** One event log inside a receipt (SPEC 2.3), as web3.js 1.x formats a log that is not in the ABI. */

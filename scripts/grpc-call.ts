@@ -43,7 +43,9 @@ for (let i = 0; i < args.length; i++) {
   }
 }
 const [address, fullMethod] = positional;
-const match = /^tokentrade\.v1\.TokenService\/(Sell|Buy|Remittance|GetPrice|GetTrade)$/.exec(fullMethod ?? "");
+const match = /^tokentrade\.v1\.TokenService\/(Sell|Buy|Remittance|GetPrice|GetTrade|ListTrades|GetTradeSummary)$/.exec(
+  fullMethod ?? "",
+);
 if (address === undefined || match === null) {
   console.error(usage);
   process.exit(2);

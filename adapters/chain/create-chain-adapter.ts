@@ -9,6 +9,7 @@ import {
   type NonceLedger,
   type NonceStore,
   type PricePort,
+  type QuotePort,
   type StableCoin,
   type TradeJournal,
   type TradePort,
@@ -19,9 +20,10 @@ import { isChainUnreachable } from "./chain-errors.js";
 import type { LifecycleLog } from "./lifecycle/monitor.js";
 import { DEFAULT_FEED_POLICY, FeedGuard, SEQUENCER_SETTINGS, type FeedPolicy } from "./feed-policy.js";
 import { ChainPriceAdapter } from "./price.adapter.js";
+import { ChainQuoteAdapter } from "./quote.adapter.js";
 import { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";
 import { rawKeySigner, type TransactionSigner } from "./signer.js";
-import { ChainTradeAdapter, type TradeSettings } from "./trade.adapter.js";
+import { ChainTradeAdapter, DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
 
 /** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
 export interface DeploymentAddresses {
@@ -86,6 +88,8 @@ export interface ChainAdapter {
   /** Starts the wallets' lifecycle monitors (call once the service is up). */
   start(): void;
   price: PricePort;
+  /** Quotes for trades: what one would pay out now, its gas, and what stands in its way. */
+  quote: QuotePort;
   stableCoins: StableCoin[];
   /** Checksummed addresses of the exchange wallets. */
   wallets: string[];
@@ -167,6 +171,16 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     guard: feeds,
   });
   const price = new CachedPricePort(chainPrice, { ttlMs: options.priceCacheMs ?? DEFAULT_PRICE_CACHE_MS });
+  const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.trade };
+  const quote = new ChainQuoteAdapter({
+    provider,
+    swap: addresses.swap,
+    token: { address: addresses.token, symbol: tokenSymbol },
+    wallets: wallets.map((w) => w.address),
+    feeds,
+    lifetimeS: settings.lifetimeS,
+    feeCap: settings.feeCap,
+  });
   const swap = new Contract(addresses.swap, SWAP_ABI, provider);
   // With several JSON-RPC endpoints, readiness says which are up ("; endpoints: 1/2 up, https://b… down (ECONNREFUSED)").
   const endpoints = () => {
@@ -180,6 +194,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
   return {
     trade,
     price,
+    quote,
     stableCoins,
     wallets: wallets.map((w) => w.address),
     chainId,

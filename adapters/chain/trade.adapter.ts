@@ -5,7 +5,9 @@
  * 1. fees (fees.ts): refused at once while the chain's base fee is above the cap;
  * 2. calldata (calldata.ts): the swap call with a deadline (now + the trade's lifetime) and a
  *    minimum output (the preflight's output less the slippage), so a trade that is not mined
- *    in time can never execute late, or at a worse price;
+ *    in time can never execute late, or at a worse price; a trade under a quote (TradeOrder.quote)
+ *    takes the quote's minOut, a deadline no later than its expiry, and is refused before signing
+ *    when the preflight's output is already below that minOut (QuoteSlippageError);
  * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts)
  *    and the feed policy (feed-policy.ts: the token feed's age and bounds, the L2 sequencer):
  *    refused with a domain error before anything is signed;
@@ -20,6 +22,7 @@ import { Interface, type JsonRpcApiProvider, type Wallet } from "ethers";
 
 import {
   ChainUnavailableError,
+  QuoteSlippageError,
   RecordedTradeError,
   TradeDroppedError,
   TradeExpiredError,
@@ -262,7 +265,11 @@ export class ChainTradeAdapter implements TradePort {
         SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
       const prove = () => {
         // By the later of this machine's clock and the chain's: the contract checks the chain's.
-        deadline = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp) + lifetimeS;
+        const now = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp);
+        deadline = now + lifetimeS;
+        // Under a quote, no later than its expiry: what is left of it, counted from the same "now".
+        if (order.quote !== undefined)
+          deadline = Math.min(deadline, now + Math.max(0, Math.floor((order.quote.expiresAt - Date.now()) / 1000)));
         return this.#preflight.check(shape, { from: signer.address, to: this.#opts.swap, data: encode(0n) });
       };
       // The proof runs alongside the balance and allowance reads (one JSON-RPC batch under load).
@@ -280,13 +287,17 @@ export class ChainTradeAdapter implements TradePort {
         state = await this.#fees.read(true);
         return prove();
       });
+      // Under a quote, the price may have moved past its slippage since: refused before anything is signed.
+      if (order.quote !== undefined && proof.output < order.quote.minOut)
+        throw new QuoteSlippageError(proof.output, order.quote.minOut);
       // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
       // accepted together never pay out more than the swap holds (none reverts for want of it).
       if (kind === "sell")
         payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
       sent = await queue.send({
         to: this.#opts.swap,
-        data: encode(minimumOut(proof.output, slippageBps)),
+        // A quote's minOut is what it promised the caller; else the preflight's output less the slippage.
+        data: encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps)),
         gasLimit: proof.gasLimit,
         deadline,
         onSigned: hooks?.onSigned ?? ((tx) => this.#recordUnjournalled(tx, "trade")),

@@ -43,6 +43,8 @@ export interface AppConfig {
   receiptTimeoutMs: number;
   /** IDEMPOTENCY_WAIT_MS: how long a retry waits for the first request with its key before 409. */
   idempotencyWaitMs: number;
+  /** QUOTE_TTL_MS: how long a quote may be named by a trade (Quote-Id). */
+  quoteTtlMs: number;
   /** A trade's deadline and slippage, the fee cap, confirmations, and the lifecycle monitor's timing. */
   trade: {
     /** TRADE_LIFETIME_S: seconds from signing to the calldata's deadline. */
@@ -201,6 +203,7 @@ const schema = z.object({
   ),
   RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
   IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
+  QUOTE_TTL_MS: optional(integer("QUOTE_TTL_MS", 1_000, 600_000)).default(30_000),
   TRADE_LIFETIME_S: optional(integer("TRADE_LIFETIME_S", 10, 86_400)).default(300),
   SLIPPAGE_BPS: optional(integer("SLIPPAGE_BPS", 0, 5_000)).default(100),
   MAX_FEE_PER_GAS_GWEI: optional(
@@ -496,6 +499,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     journal: { dataDir: e.DATA_DIR, ...(e.JOURNAL_URL !== undefined ? { url: e.JOURNAL_URL } : {}) },
     receiptTimeoutMs: e.RECEIPT_TIMEOUT_MS,
     idempotencyWaitMs: e.IDEMPOTENCY_WAIT_MS,
+    quoteTtlMs: e.QUOTE_TTL_MS,
     trade: {
       lifetimeS: e.TRADE_LIFETIME_S,
       slippageBps: e.SLIPPAGE_BPS,

@@ -16,10 +16,18 @@ import type {
   SignedTradeTx,
   SlotPurpose,
   SlotState,
+  QuoteStore,
+  StoredQuote,
   TradeJournal,
+  TradePage,
+  TradePageQuery,
+  TradePosition,
   TradeRecord,
+  TradeSummaryQuery,
+  TradeTotals,
   TransactionReceipt,
 } from "../../core/index.js";
+import { tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 
 type StoredTrade = Omit<TradeRecord, "broadcasts">;
@@ -40,13 +48,14 @@ const UNSIGNED = {
 
 const slotKey = (wallet: string, nonce: number) => `${wallet.toLowerCase()}:${nonce}`;
 
-export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
+export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
   readonly #trades = new Map<string, StoredTrade>();
   readonly #slots = new Map<string, StoredSlot>();
   readonly #hashes = new Map<string, string>(); // tx hash → slot key
   readonly #next = new Map<string, number>();
   readonly #nonceLocks = new KeyedMutex();
   readonly #leases = new Map<string, { holder: string; expiresAt: number }>();
+  readonly #quotes = new Map<string, StoredQuote>();
 
   async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
     if (trade.idempotencyKey !== null) {
@@ -178,6 +187,50 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     return undefined;
   }
 
+  async page(query: TradePageQuery): Promise<TradePage> {
+    const matching = [...this.#trades.values()]
+      .filter(
+        (t) =>
+          t.scope === query.scope &&
+          (query.status === undefined || t.status === query.status) &&
+          (query.kind === undefined || t.kind === query.kind) &&
+          inRange(t, query) &&
+          (query.after === undefined || comparePositions(positionOf(t), query.after) < 0),
+      )
+      .sort((a, b) => comparePositions(positionOf(b), positionOf(a)));
+    const trades = matching.slice(0, query.limit);
+    const last = trades.at(-1);
+    return {
+      trades: trades.map((stored) => this.#record(stored)),
+      next: matching.length > query.limit && last !== undefined ? positionOf(last) : null,
+    };
+  }
+
+  async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
+    const groups = new Map<string, TradeTotals>();
+    for (const t of this.#trades.values()) {
+      if (t.scope !== query.scope || !inRange(t, query)) continue;
+      const stable = t.request.usdAddress.toLowerCase();
+      const key = `${t.kind}\u0000${stable}`;
+      let group = groups.get(key);
+      if (group === undefined) {
+        group = { kind: t.kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n };
+        groups.set(key, group);
+      }
+      group.count += 1;
+      if ((t.status === "mined" || t.status === "confirmed") && t.receipt !== null) {
+        const amounts = tradeAmounts(t.receipt);
+        group.executed += 1;
+        group.amountIn += amounts.amountIn ?? 0n;
+        group.amountOut += amounts.amountOut ?? 0n;
+        group.gasWei += amounts.gasWei ?? 0n;
+      }
+    }
+    return [...groups.values()].sort((a, b) =>
+      a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
+    );
+  }
+
   async withNonce<T>(
     wallet: string,
     chainNonce: () => Promise<number>,
@@ -302,6 +355,35 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     if (this.#leases.get(name)?.holder === holder) this.#leases.delete(name);
   }
 
+  async saveQuote(quote: StoredQuote): Promise<void> {
+    this.#quotes.set(quote.id, { ...quote });
+  }
+
+  async getQuote(id: string): Promise<StoredQuote | undefined> {
+    const quote = this.#quotes.get(id);
+    return quote && { ...quote };
+  }
+
+  async consumeQuote(id: string, scope: string, tradeId: string, now: Date): Promise<boolean> {
+    const quote = this.#quotes.get(id);
+    if (quote?.scope !== scope || quote.tradeId !== null || quote.expiresAt <= now) return false;
+    quote.tradeId = tradeId;
+    return true;
+  }
+
+  async releaseQuote(id: string, tradeId: string): Promise<void> {
+    const quote = this.#quotes.get(id);
+    if (quote?.tradeId === tradeId) quote.tradeId = null;
+  }
+
+  async sweepQuotes(before: Date): Promise<number> {
+    let swept = 0;
+    for (const [id, quote] of this.#quotes) {
+      if (quote.expiresAt < before && this.#quotes.delete(id)) swept++;
+    }
+    return swept;
+  }
+
   async close(): Promise<void> {}
 
   /** Every trade recorded, oldest first (for tests). */
@@ -349,6 +431,23 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger {
     const slot = this.#tradeSlot(stored);
     return structuredClone({ ...stored, broadcasts: slot ? slot.broadcasts : [] });
   }
+}
+
+function positionOf(t: StoredTrade): TradePosition {
+  return { createdAtUs: BigInt(t.createdAt.getTime()) * 1000n, id: t.id };
+}
+
+function comparePositions(a: TradePosition, b: TradePosition): number {
+  if (a.createdAtUs !== b.createdAtUs) return a.createdAtUs < b.createdAtUs ? -1 : 1;
+  return a.id === b.id ? 0 : a.id < b.id ? -1 : 1;
+}
+
+function inRange(t: StoredTrade, range: { since?: Date | undefined; until?: Date | undefined }): boolean {
+  const at = t.createdAt.getTime();
+  return (
+    (range.since === undefined || at >= range.since.getTime()) &&
+    (range.until === undefined || at < range.until.getTime())
+  );
 }
 
 function copySlot(slot: StoredSlot): NonceSlot {

@@ -22,14 +22,22 @@ import type {
   NonceSlot,
   NonceStore,
   NoncesConsumed,
+  QuoteStore,
   SignedTradeTx,
   SlotPurpose,
   SlotState,
+  StoredQuote,
   TradeJournal,
+  TradePage,
+  TradePageQuery,
   TradeRecord,
+  TradeSummaryQuery,
+  TradeTotals,
   TransactionReceipt,
 } from "../../core/index.js";
+import { tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
+import { QUOTE_SQL, quoteParams, toQuote } from "./postgres.quotes.js";
 
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -114,7 +122,33 @@ export const MIGRATIONS = [
      SELECT lower(t.tx_hash), s.wallet, s.nonce, t.raw_tx, 0, 0, false, t.updated_at
      FROM trades t JOIN nonce_slots s ON s.trade_id = t.id
      ON CONFLICT DO NOTHING;`,
+  // 3: the trade history. What a mined trade moved and spent, from its receipt (set with it,
+  // cleared by a reorg), so the summary is one aggregate; and the history's order, per scope,
+  // alone or under a status or kind filter, so a page reads its rows in index order and stops.
+  `ALTER TABLE trades ADD COLUMN amount_in NUMERIC(78, 0), ADD COLUMN amount_out NUMERIC(78, 0),
+     ADD COLUMN gas_wei NUMERIC(78, 0);   -- base units; gas: gasUsed × effectiveGasPrice, wei
+   CREATE INDEX trades_history ON trades (scope, created_at DESC, id DESC);
+   CREATE INDEX trades_history_status ON trades (scope, status, created_at DESC, id DESC);
+   CREATE INDEX trades_history_kind ON trades (scope, kind, created_at DESC, id DESC);`,
+  // 4: quotes (postgres.quotes.ts), until a trade uses one or it is swept after expiring.
+  `CREATE TABLE quotes (
+     id TEXT PRIMARY KEY,
+     scope TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     wallet TEXT NOT NULL,
+     destinatary TEXT,                     -- NULL: the quote binds none
+     stable TEXT NOT NULL,
+     amount NUMERIC(78, 0) NOT NULL,       -- base units
+     min_out NUMERIC(78, 0) NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL,
+     created_at TIMESTAMPTZ NOT NULL,
+     trade_id TEXT                         -- the trade that used it
+   );
+   CREATE INDEX quotes_expiry ON quotes (expires_at);`,
 ];
+
+/** The migration that added the amount columns: the receipts already kept are read into them once. */
+const AMOUNTS_MIGRATION = 3;
 
 const COLUMNS =
   "id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
@@ -184,6 +218,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
     }
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
       await client.query(MIGRATIONS[version - 1]!);
+      if (version === AMOUNTS_MIGRATION) await backfillAmounts(client);
       await client.query("INSERT INTO schema_version (version) VALUES ($1)", [version]);
     }
     await client.query("COMMIT");
@@ -195,7 +230,26 @@ async function migrate(pool: pg.Pool): Promise<void> {
   }
 }
 
-export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
+/** Fills the amount columns of the trades mined before they existed. */
+async function backfillAmounts(client: pg.PoolClient): Promise<void> {
+  const { rows } = await client.query<{ id: string; receipt: TransactionReceipt }>(
+    "SELECT id, receipt FROM trades WHERE receipt IS NOT NULL",
+  );
+  for (const row of rows) {
+    await client.query("UPDATE trades SET amount_in = $2, amount_out = $3, gas_wei = $4 WHERE id = $1", [
+      row.id,
+      ...amountColumns(row.receipt),
+    ]);
+  }
+}
+
+/** amount_in, amount_out and gas_wei of a receipt, as decimal text or null. */
+function amountColumns(receipt: TransactionReceipt): [string | null, string | null, string | null] {
+  const { amountIn, amountOut, gasWei } = tradeAmounts(receipt);
+  return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
+}
+
+export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   readonly #nonceLocks = new KeyedMutex();
@@ -307,8 +361,8 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async markReorged(id: string): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = clock_timestamp()
-         WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
+         UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
+         updated_at = clock_timestamp() WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
        )
        UPDATE nonce_slots s SET state = 'pending', mined_hash = NULL, block_number = NULL, block_hash = NULL, updated_at = clock_timestamp()
        FROM t WHERE s.trade_id = t.id AND s.state <> 'final'`,
@@ -368,6 +422,84 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
       [txHash.toLowerCase()],
     );
     return rows[0] ? this.get(rows[0].id) : undefined;
+  }
+
+  /**
+   * Reads the rows in the order of one of the history indexes (migration 3), from the cursor on.
+   * Positions are in microseconds, as created_at holds them.
+   */
+  async page(query: TradePageQuery): Promise<TradePage> {
+    const values: unknown[] = [query.scope];
+    const where = ["scope = $1"];
+    const param = (value: unknown) => `$${values.push(value)}`;
+    if (query.status !== undefined) where.push(`status = ${param(query.status)}`);
+    if (query.kind !== undefined) where.push(`kind = ${param(query.kind)}`);
+    if (query.since !== undefined) where.push(`created_at >= ${param(query.since)}`);
+    if (query.until !== undefined) where.push(`created_at < ${param(query.until)}`);
+    if (query.after !== undefined) {
+      const at = `('epoch'::timestamptz + ${param(query.after.createdAtUs.toString())}::bigint * interval '1 microsecond')`;
+      where.push(`created_at <= ${at} AND (created_at < ${at} OR id < ${param(query.after.id)})`);
+    }
+    const { rows } = await this.#pool.query<Row & { created_us: string }>(
+      `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us
+       FROM trades WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ${param(query.limit + 1)}`,
+      values,
+    );
+    const trades = rows.slice(0, query.limit);
+    const broadcasts = new Map<string, Broadcast[]>();
+    if (trades.length > 0) {
+      const found = await this.#pool.query<BroadcastRow & { trade_id: string }>(
+        `SELECT s.trade_id, ${BROADCAST_COLUMNS} FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+         WHERE s.trade_id = ANY($1) ORDER BY b.seq`,
+        [trades.map((row) => row.id)],
+      );
+      for (const row of found.rows) {
+        const list = broadcasts.get(row.trade_id) ?? [];
+        list.push(toBroadcast(row));
+        broadcasts.set(row.trade_id, list);
+      }
+    }
+    const last = trades.at(-1);
+    return {
+      trades: trades.map((row) => toRecord(row, broadcasts.get(row.id) ?? [])),
+      next:
+        rows.length > query.limit && last !== undefined ? { createdAtUs: BigInt(last.created_us), id: last.id } : null,
+    };
+  }
+
+  /** One aggregate; NUMERIC sums are exact. */
+  async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
+    const values: unknown[] = [query.scope];
+    const where = ["scope = $1"];
+    if (query.since !== undefined) where.push(`created_at >= $${values.push(query.since)}`);
+    if (query.until !== undefined) where.push(`created_at < $${values.push(query.until)}`);
+    const executed = "FILTER (WHERE status IN ('mined', 'confirmed'))";
+    const { rows } = await this.#pool.query<{
+      kind: TradeTotals["kind"];
+      stable: string;
+      count: number;
+      executed: number;
+      amount_in: string;
+      amount_out: string;
+      gas_wei: string;
+    }>(
+      `SELECT kind, lower(request->>'usdAddress') AS stable, count(*)::int AS count, count(*) ${executed}::int AS executed,
+         coalesce(sum(amount_in) ${executed}, 0)::text AS amount_in,
+         coalesce(sum(amount_out) ${executed}, 0)::text AS amount_out,
+         coalesce(sum(gas_wei) ${executed}, 0)::text AS gas_wei
+       FROM trades WHERE ${where.join(" AND ")}
+       GROUP BY 1, 2 ORDER BY kind COLLATE "C", lower(request->>'usdAddress') COLLATE "C"`,
+      values,
+    );
+    return rows.map((row) => ({
+      kind: row.kind,
+      stable: row.stable ?? "",
+      count: row.count,
+      executed: row.executed,
+      amountIn: BigInt(row.amount_in),
+      amountOut: BigInt(row.amount_out),
+      gasWei: BigInt(row.gas_wei),
+    }));
   }
 
   async recordSlot(
@@ -576,6 +708,27 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
     });
   }
 
+  async saveQuote(quote: StoredQuote): Promise<void> {
+    await this.#pool.query(QUOTE_SQL.insert, quoteParams(quote));
+  }
+
+  async getQuote(id: string): Promise<StoredQuote | undefined> {
+    const { rows } = await this.#pool.query(QUOTE_SQL.byId, [id]);
+    return rows[0] === undefined ? undefined : toQuote(rows[0] as Record<string, unknown>);
+  }
+
+  async consumeQuote(id: string, scope: string, tradeId: string, now: Date): Promise<boolean> {
+    return (await this.#pool.query(QUOTE_SQL.consume, [tradeId, id, scope, now])).rowCount === 1;
+  }
+
+  async releaseQuote(id: string, tradeId: string): Promise<void> {
+    await this.#pool.query(QUOTE_SQL.release, [id, tradeId]);
+  }
+
+  async sweepQuotes(before: Date): Promise<number> {
+    return (await this.#pool.query(QUOTE_SQL.sweep, [before])).rowCount ?? 0;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -587,13 +740,22 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger {
   async #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, error = NULL, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
+         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, amount_in = $7, amount_out = $8, gas_wei = $9, error = NULL,
+         updated_at = clock_timestamp() WHERE id = $1 RETURNING id
        ), s AS (
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($4), block_number = $5, block_hash = $6, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
        SELECT 1 FROM t`,
-      [id, status, JSON.stringify(receipt), receipt.transactionHash, receipt.blockNumber, receipt.blockHash],
+      [
+        id,
+        status,
+        JSON.stringify(receipt),
+        receipt.transactionHash,
+        receipt.blockNumber,
+        receipt.blockHash,
+        ...amountColumns(receipt),
+      ],
     );
     if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
   }

@@ -21,7 +21,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { DatabaseSync, type SQLOutputValue } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from "node:sqlite";
 
 import type {
   Broadcast,
@@ -31,14 +31,22 @@ import type {
   NonceSlot,
   NonceStore,
   NoncesConsumed,
+  QuoteStore,
   SignedTradeTx,
   SlotPurpose,
   SlotState,
+  StoredQuote,
   TradeJournal,
+  TradePage,
+  TradePageQuery,
   TradeRecord,
+  TradeSummaryQuery,
+  TradeTotals,
   TransactionReceipt,
 } from "../../core/index.js";
+import { tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
+import { quoteRow, quoteStatements, toQuote } from "./sqlite.quotes.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 export const MIGRATIONS = [
@@ -131,7 +139,34 @@ export const MIGRATIONS = [
   // 3: the trades waiting to be signed, by when they last changed: forgetUnsigned looks at them
   // every lease period, without reading the whole table.
   `CREATE INDEX trades_accepted ON trades (updated_at) WHERE status = 'accepted';`,
+  // 4: the trade history. What a mined trade moved and spent, from its receipt (set with it,
+  // cleared by a reorg), so the summary reads columns; and the history's order, per scope, alone
+  // or under a status or kind filter, so a page reads its rows in index order and stops.
+  `ALTER TABLE trades ADD COLUMN amount_in TEXT;     -- base units, decimal text (beyond 2^63)
+   ALTER TABLE trades ADD COLUMN amount_out TEXT;
+   ALTER TABLE trades ADD COLUMN gas_wei TEXT;       -- gasUsed × effectiveGasPrice
+   CREATE INDEX trades_history ON trades (scope, created_at DESC, id DESC);
+   CREATE INDEX trades_history_status ON trades (scope, status, created_at DESC, id DESC);
+   CREATE INDEX trades_history_kind ON trades (scope, kind, created_at DESC, id DESC);`,
+  // 5: quotes (sqlite.quotes.ts), until a trade uses one or it is swept after expiring.
+  `CREATE TABLE quotes (
+     id TEXT PRIMARY KEY,
+     scope TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     wallet TEXT NOT NULL,
+     destinatary TEXT,                     -- NULL: the quote binds none
+     stable TEXT NOT NULL,
+     amount TEXT NOT NULL,                 -- base units, decimal text
+     min_out TEXT NOT NULL,
+     expires_at INTEGER NOT NULL,          -- ms since the epoch
+     created_at INTEGER NOT NULL,
+     trade_id TEXT                         -- the trade that used it
+   );
+   CREATE INDEX quotes_expiry ON quotes (expires_at);`,
 ];
+
+/** The migration that added the amount columns: the receipts already kept are read into them once. */
+const AMOUNTS_MIGRATION = 4;
 
 export interface SqliteJournalOptions {
   /** How long open() waits for another holder of the file to let go before failing. Default 5000 ms. */
@@ -178,6 +213,7 @@ function migrate(db: DatabaseSync): void {
     }
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
       db.exec(MIGRATIONS[version - 1]!);
+      if (version === AMOUNTS_MIGRATION) backfillAmounts(db);
       db.prepare("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)").run(version, Date.now());
     }
     db.exec("COMMIT");
@@ -185,6 +221,26 @@ function migrate(db: DatabaseSync): void {
     if (db.isTransaction) db.exec("ROLLBACK");
     throw error;
   }
+}
+
+/** Fills the amount columns of the trades mined before they existed. */
+function backfillAmounts(db: DatabaseSync): void {
+  const update = db.prepare("UPDATE trades SET amount_in = ?, amount_out = ?, gas_wei = ? WHERE id = ?");
+  for (const row of db.prepare("SELECT id, receipt FROM trades WHERE receipt IS NOT NULL").iterate()) {
+    let receipt: TransactionReceipt;
+    try {
+      receipt = JSON.parse(row.receipt as string) as TransactionReceipt;
+    } catch {
+      continue;
+    }
+    update.run(...amountColumns(receipt), row.id as string);
+  }
+}
+
+/** amount_in, amount_out and gas_wei of a receipt, as decimal text or NULL. */
+function amountColumns(receipt: TransactionReceipt): [string | null, string | null, string | null] {
+  const { amountIn, amountOut, gasWei } = tradeAmounts(receipt);
+  return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
 }
 
 function isBusy(error: unknown): boolean {
@@ -213,11 +269,13 @@ function statements(db: DatabaseSync) {
     ),
     submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
     reorged: db.prepare(
-      "UPDATE trades SET status = 'submitted', receipt = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')",
+      `UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
+       updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')`,
     ),
     // error cleared: a trade recorded failed for a taken nonce and then found mined is corrected.
     mined: db.prepare(
-      "UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, error = NULL, updated_at = ? WHERE id = ?",
+      `UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?, gas_wei = ?, error = NULL,
+       updated_at = ? WHERE id = ?`,
     ),
     ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
     // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
@@ -301,11 +359,13 @@ interface QueuedWrite {
   reject: (error: unknown) => void;
 }
 
-export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
+export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
   readonly #db: DatabaseSync;
   readonly #nonceLocks = new KeyedMutex();
   readonly #sql: ReturnType<typeof statements>;
   #writes: QueuedWrite[] = [];
+  #quoteSql: ReturnType<typeof quoteStatements> | undefined;
+  readonly #dynamic = new Map<string, StatementSync>();
   /** When this process opened the file: every trade accepted before is a previous run's. */
   readonly #openedAt = Date.now();
 
@@ -420,6 +480,78 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     if (typeof owner === "string") return this.get(owner);
     const row = this.#sql.byTxHash.get(hash);
     return row ? this.#record(row) : undefined;
+  }
+
+  /** Reads the rows in the order of one of the history indexes (migration 4), from the cursor on. */
+  async page(query: TradePageQuery): Promise<TradePage> {
+    const where = ["scope = ?"];
+    const values: SQLInputValue[] = [query.scope];
+    if (query.status !== undefined) {
+      where.push("status = ?");
+      values.push(query.status);
+    }
+    if (query.kind !== undefined) {
+      where.push("kind = ?");
+      values.push(query.kind);
+    }
+    rangeCondition(query, where, values);
+    if (query.after !== undefined) {
+      // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
+      const at = Number(query.after.createdAtUs / 1000n);
+      where.push("created_at <= ? AND (created_at < ? OR id < ?)");
+      values.push(at, at, query.after.id);
+    }
+    const sql = `SELECT * FROM trades WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`;
+    const rows = this.#prepared(sql).all(...values, query.limit + 1);
+    const trades = rows.slice(0, query.limit);
+    const last = trades.at(-1);
+    return {
+      trades: trades.map((row) => this.#record(row)),
+      next:
+        rows.length > query.limit && last !== undefined
+          ? { createdAtUs: BigInt(last.created_at as number) * 1000n, id: last.id as string }
+          : null,
+    };
+  }
+
+  /** Summed in JS with BigInt: SQLite's sum() is not exact beyond 2^63. */
+  async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
+    const where = ["scope = ?"];
+    const values: SQLInputValue[] = [query.scope];
+    rangeCondition(query, where, values);
+    const sql = `SELECT kind, lower(json_extract(request, '$.usdAddress')) AS stable,
+       status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei
+       FROM trades WHERE ${where.join(" AND ")}`;
+    const groups = new Map<string, TradeTotals>();
+    for (const row of this.#prepared(sql).iterate(...values)) {
+      const kind = row.kind as TradeTotals["kind"];
+      const stable = String(row.stable ?? "");
+      const key = `${kind}\u0000${stable}`;
+      let group = groups.get(key);
+      if (group === undefined) {
+        group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n };
+        groups.set(key, group);
+      }
+      group.count += 1;
+      if (Number(row.executed) !== 1) continue;
+      group.executed += 1;
+      group.amountIn += BigInt((row.amount_in as string | null) ?? 0);
+      group.amountOut += BigInt((row.amount_out as string | null) ?? 0);
+      group.gasWei += BigInt((row.gas_wei as string | null) ?? 0);
+    }
+    return [...groups.values()].sort((a, b) =>
+      a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
+    );
+  }
+
+  /** A statement built from the query's filters, prepared once per shape. */
+  #prepared(sql: string): StatementSync {
+    let statement = this.#dynamic.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#dynamic.set(sql, statement);
+    }
+    return statement;
   }
 
   async withNonce<T>(
@@ -543,7 +675,10 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     return this.#write(() => {
       const now = Date.now();
       // The trade first: if it is unknown, this throws before the second statement writes anything.
-      expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, now, id).changes, id);
+      expectOne(
+        this.#sql.mined.run(status, json, receipt.transactionHash, ...amountColumns(receipt), now, id).changes,
+        id,
+      );
       const at = this.#sql.tradeNonce.get(id)!;
       if (at.wallet !== null)
         this.#sql.markTradeSlot.run(
@@ -640,9 +775,55 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger {
     for (const { write, value } of done) write.resolve(value);
   }
 
+  get #quotes(): ReturnType<typeof quoteStatements> {
+    this.#quoteSql ??= quoteStatements(this.#db);
+    return this.#quoteSql;
+  }
+
+  saveQuote(quote: StoredQuote): Promise<void> {
+    return this.#write(() => {
+      this.#quotes.insert.run(...quoteRow(quote));
+    });
+  }
+
+  async getQuote(id: string): Promise<StoredQuote | undefined> {
+    const row = this.#quotes.byId.get(id);
+    return row === undefined ? undefined : toQuote(row);
+  }
+
+  consumeQuote(id: string, scope: string, tradeId: string, now: Date): Promise<boolean> {
+    return this.#write(() => Number(this.#quotes.consume.run(tradeId, id, scope, now.getTime()).changes) === 1);
+  }
+
+  releaseQuote(id: string, tradeId: string): Promise<void> {
+    return this.#write(() => {
+      this.#quotes.release.run(id, tradeId);
+    });
+  }
+
+  sweepQuotes(before: Date): Promise<number> {
+    return this.#write(() => Number(this.#quotes.sweep.run(before.getTime()).changes));
+  }
+
   async close(): Promise<void> {
     this.#commit(); // what was written before close() is kept
     if (this.#db.isOpen) this.#db.close();
+  }
+}
+
+/** createdAt in [since, until), in ms as the column holds it. */
+function rangeCondition(
+  range: { since?: Date | undefined; until?: Date | undefined },
+  where: string[],
+  values: SQLInputValue[],
+): void {
+  if (range.since !== undefined) {
+    where.push("created_at >= ?");
+    values.push(range.since.getTime());
+  }
+  if (range.until !== undefined) {
+    where.push("created_at < ?");
+    values.push(range.until.getTime());
   }
 }
 

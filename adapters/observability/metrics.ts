@@ -9,6 +9,10 @@
  *   routes), grpc, grpc-web or connect; code the HTTP status, or the gRPC code's name for RPCs.
  * - Trades: `token_service_trades_total{kind, stable, outcome}` (outcome "success" or the domain
  *   error's code) and `token_service_trade_duration_seconds{kind, stable}` (to the receipt).
+ * - Quotes: `token_service_quotes_total{kind, outcome}` (outcome "ok", "issues" when the quote
+ *   lists any, or the error's code) and the quote-to-trade conversions,
+ *   `token_service_quoted_trades_total{kind, outcome}`: trades that named a Quote-Id, by
+ *   outcome ("success", or the code: quote_used, quote_slippage, ...).
  * - Wallets: `token_service_wallet_unconfirmed_nonces{wallet}`,
  *   `token_service_wallet_oldest_unconfirmed_age_seconds{wallet}`,
  *   `token_service_wallet_lifecycle_events_total{wallet, event}` (replaced, resent, noop,
@@ -26,7 +30,15 @@ import type { AddressInfo } from "node:net";
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
-import type { TradeHooks, TradeOrder, TradePort, TransactionReceipt } from "../../core/index.js";
+import type {
+  QuoteUseCase,
+  TradeHooks,
+  TradeOrder,
+  TradePort,
+  TradeUseCase,
+  TransactionReceipt,
+  UseCases,
+} from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
 import { RequestMetrics } from "./request-metrics.js";
 
@@ -71,6 +83,18 @@ export class ServiceMetrics {
     help: "Time from a trade's acceptance to its receipt.",
     labelNames: ["kind", "stable"],
     buckets: TRADE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #quotes = new Counter({
+    name: `${PREFIX}quotes_total`,
+    help: "Quotes, by kind and outcome (ok, issues when the quote lists any, or the error's code).",
+    labelNames: ["kind", "outcome"],
+    registers: [this.registry],
+  });
+  readonly #quotedTrades = new Counter({
+    name: `${PREFIX}quoted_trades_total`,
+    help: "Trades that named a quote (Quote-Id): quote-to-trade conversions, by kind and outcome (success, or the error's code).",
+    labelNames: ["kind", "outcome"],
     registers: [this.registry],
   });
   readonly #lifecycle = new Counter({
@@ -158,6 +182,46 @@ export class ServiceMetrics {
       resolve: (trade) => port.resolve(trade),
     };
     return metered;
+  }
+
+  /**
+   * `useCases` with quotes counted by outcome, and the trades that name a quote (the quote-to-trade
+   * conversions) by theirs. Every other use case is passed on as it is.
+   */
+  meteredQuotes(useCases: UseCases): UseCases {
+    const outcome = (error: unknown) => String((error as { code?: unknown }).code ?? "internal");
+    const quote: QuoteUseCase = async (input, context) => {
+      try {
+        const answer = await useCases.quote(input, context);
+        this.#quotes.inc({ kind: answer.kind, outcome: answer.issues.length > 0 ? "issues" : "ok" });
+        return answer;
+      } catch (error) {
+        const kind = (input as { kind?: unknown } | null)?.kind;
+        const label = kind === "sell" || kind === "buy" || kind === "remittance" ? kind : "invalid";
+        this.#quotes.inc({ kind: label, outcome: outcome(error) });
+        throw error;
+      }
+    };
+    const quoted = (kind: "sell" | "buy" | "remittance", run: TradeUseCase): TradeUseCase => {
+      return async (input, context) => {
+        if (context?.quoteId === undefined) return run(input, context);
+        try {
+          const receipt = await run(input, context);
+          this.#quotedTrades.inc({ kind, outcome: "success" });
+          return receipt;
+        } catch (error) {
+          this.#quotedTrades.inc({ kind, outcome: outcome(error) });
+          throw error;
+        }
+      };
+    };
+    return {
+      ...useCases,
+      quote,
+      sell: quoted("sell", useCases.sell),
+      buy: quoted("buy", useCases.buy),
+      remittance: quoted("remittance", useCases.remittance),
+    };
   }
 
   /**

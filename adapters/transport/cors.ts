@@ -13,7 +13,7 @@
  */
 import { cors as connectCors } from "@connectrpc/connect";
 
-import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
+import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "./headers.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 const ALLOW_METHODS = ["GET", "POST", "OPTIONS"].join(", ");
@@ -21,6 +21,7 @@ const ALLOW_HEADERS = [
   ...new Set([
     API_KEY_HEADER,
     IDEMPOTENCY_KEY_HEADER,
+    QUOTE_ID_HEADER,
     "x-request-id",
     ...connectCors.allowedHeaders.map((h) => h.toLowerCase()),
   ]),

@@ -36,14 +36,27 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   fees_too_high: Code.Unavailable,
   // A node refused the signed transaction (not for the trade's own reasons) and none knows it; nothing paid: retry later.
   transaction_refused: Code.Unavailable,
+  // The Quote-Id names no quote of the caller's (never issued, another key's, or swept long after expiry).
+  quote_not_found: Code.NotFound,
+  // The quote expired before the trade: nothing sent; ask for a new quote (HTTP 410 Gone).
+  quote_expired: Code.FailedPrecondition,
+  // The quote was used by another trade: a quote is used once (HTTP 409).
+  quote_used: Code.AlreadyExists,
+  // The trade is not the one quoted (kind, amount, coin, wallet or destinatary; HTTP 422, as a reused Idempotency-Key).
+  quote_mismatch: Code.FailedPrecondition,
+  // The price moved: the trade would pay less than the quote's minOut; nothing sent; quote again (HTTP 409).
+  quote_slippage: Code.Aborted,
 };
 
 /**
  * The JSON routes' HTTP status for the domain errors whose status is not Connect's for
- * their code: the Idempotency-Key draft answers a reused key with 422.
+ * their code: the Idempotency-Key draft answers a reused key with 422; a quote that expired is
+ * 410 Gone, and one that does not match the trade 422, like a reused key.
  */
 export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number>>> = {
   idempotency_mismatch: 422,
+  quote_expired: 410,
+  quote_mismatch: 422,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */

@@ -1,5 +1,5 @@
 /**
- * The service's own RPCs (TokenService: Sell, Buy, Remittance, GetPrice, GetTrade) over gRPC
+ * The service's own RPCs (every method of TokenService: Sell, Buy, GetTrade, ListTrades, ...) over gRPC
  * proper, answered without Connect's machinery: HTTP/2, binary protobuf, one message each way.
  *
  * Connect serves a unary call as a stream: async iterables for the body and the answer,
@@ -34,7 +34,7 @@ import type { Logger } from "pino";
 import { TokenService } from "../../gen/tokentrade/v1/token_pb.js";
 import { rpcError } from "./error.interceptor.js";
 import { grpcPercentEncode } from "./grpc-message.js";
-import { IDEMPOTENCY_KEY_HEADER } from "./headers.js";
+import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "./headers.js";
 import { requestContext } from "./request-context.js";
 import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import type { CallContext, TokenCalls } from "./token.service.js";
@@ -177,11 +177,13 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
   async function answer(req: NodeServerRequest, call: Call, request: Message): Promise<void> {
     const { method, res, outcome, responseHeaders } = call;
     const idempotencyKey = req.headers[IDEMPOTENCY_KEY_HEADER];
+    const quoteId = req.headers[QUOTE_ID_HEADER];
     let frame: Buffer;
     try {
       const message = await method.call(request, {
         scope: call.scope,
         idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey,
+        quoteId: Array.isArray(quoteId) ? quoteId.join(", ") : quoteId,
       });
       frame = frameOf(method, message);
     } catch (thrown) {

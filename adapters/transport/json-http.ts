@@ -197,9 +197,9 @@ export function parseJson(bytes: Buffer): unknown {
 }
 
 /**
- * Answers with a JSON document. The headers go to writeHead as one list (with the request
- * id), which Node writes out directly, rather than being set one by one first (the cost is in
- * docs/decisions/0005-json-routes-outside-connect.md).
+ * Answers with a JSON document (or another `contentType`: the trade history's CSV). The headers
+ * go to writeHead as one list (with the request id), which Node writes out directly, rather
+ * than being set one by one first (the cost is in docs/decisions/0005-json-routes-outside-connect.md).
  */
 export function send(
   req: NodeServerRequest,
@@ -208,16 +208,10 @@ export function send(
   status: number,
   json: string,
   headers?: Record<string, string>,
+  contentType = "application/json",
 ): void {
   if (res.headersSent || res.writableEnded) return;
-  const list = [
-    "x-request-id",
-    id,
-    "content-type",
-    "application/json",
-    "content-length",
-    String(Buffer.byteLength(json)),
-  ];
+  const list = ["x-request-id", id, "content-type", contentType, "content-length", String(Buffer.byteLength(json))];
   if (headers !== undefined) for (const name in headers) list.push(name, headers[name]!);
   // Node's HTTP/2 compatibility layer takes the same flat list, though its types say otherwise.
   (res as ServerResponse).writeHead(status, list);

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 
 import type { TradeUseCase, UseCases } from "../../core/index.js";
 import type { ApiKeyCheck, ApiKeyVerifier } from "./api-key.js";
-import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER } from "./headers.js";
+import { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "./headers.js";
 import { codeName, toConnectError } from "./error-map.js";
 import {
   ClientGoneError,
@@ -19,6 +19,7 @@ import {
 } from "./json-http.js";
 import { requestContext, type RequestContext } from "./request-context.js";
 import { OPENAPI_JSON } from "./openapi.js";
+import { acceptsCsv, CSV_CONTENT_TYPE, tradesCsv } from "./trade-history-csv.js";
 import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";
 
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
@@ -72,8 +73,14 @@ export function cachedReadiness(
   };
 }
 
-/** A route's answer: `body` as JSON, or `json` when the handler has the text already. */
-type Answer = { status: number; body: unknown } | { status: number; json: string };
+/**
+ * A route's answer: `body` as JSON, or `json` when the handler has the text already, or `text`
+ * of another content type (the trade history's CSV), with headers of its own.
+ */
+type Answer =
+  | { status: number; body: unknown }
+  | { status: number; json: string }
+  | { status: number; text: string; contentType: string; headers?: Record<string, string> };
 /**
  * @param body - the parsed JSON body for a route with `jsonBody`, else undefined
  * @param scope - the caller's scope for an authenticated route, else ""
@@ -101,7 +108,10 @@ interface Route {
  * | POST   | /api/v1/token/buy     | yes | receipt (3 logs)                |
  * | POST   | /api/v1/remmitance    | yes | receipt (3 logs); SPEC spelling |
  * | POST   | /api/v1/remittance    | yes | alias of the above              |
+ * | POST   | /api/v1/token/quote   | yes | a quote for a trade (Quote-Id)  |
  * | GET    | /api/v1/token/price   | yes | price record                    |
+ * | GET    | /api/v1/trades        | yes | a page of the caller's trades   |
+ * | GET    | /api/v1/trades/summary| yes | the caller's totals             |
  * | GET    | /api/v1/trades/{hash} | yes | the trade as the journal has it |
  * | GET    | /healthz              | no  | {"status":"ok"}                 |
  * | GET    | /readyz               | no  | {"status":"ready"} or 503       |
@@ -133,7 +143,9 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     handle: async (req, body, scope) => {
       const key = req.headers[IDEMPOTENCY_KEY_HEADER];
       const idempotencyKey = Array.isArray(key) ? key.join(",") : key;
-      return { status: 200, body: await run(body, { scope, idempotencyKey }) };
+      const quote = req.headers[QUOTE_ID_HEADER];
+      const quoteId = Array.isArray(quote) ? quote.join(",") : quote;
+      return { status: 200, body: await run(body, { scope, idempotencyKey, quoteId }) };
     },
   });
 
@@ -142,6 +154,15 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     ["/api/v1/token/buy", trade(useCases.buy)],
     ["/api/v1/remmitance", trade(useCases.remittance)],
     ["/api/v1/remittance", trade(useCases.remittance)],
+    [
+      "/api/v1/token/quote",
+      {
+        method: "POST",
+        authenticated: true,
+        jsonBody: true,
+        handle: async (_req, body, scope) => ({ status: 200, body: await useCases.quote(body, { scope }) }),
+      },
+    ],
     [
       "/api/v1/token/price",
       {
@@ -153,6 +174,39 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
           const record = useCases.price.now();
           return record === undefined ? undefined : priceAnswer(record);
         },
+      },
+    ],
+    [
+      "/api/v1/trades",
+      {
+        method: "GET",
+        authenticated: true,
+        jsonBody: false,
+        handle: async (req, _body, scope) => {
+          const query = queryOf(req);
+          const list = await useCases.trades(query, { scope });
+          if (!acceptsCsv(req.headers.accept))
+            return { status: 200, body: { trades: list.trades, nextCursor: list.nextCursor } };
+          const headers: Record<string, string> = {};
+          // The next page as RFC 8288 has it: the same query, with the cursor.
+          if (list.nextCursor !== null) {
+            const next = new URLSearchParams({ ...query, cursor: list.nextCursor });
+            headers.link = `</api/v1/trades?${next}>; rel="next"`;
+          }
+          return { status: 200, text: tradesCsv(list), contentType: CSV_CONTENT_TYPE, headers };
+        },
+      },
+    ],
+    [
+      "/api/v1/trades/summary",
+      {
+        method: "GET",
+        authenticated: true,
+        jsonBody: false,
+        handle: async (req, _body, scope) => ({
+          status: 200,
+          body: await useCases.tradeSummary(queryOf(req), { scope }),
+        }),
       },
     ],
     [
@@ -257,8 +311,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     sendAnswer(req, res, id, await route.handle(req, body, scope, param));
   };
 
-  const sendAnswer = (req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void =>
-    send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
+  const sendAnswer = (req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void => {
+    if ("text" in result) send(req, res, id, result.status, result.text, result.headers, result.contentType);
+    else send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
+  };
 
   const refuse = (req: NodeServerRequest, res: NodeServerResponse, context: RequestContext, thrown: unknown): void => {
     const { id, path, log: reqLog } = context;
@@ -303,4 +359,22 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     return routeOf(path).route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
   return Object.assign(handler, { routeOf: label });
+}
+
+/** The query string's parameters by name; one given twice is refused, naming it. */
+function queryOf(req: NodeServerRequest): Record<string, string> {
+  const target = req.url ?? "";
+  const at = target.indexOf("?");
+  const entries = [...new URLSearchParams(at === -1 ? "" : target.slice(at + 1))];
+  const query = Object.fromEntries(entries);
+  if (Object.keys(query).length !== entries.length) {
+    const seen = new Set<string>();
+    const twice = entries.find(([name]) => seen.size === seen.add(name).size)![0];
+    const field = /^[\w.-]{1,64}$/.test(twice) ? twice : "query";
+    throw new HttpError(
+      Code.InvalidArgument,
+      `${field}: ${field === twice ? "is" : "a parameter is"} given more than once`,
+    );
+  }
+  return query;
 }

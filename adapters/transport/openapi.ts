@@ -27,10 +27,16 @@ const TRADE_ERRORS = {
   ),
   "401": errorResponse("unauthenticated: missing or wrong api_key."),
   "403": errorResponse("permission_denied: userAddress is not a wallet the service signs for."),
-  "409": errorResponse("aborted: the first request with this Idempotency-Key is still running."),
+  "404": errorResponse("not_found: the Quote-Id names no quote of this api_key's (quote_not_found). Nothing was sent."),
+  "409": errorResponse(
+    "aborted: the first request with this Idempotency-Key is still running, or the price moved past the quote's slippage (quote_slippage); already_exists: the quote was used by another trade (quote_used). Nothing was sent.",
+  ),
+  "410": errorResponse("failed_precondition: the quote expired (quote_expired). Nothing was sent."),
   "413": errorResponse("resource_exhausted: body larger than BODY_LIMIT_BYTES."),
   "415": errorResponse("invalid_argument: Content-Type is not application/json."),
-  "422": errorResponse("failed_precondition: Idempotency-Key reused with a different request."),
+  "422": errorResponse(
+    "failed_precondition: Idempotency-Key reused with a different request, or the trade is not the one quoted (quote_mismatch, naming what differs).",
+  ),
   "429": {
     description: "resource_exhausted: over the rate limit.",
     headers: { "Retry-After": { description: "Seconds to wait.", schema: { type: "integer", minimum: 1 } } },
@@ -50,7 +56,7 @@ const trade = (operationId: string, summary: string, description: string) => ({
   summary,
   description,
   tags: ["Trades"],
-  parameters: [{ $ref: "#/components/parameters/IdempotencyKey" }],
+  parameters: [{ $ref: "#/components/parameters/IdempotencyKey" }, { $ref: "#/components/parameters/QuoteId" }],
   requestBody: { required: true, content: { "application/json": { schema: ref("TradeRequest") } } },
   responses: {
     "200": {
@@ -94,6 +100,29 @@ export const OPENAPI_DOCUMENT = {
         "As buy, for a remittance (the SPEC's spelling; /api/v1/remittance is an alias). Three logs.",
       ),
     },
+    "/api/v1/token/quote": {
+      post: {
+        operationId: "quote",
+        summary: "What a trade would pay out now, and what stands in its way",
+        description:
+          "Reads the chain, sends nothing. `expectedOut` is what the trade pays at the feed round named in `price`, to the base unit, as the swap computes it; `minOut` is that less `slippageBps` (default 50, at most 1000), rounded down. A trade that names `quoteId` in its Quote-Id header before `expiresAt` (QUOTE_TTL_MS, 30 s by default) executes with `minOut` as its minimum and a deadline no later than `expiresAt`, once. `issues` lists why a trade would be refused now, with the numbers; a quote with issues is still 200. `networkFee.usd` is null: the service does not know the native coin's price.",
+        tags: ["Trades"],
+        requestBody: { required: true, content: { "application/json": { schema: ref("QuoteRequest") } } },
+        responses: {
+          "200": { description: "The quote.", content: { "application/json": { schema: ref("Quote") } } },
+          "400": errorResponse(
+            "invalid_argument: a field, named in the message (as a trade's), or kind or slippageBps.",
+          ),
+          "401": TRADE_ERRORS["401"],
+          "403": TRADE_ERRORS["403"],
+          "413": TRADE_ERRORS["413"],
+          "415": TRADE_ERRORS["415"],
+          "429": TRADE_ERRORS["429"],
+          "500": TRADE_ERRORS["500"],
+          "503": errorResponse("unavailable: the chain is unreachable."),
+        },
+      },
+    },
     "/api/v1/token/price": {
       get: {
         operationId: "price",
@@ -104,6 +133,91 @@ export const OPENAPI_DOCUMENT = {
           "401": TRADE_ERRORS["401"],
           "429": TRADE_ERRORS["429"],
           "503": errorResponse("unavailable: a feed is stale, out of its bounds, or the chain is unreachable."),
+        },
+      },
+    },
+    "/api/v1/trades": {
+      get: {
+        operationId: "listTrades",
+        summary: "The caller's trades, newest first, a page at a time",
+        description:
+          "Only the trades sent with the caller's api_key, each as GET /api/v1/trades/{transactionHash} shows it, read from the journal (confirmations null). Pass nextCursor as `cursor` for the next page: pages stay exact while new trades arrive. With `Accept: text/csv` the same page comes as CSV (RFC 4180, a header line, one trade a line, amounts as decimal strings), the next page's URL in a `Link: <...>; rel=\"next\"` header.",
+        tags: ["Trades"],
+        parameters: [
+          {
+            name: "status",
+            in: "query",
+            schema: { enum: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] },
+          },
+          { name: "kind", in: "query", schema: { enum: ["sell", "buy", "remittance"] } },
+          {
+            name: "since",
+            in: "query",
+            description: "createdAt at or after this: ISO 8601 date, or date-time with a time zone.",
+            schema: { type: "string" },
+          },
+          {
+            name: "until",
+            in: "query",
+            description: "createdAt before this (same format).",
+            schema: { type: "string" },
+          },
+          { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 500, default: 50 } },
+          {
+            name: "cursor",
+            in: "query",
+            description: "A previous page's nextCursor, as it came.",
+            schema: { type: "string" },
+          },
+        ],
+        responses: {
+          "200": {
+            description: "A page of trades.",
+            headers: {
+              Link: {
+                description: 'CSV only: the next page, `<url>; rel="next"`; absent on the last page.',
+                schema: { type: "string" },
+              },
+            },
+            content: {
+              "application/json": { schema: ref("TradeList") },
+              "text/csv": {
+                schema: {
+                  type: "string",
+                  description:
+                    "Columns: id, createdAt, updatedAt, kind, status, userAddress, destinatary, usdAddress, stableSymbol, amount, amountIn, amountOut, gasWei, transactionHash, wallet, nonce, blockNumber, errorCode, errorMessage.",
+                },
+              },
+            },
+          },
+          "400": errorResponse("invalid_argument: a query parameter, named in the message."),
+          "401": TRADE_ERRORS["401"],
+          "429": TRADE_ERRORS["429"],
+        },
+      },
+    },
+    "/api/v1/trades/summary": {
+      get: {
+        operationId: "tradeSummary",
+        summary: "The caller's totals per kind and stable coin over [since, until)",
+        tags: ["Trades"],
+        parameters: [
+          { name: "since", in: "query", description: "ISO 8601; open when absent.", schema: { type: "string" } },
+          {
+            name: "until",
+            in: "query",
+            description: "ISO 8601, excluded; open when absent.",
+            schema: { type: "string" },
+          },
+        ],
+        responses: {
+          "200": {
+            description: "Exact totals: counts, amounts in and out of the executed trades, gas in wei.",
+            content: { "application/json": { schema: ref("TradeSummary") } },
+          },
+          "400": errorResponse("invalid_argument: since or until, named in the message."),
+          "401": TRADE_ERRORS["401"],
+          "429": TRADE_ERRORS["429"],
         },
       },
     },
@@ -186,6 +300,14 @@ export const OPENAPI_DOCUMENT = {
           "Makes the trade safe to retry: a retry with the same key and request answers the first one's outcome and never trades twice.",
         schema: { type: "string", minLength: 1, maxLength: 255 },
       },
+      QuoteId: {
+        name: "Quote-Id",
+        in: "header",
+        required: false,
+        description:
+          "A quote's quoteId (POST /api/v1/token/quote): the trade must be the one quoted, and executes with its minOut and a deadline no later than its expiry, once.",
+        schema: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
+      },
     },
     schemas: {
       Error: {
@@ -199,6 +321,7 @@ export const OPENAPI_DOCUMENT = {
               "permission_denied",
               "failed_precondition",
               "not_found",
+              "already_exists",
               "unimplemented",
               "resource_exhausted",
               "aborted",
@@ -210,6 +333,120 @@ export const OPENAPI_DOCUMENT = {
           message: { type: "string", description: "What is wrong, naming the field." },
         },
         required: ["code", "message"],
+        additionalProperties: false,
+      },
+      QuoteRequest: {
+        type: "object",
+        properties: {
+          kind: { type: "string", enum: ["sell", "buy", "remittance"] },
+          userAddress: { ...ADDRESS, description: "The exchange wallet; default: the service's only one." },
+          destinatary: {
+            ...ADDRESS,
+            description: "Unset: the quote binds none (its gas is estimated paying userAddress).",
+          },
+          amount: { type: "string", description: "Tokens for a sell, USD for a buy or a remittance, as in a trade." },
+          usdAddress: ADDRESS,
+          slippageBps: { type: "integer", minimum: 0, maximum: 1000, default: 50 },
+        },
+        required: ["kind", "amount", "usdAddress"],
+        additionalProperties: false,
+      },
+      QuoteAmount: {
+        type: "object",
+        properties: {
+          value: { type: "string", pattern: "^\\d+(\\.\\d+)?$", description: "Whole units, exact." },
+          baseUnits: { type: "string", pattern: "^\\d+$" },
+        },
+        required: ["value", "baseUnits"],
+        additionalProperties: false,
+      },
+      QuoteIssue: {
+        type: "object",
+        properties: {
+          type: {
+            type: "string",
+            enum: [
+              "balance_short",
+              "reserves_short",
+              "trading_paused",
+              "price_stale",
+              "price_out_of_bounds",
+              "price_unavailable",
+              "fees_too_high",
+              "amount_below_minimum",
+              "amount_above_maximum",
+            ],
+          },
+          message: { type: "string" },
+          details: {
+            type: "object",
+            additionalProperties: { type: "string" },
+            description: "The numbers, as exact decimal text (e.g. asset, balance, needed).",
+          },
+        },
+        required: ["type", "message", "details"],
+        additionalProperties: false,
+      },
+      Quote: {
+        type: "object",
+        properties: {
+          quoteId: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
+          expiresAt: { type: "string", format: "date-time" },
+          kind: { type: "string", enum: ["sell", "buy", "remittance"] },
+          userAddress: ADDRESS,
+          destinatary: { oneOf: [ADDRESS, { type: "null" }] },
+          usdAddress: ADDRESS,
+          slippageBps: { type: "integer", minimum: 0, maximum: 1000 },
+          amountIn: ref("QuoteAmount"),
+          expectedOut: ref("QuoteAmount"),
+          minOut: ref("QuoteAmount"),
+          price: {
+            type: "object",
+            properties: {
+              usd: { type: "string", description: "USD per token, exact." },
+              roundId: { type: "string", pattern: "^\\d+$" },
+              updatedAt: { type: "string", format: "date-time" },
+            },
+            required: ["usd", "roundId", "updatedAt"],
+            additionalProperties: false,
+          },
+          gas: {
+            type: "object",
+            properties: {
+              units: { type: "string", pattern: "^\\d+$" },
+              estimated: { type: "boolean", description: "False: a typical figure (the call cannot succeed now)." },
+              priceWei: { type: "string", pattern: "^\\d+$" },
+            },
+            required: ["units", "estimated", "priceWei"],
+            additionalProperties: false,
+          },
+          networkFee: {
+            type: "object",
+            properties: {
+              wei: { type: "string", pattern: "^\\d+$" },
+              usd: { type: "null", description: "The service does not know the native coin's price." },
+            },
+            required: ["wei", "usd"],
+            additionalProperties: false,
+          },
+          issues: { type: "array", items: ref("QuoteIssue") },
+        },
+        required: [
+          "quoteId",
+          "expiresAt",
+          "kind",
+          "userAddress",
+          "destinatary",
+          "usdAddress",
+          "slippageBps",
+          "amountIn",
+          "expectedOut",
+          "minOut",
+          "price",
+          "gas",
+          "networkFee",
+          "issues",
+        ],
         additionalProperties: false,
       },
       TradeRequest: {
@@ -390,6 +627,69 @@ export const OPENAPI_DOCUMENT = {
           "createdAt",
           "updatedAt",
         ],
+        additionalProperties: false,
+      },
+      TradeList: {
+        type: "object",
+        properties: {
+          trades: { type: "array", items: ref("Trade") },
+          nextCursor: { type: ["string", "null"], description: "The next page's cursor; null on the last page." },
+        },
+        required: ["trades", "nextCursor"],
+        additionalProperties: false,
+      },
+      Amount: {
+        type: "object",
+        properties: {
+          value: {
+            type: ["string", "null"],
+            pattern: "^[0-9]+(\\.[0-9]+)?$",
+            description: "Decimal text in the coin's units; null when the coin is no longer configured.",
+          },
+          baseUnits: { type: "string", pattern: "^[0-9]+$" },
+        },
+        required: ["value", "baseUnits"],
+        additionalProperties: false,
+      },
+      TradeSummary: {
+        type: "object",
+        properties: {
+          since: { type: ["string", "null"], format: "date-time" },
+          until: { type: ["string", "null"], format: "date-time" },
+          groups: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                kind: { enum: ["sell", "buy", "remittance"] },
+                usdAddress: { type: "string", pattern: "^0x[0-9a-f]{40}$" },
+                stableSymbol: { type: ["string", "null"] },
+                count: { type: "integer", minimum: 0, description: "Trades in the range, in any status." },
+                executed: { type: "integer", minimum: 0, description: "Of them, mined or confirmed." },
+                amountIn: { ...ref("Amount"), description: "Tokens for a sell, the stable coin otherwise." },
+                amountOut: { ...ref("Amount"), description: "The stable coin for a sell, tokens otherwise." },
+                gasWei: { type: "string", pattern: "^[0-9]+$" },
+                gasUsd: {
+                  type: "null",
+                  description: "Not known yet: the service has no price of the chain's native coin.",
+                },
+              },
+              required: [
+                "kind",
+                "usdAddress",
+                "stableSymbol",
+                "count",
+                "executed",
+                "amountIn",
+                "amountOut",
+                "gasWei",
+                "gasUsd",
+              ],
+              additionalProperties: false,
+            },
+          },
+        },
+        required: ["since", "until", "groups"],
         additionalProperties: false,
       },
     },

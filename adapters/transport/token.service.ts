@@ -4,20 +4,37 @@ import type { PriceRecord as PriceRecordView, UseCases } from "../../core/index.
 import type {
   GetPriceRequest,
   GetTradeRequest,
+  GetTradeSummaryRequest,
+  ListTradesRequest,
+  ListTradesResponse,
+  TradeSummary,
   PriceRecord,
+  QuoteRequest,
+  QuoteResponse,
   TokenService,
   Trade,
   TradeRequest,
   TransactionReceipt,
 } from "../../gen/tokentrade/v1/token_pb.js";
 import { kCallerScope } from "./api-key.interceptor.js";
-import { IDEMPOTENCY_KEY_HEADER } from "./headers.js";
+import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "./headers.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
+import { quoteInputFromMessage, quoteMessage } from "./quote-mapping.js";
+import {
+  listTradesMessage,
+  listTradesQueryFromMessage,
+  summaryQueryFromMessage,
+  tradeSummaryMessage,
+} from "./trade-history-mapping.js";
 
-/** Who calls (the scope of its api key), and the call's idempotency key (metadata `idempotency-key`). */
+/**
+ * Who calls (the scope of its api key), the call's idempotency key (metadata `idempotency-key`),
+ * and the quote a trade names (metadata `quote-id`).
+ */
 export interface CallContext {
   scope?: string;
   idempotencyKey?: string | undefined;
+  quoteId?: string | undefined;
 }
 
 /** TokenService's methods by their local names, as plain functions of a message and a call context. */
@@ -27,6 +44,9 @@ export type TokenCalls = {
   remittance(request: TradeRequest, context: CallContext): Promise<TransactionReceipt>;
   getPrice(request: GetPriceRequest, context: CallContext): Promise<PriceRecord>;
   getTrade(request: GetTradeRequest, context: CallContext): Promise<Trade>;
+  listTrades(request: ListTradesRequest, context: CallContext): Promise<ListTradesResponse>;
+  getTradeSummary(request: GetTradeSummaryRequest, context: CallContext): Promise<TradeSummary>;
+  quote(request: QuoteRequest, context: CallContext): Promise<QuoteResponse>;
 };
 
 /**
@@ -48,6 +68,11 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
       return lastPrice.message;
     },
     getTrade: async (request, context) => tradeMessage(await useCases.trade(request.transactionHash, context)),
+    listTrades: async (request, context) =>
+      listTradesMessage(await useCases.trades(listTradesQueryFromMessage(request), context)),
+    getTradeSummary: async (request, context) =>
+      tradeSummaryMessage(await useCases.tradeSummary(summaryQueryFromMessage(request), context)),
+    quote: async (request, context) => quoteMessage(await useCases.quote(quoteInputFromMessage(request), context)),
   };
 }
 
@@ -57,6 +82,7 @@ function callContext(context: HandlerContext | undefined): CallContext {
   return {
     scope: context.values.get(kCallerScope),
     idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
+    quoteId: context.requestHeader.get(QUOTE_ID_HEADER) ?? undefined,
   };
 }
 
@@ -90,5 +116,17 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
 
   getTrade(request: GetTradeRequest, context?: HandlerContext): Promise<Trade> {
     return this.#calls.getTrade(request, callContext(context));
+  }
+
+  listTrades(request: ListTradesRequest, context?: HandlerContext): Promise<ListTradesResponse> {
+    return this.#calls.listTrades(request, callContext(context));
+  }
+
+  getTradeSummary(request: GetTradeSummaryRequest, context?: HandlerContext): Promise<TradeSummary> {
+    return this.#calls.getTradeSummary(request, callContext(context));
+  }
+
+  quote(request: QuoteRequest, context?: HandlerContext): Promise<QuoteResponse> {
+    return this.#calls.quote(request, callContext(context));
   }
 }

@@ -66,6 +66,56 @@ export interface SignedTradeTx {
   deadline: number;
 }
 
+/** Where a trade stands in the history's order: its creation time in microseconds since the epoch, then its id. */
+export interface TradePosition {
+  createdAtUs: bigint;
+  id: string;
+}
+
+/** A page of one scope's trades, newest first: (createdAt, id) descending. */
+export interface TradePageQuery {
+  scope: string;
+  status?: TradeStatus | undefined;
+  kind?: TradeKind | undefined;
+  /** createdAt at or after this. */
+  since?: Date | undefined;
+  /** createdAt before this. */
+  until?: Date | undefined;
+  /** How many trades at most (the use case keeps it within 1..500). */
+  limit: number;
+  /** Only trades after this position in the order (the previous page's `next`). */
+  after?: TradePosition | undefined;
+}
+
+export interface TradePage {
+  trades: TradeRecord[];
+  /** The last trade's position when more trades follow, else null. */
+  next: TradePosition | null;
+}
+
+/** One scope's trades created in [since, until); either bound may be left open. */
+export interface TradeSummaryQuery {
+  scope: string;
+  since?: Date | undefined;
+  until?: Date | undefined;
+}
+
+/**
+ * The trades of one kind against one stable coin. `count` counts every trade in the range;
+ * the amounts and the gas are those of the `executed` ones (mined or confirmed), read from
+ * their receipts (core/trade-amounts.ts), in base units and wei.
+ */
+export interface TradeTotals {
+  kind: TradeKind;
+  /** The request's usdAddress, lower-case. */
+  stable: string;
+  count: number;
+  executed: number;
+  amountIn: bigint;
+  amountOut: bigint;
+  gasWei: bigint;
+}
+
 /**
  * The durable trade journal. Every accepted trade is recorded before its transaction is
  * broadcast, so a crash never loses track of money that left the wallet. Its transactions
@@ -114,5 +164,13 @@ export interface TradeJournal {
   get(id: string): Promise<TradeRecord | undefined>;
   /** The trade that broadcast `txHash` (any of its broadcasts), if any. */
   findByHash(txHash: string): Promise<TradeRecord | undefined>;
+  /**
+   * A page of the scope's trades, newest first, filtered. Keyset pagination: a page asked
+   * `after` the previous page's `next` continues exactly where it ended, whatever was added
+   * since (new trades sort before it), so no trade is shown twice or skipped.
+   */
+  page(query: TradePageQuery): Promise<TradePage>;
+  /** The scope's totals per kind and stable coin, ordered by kind then stable. */
+  summary(query: TradeSummaryQuery): Promise<TradeTotals[]>;
   close(): Promise<void>;
 }

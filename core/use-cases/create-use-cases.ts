@@ -1,9 +1,17 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { TradeJournal } from "../ports/journal.port.js";
 import type { PricePort } from "../ports/price.port.js";
+import type { QuotePort, QuoteStore } from "../ports/quote.port.js";
 import type { TradePort } from "../ports/trade.port.js";
 import { assertTradeConfig, type TradeConfig } from "../validation/trade-request.js";
 import { priceUseCase, type PriceUseCase } from "./price.use-case.js";
+import { DEFAULT_QUOTE_TTL_MS, quoteUseCase, type QuoteUseCase } from "./quote.use-case.js";
+import {
+  listTradesUseCase,
+  tradeSummaryUseCase,
+  type ListTradesUseCase,
+  type TradeSummaryUseCase,
+} from "./trade-history.use-case.js";
 import { tradeStatusUseCase, type TradeStatusUseCase } from "./trade-status.use-case.js";
 import { tradeUseCase, type TradeUseCase } from "./trade.use-case.js";
 
@@ -15,6 +23,12 @@ export interface UseCases {
   price: PriceUseCase;
   /** A trade by any hash it broadcast, as the journal knows it. */
   trade: TradeStatusUseCase;
+  /** A page of the caller's trades, newest first, from the journal. */
+  trades: ListTradesUseCase;
+  /** The caller's totals per kind and stable coin over a time range. */
+  tradeSummary: TradeSummaryUseCase;
+  /** A quote for a trade, recorded for the trade to name in its Quote-Id header. */
+  quote: QuoteUseCase;
 }
 
 export interface UseCaseDeps {
@@ -25,15 +39,31 @@ export interface UseCaseDeps {
   journal?: TradeJournal;
   /** How long a retry waits for the first request with its key (default 10 s). */
   inFlightWaitMs?: number;
+  /** Reads quotes from the chain; with `quotes`, enables quotes (else POST /quote is refused). */
+  quote?: QuotePort;
+  /** Where quotes are kept: the journal's storage, so a quote is used once across instances. */
+  quotes?: QuoteStore;
+  /** The exchange wallets: a quote without userAddress is for the only one. */
+  wallets?: readonly string[];
+  /** How long a quote may be used (default DEFAULT_QUOTE_TTL_MS). */
+  quoteTtlMs?: number;
 }
 
 /**
  * Wires the ports into the use cases. Called once by the composition root.
  * @throws TypeError when `config` is unusable (see assertTradeConfig)
  */
-export function createUseCases({ trade, price, config, journal, inFlightWaitMs = 10_000 }: UseCaseDeps): UseCases {
+export function createUseCases({
+  trade,
+  price,
+  config,
+  journal,
+  inFlightWaitMs = 10_000,
+  ...quoting
+}: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const journalling = journal ? { journal, inFlightWaitMs } : undefined;
+  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS } = quoting;
+  const journalling = journal ? { journal, inFlightWaitMs, ...(quotes && { quotes }) } : undefined;
   return {
     sell: tradeUseCase("sell", trade, config, journalling),
     buy: tradeUseCase("buy", trade, config, journalling),
@@ -47,5 +77,20 @@ export function createUseCases({ trade, price, config, journal, inFlightWaitMs =
             "trades cannot be looked up: this service runs without a trade journal",
           );
         },
+    trades: journal ? listTradesUseCase(journal, config.stableCoins) : withoutJournal,
+    tradeSummary: journal ? tradeSummaryUseCase(journal, config.stableCoins) : withoutJournal,
+    quote:
+      quote && quotes && journal
+        ? quoteUseCase(quote, quotes, config, { ttlMs: quoteTtlMs, wallets })
+        : async () => {
+            throw new InvalidArgumentError(
+              "request",
+              "quotes are not available: this service runs without a trade journal",
+            );
+          },
   };
+}
+
+async function withoutJournal(): Promise<never> {
+  throw new InvalidArgumentError("journal", "trades cannot be listed: this service runs without a trade journal");
 }

@@ -67,11 +67,12 @@ export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): Tra
         }
       }
     }
-    return view(record, confirmations);
+    return tradeView(record, confirmations);
   };
 }
 
-function view(record: TradeRecord, confirmations: number | null): TradeView {
+/** A journal record as the trade views show it; `confirmations` as the chain told, or null. */
+export function tradeView(record: TradeRecord, confirmations: number | null): TradeView {
   return {
     id: record.id,
     kind: record.kind,

@@ -12,9 +12,12 @@ import {
   TradePendingError,
 } from "../errors.js";
 import type { SignedTradeTx, TradeJournal, TradeRecord } from "../ports/journal.port.js";
+import type { QuoteStore } from "../ports/quote.port.js";
 import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
+import { parseQuoteId } from "../validation/quote-request.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
+import { redeemQuote } from "./quote.use-case.js";
 import { mayBeCorrected, settle } from "./settlement.js";
 
 /** Who is asking, and the key that makes a retry safe. */
@@ -23,6 +26,8 @@ export interface TradeContext {
   scope?: string;
   /** The Idempotency-Key header (gRPC metadata `idempotency-key`), when sent. */
   idempotencyKey?: string | undefined;
+  /** The Quote-Id header (gRPC metadata `quote-id`): the quote the trade executes under, when sent. */
+  quoteId?: string | undefined;
 }
 
 /** A trade operation as the transports call it: raw body in, receipt out. */
@@ -32,6 +37,8 @@ export interface TradeJournalling {
   journal: TradeJournal;
   /** How long a retry waits for the first request with its key before answering 409 (or pending). */
   inFlightWaitMs: number;
+  /** Where quotes are kept (the journal's storage); without it a Quote-Id is refused. */
+  quotes?: QuoteStore;
 }
 
 /** Idempotency keys: 1 to 255 visible ASCII characters, as the IETF draft suggests. */
@@ -45,14 +52,10 @@ export function parseIdempotencyKey(value: string): string {
 }
 
 /** Identifies a request by what it asks for: the same trade in other spellings ("1.0", lowercase) hashes the same. */
-function requestHash(order: TradeOrder): string {
-  const canonical = JSON.stringify([
-    order.kind,
-    order.wallet,
-    order.destinatary,
-    order.amount.toString(),
-    order.stable.address,
-  ]);
+function requestHash(order: TradeOrder, quoteId: string | null): string {
+  const fields = [order.kind, order.wallet, order.destinatary, order.amount.toString(), order.stable.address];
+  // A trade naming a quote is another request than the same trade without one, or with another.
+  const canonical = JSON.stringify(quoteId === null ? fields : [...fields, quoteId]);
   return bytesToHex(sha256(utf8ToBytes(canonical)));
 }
 
@@ -66,6 +69,11 @@ function requestHash(order: TradeOrder): string {
  * (IdempotencyKeyReusedError); while the first is in flight a retry waits for it, then gets
  * IdempotencyInFlightError (or TradePendingError once its transaction is out).
  * A trade refused before signing leaves no record, so its key can be retried.
+ *
+ * A Quote-Id (journal only) names a quote the trade must match; the trade's record uses it
+ * (QuoteStore.consumeQuote) before anything is signed, and executes with its minOut and expiry.
+ * A keyed retry finds the first record and answers its outcome, never using the quote again; a
+ * trade refused before signing gives its quote back, as it leaves no record.
  */
 export function tradeUseCase(
   kind: TradeKind,
@@ -76,6 +84,9 @@ export function tradeUseCase(
   return async (input, context = {}) => {
     const order = parseTradeRequest(kind, input, config);
     const key = context.idempotencyKey === undefined ? null : parseIdempotencyKey(context.idempotencyKey);
+    const quoteId = context.quoteId === undefined ? null : parseQuoteId(context.quoteId);
+    if (quoteId !== null && journalling?.quotes === undefined)
+      throw new InvalidArgumentError("Quote-Id", "is not supported: this service runs without a trade journal");
     if (!journalling) {
       if (key !== null)
         throw new InvalidArgumentError(
@@ -86,7 +97,7 @@ export function tradeUseCase(
     }
 
     const { journal } = journalling;
-    const hash = requestHash(order);
+    const hash = requestHash(order, quoteId);
     const request = pickRequest(input as TradeRequest);
     for (;;) {
       const { created, record } = await journal.open({
@@ -96,7 +107,10 @@ export function tradeUseCase(
         kind,
         request,
       });
-      if (created) return execute(trade, journalling, order, record.id);
+      if (created) {
+        if (quoteId === null) return execute(trade, journalling, order, record.id);
+        return executeQuoted(trade, journalling, order, record.id, quoteId, context.scope ?? "");
+      }
       if (record.requestHash !== hash) throw new IdempotencyKeyReusedError();
       const outcome = await awaitOutcome(trade, journalling, record);
       if (outcome !== "discarded") return outcome;
@@ -105,11 +119,51 @@ export function tradeUseCase(
   };
 }
 
+/** `execute` under the quote `quoteId`, which the trade's record `id` uses first; a refusal before signing gives it back. */
+async function executeQuoted(
+  trade: TradePort,
+  journalling: TradeJournalling,
+  order: TradeOrder,
+  id: string,
+  quoteId: string,
+  scope: string,
+): Promise<TransactionReceipt> {
+  const quotes = journalling.quotes!;
+  let terms: NonNullable<TradeOrder["quote"]>;
+  try {
+    terms = await redeemQuote(quotes, quoteId, order, scope, id, Date.now());
+  } catch (error) {
+    await discard(journalling.journal, id);
+    throw error;
+  }
+  return execute(trade, journalling, { ...order, quote: terms }, id, () =>
+    quotes.releaseQuote(quoteId, id).catch(() => {}),
+  );
+}
+
+/**
+ * Forgets a trade that signed nothing, so its key works again. A journal failing for a moment is
+ * asked again, 4 times in all over about 0.35 s; one that keeps failing leaves the record to
+ * forgetUnsigned (adapters/main.ts).
+ */
+async function discard(journal: TradeJournal, id: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await journal.discard(id);
+      return;
+    } catch {
+      if (attempt === 4) return;
+      await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** (attempt - 1)));
+    }
+  }
+}
+
 async function execute(
   trade: TradePort,
   journalling: TradeJournalling,
   order: TradeOrder,
   id: string,
+  onDiscarded?: () => Promise<void>,
 ): Promise<TransactionReceipt> {
   const { journal } = journalling;
   let signed: SignedTradeTx | undefined;
@@ -134,18 +188,10 @@ async function execute(
     if (signed !== undefined && (await journal.get(id).catch(() => undefined))?.status === "accepted")
       signed = undefined;
     if (signed === undefined) {
-      // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again.
-      // A journal failing for a moment is asked again, 4 times in all over about 0.35 s; one
-      // that keeps failing leaves the record to forgetUnsigned (adapters/main.ts).
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await journal.discard(id);
-          break;
-        } catch {
-          if (attempt === 4) break;
-          await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** (attempt - 1)));
-        }
-      }
+      // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again
+      // (and its quote, if it named one, can be used).
+      await discard(journal, id);
+      await onDiscarded?.();
       throw error;
     }
     // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or

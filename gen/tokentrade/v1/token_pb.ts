@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tokentrade/v1/token.proto.
  */
 export const file_tokentrade_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiKwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkigAQKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAlCCQoHX3dhbGxldEIICgZfbm9uY2VCCwoJX2RlYWRsaW5lQhMKEV90cmFuc2FjdGlvbl9oYXNoQhAKDl9jb25maXJtYXRpb25zQgoKCF9yZWNlaXB0QggKBl9lcnJvciJ6ChBUcmFkZVRyYW5zYWN0aW9uEgwKBGhhc2gYASABKAkSFwoPbWF4X2ZlZV9wZXJfZ2FzGAIgASgJEiAKGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgDIAEoCRIMCgRub29wGAQgASgIEg8KB3NlbnRfYXQYBSABKAkiKwoKVHJhZGVFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAky9QIKDFRva2VuU2VydmljZRJGCgRTZWxsEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJFCgNCdXkSGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkwKClJlbWl0dGFuY2USGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkYKCEdldFByaWNlEh4udG9rZW50cmFkZS52MS5HZXRQcmljZVJlcXVlc3QaGi50b2tlbnRyYWRlLnYxLlByaWNlUmVjb3JkEkAKCEdldFRyYWRlEh4udG9rZW50cmFkZS52MS5HZXRUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlYgZwcm90bzM");
+  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiKwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkigAQKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAlCCQoHX3dhbGxldEIICgZfbm9uY2VCCwoJX2RlYWRsaW5lQhMKEV90cmFuc2FjdGlvbl9oYXNoQhAKDl9jb25maXJtYXRpb25zQgoKCF9yZWNlaXB0QggKBl9lcnJvciJ6ChBUcmFkZVRyYW5zYWN0aW9uEgwKBGhhc2gYASABKAkSFwoPbWF4X2ZlZV9wZXJfZ2FzGAIgASgJEiAKGG1heF9wcmlvcml0eV9mZWVfcGVyX2dhcxgDIAEoCRIMCgRub29wGAQgASgIEg8KB3NlbnRfYXQYBSABKAkiKwoKVHJhZGVFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkibgoRTGlzdFRyYWRlc1JlcXVlc3QSDgoGc3RhdHVzGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFc2luY2UYAyABKAkSDQoFdW50aWwYBCABKAkSDQoFbGltaXQYBSABKA0SDgoGY3Vyc29yGAYgASgJImQKEkxpc3RUcmFkZXNSZXNwb25zZRIkCgZ0cmFkZXMYASADKAsyFC50b2tlbnRyYWRlLnYxLlRyYWRlEhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIjYKFkdldFRyYWRlU3VtbWFyeVJlcXVlc3QSDQoFc2luY2UYASABKAkSDQoFdW50aWwYAiABKAkifAoMVHJhZGVTdW1tYXJ5EhIKBXNpbmNlGAEgASgJSACIAQESEgoFdW50aWwYAiABKAlIAYgBARIwCgZncm91cHMYAyADKAsyIC50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeUdyb3VwQggKBl9zaW5jZUIICgZfdW50aWwijQIKEVRyYWRlU3VtbWFyeUdyb3VwEgwKBGtpbmQYASABKAkSEwoLdXNkX2FkZHJlc3MYAiABKAkSGgoNc3RhYmxlX3N5bWJvbBgDIAEoCUgAiAEBEg0KBWNvdW50GAQgASgEEhAKCGV4ZWN1dGVkGAUgASgEEigKCWFtb3VudF9pbhgGIAEoCzIVLnRva2VudHJhZGUudjEuQW1vdW50EikKCmFtb3VudF9vdXQYByABKAsyFS50b2tlbnRyYWRlLnYxLkFtb3VudBIPCgdnYXNfd2VpGAggASgJEhQKB2dhc191c2QYCSABKAlIAYgBAUIQCg5fc3RhYmxlX3N5bWJvbEIKCghfZ2FzX3VzZCI6CgZBbW91bnQSEgoFdmFsdWUYASABKAlIAIgBARISCgpiYXNlX3VuaXRzGAIgASgJQggKBl92YWx1ZSLDAQoMUXVvdGVSZXF1ZXN0EgwKBGtpbmQYASABKAkSGQoMdXNlcl9hZGRyZXNzGAIgASgJSACIAQESGAoLZGVzdGluYXRhcnkYAyABKAlIAYgBARIOCgZhbW91bnQYBCABKAkSEwoLdXNkX2FkZHJlc3MYBSABKAkSGQoMc2xpcHBhZ2VfYnBzGAYgASgNSAKIAQFCDwoNX3VzZXJfYWRkcmVzc0IOCgxfZGVzdGluYXRhcnlCDwoNX3NsaXBwYWdlX2JwcyIwCgtRdW90ZUFtb3VudBINCgV2YWx1ZRgBIAEoCRISCgpiYXNlX3VuaXRzGAIgASgJIj8KClF1b3RlUHJpY2USCwoDdXNkGAEgASgJEhAKCHJvdW5kX2lkGAIgASgJEhIKCnVwZGF0ZWRfYXQYAyABKAkiPwoIUXVvdGVHYXMSDQoFdW5pdHMYASABKAkSEQoJZXN0aW1hdGVkGAIgASgIEhEKCXByaWNlX3dlaRgDIAEoCSI4Cg9RdW90ZU5ldHdvcmtGZWUSCwoDd2VpGAEgASgJEhAKA3VzZBgCIAEoCUgAiAEBQgYKBF91c2QilAEKClF1b3RlSXNzdWUSDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEjcKB2RldGFpbHMYAyADKAsyJi50b2tlbnRyYWRlLnYxLlF1b3RlSXNzdWUuRGV0YWlsc0VudHJ5Gi4KDERldGFpbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuwDCg1RdW90ZVJlc3BvbnNlEhAKCHF1b3RlX2lkGAEgASgJEhIKCmV4cGlyZXNfYXQYAiABKAkSDAoEa2luZBgDIAEoCRIUCgx1c2VyX2FkZHJlc3MYBCABKAkSGAoLZGVzdGluYXRhcnkYBSABKAlIAIgBARITCgt1c2RfYWRkcmVzcxgGIAEoCRIUCgxzbGlwcGFnZV9icHMYByABKA0SLQoJYW1vdW50X2luGAggASgLMhoudG9rZW50cmFkZS52MS5RdW90ZUFtb3VudBIwCgxleHBlY3RlZF9vdXQYCSABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EisKB21pbl9vdXQYCiABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EigKBXByaWNlGAsgASgLMhkudG9rZW50cmFkZS52MS5RdW90ZVByaWNlEiQKA2dhcxgMIAEoCzIXLnRva2VudHJhZGUudjEuUXVvdGVHYXMSMwoLbmV0d29ya19mZWUYDSABKAsyHi50b2tlbnRyYWRlLnYxLlF1b3RlTmV0d29ya0ZlZRIpCgZpc3N1ZXMYDiADKAsyGS50b2tlbnRyYWRlLnYxLlF1b3RlSXNzdWVCDgoMX2Rlc3RpbmF0YXJ5MuMECgxUb2tlblNlcnZpY2USRgoEU2VsbBIbLnRva2VudHJhZGUudjEuVHJhZGVSZXF1ZXN0GiEudG9rZW50cmFkZS52MS5UcmFuc2FjdGlvblJlY2VpcHQSRQoDQnV5EhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJMCgpSZW1pdHRhbmNlEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJGCghHZXRQcmljZRIeLnRva2VudHJhZGUudjEuR2V0UHJpY2VSZXF1ZXN0GhoudG9rZW50cmFkZS52MS5QcmljZVJlY29yZBJACghHZXRUcmFkZRIeLnRva2VudHJhZGUudjEuR2V0VHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJCCgVRdW90ZRIbLnRva2VudHJhZGUudjEuUXVvdGVSZXF1ZXN0GhwudG9rZW50cmFkZS52MS5RdW90ZVJlc3BvbnNlElEKCkxpc3RUcmFkZXMSIC50b2tlbnRyYWRlLnYxLkxpc3RUcmFkZXNSZXF1ZXN0GiEudG9rZW50cmFkZS52MS5MaXN0VHJhZGVzUmVzcG9uc2USVQoPR2V0VHJhZGVTdW1tYXJ5EiUudG9rZW50cmFkZS52MS5HZXRUcmFkZVN1bW1hcnlSZXF1ZXN0GhsudG9rZW50cmFkZS52MS5UcmFkZVN1bW1hcnliBnByb3RvMw");
 
 /**
  * The body of Sell, Buy and Remittance (SPEC 2.1). All four fields are required.
@@ -508,6 +508,565 @@ export const TradeErrorSchema: GenMessage<TradeError> = /*@__PURE__*/
   messageDesc(file_tokentrade_v1_token, 9);
 
 /**
+ * ListTrades' request. Every field is optional; an empty string (or limit 0) means not given.
+ *
+ * @generated from message tokentrade.v1.ListTradesRequest
+ */
+export type ListTradesRequest = Message<"tokentrade.v1.ListTradesRequest"> & {
+  /**
+   * Only trades in this status: accepted, signed, submitted, mined, confirmed, failed or expired.
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * Only trades of this kind: sell, buy or remittance.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Only trades created at or after this instant: ISO 8601 with a time zone, e.g. "2026-11-25T00:00:00Z".
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Only trades created before this instant (same format).
+   *
+   * @generated from field: string until = 4;
+   */
+  until: string;
+
+  /**
+   * Trades per page, 1 to 500; 0 gives the default, 50.
+   *
+   * @generated from field: uint32 limit = 5;
+   */
+  limit: number;
+
+  /**
+   * The previous page's next_cursor, as it came; empty for the first page.
+   *
+   * @generated from field: string cursor = 6;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.ListTradesRequest.
+ * Use `create(ListTradesRequestSchema)` to create a new message.
+ */
+export const ListTradesRequestSchema: GenMessage<ListTradesRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 10);
+
+/**
+ * One page of ListTrades.
+ *
+ * @generated from message tokentrade.v1.ListTradesResponse
+ */
+export type ListTradesResponse = Message<"tokentrade.v1.ListTradesResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated tokentrade.v1.Trade trades = 1;
+   */
+  trades: Trade[];
+
+  /**
+   * The cursor of the next page; unset on the last page.
+   *
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.ListTradesResponse.
+ * Use `create(ListTradesResponseSchema)` to create a new message.
+ */
+export const ListTradesResponseSchema: GenMessage<ListTradesResponse> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 11);
+
+/**
+ * GetTradeSummary's request: the range of creation times, [since, until); either may be empty (open).
+ *
+ * @generated from message tokentrade.v1.GetTradeSummaryRequest
+ */
+export type GetTradeSummaryRequest = Message<"tokentrade.v1.GetTradeSummaryRequest"> & {
+  /**
+   * @generated from field: string since = 1;
+   */
+  since: string;
+
+  /**
+   * @generated from field: string until = 2;
+   */
+  until: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.GetTradeSummaryRequest.
+ * Use `create(GetTradeSummaryRequestSchema)` to create a new message.
+ */
+export const GetTradeSummaryRequestSchema: GenMessage<GetTradeSummaryRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 12);
+
+/**
+ * The caller's totals over a range of time.
+ *
+ * @generated from message tokentrade.v1.TradeSummary
+ */
+export type TradeSummary = Message<"tokentrade.v1.TradeSummary"> & {
+  /**
+   * The range as asked (RFC 3339); unset when open.
+   *
+   * @generated from field: optional string since = 1;
+   */
+  since?: string | undefined;
+
+  /**
+   * @generated from field: optional string until = 2;
+   */
+  until?: string | undefined;
+
+  /**
+   * By kind, then stable coin address.
+   *
+   * @generated from field: repeated tokentrade.v1.TradeSummaryGroup groups = 3;
+   */
+  groups: TradeSummaryGroup[];
+};
+
+/**
+ * Describes the message tokentrade.v1.TradeSummary.
+ * Use `create(TradeSummarySchema)` to create a new message.
+ */
+export const TradeSummarySchema: GenMessage<TradeSummary> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 13);
+
+/**
+ * The trades of one kind against one stable coin.
+ *
+ * @generated from message tokentrade.v1.TradeSummaryGroup
+ */
+export type TradeSummaryGroup = Message<"tokentrade.v1.TradeSummaryGroup"> & {
+  /**
+   * "sell", "buy" or "remittance".
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * The stable coin's address, lower-case.
+   *
+   * @generated from field: string usd_address = 2;
+   */
+  usdAddress: string;
+
+  /**
+   * "DAI", "USDT" or "USDC"; unset when the coin is no longer configured.
+   *
+   * @generated from field: optional string stable_symbol = 3;
+   */
+  stableSymbol?: string | undefined;
+
+  /**
+   * Trades in the range, in any status.
+   *
+   * @generated from field: uint64 count = 4;
+   */
+  count: bigint;
+
+  /**
+   * Of them, those that executed (mined or confirmed): the amounts and the gas are theirs.
+   *
+   * @generated from field: uint64 executed = 5;
+   */
+  executed: bigint;
+
+  /**
+   * Paid in: tokens for a sell, the stable coin for a buy or remittance.
+   *
+   * @generated from field: tokentrade.v1.Amount amount_in = 6;
+   */
+  amountIn?: Amount | undefined;
+
+  /**
+   * Paid out: the stable coin for a sell, tokens for a buy or remittance.
+   *
+   * @generated from field: tokentrade.v1.Amount amount_out = 7;
+   */
+  amountOut?: Amount | undefined;
+
+  /**
+   * Gas spent, in wei (gasUsed × effectiveGasPrice of each receipt), decimal text.
+   *
+   * @generated from field: string gas_wei = 8;
+   */
+  gasWei: string;
+
+  /**
+   * Gas spent in USD at the time of each trade: always unset for now, as the service has no
+   * price of the chain's native coin.
+   *
+   * @generated from field: optional string gas_usd = 9;
+   */
+  gasUsd?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.TradeSummaryGroup.
+ * Use `create(TradeSummaryGroupSchema)` to create a new message.
+ */
+export const TradeSummaryGroupSchema: GenMessage<TradeSummaryGroup> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 14);
+
+/**
+ * An exact amount.
+ *
+ * @generated from message tokentrade.v1.Amount
+ */
+export type Amount = Message<"tokentrade.v1.Amount"> & {
+  /**
+   * Decimal text in the coin's units ("12.5"); unset when the coin's decimals are unknown.
+   *
+   * @generated from field: optional string value = 1;
+   */
+  value?: string | undefined;
+
+  /**
+   * Base units, decimal text.
+   *
+   * @generated from field: string base_units = 2;
+   */
+  baseUnits: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.Amount.
+ * Use `create(AmountSchema)` to create a new message.
+ */
+export const AmountSchema: GenMessage<Amount> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 15);
+
+/**
+ * Quote's request. kind, amount and usd_address are required, as in a trade.
+ *
+ * @generated from message tokentrade.v1.QuoteRequest
+ */
+export type QuoteRequest = Message<"tokentrade.v1.QuoteRequest"> & {
+  /**
+   * "sell", "buy" or "remittance".
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * The exchange wallet; unset: the service's only wallet (required when it has several).
+   *
+   * @generated from field: optional string user_address = 2;
+   */
+  userAddress?: string | undefined;
+
+  /**
+   * The customer address; unset: the quote binds none, and its gas is estimated paying user_address.
+   *
+   * @generated from field: optional string destinatary = 3;
+   */
+  destinatary?: string | undefined;
+
+  /**
+   * Tokens for a sell, USD for a buy or a remittance, as plain decimal text ("12.5").
+   *
+   * @generated from field: string amount = 4;
+   */
+  amount: string;
+
+  /**
+   * The stable coin: the DAI, USDT or USDC address.
+   *
+   * @generated from field: string usd_address = 5;
+   */
+  usdAddress: string;
+
+  /**
+   * How far below expected_out the trade may pay, in basis points, 0 to 1000; unset: 50.
+   *
+   * @generated from field: optional uint32 slippage_bps = 6;
+   */
+  slippageBps?: number | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteRequest.
+ * Use `create(QuoteRequestSchema)` to create a new message.
+ */
+export const QuoteRequestSchema: GenMessage<QuoteRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 16);
+
+/**
+ * An amount as decimal text in whole units, and in base units (decimal text).
+ *
+ * @generated from message tokentrade.v1.QuoteAmount
+ */
+export type QuoteAmount = Message<"tokentrade.v1.QuoteAmount"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * @generated from field: string base_units = 2;
+   */
+  baseUnits: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteAmount.
+ * Use `create(QuoteAmountSchema)` to create a new message.
+ */
+export const QuoteAmountSchema: GenMessage<QuoteAmount> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 17);
+
+/**
+ * The token feed's round a quote is priced at.
+ *
+ * @generated from message tokentrade.v1.QuotePrice
+ */
+export type QuotePrice = Message<"tokentrade.v1.QuotePrice"> & {
+  /**
+   * USD per token, exact decimal text.
+   *
+   * @generated from field: string usd = 1;
+   */
+  usd: string;
+
+  /**
+   * The feed's round id, decimal text.
+   *
+   * @generated from field: string round_id = 2;
+   */
+  roundId: string;
+
+  /**
+   * When the round was updated (RFC 3339).
+   *
+   * @generated from field: string updated_at = 3;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.QuotePrice.
+ * Use `create(QuotePriceSchema)` to create a new message.
+ */
+export const QuotePriceSchema: GenMessage<QuotePrice> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 18);
+
+/**
+ * The gas of the quoted trade's call.
+ *
+ * @generated from message tokentrade.v1.QuoteGas
+ */
+export type QuoteGas = Message<"tokentrade.v1.QuoteGas"> & {
+  /**
+   * Gas units, decimal text: estimated on the trade's calldata, or a typical figure.
+   *
+   * @generated from field: string units = 1;
+   */
+  units: string;
+
+  /**
+   * False when the call could not be estimated now (see the issues) and `units` is typical.
+   *
+   * @generated from field: bool estimated = 2;
+   */
+  estimated: boolean;
+
+  /**
+   * Wei per gas unit expected now (base fee plus tip), decimal text.
+   *
+   * @generated from field: string price_wei = 3;
+   */
+  priceWei: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteGas.
+ * Use `create(QuoteGasSchema)` to create a new message.
+ */
+export const QuoteGasSchema: GenMessage<QuoteGas> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 19);
+
+/**
+ * The network fee of the quoted trade.
+ *
+ * @generated from message tokentrade.v1.QuoteNetworkFee
+ */
+export type QuoteNetworkFee = Message<"tokentrade.v1.QuoteNetworkFee"> & {
+  /**
+   * units × price_wei, decimal text.
+   *
+   * @generated from field: string wei = 1;
+   */
+  wei: string;
+
+  /**
+   * In USD: unset, as the service does not know the native coin's price.
+   *
+   * @generated from field: optional string usd = 2;
+   */
+  usd?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteNetworkFee.
+ * Use `create(QuoteNetworkFeeSchema)` to create a new message.
+ */
+export const QuoteNetworkFeeSchema: GenMessage<QuoteNetworkFee> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 20);
+
+/**
+ * Why a trade quoted now would be refused, with its numbers.
+ *
+ * @generated from message tokentrade.v1.QuoteIssue
+ */
+export type QuoteIssue = Message<"tokentrade.v1.QuoteIssue"> & {
+  /**
+   * balance_short, reserves_short, trading_paused, price_stale, price_out_of_bounds,
+   * price_unavailable, fees_too_high, amount_below_minimum or amount_above_maximum.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * What is wrong, in words.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The numbers, as exact decimal text (e.g. asset, balance, needed).
+   *
+   * @generated from field: map<string, string> details = 3;
+   */
+  details: { [key: string]: string };
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteIssue.
+ * Use `create(QuoteIssueSchema)` to create a new message.
+ */
+export const QuoteIssueSchema: GenMessage<QuoteIssue> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 21);
+
+/**
+ * A quote (the JSON answer of POST /api/v1/token/quote).
+ *
+ * @generated from message tokentrade.v1.QuoteResponse
+ */
+export type QuoteResponse = Message<"tokentrade.v1.QuoteResponse"> & {
+  /**
+   * Names the quote in a trade's `quote-id` metadata; unguessable.
+   *
+   * @generated from field: string quote_id = 1;
+   */
+  quoteId: string;
+
+  /**
+   * After this instant (RFC 3339) a trade naming it is refused (quote_expired).
+   *
+   * @generated from field: string expires_at = 2;
+   */
+  expiresAt: string;
+
+  /**
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string user_address = 4;
+   */
+  userAddress: string;
+
+  /**
+   * Unset when the request named none: the quote then binds none.
+   *
+   * @generated from field: optional string destinatary = 5;
+   */
+  destinatary?: string | undefined;
+
+  /**
+   * @generated from field: string usd_address = 6;
+   */
+  usdAddress: string;
+
+  /**
+   * @generated from field: uint32 slippage_bps = 7;
+   */
+  slippageBps: number;
+
+  /**
+   * Tokens for a sell, USD for a buy or a remittance.
+   *
+   * @generated from field: tokentrade.v1.QuoteAmount amount_in = 8;
+   */
+  amountIn?: QuoteAmount | undefined;
+
+  /**
+   * What the trade pays out at the price read, to the base unit.
+   *
+   * @generated from field: tokentrade.v1.QuoteAmount expected_out = 9;
+   */
+  expectedOut?: QuoteAmount | undefined;
+
+  /**
+   * expected_out less slippage_bps, rounded down: the trade's minimum out on chain.
+   *
+   * @generated from field: tokentrade.v1.QuoteAmount min_out = 10;
+   */
+  minOut?: QuoteAmount | undefined;
+
+  /**
+   * @generated from field: tokentrade.v1.QuotePrice price = 11;
+   */
+  price?: QuotePrice | undefined;
+
+  /**
+   * @generated from field: tokentrade.v1.QuoteGas gas = 12;
+   */
+  gas?: QuoteGas | undefined;
+
+  /**
+   * @generated from field: tokentrade.v1.QuoteNetworkFee network_fee = 13;
+   */
+  networkFee?: QuoteNetworkFee | undefined;
+
+  /**
+   * Empty when nothing is known to stand in the trade's way.
+   *
+   * @generated from field: repeated tokentrade.v1.QuoteIssue issues = 14;
+   */
+  issues: QuoteIssue[];
+};
+
+/**
+ * Describes the message tokentrade.v1.QuoteResponse.
+ * Use `create(QuoteResponseSchema)` to create a new message.
+ */
+export const QuoteResponseSchema: GenMessage<QuoteResponse> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 22);
+
+/**
  * TokenService trades one ERC-20 token against the DAI, USDT and USDC stable coins
  * and quotes the token's fiat rate.
  *
@@ -568,6 +1127,49 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof GetTradeRequestSchema;
     output: typeof TradeSchema;
+  },
+  /**
+   * Quote tells what a trade would pay out now, sending nothing: the expected amount out
+   * (exactly as the swap computes it), the least it may pay (min_out, at slippage_bps), the
+   * feed round it is priced at, its gas and network fee, and the issues that would make it
+   * fail now (a balance or the swap's reserves short, trading paused, the price stale or out
+   * of bounds, the fee cap, the amount limits). A quote with issues is still answered.
+   * A trade names the quote in metadata `quote-id` (header Quote-Id): it then executes with
+   * min_out as its minimum and a deadline no later than expires_at, once, and only if it is
+   * the trade quoted (kind, amount, coin, wallet, destinatary) and sent with the same api_key.
+   * Refusals: NOT_FOUND (quote_not_found), FAILED_PRECONDITION (quote_expired,
+   * quote_mismatch), ALREADY_EXISTS (quote_used), ABORTED (quote_slippage: the price moved).
+   *
+   * @generated from rpc tokentrade.v1.TokenService.Quote
+   */
+  quote: {
+    methodKind: "unary";
+    input: typeof QuoteRequestSchema;
+    output: typeof QuoteResponseSchema;
+  },
+  /**
+   * ListTrades pages through the caller's own trades (those sent with its api_key), newest
+   * first, each as GetTrade shows it but read from the journal alone (confirmations unset).
+   * Pass a page's next_cursor to get the next one: the pages stay exact while new trades
+   * arrive (none is shown twice or skipped). Bad filters are INVALID_ARGUMENT naming the field.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.ListTrades
+   */
+  listTrades: {
+    methodKind: "unary";
+    input: typeof ListTradesRequestSchema;
+    output: typeof ListTradesResponseSchema;
+  },
+  /**
+   * GetTradeSummary totals the caller's trades created in [since, until), per kind and stable
+   * coin: how many, and what the executed ones paid in and out and spent on gas, exactly.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.GetTradeSummary
+   */
+  getTradeSummary: {
+    methodKind: "unary";
+    input: typeof GetTradeSummaryRequestSchema;
+    output: typeof TradeSummarySchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_tokentrade_v1_token, 0);

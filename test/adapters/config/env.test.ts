@@ -115,6 +115,13 @@ describe("configuration from the environment", function () {
     expect(problem({ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES")).to.include("1024");
     expect(problem({ HOST: "a host" }, "HOST")).to.include("host");
     expect(problem({ RPC_URL: "ftp://x" }, "RPC_URL")).to.include("http");
+    expect(problem({ QUOTE_TTL_MS: "999" }, "QUOTE_TTL_MS")).to.include("1000 to 600000");
+    expect(problem({ QUOTE_TTL_MS: "30s" }, "QUOTE_TTL_MS")).to.include("integer");
+  });
+
+  it("keeps a quote 30 s by default, or QUOTE_TTL_MS", function () {
+    expect(loadConfig({}).quoteTtlMs).to.equal(30_000);
+    expect(loadConfig({ QUOTE_TTL_MS: "5000" }).quoteTtlMs).to.equal(5_000);
   });
 
   describe("the trade lifecycle", function () {

@@ -8,7 +8,16 @@ import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
-import type { Broadcast, NewTrade, SignedTradeTx, TradeRequest, TransactionReceipt } from "../../../core/index.js";
+import type {
+  Broadcast,
+  NewTrade,
+  SignedTradeTx,
+  TradePageQuery,
+  TradeRequest,
+  TradeStatus,
+  TransactionReceipt,
+} from "../../../core/index.js";
+import { describeQuoteContract } from "./quote.contract.js";
 
 export interface JournalStorage {
   /** Opens a journal on this test's storage: each call a separate instance (its own connections). */
@@ -124,6 +133,40 @@ function stored(b: Broadcast) {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The topics of the swap's trade events (ITokenSwap.sol). */
+const SWAP_TOPICS = {
+  sell: "0x08e6c75843825654ebf8e0105264a482dca551d29d3f74f0568861868f59f3b7", // Sold
+  buy: "0xf60945982f79c9cab3a44143350c7546774426e21d7e50ad46cc065e4e5b1182", // Bought
+  remittance: "0x815a3929b4e3699c2c23c3b6aa1c7db13cbc0f96af3adb09b751ca3270d40c53", // Remitted
+} as const;
+
+const word = (n: bigint) => n.toString(16).padStart(64, "0");
+
+/** RECEIPT with the swap's event for `kind` after its Transfer log, paying `amountIn` for `amountOut`. */
+function swapReceipt(
+  kind: keyof typeof SWAP_TOPICS,
+  amountIn: bigint,
+  amountOut: bigint,
+  gas: { gasUsed: number; effectiveGasPrice: number } = { gasUsed: 92_160, effectiveGasPrice: 1_875_000_007 },
+): TransactionReceipt {
+  const first = RECEIPT.events[0]!;
+  return {
+    ...RECEIPT,
+    ...gas,
+    events: {
+      0: first,
+      1: {
+        ...first,
+        logIndex: 1,
+        raw: {
+          data: `0x${word(amountIn)}${word(amountOut)}${word(123_000_000n)}`,
+          topics: [SWAP_TOPICS[kind], `0x${"00".repeat(32)}`, `0x${"00".repeat(32)}`, `0x${"00".repeat(32)}`],
+        },
+      },
+    },
+  };
+}
+
 async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>(
@@ -162,6 +205,8 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       await Promise.allSettled(opened.map((instance) => instance.close()));
       await storage.dispose();
     });
+
+    describeQuoteContract({ journal: () => journal, peer });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {
@@ -768,6 +813,201 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect(await within(10_000, Promise.all([first, second]), "the wallets blocked each other")).to.deep.equal([
           0, 10,
         ]);
+      });
+    });
+
+    describe("the trade history", function () {
+      const SCOPE = "history-scope";
+      const USDT = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+      const DAI = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+
+      /** Opens `n` trades of SCOPE a few ms apart, alternating kinds; returns their ids, oldest first. */
+      async function openTrades(n: number, overrides: Partial<NewTrade> = {}): Promise<string[]> {
+        const ids: string[] = [];
+        for (let i = 0; i < n; i++) {
+          const kind = (["sell", "buy", "remittance"] as const)[i % 3]!;
+          ids.push((await journal.open(trade({ scope: SCOPE, kind, ...overrides }))).record.id);
+          await sleep(2);
+        }
+        return ids;
+      }
+
+      async function allPages(query: Omit<TradePageQuery, "after">) {
+        const seen: string[] = [];
+        let after: TradePageQuery["after"];
+        for (let i = 0; i < 100; i++) {
+          const page = await journal.page({ ...query, after });
+          seen.push(...page.trades.map((t) => t.id));
+          if (page.next === null) return seen;
+          after = page.next;
+        }
+        throw new Error("no last page");
+      }
+
+      it("lists a scope's trades newest first, as get() gives them", async function () {
+        const ids = await openTrades(5);
+        await journal.markSigned(ids[1]!, signedTx(1));
+        const page = await journal.page({ scope: SCOPE, limit: 50 });
+        expect(page.trades.map((t) => t.id)).to.deep.equal([...ids].reverse());
+        expect(page.next).to.equal(null);
+        expect(page.trades[3]).to.deep.equal(await journal.get(ids[1]!));
+      });
+
+      it("orders trades of the same instant by id, and never mixes scopes", async function () {
+        const ids = await Promise.all(
+          Array.from({ length: 12 }, async () => (await journal.open(trade({ scope: SCOPE }))).record.id),
+        );
+        await journal.open(trade({ scope: "another-key" }));
+        const listed = (await journal.page({ scope: SCOPE, limit: 50 })).trades;
+        expect(listed.map((t) => t.id).sort()).to.deep.equal([...ids].sort());
+        // Ties are ordered by id as the store compares text: the pages below depend on that order only.
+        for (let i = 1; i < listed.length; i++)
+          expect(listed[i - 1]!.createdAt.getTime()).to.be.at.least(listed[i]!.createdAt.getTime());
+        expect((await journal.page({ scope: "another-key", limit: 50 })).trades).to.have.length(1);
+        expect((await journal.page({ scope: "nobody", limit: 50 })).trades).to.deep.equal([]);
+      });
+
+      it("filters by status and by kind", async function () {
+        const ids = await openTrades(6);
+        await journal.markSigned(ids[0]!, signedTx(1));
+        await journal.markConfirmed(ids[0]!, swapReceipt("sell", 1n, 2n));
+        await journal.markFailed(ids[4]!, { code: "x", message: "y" });
+        const ofStatus = async (status: TradeStatus) =>
+          (await journal.page({ scope: SCOPE, status, limit: 50 })).trades.map((t) => t.id);
+        expect(await ofStatus("confirmed")).to.deep.equal([ids[0]]);
+        expect(await ofStatus("failed")).to.deep.equal([ids[4]]);
+        expect(await ofStatus("accepted")).to.deep.equal([ids[5], ids[3], ids[2], ids[1]]);
+        expect(await ofStatus("expired")).to.deep.equal([]);
+        const buys = await journal.page({ scope: SCOPE, kind: "buy", limit: 50 });
+        expect(buys.trades.map((t) => t.id)).to.deep.equal([ids[4], ids[1]]);
+        const acceptedSells = await journal.page({ scope: SCOPE, kind: "sell", status: "accepted", limit: 50 });
+        expect(acceptedSells.trades.map((t) => t.id)).to.deep.equal([ids[3]]);
+      });
+
+      it("filters by createdAt in [since, until)", async function () {
+        const [a] = await openTrades(1);
+        await sleep(10);
+        const [b, c] = await openTrades(2);
+        await sleep(10);
+        const [d] = await openTrades(1);
+        const [tb, tc] = [(await journal.get(b!))!.createdAt, (await journal.get(c!))!.createdAt];
+        const ids = async (since?: Date, until?: Date) =>
+          (await journal.page({ scope: SCOPE, since, until, limit: 50 })).trades.map((t) => t.id);
+        expect(await ids(tb)).to.deep.equal([d, c, b]);
+        expect(await ids(undefined, tb)).to.deep.equal([a]);
+        expect(await ids(tb, new Date(tc.getTime() + 1))).to.deep.equal([c, b]);
+        expect(await ids(tb, tb)).to.deep.equal([]);
+      });
+
+      it("gives at most `limit` trades, and a next position only when more follow", async function () {
+        const ids = await openTrades(4);
+        const one = await journal.page({ scope: SCOPE, limit: 1 });
+        expect(one.trades.map((t) => t.id)).to.deep.equal([ids[3]]);
+        expect(one.next).to.deep.include({ id: ids[3] });
+        const exact = await journal.page({ scope: SCOPE, limit: 4 });
+        expect(exact.trades).to.have.length(4);
+        expect(exact.next).to.equal(null);
+        expect((await journal.page({ scope: SCOPE, limit: 500 })).trades).to.have.length(4);
+      });
+
+      it("pages through every trade exactly once while new trades arrive between pages", async function () {
+        const ids = await openTrades(10);
+        const seen: string[] = [];
+        let after: TradePageQuery["after"];
+        for (;;) {
+          const page = await journal.page({ scope: SCOPE, limit: 3, after });
+          seen.push(...page.trades.map((t) => t.id));
+          await openTrades(2); // newer than everything listed so far
+          if (page.next === null) break;
+          after = page.next;
+        }
+        expect(seen).to.deep.equal([...ids].reverse());
+        expect(new Set(seen).size).to.equal(seen.length);
+      });
+
+      it("pages exactly through trades of the same instant, under a filter too", async function () {
+        const ids = await Promise.all(
+          Array.from({ length: 15 }, async () => (await journal.open(trade({ scope: SCOPE, kind: "sell" }))).record.id),
+        );
+        const pages = await allPages({ scope: SCOPE, kind: "sell", limit: 4 });
+        expect([...pages].sort()).to.deep.equal([...ids].sort());
+        expect(new Set(pages).size).to.equal(15);
+        expect(pages).to.deep.equal((await journal.page({ scope: SCOPE, limit: 50 })).trades.map((t) => t.id));
+      });
+
+      it("sums exactly per kind and stable coin: amounts from the receipts, gas in wei", async function () {
+        const big = 10n ** 30n + 7n; // beyond 2^63, and odd
+        const [sell1, sell2, buy1, buyDai, failed, other] = [
+          await journal.open(trade({ scope: SCOPE, kind: "sell" })),
+          await journal.open(
+            trade({ scope: SCOPE, kind: "sell", request: { ...REQUEST, usdAddress: USDT.toLowerCase() } }),
+          ),
+          await journal.open(trade({ scope: SCOPE, kind: "buy" })),
+          await journal.open(trade({ scope: SCOPE, kind: "buy", request: { ...REQUEST, usdAddress: DAI } })),
+          await journal.open(trade({ scope: SCOPE, kind: "sell" })),
+          await journal.open(trade({ scope: "another-key", kind: "sell" })),
+        ].map((opened) => opened.record.id);
+        await journal.markSigned(sell1!, signedTx(1));
+        await journal.markConfirmed(
+          sell1!,
+          swapReceipt("sell", big, 12_500_000n, { gasUsed: 100_000, effectiveGasPrice: 3_000_000_001 }),
+        );
+        await journal.markSigned(sell2!, signedTx(2));
+        await journal.markMined(sell2!, swapReceipt("sell", big, 1n, { gasUsed: 90_000, effectiveGasPrice: 7 }));
+        await journal.markSigned(buy1!, signedTx(3));
+        await journal.markConfirmed(buy1!, swapReceipt("buy", 5_000_000n, big));
+        await journal.markSigned(buyDai!, signedTx(4));
+        await journal.markConfirmed(buyDai!, swapReceipt("buy", 1n, 2n));
+        await journal.markReorged(buyDai!); // its block is gone: nothing executed
+        await journal.markFailed(failed!, { code: "trade_reverted", message: "reverted" });
+        await journal.markSigned(other!, signedTx(5));
+        await journal.markConfirmed(other!, swapReceipt("sell", 1n, 1n));
+
+        expect(await journal.summary({ scope: SCOPE })).to.deep.equal([
+          {
+            kind: "buy",
+            stable: USDT.toLowerCase(),
+            count: 1,
+            executed: 1,
+            amountIn: 5_000_000n,
+            amountOut: big,
+            gasWei: 92_160n * 1_875_000_007n,
+          },
+          { kind: "buy", stable: DAI.toLowerCase(), count: 1, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n },
+          {
+            kind: "sell",
+            stable: USDT.toLowerCase(),
+            count: 3,
+            executed: 2,
+            amountIn: 2n * big,
+            amountOut: 12_500_001n,
+            gasWei: 100_000n * 3_000_000_001n + 90_000n * 7n,
+          },
+        ]);
+        expect(await journal.summary({ scope: "nobody" })).to.deep.equal([]);
+      });
+
+      it("sums only the trades created in [since, until)", async function () {
+        const [a] = await openTrades(1, { kind: "sell" });
+        await sleep(10);
+        const [b] = await openTrades(1, { kind: "sell" });
+        for (const [id, nonce] of [
+          [a!, 1],
+          [b!, 2],
+        ] as const) {
+          await journal.markSigned(id, signedTx(nonce));
+          await journal.markConfirmed(
+            id,
+            swapReceipt("sell", BigInt(nonce), 10n, { gasUsed: 1, effectiveGasPrice: nonce }),
+          );
+        }
+        const tb = (await journal.get(b!))!.createdAt;
+        const totals = async (since?: Date, until?: Date) =>
+          (await journal.summary({ scope: SCOPE, since, until })).map((t) => [t.count, t.amountIn, t.gasWei]);
+        expect(await totals()).to.deep.equal([[2, 3n, 3n]]);
+        expect(await totals(tb)).to.deep.equal([[1, 2n, 2n]]);
+        expect(await totals(undefined, tb)).to.deep.equal([[1, 1n, 1n]]);
+        expect(await totals(tb, tb)).to.deep.equal([]);
       });
     });
 

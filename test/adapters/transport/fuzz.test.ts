@@ -457,6 +457,174 @@ describe("fuzzing the JSON routes (fast-check): no 5xx, {code, message} refusals
     ]);
   });
 
+  it(`${RUNS} random query strings of the trade history (FUZZ_SEED=${SEED}): 200 or a 400 naming a field`, async function () {
+    this.timeout(120_000);
+    const base = chain.service.apiUrl;
+    const names = fc.oneof(
+      fc.constantFrom("status", "kind", "since", "until", "limit", "cursor"),
+      fc.constantFrom("", "Status", "__proto__", "constructor", "limit[]", "page", "offset"),
+      printable(12),
+    );
+    const values = fc.oneof(
+      fc.constantFrom(
+        "confirmed",
+        "failed",
+        "sell",
+        "buy",
+        "remittance",
+        "CONFIRMED",
+        "2026-11-25",
+        "2026-11-25T10:00:00Z",
+      ),
+      fc.constantFrom(
+        "2026-02-30",
+        "2026-11-25T10:00:00",
+        "2026-11-25T10:00:00.123456789+01:00",
+        "+002026-11-25",
+        "9999-12-31T23:59:59Z",
+      ),
+      fc.constantFrom("0", "1", "500", "501", "-1", "1e2", "0x10", "50.0", " 5", "99999999999999999999", "NaN"),
+      fc.constantFrom(
+        "djEuMTc2NDExODc4MTEyMzQ1Ni5hYmM",
+        "dj",
+        "v1.1.x",
+        "%",
+        "%zz",
+        "%00",
+        "%E2%80%AE",
+        "a+b",
+        "\u00e9",
+      ),
+      fc.string({ unit: "grapheme", maxLength: 40 }),
+      fc.base64String({ maxLength: 60 }),
+    );
+    const query = fc
+      .array(fc.tuple(names, values), { maxLength: 5 })
+      .map((pairs) =>
+        pairs.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join("&"),
+      );
+    const raw = fc.constantFrom("a=%", "status", "=", "&&&", "limit=1&limit=2", "cursor=%ZZ", "since=%C0%AF");
+    const statuses = new Map<number, number>();
+    const property = fc.asyncProperty(
+      fc.constantFrom("/api/v1/trades", "/api/v1/trades/summary"),
+      fc.oneof(query, raw),
+      fc.boolean(),
+      async (path, q, csv) => {
+        const response = await fetch(`${base}${path}?${q}`, {
+          headers: { api_key: KEY, ...(csv ? { accept: "text/csv" } : {}) },
+        });
+        const text = await response.text();
+        const where = `GET ${path}?${q} -> ${response.status} ${text.slice(0, 300)}`;
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+        expect(response.status, where).to.be.oneOf([200, 400]);
+        if (response.status === 400) {
+          const { code, message } = JSON.parse(text) as { code: string; message: string };
+          expect(code, where).to.equal("invalid_argument");
+          expect(message, where).to.match(/^[^:]*: ./s);
+        } else if (!(csv && path === "/api/v1/trades")) {
+          expect(() => JSON.parse(text), where).not.to.throw();
+        }
+      },
+    );
+    try {
+      await fc.assert(property, {
+        seed: SEED,
+        numRuns: RUNS,
+        interruptAfterTimeLimit: 90_000,
+        markInterruptAsFailure: true,
+      });
+    } catch (error) {
+      (error as Error).message = `FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}: ${(error as Error).message}`;
+      throw error;
+    }
+    expect([...statuses.keys()].sort()).to.deep.equal([200, 400]);
+  });
+
+  it(`${RUNS} random quote bodies, and random Quote-Ids on valid trades (FUZZ_SEED=${SEED}): 200 or a 4xx, nothing sent`, async function () {
+    this.timeout(120_000);
+    const { provider, wallet, service } = chain;
+    const base = service.apiUrl;
+    const coins = service.addresses.stableCoins;
+    const field = <T>(value: fc.Arbitrary<T>) =>
+      fc.oneof(value, fc.constant(undefined), fc.constant(null), fc.jsonValue({ maxDepth: 2 }));
+    const quoteBody = fc.record(
+      {
+        kind: field(fc.constantFrom("sell", "buy", "remittance", "Sell", "", "swap")),
+        userAddress: field(fc.constantFrom(wallet, wallet.toLowerCase(), breakChecksum(wallet), STRANGER, "0x")),
+        destinatary: field(fc.constantFrom(CUSTOMER, wallet, coins.DAI, "0x0000000000000000000000000000000000000000")),
+        amount: field(fc.constantFrom("1", "0.5", "0", "-1", "1e3", "1000000000000", "99999999", "0.0000001", " 1")),
+        usdAddress: field(fc.constantFrom(coins.DAI, coins.USDT, coins.USDC, STRANGER)),
+        slippageBps: field(fc.oneof(fc.integer({ min: -5, max: 1_005 }), fc.double(), fc.constantFrom("50", 1e308))),
+        extra: fc.jsonValue({ maxDepth: 1 }),
+      },
+      { requiredKeys: [] },
+    );
+    const validQuote = fc.record(
+      {
+        kind: fc.constantFrom("sell", "buy", "remittance"),
+        amount: fc.constantFrom("1", "0.5", "99999999", "1000000000000"),
+        usdAddress: fc.constantFrom(coins.DAI, coins.USDT, coins.USDC),
+        destinatary: fc.constantFrom(CUSTOMER, CUSTOMER.toLowerCase()),
+        slippageBps: fc.integer({ min: 0, max: 1_000 }),
+      },
+      { requiredKeys: ["kind", "amount", "usdAddress"] },
+    );
+    const quoteCase = fc.oneof(
+      { weight: 4, arbitrary: validQuote.map((b) => JSON.stringify(b)) },
+      { weight: 8, arbitrary: quoteBody.map((b) => JSON.stringify(b)) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)) },
+      { weight: 1, arbitrary: fc.string({ maxLength: 80 }) },
+    );
+    const quoteId = fc.oneof(
+      printable(60),
+      fc.uint8Array({ minLength: 16, maxLength: 16 }).map((bytes) => `q_${Buffer.from(bytes).toString("hex")}`),
+      fc.constantFrom("q_", "", " ", "q_00000000000000000000000000000000"),
+    );
+    const tradeCase = fc.record({
+      path: fc.constantFrom(...TRADE_PATHS),
+      quoteId,
+      amount: fc.constantFrom("1", "2.5"),
+      usdAddress: fc.constantFrom(coins.DAI, coins.USDT, coins.USDC),
+    });
+    const nonceBefore = await provider.getTransactionCount(wallet, "pending");
+    const statuses = new Map<number, number>();
+    const property = fc.asyncProperty(fc.oneof(quoteCase, tradeCase), async (c) => {
+      const trade = typeof c !== "string";
+      const response = await fetch(`${base}${trade ? c.path : "/api/v1/token/quote"}`, {
+        method: "POST",
+        headers: {
+          api_key: KEY,
+          "content-type": "application/json",
+          // Never without the header (an empty value is sent as one that cannot be a quote id).
+          ...(trade ? { "quote-id": c.quoteId.trim() || "x" } : {}),
+        },
+        body: trade
+          ? JSON.stringify({ userAddress: wallet, destinatary: CUSTOMER, amount: c.amount, usdAddress: c.usdAddress })
+          : c,
+      });
+      const text = await response.text();
+      const where = `${trade ? `${c.path} Quote-Id ${JSON.stringify(c.quoteId)}` : `quote ${c}`} -> ${response.status} ${text.slice(0, 300)}`;
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+      expect(response.status, where).to.be.oneOf(trade ? [400, 404] : [200, 400, 403]);
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      if (response.status === 200) expect(parsed.quoteId, where).to.match(/^q_[0-9a-f]{32}$/);
+      else expect(Object.keys(parsed), where).to.have.members(["code", "message"]);
+    });
+    try {
+      await fc.assert(property, {
+        seed: SEED,
+        numRuns: RUNS,
+        interruptAfterTimeLimit: 90_000,
+        markInterruptAsFailure: true,
+      });
+    } catch (error) {
+      (error as Error).message = `FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}: ${(error as Error).message}`;
+      throw error;
+    }
+    expect(await provider.getTransactionCount(wallet, "pending")).to.equal(nonceBefore);
+    expect([...statuses.keys()]).to.include.members([200, 400, 404]);
+  });
+
   it("requests Node's HTTP parser refuses (an unknown method, a malformed header) also get a {code, message} body", async function () {
     const { provider, wallet, service } = chain;
     const nonceBefore = await provider.getTransactionCount(wallet, "pending");

@@ -12,8 +12,18 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { expect } from "chai";
 
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
-import { API_KEY, type GrpcServiceClient, PROTO_ROOT, startTestServer, type TestServer } from "./helpers.js";
+import {
+  API_KEY,
+  CUSTOMER,
+  type GrpcServiceClient,
+  PROTO_ROOT,
+  USDT,
+  WALLET,
+  startTestServer,
+  type TestServer,
+} from "./helpers.js";
 
 const BUF = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));
 const TOKEN_SERVICE = TokenService.typeName;
@@ -75,7 +85,7 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
   let t: TestServer;
 
   beforeEach(async function () {
-    t = await startTestServer();
+    t = await startTestServer({ journal: new MemoryJournal() });
   });
   afterEach(async function () {
     await t.close();
@@ -96,7 +106,16 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
         );
         const methods = await bufCurl(["--reflect-protocol", protocol, "--list-methods", t.url]);
         expect(methods.code, methods.stderr).to.equal(0);
-        for (const method of ["Sell", "Buy", "Remittance", "GetPrice", "GetTrade"])
+        for (const method of [
+          "Sell",
+          "Buy",
+          "Remittance",
+          "GetPrice",
+          "GetTrade",
+          "ListTrades",
+          "GetTradeSummary",
+          "Quote",
+        ])
           expect(methods.stdout).to.include(`${TOKEN_SERVICE}/${method}`);
       });
     }
@@ -115,6 +134,80 @@ describe("gRPC ecosystem: reflection, health, unimplemented", function () {
       const refused = await bufCurl(["--protocol", "grpc", `${t.url}/${TOKEN_SERVICE}/GetPrice`]);
       expect(refused.code).to.not.equal(0);
       expect(refused.stderr).to.match(/unauthenticated/i);
+    });
+
+    it("lets buf curl call ListTrades and GetTradeSummary; a bad filter is INVALID_ARGUMENT naming it", async function () {
+      const list = await bufCurl([
+        "--protocol",
+        "grpc",
+        "-H",
+        `api_key: ${API_KEY}`,
+        "-d",
+        JSON.stringify({ kind: "sell", limit: 10 }),
+        `${t.url}/${TOKEN_SERVICE}/ListTrades`,
+      ]);
+      expect(list.code, list.stderr).to.equal(0);
+      expect(JSON.parse(list.stdout)).to.deep.equal({}); // no trades, no next cursor: every field at its default
+      const summary = await bufCurl([
+        "--protocol",
+        "grpc",
+        "-H",
+        `api_key: ${API_KEY}`,
+        "-d",
+        JSON.stringify({ since: "2026-11-01T00:00:00Z" }),
+        `${t.url}/${TOKEN_SERVICE}/GetTradeSummary`,
+      ]);
+      expect(summary.code, summary.stderr).to.equal(0);
+      expect(JSON.parse(summary.stdout)).to.deep.equal({ since: "2026-11-01T00:00:00.000Z" });
+      const bad = await bufCurl([
+        "--protocol",
+        "grpc",
+        "-H",
+        `api_key: ${API_KEY}`,
+        "-d",
+        JSON.stringify({ limit: 501 }),
+        `${t.url}/${TOKEN_SERVICE}/ListTrades`,
+      ]);
+      expect(bad.code).to.not.equal(0);
+      expect(bad.stderr)
+        .to.match(/invalid_argument/i)
+        .and.match(/limit: must be an integer from 1 to 500/);
+    });
+
+    it("lets buf curl call Quote, then Sell naming the quote in quote-id metadata: once over gRPC-Web, then ALREADY_EXISTS over Connect", async function () {
+      const quote = await bufCurl([
+        "--protocol",
+        "grpc",
+        "-H",
+        `api_key: ${API_KEY}`,
+        "-d",
+        JSON.stringify({ kind: "sell", amount: "1.5", usdAddress: USDT.address, slippageBps: 0 }),
+        `${t.url}/${TOKEN_SERVICE}/Quote`,
+      ]);
+      expect(quote.code, quote.stderr).to.equal(0);
+      const answer = JSON.parse(quote.stdout) as { quoteId: string; expectedOut: unknown; minOut: unknown };
+      expect(answer.expectedOut).to.deep.equal({ value: "1.875", baseUnits: "1875000" });
+      expect(answer.minOut).to.deep.equal(answer.expectedOut);
+      const sell = (protocol: string) =>
+        bufCurl([
+          "--protocol",
+          protocol,
+          "-H",
+          `api_key: ${API_KEY}`,
+          "-H",
+          `quote-id: ${answer.quoteId}`,
+          "-d",
+          JSON.stringify({ userAddress: WALLET, destinatary: CUSTOMER, amount: "1.5", usdAddress: USDT.address }),
+          `${t.url}/${TOKEN_SERVICE}/Sell`,
+        ]);
+      const first = await sell("grpcweb");
+      expect(first.code, first.stderr).to.equal(0);
+      const second = await sell("connect");
+      expect(second.code).to.not.equal(0);
+      expect(second.stderr)
+        .to.match(/already_exists/i)
+        .and.match(/quote_used/);
+      expect(t.trade.nonce).to.equal(1);
     });
 
     it("answers NOT_FOUND for an unknown symbol and goes on answering on the same stream (buf curl reports it)", async function () {

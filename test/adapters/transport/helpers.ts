@@ -14,13 +14,17 @@ import {
   ChainUnavailableError,
   InsufficientFundsError,
   PriceUnavailableError,
+  QuoteSlippageError,
   TradeRevertedError,
   UnknownWalletError,
   createUseCases,
   web3LogId,
   type EventLog,
+  type ChainQuote,
   type PricePort,
   type PriceRecord,
+  type QuotePort,
+  type QuoteStore,
   type StableCoin,
   type TradeConfig,
   type TradeKind,
@@ -78,8 +82,12 @@ export const LOG_COUNT: Record<TradeKind, number> = { sell: 5, buy: 3, remittanc
  * "sent"; a refused trade must leave it unchanged. The wallet holds `balance` of
  * everything; more than that is insufficient funds. Amount 13 (in any unit) reverts.
  */
-export class FakeTradePort implements TradePort {
+export class FakeTradePort implements TradePort, QuotePort {
   nonce = 0;
+  /** The token feed's answer (8 decimals): 1.25 USD; move it to move the price between a quote and its trade. */
+  priceAnswer = 125_000_000n;
+  /** Issues every quote lists, when set. */
+  quoteIssues: ChainQuote["issues"] = [];
   balance = 500n * 10n ** 18n;
   calls: Array<{ kind: TradeKind; order: TradeOrder }> = [];
   /** Thrown by the next trade, when set (e.g. a bug or an unreachable chain). */
@@ -102,6 +110,26 @@ export class FakeTradePort implements TradePort {
     return { state: "dropped" };
   }
 
+  /** What a trade pays out at `priceAnswer`, rounded down as the swap's SwapMath does. */
+  output(order: TradeOrder): bigint {
+    const stableUnit = 10n ** BigInt(order.stable.decimals);
+    return order.kind === "sell"
+      ? (order.amount * this.priceAnswer * stableUnit) / (10n ** 18n * 10n ** 8n)
+      : (order.amount * 10n ** 18n * 10n ** 8n) / (this.priceAnswer * stableUnit);
+  }
+
+  async quote(order: TradeOrder): Promise<ChainQuote> {
+    if (this.failure) throw this.failure;
+    if (order.wallet !== WALLET) throw new UnknownWalletError(order.wallet);
+    return {
+      expectedOut: this.output(order),
+      price: { answer: this.priceAnswer, decimals: 8, roundId: 18446744073709551617n, updatedAt: 1_800_000_000 },
+      gas: { units: 98_765n, estimated: true },
+      gasPriceWei: 1_875_000_000n,
+      issues: this.quoteIssues,
+    };
+  }
+
   private async run(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {
     this.calls.push({ kind, order });
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
@@ -109,6 +137,9 @@ export class FakeTradePort implements TradePort {
     if (order.wallet !== WALLET) throw new UnknownWalletError(order.wallet);
     const unit = kind === "sell" ? 10n ** 18n : 10n ** BigInt(order.stable.decimals);
     if (order.amount === 13n * unit) throw new TradeRevertedError("SwapPriceStale()");
+    // As the chain adapter's preflight: below the quote's minOut, refused before anything is sent.
+    if (order.quote !== undefined && this.output(order) < order.quote.minOut)
+      throw new QuoteSlippageError(this.output(order), order.quote.minOut);
     if (order.amount * (kind === "sell" ? 1n : 10n ** BigInt(18 - order.stable.decimals)) > this.balance) {
       throw new InsufficientFundsError(`userAddress: ${order.wallet} holds less than the amount`);
     }
@@ -225,8 +256,10 @@ export async function startTestServer(
     rateLimits?: RateLimitOptions;
     /** false: every RPC through Connect, without the lean gRPC path. */
     grpcFastPath?: boolean;
-    /** A trade journal (idempotency), as the service has one. */
+    /** A trade journal (idempotency, and quotes when it keeps them), as the service has one. */
     journal?: TradeJournal;
+    /** QUOTE_TTL_MS. Default: the service's. */
+    quoteTtlMs?: number;
     /** Serve HTTPS (and h2 by ALPN) with this certificate. */
     tls?: { cert: Buffer; key: Buffer };
     /** How long a connection may stay silent before the server drops it. */
@@ -246,13 +279,22 @@ export async function startTestServer(
   const closing = new AbortController();
   const metrics = new ServiceMetrics();
   const trustedProxies = new TrustedProxies(options.trustedProxies ?? loadConfig({}).trustedProxies);
+  // Quotes live in the journal, as main.ts gives them (a journal that keeps them: all three do).
+  const quotes =
+    options.journal !== undefined && "saveQuote" in options.journal
+      ? metrics.meteredJournal(options.journal as TradeJournal & QuoteStore)
+      : undefined;
   const handler = createHttpHandler({
-    useCases: createUseCases({
-      trade: metrics.meteredTrades(trade),
-      price,
-      config: CONFIG,
-      ...(options.journal ? { journal: metrics.meteredJournal(options.journal) } : {}),
-    }),
+    useCases: metrics.meteredQuotes(
+      createUseCases({
+        trade: metrics.meteredTrades(trade),
+        price,
+        config: CONFIG,
+        ...(options.journal ? { journal: metrics.meteredJournal(options.journal) } : {}),
+        ...(quotes ? { quote: trade, quotes, wallets: [WALLET] } : {}),
+        ...(options.quoteTtlMs !== undefined ? { quoteTtlMs: options.quoteTtlMs } : {}),
+      }),
+    ),
     verifier: createApiKeyVerifier([API_KEY, OTHER_KEY]),
     readiness: async () => {
       readiness.checks += 1;

@@ -87,7 +87,7 @@ describe("the OpenAPI document", function () {
       usdAddress: s.service.addresses.stableCoins.DAI,
     });
 
-  it("describes the real answers of every operation: price, sell, buy, remittance, the trade's status, the probes", async function () {
+  it("describes the real answers of every operation: price, sell, buy, remittance, the trade's status, the history, the probes", async function () {
     const price = await call("GET", "/api/v1/token/price");
     expect(check("/api/v1/token/price", "get", price.status, price.body)).to.deep.equal([]);
     let hash = "";
@@ -100,6 +100,15 @@ describe("the OpenAPI document", function () {
     const status = await call("GET", `/api/v1/trades/${hash}`);
     expect(status.status).to.equal(200);
     expect(check("/api/v1/trades/{transactionHash}", "get", 200, status.body)).to.deep.equal([]);
+    const list = await call("GET", "/api/v1/trades?limit=2");
+    expect(list.status, JSON.stringify(list.body)).to.equal(200);
+    expect(check("/api/v1/trades", "get", 200, list.body)).to.deep.equal([]);
+    expect((list.body as { nextCursor: unknown }).nextCursor).to.be.a("string");
+    const summary = await call("GET", "/api/v1/trades/summary?since=2000-01-01");
+    expect(summary.status, JSON.stringify(summary.body)).to.equal(200);
+    expect(check("/api/v1/trades/summary", "get", 200, summary.body)).to.deep.equal([]);
+    const refused = await call("GET", "/api/v1/trades?limit=0");
+    expect(check("/api/v1/trades", "get", refused.status, refused.body)).to.deep.equal([]);
     const health = await call("GET", "/healthz", { key: null });
     expect(check("/healthz", "get", health.status, health.body)).to.deep.equal([]);
     const ready = await call("GET", "/readyz", { key: null });
@@ -151,13 +160,47 @@ describe("the OpenAPI document", function () {
     expect(check("/api/v1/token/sell", "post", 200, { code: "x", message: "y", extra: true })).to.not.deep.equal([]);
   });
 
+  it("describes a quote, a trade naming it, and the quote refusals: 422 mismatched, 409 used", async function () {
+    const quote = await call("POST", "/api/v1/token/quote", {
+      body: JSON.stringify({ kind: "buy", amount: "3", usdAddress: s.service.addresses.stableCoins.DAI }),
+    });
+    expect(quote.status, JSON.stringify(quote.body)).to.equal(200);
+    expect(check("/api/v1/token/quote", "post", 200, quote.body)).to.deep.equal([]);
+    const issues = await call("POST", "/api/v1/token/quote", {
+      body: JSON.stringify({ kind: "sell", amount: "99999999", usdAddress: s.service.addresses.stableCoins.DAI }),
+    });
+    expect((issues.body as { issues: unknown[] }).issues).to.not.deep.equal([]);
+    expect(check("/api/v1/token/quote", "post", 200, issues.body)).to.deep.equal([]);
+    const bad = await call("POST", "/api/v1/token/quote", { body: JSON.stringify({ kind: "swap" }) });
+    expect(check("/api/v1/token/quote", "post", bad.status, bad.body)).to.deep.equal([]);
+    const quoteId = (quote.body as { quoteId: string }).quoteId;
+    const named = (body: string) =>
+      fetch(`${s.service.apiUrl}/api/v1/token/buy`, {
+        method: "POST",
+        headers: { api_key: API_KEY, "content-type": "application/json", "quote-id": quoteId },
+        body,
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as unknown }));
+    const mismatched = await named(tradeBody("4"));
+    expect(mismatched.status).to.equal(422);
+    expect(check("/api/v1/token/buy", "post", 422, mismatched.body)).to.deep.equal([]);
+    const bought = await named(tradeBody("3"));
+    expect(bought.status, JSON.stringify(bought.body)).to.equal(200);
+    const used = await named(tradeBody("3"));
+    expect(used.status).to.equal(409);
+    expect(check("/api/v1/token/buy", "post", 409, used.body)).to.deep.equal([]);
+    expect(JSON.stringify(doc.paths["/api/v1/token/buy"])).to.include("QuoteId");
+  });
+
   it("documents exactly the routes the service answers: each of its paths answers, others are 404", async function () {
     expect(Object.keys(doc.paths).sort()).to.deep.equal(
       [
         "/api/v1/remmitance",
         "/api/v1/token/buy",
         "/api/v1/token/price",
+        "/api/v1/token/quote",
         "/api/v1/token/sell",
+        "/api/v1/trades",
+        "/api/v1/trades/summary",
         "/api/v1/trades/{transactionHash}",
         "/healthz",
         "/readyz",

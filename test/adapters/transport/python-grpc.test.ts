@@ -15,6 +15,7 @@ import { promisify } from "node:util";
 
 import { expect } from "chai";
 
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { API_KEY, CUSTOMER, DAI, PRICE, WALLET, startTestServer, type TestServer } from "./helpers.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
@@ -39,6 +40,27 @@ try:
 except grpc.RpcError as error:
     refused = error.code().name
 print(json.dumps({"rates": dict(price.rate_for_cash_currency), "status": sell.status, "events": len(sell.events), "refused": refused}))
+`;
+
+/** Quote, then Sell naming the quote in metadata twice: the second is ALREADY_EXISTS. */
+const QUOTE_CLIENT = `
+import json, sys
+import grpc
+from tokentrade.v1 import token_pb2, token_pb2_grpc
+
+target, key, wallet, customer, dai = sys.argv[1:6]
+stub = token_pb2_grpc.TokenServiceStub(grpc.insecure_channel(target))
+metadata = [("api_key", key)]
+quote = stub.Quote(token_pb2.QuoteRequest(kind="sell", amount="2", usd_address=dai, slippage_bps=100), metadata=metadata)
+trade = token_pb2.TradeRequest(user_address=wallet, destinatary=customer, amount="2", usd_address=dai)
+sell = stub.Sell(trade, metadata=metadata + [("quote-id", quote.quote_id)])
+try:
+    stub.Sell(trade, metadata=metadata + [("quote-id", quote.quote_id)])
+    again = "none"
+except grpc.RpcError as error:
+    again = error.code().name
+print(json.dumps({"expected": quote.expected_out.base_units, "min": quote.min_out.base_units,
+                  "has_destinatary": quote.HasField("destinatary"), "status": sell.status, "again": again}))
 `;
 
 function python3(): string | undefined {
@@ -114,5 +136,41 @@ describe("Python grpcio, with stubs generated the usual way", function () {
     expect(result.events).to.equal(5);
     expect(result.refused).to.equal("UNAUTHENTICATED");
     expect(t.trade.calls).to.have.length(1);
+  });
+
+  it("calls Quote, then Sell naming the quote in quote-id metadata: once, then ALREADY_EXISTS", async function () {
+    const server = await startTestServer({ journal: new MemoryJournal() });
+    try {
+      const generated = spawnSync(
+        PYTHON,
+        [
+          "-m",
+          "grpc_tools.protoc",
+          "-I",
+          "proto",
+          `--python_out=${out}`,
+          `--grpc_python_out=${out}`,
+          "proto/tokentrade/v1/token.proto",
+        ],
+        { cwd: ROOT, encoding: "utf8" },
+      );
+      expect(generated.status, generated.stderr).to.equal(0);
+      writeFileSync(join(out, "quote_client.py"), QUOTE_CLIENT);
+      const run = await promisify(execFile)(
+        PYTHON,
+        [join(out, "quote_client.py"), new URL(server.url).host, API_KEY, WALLET, CUSTOMER, DAI.address],
+        { encoding: "utf8", timeout: 60_000 },
+      );
+      expect(JSON.parse(run.stdout)).to.deep.equal({
+        expected: "2500000000000000000", // 2 tokens at 1.25 USD, in DAI's 18 decimals
+        min: "2475000000000000000",
+        has_destinatary: false,
+        status: true,
+        again: "ALREADY_EXISTS",
+      });
+      expect(server.trade.nonce).to.equal(1);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -21,6 +21,11 @@ import {
   TradePendingError,
   TradeRevertedError,
   UnknownWalletError,
+  QuoteExpiredError,
+  QuoteMismatchError,
+  QuoteNotFoundError,
+  QuoteSlippageError,
+  QuoteUsedError,
   createUseCases,
   type DomainErrorCode,
 } from "../../../core/index.js";
@@ -29,6 +34,7 @@ import { apiKeyInterceptor } from "../../../adapters/transport/api-key.intercept
 import { MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE, createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
 import { errorInterceptor } from "../../../adapters/transport/error.interceptor.js";
 import {
+  DOMAIN_HTTP_STATUS,
   DOMAIN_TO_CONNECT_CODE,
   INTERNAL_MESSAGE,
   codeName,
@@ -71,8 +77,23 @@ describe("error mapping", function () {
       trade_not_found: Code.NotFound,
       fees_too_high: Code.Unavailable,
       transaction_refused: Code.Unavailable,
+      quote_not_found: Code.NotFound,
+      quote_expired: Code.FailedPrecondition,
+      quote_used: Code.AlreadyExists,
+      quote_mismatch: Code.FailedPrecondition,
+      quote_slippage: Code.Aborted,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
+  });
+
+  it("answers the quote refusals with their own HTTP statuses", function () {
+    expect(DOMAIN_HTTP_STATUS.quote_expired).to.equal(410);
+    expect(DOMAIN_HTTP_STATUS.quote_mismatch).to.equal(422);
+    expect(toConnectError(new QuoteNotFoundError("q_x")).status).to.equal(404);
+    expect(toConnectError(new QuoteUsedError("q_x")).status).to.equal(409);
+    expect(toConnectError(new QuoteSlippageError(1n, 2n)).status).to.equal(409);
+    expect(toConnectError(new QuoteExpiredError("q_x", new Date(0))).status).to.equal(410);
+    expect(toConnectError(new QuoteMismatchError("amount", "q_x", "1")).status).to.equal(422);
   });
 
   it("keeps the message of a domain error and the error as cause", function () {

@@ -1,0 +1,159 @@
+import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
+
+import { QuoteExpiredError, QuoteMismatchError, QuoteNotFoundError, QuoteUsedError } from "../errors.js";
+import type { QuoteIssue, QuotePort, QuoteStore, StoredQuote } from "../ports/quote.port.js";
+import type { TradeKind, TradeOrder } from "../types.js";
+import { formatUnits } from "../validation/amount.js";
+import { parseQuoteRequest, quoteMinOut } from "../validation/quote-request.js";
+import { TOKEN_DECIMALS, type TradeConfig } from "../validation/trade-request.js";
+
+/** An amount as decimal text in whole units, and in base units. */
+export interface QuoteAmount {
+  value: string;
+  baseUnits: string;
+}
+
+/** The answer to a quote request (POST /api/v1/token/quote). */
+export interface QuoteView {
+  /** Names the quote in a trade's Quote-Id header; unguessable. */
+  quoteId: string;
+  /** ISO 8601: a trade naming the quote after this is refused (quote_expired). */
+  expiresAt: string;
+  kind: TradeKind;
+  userAddress: string;
+  /** Null when the request named none: the quote then binds none. */
+  destinatary: string | null;
+  usdAddress: string;
+  slippageBps: number;
+  /** Tokens for a sell, USD (the stable coin) for a buy or a remittance. */
+  amountIn: QuoteAmount;
+  /** What the trade pays out at the price read, exactly as the swap computes it. */
+  expectedOut: QuoteAmount;
+  /** `expectedOut` less `slippageBps`, rounded down: the trade's minimum out on chain. */
+  minOut: QuoteAmount;
+  /** The token feed's round the quote was priced at: USD per token, exact. */
+  price: { usd: string; roundId: string; updatedAt: string };
+  /** Gas units of the trade's call: estimated on its calldata, or a typical figure (`estimated` false). */
+  gas: { units: string; estimated: boolean; priceWei: string };
+  /** `gas.units` × `gas.priceWei`. In USD only when the service knows the native coin's price: it does not (null). */
+  networkFee: { wei: string; usd: string | null };
+  /** Why a trade would be refused now; empty when nothing is known to stand in its way. */
+  issues: QuoteIssue[];
+}
+
+/** A quote operation as the transports call it: raw body in, quote out. */
+export type QuoteUseCase = (input: unknown, context?: { scope?: string }) => Promise<QuoteView>;
+
+export interface QuoteOptions {
+  /** How long a quote may be used, in ms. */
+  ttlMs: number;
+  /** The exchange wallets (a quote without `userAddress` is for the only one). */
+  wallets: readonly string[];
+  /** Wall clock in ms (tests inject one). Default Date.now. */
+  clock?: () => number;
+}
+
+/** Default of QUOTE_TTL_MS: thirty seconds, as 0x and Uniswap quotes last about that long. */
+export const DEFAULT_QUOTE_TTL_MS = 30_000;
+
+const amount = (value: bigint, decimals: number): QuoteAmount => ({
+  value: formatUnits(value, decimals),
+  baseUnits: value.toString(),
+});
+
+/**
+ * Builds the quote use case: validate, read the chain (QuotePort), then record the quote in the
+ * journal (QuoteStore) for a trade to name. A quote with issues is answered and recorded too: a
+ * trade naming it is refused for the issue itself, if it still stands.
+ */
+export function quoteUseCase(
+  port: QuotePort,
+  store: QuoteStore,
+  config: TradeConfig,
+  options: QuoteOptions,
+): QuoteUseCase {
+  const clock = options.clock ?? Date.now;
+  return async (input, context = {}) => {
+    const { order, destinataryNamed, slippageBps, issues } = parseQuoteRequest(input, config, options.wallets);
+    const chain = await port.quote(order, (expected) => quoteMinOut(expected, slippageBps));
+    const minOut = quoteMinOut(chain.expectedOut, slippageBps);
+    const now = clock();
+    const quote: StoredQuote = {
+      id: `q_${bytesToHex(randomBytes(16))}`,
+      scope: context.scope ?? "",
+      kind: order.kind,
+      wallet: order.wallet,
+      destinatary: destinataryNamed ? order.destinatary : null,
+      stable: order.stable.address,
+      amount: order.amount,
+      minOut,
+      expiresAt: new Date(now + options.ttlMs),
+      createdAt: new Date(now),
+      tradeId: null,
+    };
+    await store.saveQuote(quote);
+    const [inDecimals, outDecimals] =
+      order.kind === "sell" ? [TOKEN_DECIMALS, order.stable.decimals] : [order.stable.decimals, TOKEN_DECIMALS];
+    return {
+      quoteId: quote.id,
+      expiresAt: quote.expiresAt.toISOString(),
+      kind: order.kind,
+      userAddress: order.wallet,
+      destinatary: quote.destinatary,
+      usdAddress: order.stable.address,
+      slippageBps,
+      amountIn: amount(order.amount, inDecimals),
+      expectedOut: amount(chain.expectedOut, outDecimals),
+      minOut: amount(minOut, outDecimals),
+      price: {
+        usd: formatUnits(chain.price.answer, chain.price.decimals),
+        roundId: chain.price.roundId.toString(),
+        updatedAt: new Date(chain.price.updatedAt * 1000).toISOString(),
+      },
+      gas: {
+        units: chain.gas.units.toString(),
+        estimated: chain.gas.estimated,
+        priceWei: chain.gasPriceWei.toString(),
+      },
+      networkFee: { wei: (chain.gas.units * chain.gasPriceWei).toString(), usd: null },
+      issues: [...issues, ...chain.issues],
+    };
+  };
+}
+
+/**
+ * The quote a trade names, checked against the trade and used (consumeQuote) for `tradeId`.
+ * @returns the terms the trade executes under
+ * @throws QuoteNotFoundError, QuoteMismatchError, QuoteExpiredError or QuoteUsedError; nothing is used then
+ */
+export async function redeemQuote(
+  store: QuoteStore,
+  quoteId: string,
+  order: TradeOrder,
+  scope: string,
+  tradeId: string,
+  now: number,
+): Promise<NonNullable<TradeOrder["quote"]>> {
+  const quote = await store.getQuote(quoteId);
+  if (quote === undefined || quote.scope !== scope) throw new QuoteNotFoundError(quoteId);
+  const differs = (field: string, quoted: string, asked: string) => {
+    if (quoted.toLowerCase() !== asked.toLowerCase()) throw new QuoteMismatchError(field, quoteId, quoted);
+  };
+  differs("kind", quote.kind, order.kind);
+  differs("userAddress", quote.wallet, order.wallet);
+  if (quote.destinatary !== null) differs("destinatary", quote.destinatary, order.destinatary);
+  differs("usdAddress", quote.stable, order.stable.address);
+  const decimals = order.kind === "sell" ? TOKEN_DECIMALS : order.stable.decimals;
+  if (quote.amount !== order.amount)
+    throw new QuoteMismatchError("amount", quoteId, formatUnits(quote.amount, decimals));
+  if (quote.tradeId !== null) throw new QuoteUsedError(quoteId);
+  if (quote.expiresAt.getTime() <= now) throw new QuoteExpiredError(quoteId, quote.expiresAt);
+  if (!(await store.consumeQuote(quoteId, scope, tradeId, new Date(now)))) {
+    // Another trade won the race, or the quote expired meanwhile: read again to say which.
+    const after = await store.getQuote(quoteId);
+    if (after === undefined) throw new QuoteNotFoundError(quoteId);
+    if (after.tradeId !== null && after.tradeId !== tradeId) throw new QuoteUsedError(quoteId);
+    throw new QuoteExpiredError(quoteId, after.expiresAt);
+  }
+  return { minOut: quote.minOut, expiresAt: quote.expiresAt.getTime() };
+}
