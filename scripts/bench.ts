@@ -20,6 +20,8 @@
  *   ratio beside. Every trade is checked: receipt status, log count, one transaction each,
  *   and the wallet's token balance.
  * - Peak RSS of the service process and of the embedded chain's process.
+ * - The trade history (bench-history.ts): pages of 50 out of a journal of a million trades, on
+ *   SQLite and PostgreSQL (`--only history` runs this alone).
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
  *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
  *   service's peak RSS after it.
@@ -32,7 +34,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -56,6 +58,7 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 import { flood, measureFlood } from "./bench-flood.js";
+import { type HistoryResult, measureHistory } from "./bench-history.js";
 
 const SELF = fileURLToPath(import.meta.url);
 /** The V8 heap flags `npm start` gives the service (package.json), given to it here too. */
@@ -925,8 +928,12 @@ async function drive(): Promise<void> {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
-  if (opts.only !== undefined && opts.only !== "price" && opts.only !== "sells")
-    throw new Error("--only: must be price or sells");
+  if (opts.only !== undefined && !["price", "sells", "history"].includes(opts.only))
+    throw new Error("--only: must be price, sells or history");
+  if (opts.only === "history") {
+    process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
+    return;
+  }
 
   const apiKey = randomBytes(24).toString("base64url");
   const load = loadavg()[0]!;
@@ -1111,6 +1118,24 @@ async function drive(): Promise<void> {
       "",
     ].join("\n"),
   );
+  if (opts.only === undefined) {
+    process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
+  }
+}
+
+/** The history's table: each query's median and slowest of its runs, on both journals. */
+function historyTable({ rows, fillSeconds }: HistoryResult): string {
+  const ms = (t: { medianMs: number; maxMs: number }) =>
+    t.medianMs === t.maxMs ? `${fmt(t.medianMs)} ms` : `${t.medianMs.toFixed(2)} / ${t.maxMs.toFixed(2)} ms`;
+  return [
+    "",
+    `Trade history: a journal of 1,000,000 trades (900,000 of one api key; written in ${fmt(fillSeconds.sqlite)} s to SQLite, ${fmt(fillSeconds.postgres)} s to PostgreSQL), each page of 50 asked 30 times through the journal's page(), median / slowest (target < 50 ms):`,
+    "",
+    "| Query | SQLite | PostgreSQL |",
+    "|---|---:|---:|",
+    ...rows.map((row) => `| ${row.query} | ${ms(row.sqlite)} | ${ms(row.postgres)} |`),
+    "",
+  ].join("\n");
 }
 
 if (opts.role === "bare") {
