@@ -44,7 +44,7 @@ module.exports = {
         "them need is in shared/. The composition root (main.ts, dev-mode.ts), config/ and observability/ " +
         "(which watches the others through hooks the root wires) are the only places that see several.",
       severity: "error",
-      from: { path: "^adapters/(chain|journal|transport|shared)/" },
+      from: { path: "^adapters/(chain|journal|transport|shared|webhooks)/" },
       to: { path: "^adapters/", pathNot: ["^adapters/$1/", "^adapters/shared/"] },
     },
     {

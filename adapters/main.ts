@@ -39,6 +39,7 @@ import { createApiKeyVerifier } from "./transport/api-key.js";
 import { TrustedProxies } from "./transport/client-address.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { startServer, type ApiServer } from "./transport/server.js";
+import { WebhookDeliverer } from "./webhooks/deliverer.js";
 
 /** How long after its expiry a quote is kept (a late trade naming it is told quote_expired), then swept: 10 minutes. */
 const QUOTE_SWEEP_GRACE_MS = 600_000;
@@ -115,7 +116,17 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       rpcUrl = config.chain.rpcUrl;
       rpcUrls = config.chain.rpcUrls;
       const { chainId: fileChainId, ...fileAddresses } = readDeploymentFile(config.chain.deploymentFile);
-      addresses = fileAddresses;
+      // NATIVE_USD_FEED names the native coin's USD feed where the deployment file does not (or overrides it).
+      const nativeUsd = config.chain.nativeUsdFeed ?? fileAddresses.feeds.nativeUsd;
+      addresses = {
+        ...fileAddresses,
+        feeds: {
+          tokenUsd: fileAddresses.feeds.tokenUsd,
+          eurUsd: fileAddresses.feeds.eurUsd,
+          chfUsd: fileAddresses.feeds.chfUsd,
+          ...(nativeUsd === undefined ? {} : { nativeUsd }),
+        },
+      };
       deployedChainId = fileChainId;
       signers = await loadSigners(config.chain, log);
       log.info({ rpcUrls: rpcUrls.map(redactUrl), swap: addresses.swap }, "using an existing chain");
@@ -167,6 +178,27 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       { journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" },
       "trade journal open",
     );
+    // Webhooks: from now on the journal writes an event with each change of a trade of a key with an
+    // endpoint, in the change's own transaction; the deliverer sends them (closed before the journal).
+    const webhookEndpoints = new Map(
+      config.webhooks.endpoints.map(({ apiKeyId, ...endpoint }) => [apiKeyId, endpoint]),
+    );
+    await journal.setWebhookScopes([...webhookEndpoints.keys()]);
+    if (webhookEndpoints.size > 0) {
+      const deliverer = new WebhookDeliverer({
+        outbox: journal,
+        endpoints: webhookEndpoints,
+        log: log.child({ component: "webhooks" }),
+        holder: instanceId,
+        allowPrivate: config.webhooks.allowPrivate,
+        retry: { windowMs: config.webhooks.retryWindowMs },
+        ...(metrics === undefined ? {} : { onOutcome: (outcome) => metrics.webhookOutcome(outcome) }),
+      });
+      deliverer.start();
+      closers.push(() => deliverer.close());
+      log.info({ endpoints: webhookEndpoints.size }, "webhook deliverer started");
+    }
+    metrics?.watchWebhooks(journal);
 
     // Pin the chain id: an unpinned ethers provider asks eth_chainId again before many calls.
     // With several endpoints, each must serve the same chain: one on another chain is a
@@ -235,6 +267,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       quotes: journal,
       wallets: adapter.wallets,
       quoteTtlMs: config.quoteTtlMs,
+      webhooks: journal,
     });
     // With metrics on, quotes are counted by outcome, and trades naming one by theirs.
     const useCases = metrics === undefined ? created : metrics.meteredQuotes(created);
@@ -334,6 +367,9 @@ export function forbiddenDestinataries(
     { address: addresses.feeds.tokenUsd, what: "the token/USD price feed" },
     { address: addresses.feeds.eurUsd, what: "the EUR/USD price feed" },
     { address: addresses.feeds.chfUsd, what: "the CHF/USD price feed" },
+    ...(addresses.feeds.nativeUsd === undefined
+      ? []
+      : [{ address: addresses.feeds.nativeUsd, what: "the native coin's USD price feed" }]),
     ...wallets.map((address) => ({ address, what: "an exchange wallet of this service" })),
   ];
 }

@@ -22,7 +22,9 @@ export type DomainErrorCode =
   | "quote_expired"
   | "quote_used"
   | "quote_mismatch"
-  | "quote_slippage";
+  | "quote_slippage"
+  | "webhook_delivery_not_found"
+  | "webhook_delivery_not_failed";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -179,6 +181,24 @@ export class TradeNotFoundError extends DomainError {
   constructor(txHash: string) {
     super(`transactionHash: no trade of yours broadcast ${txHash}`);
     this.name = "TradeNotFoundError";
+  }
+}
+
+/** No webhook delivery of the caller's has this id. */
+export class WebhookDeliveryNotFoundError extends DomainError {
+  readonly code = "webhook_delivery_not_found";
+  constructor(id: string) {
+    super(`id: no webhook delivery of yours is ${id}`);
+    this.name = "WebhookDeliveryNotFoundError";
+  }
+}
+
+/** Only a failed webhook delivery can be retried: a pending one is being retried already, a delivered one was delivered. */
+export class WebhookDeliveryNotFailedError extends DomainError {
+  readonly code = "webhook_delivery_not_failed";
+  constructor(id: string) {
+    super(`id: webhook delivery ${id} is not failed (only a failed one can be retried)`);
+    this.name = "WebhookDeliveryNotFailedError";
   }
 }
 

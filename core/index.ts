@@ -10,7 +10,15 @@ export type {
   TradeSummaryQuery,
   TradeTotals,
 } from "./ports/journal.port.js";
-export { tradeAmounts, type TradeAmounts } from "./trade-amounts.js";
+export {
+  GAS_USD_DECIMALS,
+  NATIVE_USD_DECIMALS,
+  gasUsdOf,
+  nativeUsdOf,
+  roundUpDecimals,
+  tradeAmounts,
+  type TradeAmounts,
+} from "./trade-amounts.js";
 export type {
   NonceStore,
   NonceLedger,
@@ -22,6 +30,20 @@ export type {
   MinedTx,
 } from "./ports/nonce.port.js";
 export type { PricePort } from "./ports/price.port.js";
+export {
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_DELIVERY_STATUSES,
+  type WebhookEventType,
+  type WebhookDeliveryStatus,
+  type WebhookAttempt,
+  type WebhookEvent,
+  type WebhookDelivery,
+  type WebhookOutcome,
+  type WebhookDeliveryQuery,
+  type WebhookDeliveryPage,
+  type WebhookOutboxStats,
+  type WebhookOutbox,
+} from "./ports/webhook.port.js";
 export type {
   QuotePort,
   QuoteStore,
@@ -43,6 +65,7 @@ export {
   quoteUseCase,
   redeemQuote,
   DEFAULT_QUOTE_TTL_MS,
+  QUOTE_MIN_LEFT_MS,
   type QuoteUseCase,
   type QuoteView,
   type QuoteAmount,
@@ -76,6 +99,7 @@ export {
 export { settle } from "./use-cases/settlement.js";
 export {
   tradeStatusUseCase,
+  tradeView,
   type TradeStatusUseCase,
   type TradeView,
   type BroadcastView,
@@ -97,4 +121,15 @@ export {
   type AmountView,
 } from "./use-cases/trade-history.use-case.js";
 export { priceUseCase, type PriceUseCase } from "./use-cases/price.use-case.js";
+export {
+  listWebhookDeliveriesUseCase,
+  retryWebhookDeliveryUseCase,
+  deliveryView,
+  DEFAULT_DELIVERY_PAGE,
+  MAX_DELIVERY_PAGE,
+  type ListWebhookDeliveriesUseCase,
+  type RetryWebhookDeliveryUseCase,
+  type WebhookDeliveryView,
+  type WebhookDeliveryListView,
+} from "./use-cases/webhook-deliveries.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";

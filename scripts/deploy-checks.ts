@@ -16,6 +16,8 @@ export interface SuiteParameters {
   tokenUsdFeed: string;
   eurUsdFeed: string;
   chfUsdFeed: string;
+  /** The chain's native coin in USD (e.g. Chainlink's ETH / USD): optional, for the gas in USD only. */
+  nativeUsdFeed?: string;
   tokenName?: string;
   tokenSymbol?: string;
   maxPriceAge?: bigint | string | number;
@@ -115,7 +117,8 @@ export async function checkSuiteParameters(provider: Provider, params: Partial<S
       );
     }
   }
-  for (const name of ["tokenUsdFeed", "eurUsdFeed", "chfUsdFeed"] as const) {
+  const feedNames = ["tokenUsdFeed", "eurUsdFeed", "chfUsdFeed"] as const;
+  for (const name of params.nativeUsdFeed === undefined ? feedNames : [...feedNames, "nativeUsdFeed" as const]) {
     const address = await contractAt(name);
     if (address === undefined) continue;
     const decimals = await decimalsOf(name, address, FEED);

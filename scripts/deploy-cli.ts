@@ -10,7 +10,8 @@
  *   Hardhat's encrypted keystore (`npx hardhat keystore set DEPLOYER_PRIVATE_KEY`), which is
  *   the better place for a key. Any other network of hardhat.config.ts works too.
  * - The parameters: an Ignition parameters file (see ignition/parameters/example.json) with
- *   the stable coins and the token/USD, EUR/USD and CHF/USD feeds. They are checked on chain
+ *   the stable coins and the token/USD, EUR/USD and CHF/USD feeds, and optionally
+ *   `nativeUsdFeed`, the chain's native coin in USD (ETH / USD), for the gas in USD. They are checked on chain
  *   first (scripts/deploy-checks.ts); any problem stops the deployment before a transaction.
  * - DEPLOY_MOCKS=true deploys mock coins and feeds first (ignition/modules/DevMocks.ts), for dev
  *   and test networks only; it is refused on the main networks.
@@ -81,6 +82,7 @@ if (process.env.DEPLOY_MOCKS === "true") {
     tokenUsdFeed: await mocks.tokenUsdFeed.getAddress(),
     eurUsdFeed: await mocks.eurUsdFeed.getAddress(),
     chfUsdFeed: await mocks.chfUsdFeed.getAddress(),
+    nativeUsdFeed: await mocks.nativeUsdFeed.getAddress(),
   };
 } else if (Object.keys(params).length === 0) {
   fail([
@@ -133,7 +135,13 @@ const deployment = {
   token: await token.getAddress(),
   swap: await swap.getAddress(),
   stableCoins: { DAI: checked.dai, USDT: checked.usdt, USDC: checked.usdc },
-  feeds: { tokenUsd: checked.tokenUsdFeed, eurUsd: checked.eurUsdFeed, chfUsd: checked.chfUsdFeed },
+  feeds: {
+    tokenUsd: checked.tokenUsdFeed,
+    eurUsd: checked.eurUsdFeed,
+    chfUsd: checked.chfUsdFeed,
+    // Optional: the service's gas in USD stays null without it (or with NATIVE_USD_FEED set instead).
+    ...(checked.nativeUsdFeed === undefined ? {} : { nativeUsd: checked.nativeUsdFeed }),
+  },
 };
 const file = process.env.DEPLOYMENT_FILE || `deployments/${chainId}.json`;
 await mkdir(dirname(file), { recursive: true });

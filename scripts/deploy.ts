@@ -1,6 +1,6 @@
 /**
  * The deployment module: deploys the whole suite (token, mock DAI/USDT/USDC, mock price
- * feeds, swap) on any network, seeds the swap's reserves, and funds and approves the
+ * feeds including the native coin's ETH / USD, swap) on any network, seeds the swap's reserves, and funds and approves the
  * exchange wallets. The tests and the embedded chain of `npm start` call `deploySuite`;
  * `npm run deploy` (`scripts/deploy-cli.ts`) deploys through the Ignition module instead.
  */
@@ -22,8 +22,8 @@ export interface DeploySuiteOptions {
   /** Seconds a new admin of either contract waits before accepting the role. Default 0: a later block. */
   adminDelay?: bigint;
   token?: { name: string; symbol: string };
-  /** Feed answers as decimal strings (8 decimals like Chainlink's USD feeds). */
-  prices?: { tokenUsd?: string; eurUsd?: string; chfUsd?: string };
+  /** Feed answers as decimal strings (8 decimals like Chainlink's USD feeds); `nativeUsd`: the chain's coin (ETH / USD). */
+  prices?: { tokenUsd?: string; eurUsd?: string; chfUsd?: string; nativeUsd?: string };
   /** Oldest feed answer the swap accepts, in seconds. Default 25 hours (Chainlink fiat feeds beat daily). */
   maxPriceAge?: bigint;
   /** Stable-coin reserves seeded into the swap, in whole coins of each. */
@@ -33,7 +33,7 @@ export interface DeploySuiteOptions {
 }
 
 export const FEED_DECIMALS = 8;
-export const DEFAULT_PRICES = { tokenUsd: "1.25", eurUsd: "1.08", chfUsd: "1.12" } as const;
+export const DEFAULT_PRICES = { tokenUsd: "1.25", eurUsd: "1.08", chfUsd: "1.12", nativeUsd: "2500" } as const;
 export const DEFAULT_MAX_PRICE_AGE = 25n * 60n * 60n;
 /** The roles of the contracts (OpenZeppelin's convention: the keccak256 of the name). */
 export const MINTER_ROLE = id("MINTER_ROLE");
@@ -115,6 +115,13 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     }
   }
   await (await token.connect(deployer).renounceRole(MINTER_ROLE, owner)).wait();
+  // The native coin's USD price, for the gas in USD of quotes and the trade history. Deployed
+  // last, so every other contract keeps the address it had before this feed existed.
+  const nativeUsdFeed = await ethers.deployContract(
+    "MockAggregator",
+    [FEED_DECIMALS, "ETH / USD", feedAnswer(prices.nativeUsd)],
+    deployer,
+  );
 
   const addresses: DeploymentAddresses = {
     token: await token.getAddress(),
@@ -124,11 +131,17 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
       tokenUsd: await tokenUsdFeed.getAddress(),
       eurUsd: await eurUsdFeed.getAddress(),
       chfUsd: await chfUsdFeed.getAddress(),
+      nativeUsd: await nativeUsdFeed.getAddress(),
     },
   };
   return {
     addresses,
-    contracts: { token, swap, stableCoins, feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed } },
+    contracts: {
+      token,
+      swap,
+      stableCoins,
+      feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed, nativeUsd: nativeUsdFeed },
+    },
   };
 }
 

@@ -30,8 +30,15 @@ export interface DeploymentAddresses {
   token: string;
   swap: string;
   stableCoins: { DAI: string; USDT: string; USDC: string };
-  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string };
+  /**
+   * `nativeUsd`: the chain's native coin in USD (e.g. Chainlink's ETH / USD), for the gas in USD
+   * of quotes and of the trade history; optional (older deployments have none: those stay null).
+   */
+  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string; nativeUsd?: string };
 }
+
+/** Where the operator names the native coin's USD feed: errors name both. */
+export const NATIVE_USD_FEED_SETTING = "NATIVE_USD_FEED (or the deployment file's feeds.nativeUsd)";
 
 /** What the metrics' wallet gauges read at each scrape. */
 export interface WalletSource {
@@ -135,7 +142,23 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     throw new Error(`the deployment at ${addresses.swap} could not be read: ${(error as Error).message}`);
   }
 
-  const feeds = new FeedGuard({ provider, swap: addresses.swap, policy: options.feedPolicy ?? DEFAULT_FEED_POLICY });
+  const feeds = new FeedGuard({
+    provider,
+    swap: addresses.swap,
+    policy: options.feedPolicy ?? DEFAULT_FEED_POLICY,
+    ...(addresses.feeds.nativeUsd === undefined ? {} : { nativeUsd: addresses.feeds.nativeUsd }),
+  });
+  if (addresses.feeds.nativeUsd !== undefined) {
+    // A wrong address would leave every USD figure of gas null, silently: refuse it at start.
+    try {
+      await feeds.readNativeUsd();
+    } catch (error) {
+      if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
+      throw new Error(
+        `${NATIVE_USD_FEED_SETTING}: ${addresses.feeds.nativeUsd} is not a readable price feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`,
+      );
+    }
+  }
   if (feeds.policy.sequencer !== undefined) {
     // A wrong address would make every price and trade unavailable: refuse it at start instead.
     try {

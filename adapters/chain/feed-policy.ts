@@ -19,7 +19,7 @@
  */
 import { Contract, type Provider } from "ethers";
 
-import { PriceUnavailableError } from "../../core/index.js";
+import { PriceUnavailableError, nativeUsdOf } from "../../core/index.js";
 import { AGGREGATOR_ABI, SWAP_ABI } from "./abi.js";
 
 /** What each feed's rule is called where the operator sets it (.env.example); errors name it. */
@@ -27,6 +27,7 @@ export const FEED_SETTINGS = {
   tokenUsd: { feed: "token/USD", maxAge: "FEED_MAX_AGE_TOKEN_USD_S", bounds: "FEED_BOUNDS_TOKEN_USD" },
   eurUsd: { feed: "EUR/USD", maxAge: "FEED_MAX_AGE_EUR_USD_S", bounds: "FEED_BOUNDS_EUR_USD" },
   chfUsd: { feed: "CHF/USD", maxAge: "FEED_MAX_AGE_CHF_USD_S", bounds: "FEED_BOUNDS_CHF_USD" },
+  nativeUsd: { feed: "native/USD", maxAge: "FEED_MAX_AGE_NATIVE_USD_S", bounds: "FEED_BOUNDS_NATIVE_USD" },
 } as const;
 export const SEQUENCER_SETTINGS = { feed: "SEQUENCER_UPTIME_FEED", grace: "SEQUENCER_GRACE_S" } as const;
 
@@ -48,6 +49,12 @@ export interface FeedPolicy {
   tokenUsd: FeedRule;
   eurUsd: FeedRule;
   chfUsd: FeedRule;
+  /**
+   * The native coin's USD feed (NATIVE_USD_FEED or the deployment's feeds.nativeUsd), read only
+   * for the gas in USD of quotes and trades: an answer that fails its rule leaves those null and
+   * refuses nothing. Unset: DEFAULT_NATIVE_USD_MAX_AGE_S.
+   */
+  nativeUsd?: FeedRule;
   /** An L2's sequencer uptime feed (answer 0 = up, 1 = down; startedAt = when that began). */
   sequencer?: { address: string; graceS: number };
 }
@@ -59,6 +66,12 @@ export interface FeedPolicy {
  */
 export const DEFAULT_FX_MAX_AGE_S = 96 * 3600;
 
+/**
+ * Default maximum age of the native coin's USD feed: 25 h. Chainlink's ETH/USD beats hourly on
+ * Ethereum and daily on some L2s (Arbitrum); a day and an hour of margin covers both.
+ */
+export const DEFAULT_NATIVE_USD_MAX_AGE_S = 25 * 3600;
+
 /** Default grace period after an L2 sequencer comes back up: an hour, as in Chainlink's example. */
 export const DEFAULT_SEQUENCER_GRACE_S = 3600;
 
@@ -66,6 +79,7 @@ export const DEFAULT_FEED_POLICY: FeedPolicy = {
   tokenUsd: {},
   eurUsd: { maxAgeS: DEFAULT_FX_MAX_AGE_S },
   chfUsd: { maxAgeS: DEFAULT_FX_MAX_AGE_S },
+  nativeUsd: { maxAgeS: DEFAULT_NATIVE_USD_MAX_AGE_S },
 };
 
 /** One feed's latest round. */
@@ -167,6 +181,8 @@ export interface FeedGuardOptions {
   provider: Provider;
   swap: string;
   policy: FeedPolicy;
+  /** The native coin's USD feed, when the deployment names one: the gas in USD of quotes and trades. */
+  nativeUsd?: string;
   /** Wall clock in ms (tests inject one). Default Date.now. */
   clock?: () => number;
 }
@@ -187,6 +203,8 @@ export class FeedGuard {
   readonly #decimals = new Map<string, Promise<number>>();
   /** The swap's token feed, as last read (the swap's owner may replace it). */
   #tokenFeed?: string;
+  /** The native coin's USD price for trades, read once per block (the head it was read at). */
+  #nativeForTrades?: { block: number; price: Promise<bigint | null> };
 
   constructor(options: FeedGuardOptions) {
     this.#opts = options;
@@ -240,8 +258,54 @@ export class FeedGuard {
     checkFeed("chfUsd", read.chfUsd, this.#opts.policy.chfUsd, now);
   }
 
-  /** The latest round of the feed at `address`, with its decimals. */
-  async read(address: string): Promise<FeedReading> {
+  /** Whether the deployment names a native-coin USD feed. */
+  get hasNativeUsd(): boolean {
+    return this.#opts.nativeUsd !== undefined;
+  }
+
+  /**
+   * The native coin's USD price for a trade signed at `head`: read once per block and shared by
+   * every trade at it, so trades arriving together cost one eth_call, issued alongside their
+   * preflight (one JSON-RPC batch). Null without a feed, or when it cannot be read or fails the
+   * policy: the price is informational and never stops a trade.
+   */
+  nativeUsdForTrade(head: { number: number; timestamp: number }): Promise<bigint | null> {
+    if (this.#opts.nativeUsd === undefined) return Promise.resolve(null);
+    const cached = this.#nativeForTrades;
+    if (cached !== undefined && cached.block === head.number) return cached.price;
+    const price = this.readNativeUsd()
+      .then((reading) => this.nativeUsdOf(reading, head.timestamp))
+      .catch(() => null);
+    this.#nativeForTrades = { block: head.number, price };
+    return price;
+  }
+
+  /**
+   * The native coin's feed, read at `blockTag` (a quote's pinned block) or the latest; undefined
+   * without a feed.
+   */
+  readNativeUsd(blockTag?: string): Promise<FeedReading | undefined> {
+    const address = this.#opts.nativeUsd;
+    return address === undefined ? Promise.resolve(undefined) : this.read(address, blockTag);
+  }
+
+  /**
+   * A native-coin reading as USD per coin at NATIVE_USD_DECIMALS, if it passes its rule at
+   * `timestamp` (the block's, or this machine's clock if later); else null.
+   */
+  nativeUsdOf(reading: FeedReading | undefined, timestamp: number): bigint | null {
+    if (reading === undefined) return null;
+    const rule = this.#opts.policy.nativeUsd ?? { maxAgeS: DEFAULT_NATIVE_USD_MAX_AGE_S };
+    try {
+      checkFeed("nativeUsd", reading, rule, policyNow(timestamp, this.#opts.clock));
+    } catch {
+      return null;
+    }
+    return nativeUsdOf(reading.answer, reading.decimals);
+  }
+
+  /** The latest round of the feed at `address` (at `blockTag`, default the latest block), with its decimals. */
+  async read(address: string, blockTag?: string): Promise<FeedReading> {
     let feed = this.#feeds.get(address);
     if (feed === undefined) {
       feed = new Contract(address, AGGREGATOR_ABI, this.#opts.provider);
@@ -253,7 +317,11 @@ export class FeedGuard {
       decimals.catch(() => this.#decimals.delete(address));
       this.#decimals.set(address, decimals);
     }
-    const [places, round] = await Promise.all([decimals, feed.getFunction("latestRoundData")() as Promise<Round>]);
+    const latest = feed.getFunction("latestRoundData");
+    const [places, round] = await Promise.all([
+      decimals,
+      (blockTag === undefined ? latest() : latest({ blockTag })) as Promise<Round>,
+    ]);
     return { answer: round[1], decimals: places, startedAt: round[2], updatedAt: round[3] };
   }
 

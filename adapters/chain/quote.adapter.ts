@@ -8,6 +8,8 @@
  * - gas: eth_estimateGas on the trade's calldata (with the quote's minOut and a deadline), or,
  *   when that call cannot succeed now (a balance short, the allowance not yet set, the swap
  *   paused), TYPICAL_TRADE_GAS;
+ * - the native coin's USD price (the network fee in USD): its feed, when the deployment names
+ *   one, in the same batch as the reads above, checked against its feed rule; never an issue;
  * - issues: the wallet's balance, the swap's reserves (sell), paused, the feed policy
  *   (feed-policy.ts) and the fee cap, each with its numbers. Trades in flight are not counted:
  *   a trade reserves what it spends when it runs.
@@ -117,7 +119,7 @@ export class ChainQuoteAdapter implements QuotePort {
     const call = <T>(contract: Contract, name: string, ...args: unknown[]) =>
       contract.getFunction(name)(...args, at) as Promise<T>;
 
-    const [feedAddress, maxPriceAge, paused, balance, reserves, viewed, sequencer] = await Promise.all([
+    const [feedAddress, maxPriceAge, paused, balance, reserves, viewed, sequencer, native] = await Promise.all([
       call<string>(this.#swap, "priceFeed"),
       call<bigint>(this.#swap, "maxPriceAge"),
       call<boolean>(this.#swap, "paused"),
@@ -127,6 +129,8 @@ export class ChainQuoteAdapter implements QuotePort {
         () => undefined, // a stale or broken price: computed below from the feed's answer
       ),
       feeds.readSequencer().catch(() => undefined),
+      // The network fee in USD only: a feed that cannot be read leaves it null.
+      feeds.readNativeUsd(blockTag).catch(() => undefined),
     ]);
     const feed = new Contract(feedAddress, AGGREGATOR_ABI, provider);
     const [round, decimals] = await Promise.all([
@@ -186,6 +190,7 @@ export class ChainQuoteAdapter implements QuotePort {
           ? { units: TYPICAL_TRADE_GAS[order.kind], estimated: false }
           : { units: estimated, estimated: true },
       gasPriceWei: state.baseFee + state.priorityFee,
+      nativeUsd: feeds.nativeUsdOf(native, state.head.timestamp),
       issues,
     };
   }

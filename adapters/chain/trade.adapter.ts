@@ -10,7 +10,8 @@
  *    when the preflight's output is already below that minOut (QuoteSlippageError);
  * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts)
  *    and the feed policy (feed-policy.ts: the token feed's age and bounds, the L2 sequencer):
- *    refused with a domain error before anything is signed;
+ *    refused with a domain error before anything is signed; and the native coin's USD price,
+ *    read once per block, which the journal keeps with the trade for its gas in USD;
  * 4. the wallet's SendQueue (send-queue.ts) assigns the nonce, signs, journals and broadcasts,
  *    batching whatever arrives meanwhile;
  * 5. the receipt (receipts.ts) of whatever is mined at that nonce with the required
@@ -260,6 +261,8 @@ export class ChainTradeAdapter implements TradePort {
       // Nothing is signed at a price the feed policy refuses (read once per block for every trade).
       const fed = this.#feeds.forTrade(state.head);
       fed.catch(() => {}); // awaited below, unless something fails first
+      // The native coin's USD price, kept with the trade for its gas in USD (read once per block; never rejects).
+      const nativeUsd = this.#feeds.nativeUsdForTrade(state.head);
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
       const encode = (minOut: bigint) =>
         SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
@@ -294,13 +297,15 @@ export class ChainTradeAdapter implements TradePort {
       // accepted together never pay out more than the swap holds (none reverts for want of it).
       if (kind === "sell")
         payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
+      const onSigned = hooks?.onSigned ?? ((tx: SignedTradeTx) => this.#recordUnjournalled(tx, "trade"));
+      const price = await nativeUsd;
       sent = await queue.send({
         to: this.#opts.swap,
         // A quote's minOut is what it promised the caller; else the preflight's output less the slippage.
         data: encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps)),
         gasLimit: proof.gasLimit,
         deadline,
-        onSigned: hooks?.onSigned ?? ((tx) => this.#recordUnjournalled(tx, "trade")),
+        onSigned: price === null ? onSigned : (tx) => onSigned({ ...tx, nativeUsd: price }),
       });
     } catch (error) {
       if (reservation) this.#allowances.release(reservation.holding, order.amount);

@@ -24,7 +24,13 @@ const schema = z.object({
     { error: "stableCoins: is required" },
   ),
   feeds: z.object(
-    { tokenUsd: address("feeds.tokenUsd"), eurUsd: address("feeds.eurUsd"), chfUsd: address("feeds.chfUsd") },
+    {
+      tokenUsd: address("feeds.tokenUsd"),
+      eurUsd: address("feeds.eurUsd"),
+      chfUsd: address("feeds.chfUsd"),
+      /** The native coin's USD feed: optional (older deployments have none; NATIVE_USD_FEED may name it). */
+      nativeUsd: address("feeds.nativeUsd").optional(),
+    },
     { error: "feeds: is required" },
   ),
 });

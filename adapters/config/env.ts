@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 
@@ -5,9 +6,11 @@ import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
 import { parseTrustedProxies } from "../transport/client-address.js";
+import { parseWebhooksFile, type WebhookEndpointConfig } from "./webhooks-file.js";
 import type { RateLimitOptions } from "../transport/rate-limit.js";
 import {
   DEFAULT_FX_MAX_AGE_S,
+  DEFAULT_NATIVE_USD_MAX_AGE_S,
   DEFAULT_SEQUENCER_GRACE_S,
   FEED_SETTINGS,
   SEQUENCER_SETTINGS,
@@ -75,6 +78,17 @@ export interface AppConfig {
    * X-Forwarded-For names the client (adapters/transport/client-address.ts); empty = none.
    */
   trustedProxies: string[];
+  /**
+   * WEBHOOKS_FILE: each api key's webhook endpoint (none: no webhooks); WEBHOOK_ALLOW_INSECURE and
+   * WEBHOOK_ALLOW_PRIVATE: http:// and internal destinations (development and tests);
+   * WEBHOOK_RETRY_WINDOW_MS: how long an event is retried before it is failed.
+   */
+  webhooks: {
+    endpoints: WebhookEndpointConfig[];
+    allowInsecure: boolean;
+    allowPrivate: boolean;
+    retryWindowMs: number;
+  };
   /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
   feedPolicy: FeedPolicy;
   chain: EmbeddedChainConfig | RpcChainConfig;
@@ -100,6 +114,12 @@ export interface RpcChainConfig {
   /** RPC_BATCH_SIZE: the most calls in one JSON-RPC request (hosted providers cap batches). */
   rpcBatchSize: number;
   deploymentFile: string;
+  /**
+   * NATIVE_USD_FEED: the chain's native coin in USD (a Chainlink AggregatorV3 such as ETH / USD),
+   * for the gas in USD of quotes and the trade history; overrides the deployment file's
+   * feeds.nativeUsd. Neither set: those USD figures are null.
+   */
+  nativeUsdFeed?: string;
   /** 0x-prefixed 32-byte hex keys of the exchange wallets (EXCHANGE_PRIVATE_KEYS); empty with a keystore. */
   privateKeys: string[];
   /** EXCHANGE_KEYSTORE and its password file, read at start (decrypted by the composition root). */
@@ -131,6 +151,9 @@ const decimal = (name: string) =>
     .refine((text) => Number(text) > 0, `${name}: must be greater than 0`);
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+const flag = (name: string) =>
+  z.enum(["true", "false"], { error: `${name}: must be true or false` }).transform((text) => text === "true");
 
 /** Thirty days: no feed's heartbeat comes near it. */
 const MAX_FEED_AGE_S = 30 * 86_400;
@@ -203,7 +226,7 @@ const schema = z.object({
   ),
   RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
   IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
-  QUOTE_TTL_MS: optional(integer("QUOTE_TTL_MS", 1_000, 600_000)).default(30_000),
+  QUOTE_TTL_MS: optional(integer("QUOTE_TTL_MS", 5_000, 600_000)).default(30_000),
   TRADE_LIFETIME_S: optional(integer("TRADE_LIFETIME_S", 10, 86_400)).default(300),
   SLIPPAGE_BPS: optional(integer("SLIPPAGE_BPS", 0, 5_000)).default(100),
   MAX_FEE_PER_GAS_GWEI: optional(
@@ -230,6 +253,15 @@ const schema = z.object({
   [FEED_SETTINGS.tokenUsd.bounds]: optional(bounds(FEED_SETTINGS.tokenUsd.bounds)),
   [FEED_SETTINGS.eurUsd.bounds]: optional(bounds(FEED_SETTINGS.eurUsd.bounds)),
   [FEED_SETTINGS.chfUsd.bounds]: optional(bounds(FEED_SETTINGS.chfUsd.bounds)),
+  [FEED_SETTINGS.nativeUsd.maxAge]: optional(integer(FEED_SETTINGS.nativeUsd.maxAge, 1, MAX_FEED_AGE_S)).default(
+    DEFAULT_NATIVE_USD_MAX_AGE_S,
+  ),
+  [FEED_SETTINGS.nativeUsd.bounds]: optional(bounds(FEED_SETTINGS.nativeUsd.bounds)),
+  NATIVE_USD_FEED: optional(
+    z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{40}$/, "NATIVE_USD_FEED: must be a contract address, 0x followed by 40 hex digits"),
+  ),
   [SEQUENCER_SETTINGS.feed]: optional(
     z
       .string()
@@ -253,6 +285,10 @@ const schema = z.object({
   TRUSTED_PROXIES: optional(z.string()),
   BODY_LIMIT_BYTES: optional(integer("BODY_LIMIT_BYTES", 1024, 1024 * 1024)).default(16 * 1024),
   SHUTDOWN_TIMEOUT_MS: optional(integer("SHUTDOWN_TIMEOUT_MS", 0, 600_000)).default(30_000),
+  WEBHOOKS_FILE: optional(z.string()),
+  WEBHOOK_ALLOW_INSECURE: optional(flag("WEBHOOK_ALLOW_INSECURE")).default(false),
+  WEBHOOK_ALLOW_PRIVATE: optional(flag("WEBHOOK_ALLOW_PRIVATE")).default(false),
+  WEBHOOK_RETRY_WINDOW_MS: optional(integer("WEBHOOK_RETRY_WINDOW_MS", 1_000, 30 * 86_400_000)).default(86_400_000),
 });
 
 /** Shortest accepted API key: long enough that guessing is hopeless. */
@@ -375,6 +411,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   if (e.RPC_URL === undefined) {
     for (const name of [
       "DEPLOYMENT_FILE",
+      "NATIVE_USD_FEED",
       "EXCHANGE_PRIVATE_KEYS",
       "EXCHANGE_KEYSTORE",
       "EXCHANGE_KEYSTORE_PASSWORD_FILE",
@@ -425,6 +462,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       rpcTimeoutMs: e.RPC_TIMEOUT_MS,
       rpcBatchSize: e.RPC_BATCH_SIZE,
       deploymentFile: e.DEPLOYMENT_FILE ?? "",
+      ...(e.NATIVE_USD_FEED === undefined ? {} : { nativeUsdFeed: e.NATIVE_USD_FEED }),
       privateKeys,
       ...(keystore === undefined ? {} : { keystore }),
     };
@@ -461,6 +499,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       : {}),
   };
   const trusted = parseTrustedProxies(e.TRUSTED_PROXIES ?? "");
+  let webhookEndpoints: WebhookEndpointConfig[] = [];
+  if (e.WEBHOOKS_FILE !== undefined) {
+    const text = readFile("WEBHOOKS_FILE", e.WEBHOOKS_FILE, problems);
+    // An api key's id is its scope (adapters/transport/api-key.ts); with no key configured (dev mode generates one) ids are not checked.
+    const knownIds =
+      keys.length === 0 ? undefined : new Set(keys.map((key) => hash("sha256", key, "hex").slice(0, 32)));
+    if (text !== undefined)
+      webhookEndpoints = parseWebhooksFile(
+        text,
+        { allowInsecure: e.WEBHOOK_ALLOW_INSECURE, allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, knownIds },
+        problems,
+      );
+  }
   for (const reason of trusted.problems) problems.push(`TRUSTED_PROXIES: ${reason}`);
   if (e[SEQUENCER_SETTINGS.grace] !== undefined && e[SEQUENCER_SETTINGS.feed] === undefined) {
     problems.push(`${SEQUENCER_SETTINGS.grace}: is only used with ${SEQUENCER_SETTINGS.feed}`);
@@ -478,6 +529,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     tokenUsd: rule("tokenUsd"),
     eurUsd: rule("eurUsd"),
     chfUsd: rule("chfUsd"),
+    nativeUsd: rule("nativeUsd"),
     ...(sequencer === undefined
       ? {}
       : { sequencer: { address: sequencer, graceS: e[SEQUENCER_SETTINGS.grace] ?? DEFAULT_SEQUENCER_GRACE_S } }),
@@ -513,6 +565,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     stuckAfterMs: e.STUCK_AFTER_MS,
     rateLimits,
     trustedProxies: trusted.proxies,
+    webhooks: {
+      endpoints: webhookEndpoints,
+      allowInsecure: e.WEBHOOK_ALLOW_INSECURE,
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+    },
     corsOrigins: (e.CORS_ORIGINS ?? "")
       .split(",")
       .map((o) => o.trim())

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-import type { NonceLedger, NonceStore, QuoteStore, TradeJournal } from "../../core/index.js";
+import type { NonceLedger, NonceStore, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
 import { openPostgresJournal } from "./postgres.journal.js";
 import { openSqliteJournal } from "./sqlite.journal.js";
 
@@ -8,8 +8,8 @@ export { MemoryJournal } from "./memory.journal.js";
 export { openPostgresJournal, type PostgresJournalOptions } from "./postgres.journal.js";
 export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite.journal.js";
 
-/** A journal: the trades, the exchange wallets' nonces (their assignment and their ledger) and the quotes, in one storage. */
-export type Journal = TradeJournal & NonceStore & NonceLedger & QuoteStore;
+/** A journal: the trades, the exchange wallets' nonces (their assignment and their ledger), the quotes and the webhook outbox, in one storage. */
+export type Journal = TradeJournal & NonceStore & NonceLedger & QuoteStore & WebhookOutbox;
 
 /**
  * The journal the configuration names: PostgreSQL when `url` is a postgres:// or postgresql://

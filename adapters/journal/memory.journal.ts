@@ -26,9 +26,19 @@ import type {
   TradeSummaryQuery,
   TradeTotals,
   TransactionReceipt,
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookOutbox,
+  WebhookOutboxStats,
+  WebhookOutcome,
 } from "../../core/index.js";
-import { tradeAmounts } from "../../core/index.js";
+import { gasUsdOf, tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
+import { MemoryOutbox } from "./memory.webhooks.js";
+import { webhookEventType } from "./webhook-events.js";
 
 type StoredTrade = Omit<TradeRecord, "broadcasts">;
 
@@ -48,7 +58,7 @@ const UNSIGNED = {
 
 const slotKey = (wallet: string, nonce: number) => `${wallet.toLowerCase()}:${nonce}`;
 
-export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
+export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox {
   readonly #trades = new Map<string, StoredTrade>();
   readonly #slots = new Map<string, StoredSlot>();
   readonly #hashes = new Map<string, string>(); // tx hash → slot key
@@ -56,6 +66,9 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
   readonly #nonceLocks = new KeyedMutex();
   readonly #leases = new Map<string, { holder: string; expiresAt: number }>();
   readonly #quotes = new Map<string, StoredQuote>();
+  /** The native coin's USD price each trade was signed at (SignedTradeTx.nativeUsd), by trade id. */
+  readonly #nativeUsd = new Map<string, bigint>();
+  readonly #outbox = new MemoryOutbox();
 
   async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
     if (trade.idempotencyKey !== null) {
@@ -110,6 +123,8 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
       updatedAt: now,
     });
     this.#hashes.set(tx.txHash.toLowerCase(), key);
+    if (tx.nativeUsd === undefined) this.#nativeUsd.delete(id);
+    else this.#nativeUsd.set(id, tx.nativeUsd);
     Object.assign(stored, {
       status: "signed",
       wallet: tx.wallet,
@@ -214,7 +229,7 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
       const key = `${t.kind}\u0000${stable}`;
       let group = groups.get(key);
       if (group === undefined) {
-        group = { kind: t.kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n };
+        group = { kind: t.kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
         groups.set(key, group);
       }
       group.count += 1;
@@ -224,6 +239,12 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
         group.amountIn += amounts.amountIn ?? 0n;
         group.amountOut += amounts.amountOut ?? 0n;
         group.gasWei += amounts.gasWei ?? 0n;
+        const price = this.#nativeUsd.get(t.id);
+        // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
+        group.gasUsd =
+          group.gasUsd === null || price === undefined || amounts.gasWei === null
+            ? null
+            : group.gasUsd + gasUsdOf(amounts.gasWei, price);
       }
     }
     return [...groups.values()].sort((a, b) =>
@@ -384,6 +405,30 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
     return swept;
   }
 
+  setWebhookScopes(scopes: readonly string[]): Promise<void> {
+    return this.#outbox.setWebhookScopes(scopes);
+  }
+
+  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+    return this.#outbox.claimWebhookEvents(holder, limit, leaseMs);
+  }
+
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean> {
+    return this.#outbox.recordWebhookAttempt(id, holder, attempt, outcome);
+  }
+
+  listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
+    return this.#outbox.listWebhookDeliveries(query);
+  }
+
+  retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined> {
+    return this.#outbox.retryWebhookDelivery(scope, id, now);
+  }
+
+  webhookStats(): Promise<WebhookOutboxStats> {
+    return this.#outbox.webhookStats();
+  }
+
   async close(): Promise<void> {}
 
   /** Every trade recorded, oldest first (for tests). */
@@ -398,7 +443,11 @@ export class MemoryJournal implements TradeJournal, NonceStore, NonceLedger, Quo
   }
 
   #update(stored: StoredTrade, change: Partial<StoredTrade>): void {
+    const before = { status: stored.status, txHash: stored.txHash };
     Object.assign(stored, change, { updatedAt: new Date() });
+    // The outbox's event, in the same step as the change (see memory.webhooks.ts).
+    const type = webhookEventType(before, stored, this.#tradeSlot(stored)?.broadcasts.length ?? 0);
+    if (type !== undefined) this.#outbox.emit(this.#record(stored), type);
   }
 
   #mined(stored: StoredTrade, status: "mined" | "confirmed", receipt: TransactionReceipt): void {

@@ -34,10 +34,19 @@ import type {
   TradeSummaryQuery,
   TradeTotals,
   TransactionReceipt,
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookOutbox,
+  WebhookOutboxStats,
+  WebhookOutcome,
 } from "../../core/index.js";
 import { tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 import { QUOTE_SQL, quoteParams, toQuote } from "./postgres.quotes.js";
+import { PostgresOutbox, WEBHOOKS_MIGRATION } from "./postgres.webhooks.js";
 
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -145,6 +154,12 @@ export const MIGRATIONS = [
      trade_id TEXT                         -- the trade that used it
    );
    CREATE INDEX quotes_expiry ON quotes (expires_at);`,
+  // 5: the gas in USD. The native coin's USD price a trade was signed at (USD per coin × 10^18),
+  // and, once mined, its gas in USD (gas_wei × native_usd: USD × 10^36, exact), set with the
+  // other amounts and cleared with them by a reorg. Trades signed before have neither.
+  `ALTER TABLE trades ADD COLUMN native_usd NUMERIC(78, 0), ADD COLUMN gas_usd NUMERIC(78, 0);`,
+  // 6: the webhook outbox (postgres.webhooks.ts): its events, written by a trigger on trades.
+  WEBHOOKS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */
@@ -249,7 +264,7 @@ function amountColumns(receipt: TransactionReceipt): [string | null, string | nu
   return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
 }
 
-export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
+export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox {
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   readonly #nonceLocks = new KeyedMutex();
@@ -258,12 +273,14 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
   readonly #instance: string;
   readonly #leaseMs: number;
   readonly #renewal: NodeJS.Timeout;
+  readonly #outbox: PostgresOutbox;
 
   constructor(pool: pg.Pool, lockPool: pg.Pool, instance: string, leaseMs: number) {
     this.#pool = pool;
     this.#lockPool = lockPool;
     this.#instance = instance;
     this.#leaseMs = leaseMs;
+    this.#outbox = new PostgresOutbox(pool);
     // While this instance lives, the trades it accepted are its own to finish.
     this.#renewal = setInterval(() => void this.keepAlive().catch(() => {}), Math.max(100, Math.floor(leaseMs / 3)));
     this.#renewal.unref();
@@ -344,8 +361,8 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
       });
       await client.query(
         `UPDATE trades SET status = 'signed', wallet = $2, nonce = $3, tx_hash = $4, raw_tx = $5, deadline = $6,
-         updated_at = clock_timestamp() WHERE id = $1`,
-        [id, tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline],
+         native_usd = $7, updated_at = clock_timestamp() WHERE id = $1`,
+        [id, tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline, tx.nativeUsd?.toString() ?? null],
       );
     });
   }
@@ -362,7 +379,7 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
          UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
-         updated_at = clock_timestamp() WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
+         gas_usd = NULL, updated_at = clock_timestamp() WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
        )
        UPDATE nonce_slots s SET state = 'pending', mined_hash = NULL, block_number = NULL, block_hash = NULL, updated_at = clock_timestamp()
        FROM t WHERE s.trade_id = t.id AND s.state <> 'final'`,
@@ -482,11 +499,15 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
       amount_in: string;
       amount_out: string;
       gas_wei: string;
+      gas_usd: string | null;
     }>(
+      // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
       `SELECT kind, lower(request->>'usdAddress') AS stable, count(*)::int AS count, count(*) ${executed}::int AS executed,
          coalesce(sum(amount_in) ${executed}, 0)::text AS amount_in,
          coalesce(sum(amount_out) ${executed}, 0)::text AS amount_out,
-         coalesce(sum(gas_wei) ${executed}, 0)::text AS gas_wei
+         coalesce(sum(gas_wei) ${executed}, 0)::text AS gas_wei,
+         CASE WHEN count(*) FILTER (WHERE status IN ('mined', 'confirmed') AND gas_usd IS NULL) > 0 THEN NULL
+           ELSE coalesce(sum(gas_usd) ${executed}, 0)::text END AS gas_usd
        FROM trades WHERE ${where.join(" AND ")}
        GROUP BY 1, 2 ORDER BY kind COLLATE "C", lower(request->>'usdAddress') COLLATE "C"`,
       values,
@@ -499,6 +520,7 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
       amountIn: BigInt(row.amount_in),
       amountOut: BigInt(row.amount_out),
       gasWei: BigInt(row.gas_wei),
+      gasUsd: row.gas_usd === null ? null : BigInt(row.gas_usd),
     }));
   }
 
@@ -729,6 +751,30 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
     return (await this.#pool.query(QUOTE_SQL.sweep, [before])).rowCount ?? 0;
   }
 
+  setWebhookScopes(scopes: readonly string[]): Promise<void> {
+    return this.#outbox.setWebhookScopes(scopes);
+  }
+
+  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+    return this.#outbox.claimWebhookEvents(holder, limit, leaseMs);
+  }
+
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean> {
+    return this.#outbox.recordWebhookAttempt(id, holder, attempt, outcome);
+  }
+
+  listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
+    return this.#outbox.listWebhookDeliveries(query);
+  }
+
+  retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined> {
+    return this.#outbox.retryWebhookDelivery(scope, id, now);
+  }
+
+  webhookStats(): Promise<WebhookOutboxStats> {
+    return this.#outbox.webhookStats();
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -740,8 +786,8 @@ export class PostgresJournal implements TradeJournal, NonceStore, NonceLedger, Q
   async #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, amount_in = $7, amount_out = $8, gas_wei = $9, error = NULL,
-         updated_at = clock_timestamp() WHERE id = $1 RETURNING id
+         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, amount_in = $7, amount_out = $8, gas_wei = $9,
+         gas_usd = $9 * native_usd, error = NULL, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
        ), s AS (
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($4), block_number = $5, block_hash = $6, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'

@@ -43,10 +43,19 @@ import type {
   TradeSummaryQuery,
   TradeTotals,
   TransactionReceipt,
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookOutbox,
+  WebhookOutboxStats,
+  WebhookOutcome,
 } from "../../core/index.js";
-import { tradeAmounts } from "../../core/index.js";
+import { gasUsdOf, tradeAmounts } from "../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../shared/keyed-mutex.js";
 import { quoteRow, quoteStatements, toQuote } from "./sqlite.quotes.js";
+import { SqliteOutbox, WEBHOOKS_MIGRATION } from "./sqlite.webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 export const MIGRATIONS = [
@@ -163,6 +172,13 @@ export const MIGRATIONS = [
      trade_id TEXT                         -- the trade that used it
    );
    CREATE INDEX quotes_expiry ON quotes (expires_at);`,
+  // 6: the gas in USD. The native coin's USD price a trade was signed at (USD per coin × 10^18),
+  // and, once mined, its gas in USD (gas_wei × native_usd: USD × 10^36, exact), set with the
+  // other amounts and cleared with them by a reorg. Trades signed before have neither.
+  `ALTER TABLE trades ADD COLUMN native_usd TEXT;    -- decimal text
+   ALTER TABLE trades ADD COLUMN gas_usd TEXT;`,
+  // 7: the webhook outbox (sqlite.webhooks.ts): its events, written by a trigger on trades.
+  WEBHOOKS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */
@@ -243,6 +259,14 @@ function amountColumns(receipt: TransactionReceipt): [string | null, string | nu
   return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
 }
 
+/**
+ * The summary reads its rows in batches of this many, in the history's order (its index), and
+ * lets every other request have the thread between them: a summary of a million trades takes
+ * seconds of reading, never seconds of a frozen service. Not a snapshot: a trade that changes
+ * during the reading is counted as its batch read it.
+ */
+const SUMMARY_BATCH = 5_000;
+
 function isBusy(error: unknown): boolean {
   const code = (error as { errcode?: number }).errcode;
   return code === 5 || code === 6; // SQLITE_BUSY, SQLITE_LOCKED
@@ -265,18 +289,19 @@ function statements(db: DatabaseSync) {
     ),
     signed: db.prepare(
       // raw_tx stays NULL: the signed bytes are the broadcast's (the column holds version 1's).
-      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, updated_at = ? WHERE id = ?",
+      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, native_usd = ?, updated_at = ? WHERE id = ?",
     ),
     submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
     reorged: db.prepare(
       `UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
-       updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')`,
+       gas_usd = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')`,
     ),
     // error cleared: a trade recorded failed for a taken nonce and then found mined is corrected.
     mined: db.prepare(
-      `UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?, gas_wei = ?, error = NULL,
-       updated_at = ? WHERE id = ?`,
+      `UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?, gas_wei = ?, gas_usd = ?,
+       error = NULL, updated_at = ? WHERE id = ?`,
     ),
+    nativeUsd: db.prepare("SELECT native_usd FROM trades WHERE id = ?"),
     ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
     // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
     failed: db.prepare(
@@ -359,19 +384,21 @@ interface QueuedWrite {
   reject: (error: unknown) => void;
 }
 
-export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore {
+export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox {
   readonly #db: DatabaseSync;
   readonly #nonceLocks = new KeyedMutex();
   readonly #sql: ReturnType<typeof statements>;
   #writes: QueuedWrite[] = [];
   #quoteSql: ReturnType<typeof quoteStatements> | undefined;
   readonly #dynamic = new Map<string, StatementSync>();
+  readonly #outbox: SqliteOutbox;
   /** When this process opened the file: every trade accepted before is a previous run's. */
   readonly #openedAt = Date.now();
 
   constructor(db: DatabaseSync) {
     this.#db = db;
     this.#sql = statements(db);
+    this.#outbox = new SqliteOutbox(db, (run) => this.#write(run));
   }
 
   /**
@@ -412,7 +439,7 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, Quo
       if (!before) throw new Error(`trade ${id} is not in the journal`);
       const holder = this.#sql.slot.get(wallet, tx.nonce);
       if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
-      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, now, id);
+      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, tx.nativeUsd?.toString() ?? null, now, id);
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
       if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
       if (holder) this.#dropSlot(wallet, tx.nonce, id);
@@ -519,25 +546,41 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, Quo
     const where = ["scope = ?"];
     const values: SQLInputValue[] = [query.scope];
     rangeCondition(query, where, values);
-    const sql = `SELECT kind, lower(json_extract(request, '$.usdAddress')) AS stable,
-       status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei
-       FROM trades WHERE ${where.join(" AND ")}`;
+    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable,
+       status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei, gas_usd`;
+    const order = `ORDER BY created_at DESC, id DESC LIMIT ${SUMMARY_BATCH}`;
+    const first = this.#prepared(`SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} ${order}`);
+    const next = this.#prepared(
+      `SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} AND created_at <= ? AND (created_at < ? OR id < ?) ${order}`,
+    );
     const groups = new Map<string, TradeTotals>();
-    for (const row of this.#prepared(sql).iterate(...values)) {
-      const kind = row.kind as TradeTotals["kind"];
-      const stable = String(row.stable ?? "");
-      const key = `${kind}\u0000${stable}`;
-      let group = groups.get(key);
-      if (group === undefined) {
-        group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n };
-        groups.set(key, group);
+    let rows = first.all(...values);
+    for (;;) {
+      for (const row of rows) {
+        const kind = row.kind as TradeTotals["kind"];
+        const stable = String(row.stable ?? "");
+        const key = `${kind}\u0000${stable}`;
+        let group = groups.get(key);
+        if (group === undefined) {
+          group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+          groups.set(key, group);
+        }
+        group.count += 1;
+        if (Number(row.executed) !== 1) continue;
+        group.executed += 1;
+        group.amountIn += BigInt((row.amount_in as string | null) ?? 0);
+        group.amountOut += BigInt((row.amount_out as string | null) ?? 0);
+        group.gasWei += BigInt((row.gas_wei as string | null) ?? 0);
+        // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
+        const gasUsd = row.gas_usd as string | null;
+        group.gasUsd = group.gasUsd === null || gasUsd === null ? null : group.gasUsd + BigInt(gasUsd);
       }
-      group.count += 1;
-      if (Number(row.executed) !== 1) continue;
-      group.executed += 1;
-      group.amountIn += BigInt((row.amount_in as string | null) ?? 0);
-      group.amountOut += BigInt((row.amount_out as string | null) ?? 0);
-      group.gasWei += BigInt((row.gas_wei as string | null) ?? 0);
+      const last = rows.at(-1);
+      if (rows.length < SUMMARY_BATCH || last === undefined) break;
+      // node:sqlite is synchronous: between batches, every other request gets the thread.
+      await new Promise((resolve) => setImmediate(resolve));
+      const at = last.created_at as number;
+      rows = next.all(...values, at, at, last.id as string);
     }
     return [...groups.values()].sort((a, b) =>
       a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
@@ -675,10 +718,14 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, Quo
     return this.#write(() => {
       const now = Date.now();
       // The trade first: if it is unknown, this throws before the second statement writes anything.
-      expectOne(
-        this.#sql.mined.run(status, json, receipt.transactionHash, ...amountColumns(receipt), now, id).changes,
-        id,
-      );
+      const amounts = amountColumns(receipt);
+      // SQLite's arithmetic is not exact at this size: the gas in USD is computed here.
+      const price = this.#sql.nativeUsd.get(id)?.native_usd;
+      const gasUsd =
+        typeof price === "string" && amounts[2] !== null
+          ? gasUsdOf(BigInt(amounts[2]), BigInt(price)).toString()
+          : null;
+      expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes, id);
       const at = this.#sql.tradeNonce.get(id)!;
       if (at.wallet !== null)
         this.#sql.markTradeSlot.run(
@@ -803,6 +850,30 @@ export class SqliteJournal implements TradeJournal, NonceStore, NonceLedger, Quo
 
   sweepQuotes(before: Date): Promise<number> {
     return this.#write(() => Number(this.#quotes.sweep.run(before.getTime()).changes));
+  }
+
+  setWebhookScopes(scopes: readonly string[]): Promise<void> {
+    return this.#outbox.setWebhookScopes(scopes);
+  }
+
+  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+    return this.#outbox.claimWebhookEvents(holder, limit, leaseMs);
+  }
+
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean> {
+    return this.#outbox.recordWebhookAttempt(id, holder, attempt, outcome);
+  }
+
+  listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
+    return this.#outbox.listWebhookDeliveries(query);
+  }
+
+  retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined> {
+    return this.#outbox.retryWebhookDelivery(scope, id, now);
+  }
+
+  webhookStats(): Promise<WebhookOutboxStats> {
+    return this.#outbox.webhookStats();
   }
 
   async close(): Promise<void> {

@@ -30,19 +30,23 @@ import type { AddressInfo } from "node:net";
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
-import type {
-  QuoteUseCase,
-  TradeHooks,
-  TradeOrder,
-  TradePort,
-  TradeUseCase,
-  TransactionReceipt,
-  UseCases,
+import {
+  DomainError,
+  type QuoteUseCase,
+  type TradeHooks,
+  type TradeOrder,
+  type TradePort,
+  type TradeUseCase,
+  type TransactionReceipt,
+  type UseCases,
 } from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
 import { RequestMetrics } from "./request-metrics.js";
 
 const PREFIX = "token_service_";
+
+/** An error's `outcome` label: the domain's codes only; a driver's or Node's (SQLSTATEs, E…) would each make a new series. */
+const outcomeOf = (error: unknown): string => (error instanceof DomainError ? error.code : "internal");
 
 /** Request latencies: a cached price takes well under a millisecond, a trade a block or more. */
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -135,6 +139,12 @@ export class ServiceMetrics {
     buckets: FAST_BUCKETS,
     registers: [this.registry],
   });
+  readonly #webhookDeliveries = new Counter({
+    name: `${PREFIX}webhook_deliveries_total`,
+    help: "Webhook delivery attempts, by outcome (delivered; retried: not delivered, tried again later; failed: no more retries).",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -168,7 +178,7 @@ export class ServiceMetrics {
         this.#tradeSeconds.observe(labels, (performance.now() - started) / 1000);
         return receipt;
       } catch (error) {
-        this.#trades.inc({ ...labels, outcome: String((error as { code?: unknown }).code ?? "internal") });
+        this.#trades.inc({ ...labels, outcome: outcomeOf(error) });
         throw error;
       }
     };
@@ -189,7 +199,7 @@ export class ServiceMetrics {
    * conversions) by theirs. Every other use case is passed on as it is.
    */
   meteredQuotes(useCases: UseCases): UseCases {
-    const outcome = (error: unknown) => String((error as { code?: unknown }).code ?? "internal");
+    const outcome = outcomeOf;
     const quote: QuoteUseCase = async (input, context) => {
       try {
         const answer = await useCases.quote(input, context);
@@ -244,6 +254,46 @@ export class ServiceMetrics {
           }
           return result;
         };
+      },
+    });
+  }
+
+  /** Counts a webhook delivery attempt by its outcome. */
+  webhookOutcome(outcome: "delivered" | "retried" | "failed"): void {
+    this.#webhookDeliveries.inc({ outcome });
+  }
+
+  /** The webhook outbox's depth and the age of its oldest pending event, read at each scrape. */
+  watchWebhooks(outbox: { webhookStats(): Promise<{ pending: number; oldestPendingAt: Date | null }> }): void {
+    let last: { at: number; stats: ReturnType<typeof outbox.webhookStats> } | undefined;
+    const stats = () => {
+      const now = performance.now();
+      if (last === undefined || now - last.at > 1000) last = { at: now, stats: outbox.webhookStats() };
+      return last.stats;
+    };
+    new Gauge({
+      name: `${PREFIX}webhook_queue_depth`,
+      help: "Webhook events waiting to be delivered (pending).",
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        await stats().then(
+          (s) => this.set(s.pending),
+          () => {},
+        );
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}webhook_oldest_pending_age_seconds`,
+      help: "How long the oldest pending webhook event has waited (0 when none waits).",
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const now = Date.now();
+        await stats().then(
+          (s) => this.set(s.oldestPendingAt === null ? 0 : (now - s.oldestPendingAt.getTime()) / 1000),
+          () => {},
+        );
       },
     });
   }

@@ -46,6 +46,10 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   quote_mismatch: Code.FailedPrecondition,
   // The price moved: the trade would pay less than the quote's minOut; nothing sent; quote again (HTTP 409).
   quote_slippage: Code.Aborted,
+  // No webhook delivery of the caller's has that id.
+  webhook_delivery_not_found: Code.NotFound,
+  // A retry asked for a delivery that is not failed (pending ones are retried already; HTTP 409).
+  webhook_delivery_not_failed: Code.FailedPrecondition,
 };
 
 /**
@@ -57,6 +61,7 @@ export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number
   idempotency_mismatch: 422,
   quote_expired: 410,
   quote_mismatch: 422,
+  webhook_delivery_not_failed: 409,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */

@@ -24,6 +24,9 @@ import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./nod
 
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";
+/** POST /api/v1/webhooks/deliveries/{id}/retry. */
+const DELIVERIES_PREFIX = "/api/v1/webhooks/deliveries/";
+const RETRY_SUFFIX = "/retry";
 
 /** Largest accepted JSON body by default: a trade request is under 300 bytes. */
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
@@ -113,6 +116,8 @@ interface Route {
  * | GET    | /api/v1/trades        | yes | a page of the caller's trades   |
  * | GET    | /api/v1/trades/summary| yes | the caller's totals             |
  * | GET    | /api/v1/trades/{hash} | yes | the trade as the journal has it |
+ * | GET    | /api/v1/webhooks/deliveries | yes | the caller's webhook deliveries |
+ * | POST   | /api/v1/webhooks/deliveries/{id}/retry | yes | a failed one sent again |
  * | GET    | /healthz              | no  | {"status":"ok"}                 |
  * | GET    | /readyz               | no  | {"status":"ready"} or 503       |
  *
@@ -210,6 +215,18 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
       },
     ],
     [
+      "/api/v1/webhooks/deliveries",
+      {
+        method: "GET",
+        authenticated: true,
+        jsonBody: false,
+        handle: async (req, _body, scope) => ({
+          status: 200,
+          body: await useCases.webhookDeliveries(queryOf(req), { scope }),
+        }),
+      },
+    ],
+    [
       "/healthz",
       {
         method: "GET",
@@ -255,10 +272,27 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     handle: async (_req, _body, scope, hash) => ({ status: 200, body: await useCases.trade(hash, { scope }) }),
   };
 
+  /** POST /api/v1/webhooks/deliveries/{id}/retry: a failed delivery of the caller's, sent again. */
+  const retryDelivery: Route = {
+    method: "POST",
+    authenticated: true,
+    jsonBody: false,
+    handle: async (_req, _body, scope, id) => ({
+      status: 200,
+      body: await useCases.retryWebhookDelivery(id, { scope }),
+    }),
+  };
+
   /** The route of a path, and the path parameter of a parameterised one. */
   const routeOf = (path: string): { route?: Route; param: string } => {
     const route = routes.get(path);
     if (route !== undefined) return { route, param: "" };
+    if (
+      path.startsWith(DELIVERIES_PREFIX) &&
+      path.endsWith(RETRY_SUFFIX) &&
+      path.length > DELIVERIES_PREFIX.length + RETRY_SUFFIX.length
+    )
+      return { route: retryDelivery, param: path.slice(DELIVERIES_PREFIX.length, -RETRY_SUFFIX.length) };
     if (path.startsWith(TRADES_PREFIX) && path.length > TRADES_PREFIX.length)
       return { route: tradeStatus, param: path.slice(TRADES_PREFIX.length) };
     return { param: "" };
@@ -356,7 +390,9 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     // The route's own string rather than the request's copy of it: the same object every time.
     const own = labels.get(path);
     if (own !== undefined) return own;
-    return routeOf(path).route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
+    const { route } = routeOf(path);
+    if (route === retryDelivery) return `${DELIVERIES_PREFIX}{id}${RETRY_SUFFIX}`;
+    return route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
   return Object.assign(handler, { routeOf: label });
 }

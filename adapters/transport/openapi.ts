@@ -77,7 +77,30 @@ export const OPENAPI_DOCUMENT = {
   },
   servers: [{ url: "/" }],
   security: [{ api_key: [] }],
-  tags: [{ name: "Trades" }, { name: "Price" }, { name: "Probes" }],
+  tags: [{ name: "Trades" }, { name: "Price" }, { name: "Webhooks" }, { name: "Probes" }],
+  webhooks: {
+    tradeEvent: {
+      post: {
+        summary: "A change of a trade's state, POSTed to the api key's endpoint (WEBHOOKS_FILE)",
+        description:
+          "Standard Webhooks (https://www.standardwebhooks.com): verify webhook-signature (HMAC-SHA256 of webhook-id, webhook-timestamp and the body, joined by dots) with the endpoint's secret, e.g. with the standardwebhooks package; drop a webhook-id already seen. Retried until a 2xx, with backoff, for 24 hours by default; redirects are not followed.",
+        tags: ["Webhooks"],
+        security: [],
+        parameters: [
+          {
+            name: "webhook-id",
+            in: "header",
+            required: true,
+            schema: { type: "string", pattern: "^msg_[0-9a-f]{32}$" },
+          },
+          { name: "webhook-timestamp", in: "header", required: true, schema: { type: "string", pattern: "^[0-9]+$" } },
+          { name: "webhook-signature", in: "header", required: true, schema: { type: "string" } },
+        ],
+        requestBody: { required: true, content: { "application/json": { schema: ref("WebhookEvent") } } },
+        responses: { "2XX": { description: "Delivered; anything else is retried." } },
+      },
+    },
+  },
   paths: {
     "/api/v1/token/sell": {
       post: trade(
@@ -105,7 +128,7 @@ export const OPENAPI_DOCUMENT = {
         operationId: "quote",
         summary: "What a trade would pay out now, and what stands in its way",
         description:
-          "Reads the chain, sends nothing. `expectedOut` is what the trade pays at the feed round named in `price`, to the base unit, as the swap computes it; `minOut` is that less `slippageBps` (default 50, at most 1000), rounded down. A trade that names `quoteId` in its Quote-Id header before `expiresAt` (QUOTE_TTL_MS, 30 s by default) executes with `minOut` as its minimum and a deadline no later than `expiresAt`, once. `issues` lists why a trade would be refused now, with the numbers; a quote with issues is still 200. `networkFee.usd` is null: the service does not know the native coin's price.",
+          "Reads the chain, sends nothing. `expectedOut` is what the trade pays at the feed round named in `price`, to the base unit, as the swap computes it; `minOut` is that less `slippageBps` (default 50, at most 1000), rounded down. A trade that names `quoteId` in its Quote-Id header before `expiresAt` (QUOTE_TTL_MS, 30 s by default) executes with `minOut` as its minimum and a deadline no later than `expiresAt`, once. `issues` lists why a trade would be refused now, with the numbers; a quote with issues is still 200. `networkFee.usd` is the fee at the native coin's USD feed, rounded up to a millionth of a dollar; null without that feed, or when its answer is stale.",
         tags: ["Trades"],
         requestBody: { required: true, content: { "application/json": { schema: ref("QuoteRequest") } } },
         responses: {
@@ -235,6 +258,45 @@ export const OPENAPI_DOCUMENT = {
           "400": errorResponse("invalid_argument: not a transaction hash."),
           "401": TRADE_ERRORS["401"],
           "404": errorResponse("not_found: no trade of this caller broadcast that hash."),
+          "429": TRADE_ERRORS["429"],
+        },
+      },
+    },
+    "/api/v1/webhooks/deliveries": {
+      get: {
+        operationId: "webhookDeliveries",
+        summary: "The caller's webhook deliveries, newest first, with each attempt",
+        tags: ["Webhooks"],
+        parameters: [
+          { name: "status", in: "query", schema: { enum: ["pending", "delivered", "failed"] } },
+          { name: "cursor", in: "query", description: "The previous page's nextCursor.", schema: { type: "string" } },
+          { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 200, default: 50 } },
+        ],
+        responses: {
+          "200": {
+            description: "A page of deliveries.",
+            content: { "application/json": { schema: ref("WebhookDeliveryList") } },
+          },
+          "400": errorResponse("invalid_argument: status, cursor or limit, named in the message."),
+          "401": TRADE_ERRORS["401"],
+          "429": TRADE_ERRORS["429"],
+        },
+      },
+    },
+    "/api/v1/webhooks/deliveries/{id}/retry": {
+      post: {
+        operationId: "retryWebhookDelivery",
+        summary: "Send a failed delivery again (pending, due now, with a new retry window)",
+        tags: ["Webhooks"],
+        parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+        responses: {
+          "200": {
+            description: "The delivery, pending again.",
+            content: { "application/json": { schema: ref("WebhookDelivery") } },
+          },
+          "401": TRADE_ERRORS["401"],
+          "404": errorResponse("not_found: no delivery of this caller has that id."),
+          "409": errorResponse("failed_precondition: the delivery is not failed."),
           "429": TRADE_ERRORS["429"],
         },
       },
@@ -424,7 +486,12 @@ export const OPENAPI_DOCUMENT = {
             type: "object",
             properties: {
               wei: { type: "string", pattern: "^\\d+$" },
-              usd: { type: "null", description: "The service does not know the native coin's price." },
+              usd: {
+                type: ["string", "null"],
+                pattern: "^\\d+(\\.\\d{1,6})?$",
+                description:
+                  "`wei` × the native coin's USD price (its Chainlink feed, read at the quote's block), rounded up to 6 decimals (a millionth of a dollar): an estimate of a cost never understates it. Null when the deployment names no native-coin feed (NATIVE_USD_FEED) or its answer is older than FEED_MAX_AGE_NATIVE_USD_S or outside FEED_BOUNDS_NATIVE_USD; that refuses no trade, so it is no issue.",
+              },
             },
             required: ["wei", "usd"],
             additionalProperties: false,
@@ -569,6 +636,61 @@ export const OPENAPI_DOCUMENT = {
         ],
         additionalProperties: false,
       },
+      WebhookEvent: {
+        type: "object",
+        required: ["type", "timestamp", "data"],
+        properties: {
+          type: {
+            enum: [
+              "trade.submitted",
+              "trade.replaced",
+              "trade.mined",
+              "trade.confirmed",
+              "trade.reorged",
+              "trade.failed",
+              "trade.expired",
+            ],
+          },
+          timestamp: { type: "string", format: "date-time", description: "When the change happened." },
+          data: { ...ref("Trade"), description: "The trade right after the change (confirmations: null)." },
+        },
+      },
+      WebhookDelivery: {
+        type: "object",
+        required: ["id", "type", "tradeId", "transactionHash", "status", "createdAt", "nextAttemptAt", "attempts"],
+        additionalProperties: false,
+        properties: {
+          id: { type: "string", description: "The webhook-id every attempt carried." },
+          type: { type: "string" },
+          tradeId: { type: "string" },
+          transactionHash: { oneOf: [HASH, { type: "null" }] },
+          status: { enum: ["pending", "delivered", "failed"] },
+          createdAt: { type: "string", format: "date-time" },
+          nextAttemptAt: { type: ["string", "null"], format: "date-time" },
+          attempts: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["at", "statusCode", "error"],
+              additionalProperties: false,
+              properties: {
+                at: { type: "string", format: "date-time" },
+                statusCode: { type: ["integer", "null"], description: "The receiver's HTTP status; null: no answer." },
+                error: { type: ["string", "null"] },
+              },
+            },
+          },
+        },
+      },
+      WebhookDeliveryList: {
+        type: "object",
+        required: ["deliveries", "nextCursor"],
+        additionalProperties: false,
+        properties: {
+          deliveries: { type: "array", items: ref("WebhookDelivery") },
+          nextCursor: { type: ["string", "null"] },
+        },
+      },
       Trade: {
         type: "object",
         properties: {
@@ -670,8 +792,10 @@ export const OPENAPI_DOCUMENT = {
                 amountOut: { ...ref("Amount"), description: "The stable coin for a sell, tokens otherwise." },
                 gasWei: { type: "string", pattern: "^[0-9]+$" },
                 gasUsd: {
-                  type: "null",
-                  description: "Not known yet: the service has no price of the chain's native coin.",
+                  type: ["string", "null"],
+                  pattern: "^\\d+(\\.\\d+)?$",
+                  description:
+                    "Gas spent in USD at the time of each trade: each executed trade's gasUsed × effectiveGasPrice × the native coin's USD price the service read when it signed it, summed exactly (every digit, nothing rounded). Null when any executed trade of the group has no such price (signed before the deployment named a native-coin feed, or while its answer failed the feed policy); \"0\" when none executed.",
                 },
               },
               required: [

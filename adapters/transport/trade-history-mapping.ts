@@ -56,6 +56,7 @@ export function tradeSummaryMessage(summary: TradeSummaryView): TradeSummary {
       amountIn: amount(g.amountIn),
       amountOut: amount(g.amountOut),
       gasWei: g.gasWei,
+      ...(g.gasUsd === null ? {} : { gasUsd: g.gasUsd }),
     })),
   });
 }

@@ -64,6 +64,12 @@ export interface SignedTradeTx {
   maxPriorityFeePerGas: bigint;
   /** Unix seconds: the `deadline` in its calldata. */
   deadline: number;
+  /**
+   * The native coin's USD price read when it was signed (NATIVE_USD_DECIMALS, core/trade-amounts.ts),
+   * kept with the trade for its gas in USD once mined; absent when the service has no such price
+   * (no native-coin feed, or its answer failed the feed policy).
+   */
+  nativeUsd?: bigint;
 }
 
 /** Where a trade stands in the history's order: its creation time in microseconds since the epoch, then its id. */
@@ -114,6 +120,13 @@ export interface TradeTotals {
   amountIn: bigint;
   amountOut: bigint;
   gasWei: bigint;
+  /**
+   * The executed trades' gas in USD, each at the native coin's price it was signed at:
+   * Σ gasWei × nativeUsd, exact, at GAS_USD_DECIMALS (core/trade-amounts.ts). Null when any
+   * executed trade of the group has none (signed without the price): a partial sum would
+   * understate the cost. 0 when none executed.
+   */
+  gasUsd: bigint | null;
 }
 
 /**
@@ -138,9 +151,13 @@ export interface TradeJournal {
   markSigned(id: string, tx: SignedTradeTx): Promise<void>;
   /** `signed` → `submitted`: a node holds its transaction. Does nothing in any other state. */
   markSubmitted(id: string): Promise<void>;
-  /** `mined` or `confirmed` → `submitted`, its receipt cleared: a reorg took its block away. */
+  /** `mined` or `confirmed` → `submitted`, its receipt (and the amounts and gas read from it) cleared: a reorg took its block away. */
   markReorged(id: string): Promise<void>;
-  /** → `mined` with its receipt (fewer confirmations than required); the slot is mined too. */
+  /**
+   * → `mined` with its receipt (fewer confirmations than required); the slot is mined too. The
+   * amounts and the gas are read from the receipt, and the gas in USD at the `nativeUsd` it was
+   * signed with (SignedTradeTx), when it had one.
+   */
   markMined(id: string, receipt: TransactionReceipt): Promise<void>;
   /** → `confirmed` with its receipt; the slot is mined too. */
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void>;

@@ -44,6 +44,12 @@ export interface ChainQuote {
   gas: { units: bigint; estimated: boolean };
   /** Wei per gas unit the trade is expected to pay now (base fee plus tip). */
   gasPriceWei: bigint;
+  /**
+   * USD per native coin at NATIVE_USD_DECIMALS (core/trade-amounts.ts), from the native coin's
+   * feed at the same block; null when the deployment names no such feed, or its answer fails the
+   * feed policy (too old, out of bounds). Never an issue: the price refuses no trade.
+   */
+  nativeUsd: bigint | null;
   issues: QuoteIssue[];
 }
 

@@ -14,6 +14,13 @@ import {
 } from "./trade-history.use-case.js";
 import { tradeStatusUseCase, type TradeStatusUseCase } from "./trade-status.use-case.js";
 import { tradeUseCase, type TradeUseCase } from "./trade.use-case.js";
+import type { WebhookOutbox } from "../ports/webhook.port.js";
+import {
+  listWebhookDeliveriesUseCase,
+  retryWebhookDeliveryUseCase,
+  type ListWebhookDeliveriesUseCase,
+  type RetryWebhookDeliveryUseCase,
+} from "./webhook-deliveries.use-case.js";
 
 /** Everything the transports can ask of the domain. */
 export interface UseCases {
@@ -29,6 +36,10 @@ export interface UseCases {
   tradeSummary: TradeSummaryUseCase;
   /** A quote for a trade, recorded for the trade to name in its Quote-Id header. */
   quote: QuoteUseCase;
+  /** A page of the caller's webhook deliveries, with their attempts. */
+  webhookDeliveries: ListWebhookDeliveriesUseCase;
+  /** Sends a failed webhook delivery of the caller's again. */
+  retryWebhookDelivery: RetryWebhookDeliveryUseCase;
 }
 
 export interface UseCaseDeps {
@@ -47,6 +58,8 @@ export interface UseCaseDeps {
   wallets?: readonly string[];
   /** How long a quote may be used (default DEFAULT_QUOTE_TTL_MS). */
   quoteTtlMs?: number;
+  /** The webhook outbox (the journal's storage); without it the deliveries cannot be listed. */
+  webhooks?: WebhookOutbox;
 }
 
 /**
@@ -62,7 +75,7 @@ export function createUseCases({
   ...quoting
 }: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS } = quoting;
+  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks } = quoting;
   const journalling = journal ? { journal, inFlightWaitMs, ...(quotes && { quotes }) } : undefined;
   return {
     sell: tradeUseCase("sell", trade, config, journalling),
@@ -88,7 +101,16 @@ export function createUseCases({
               "quotes are not available: this service runs without a trade journal",
             );
           },
+    webhookDeliveries: webhooks ? listWebhookDeliveriesUseCase(webhooks) : withoutWebhooks,
+    retryWebhookDelivery: webhooks ? retryWebhookDeliveryUseCase(webhooks) : withoutWebhooks,
   };
+}
+
+async function withoutWebhooks(): Promise<never> {
+  throw new InvalidArgumentError(
+    "webhooks",
+    "webhook deliveries are kept in the trade journal, which this service runs without",
+  );
 }
 
 async function withoutJournal(): Promise<never> {

@@ -2,6 +2,7 @@ import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 
 import { QuoteExpiredError, QuoteMismatchError, QuoteNotFoundError, QuoteUsedError } from "../errors.js";
 import type { QuoteIssue, QuotePort, QuoteStore, StoredQuote } from "../ports/quote.port.js";
+import { GAS_USD_DECIMALS, gasUsdOf, roundUpDecimals } from "../trade-amounts.js";
 import type { TradeKind, TradeOrder } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { parseQuoteRequest, quoteMinOut } from "../validation/quote-request.js";
@@ -35,7 +36,12 @@ export interface QuoteView {
   price: { usd: string; roundId: string; updatedAt: string };
   /** Gas units of the trade's call: estimated on its calldata, or a typical figure (`estimated` false). */
   gas: { units: string; estimated: boolean; priceWei: string };
-  /** `gas.units` × `gas.priceWei`. In USD only when the service knows the native coin's price: it does not (null). */
+  /**
+   * `gas.units` × `gas.priceWei`, and in USD at the native coin's feed read at the same block,
+   * rounded up to NETWORK_FEE_USD_DECIMALS (an estimate of a cost never understates it). `usd`
+   * is null when the service has no native-coin price (no feed in the deployment, or its answer
+   * fails the feed policy).
+   */
   networkFee: { wei: string; usd: string | null };
   /** Why a trade would be refused now; empty when nothing is known to stand in its way. */
   issues: QuoteIssue[];
@@ -53,6 +59,9 @@ export interface QuoteOptions {
   clock?: () => number;
 }
 
+/** Decimals of a quote's `networkFee.usd`: a millionth of a dollar, the base unit of USDC and USDT. */
+export const NETWORK_FEE_USD_DECIMALS = 6;
+
 /** Default of QUOTE_TTL_MS: thirty seconds, as 0x and Uniswap quotes last about that long. */
 export const DEFAULT_QUOTE_TTL_MS = 30_000;
 
@@ -60,6 +69,13 @@ const amount = (value: bigint, decimals: number): QuoteAmount => ({
   value: formatUnits(value, decimals),
   baseUnits: value.toString(),
 });
+
+/** A fee in wei, and in USD at `nativeUsd` rounded up to NETWORK_FEE_USD_DECIMALS (null without a price). */
+function networkFee(wei: bigint, nativeUsd: bigint | null): QuoteView["networkFee"] {
+  if (nativeUsd === null) return { wei: wei.toString(), usd: null };
+  const usd = roundUpDecimals(gasUsdOf(wei, nativeUsd), GAS_USD_DECIMALS, NETWORK_FEE_USD_DECIMALS);
+  return { wei: wei.toString(), usd: formatUnits(usd, NETWORK_FEE_USD_DECIMALS) };
+}
 
 /**
  * Builds the quote use case: validate, read the chain (QuotePort), then record the quote in the
@@ -115,11 +131,14 @@ export function quoteUseCase(
         estimated: chain.gas.estimated,
         priceWei: chain.gasPriceWei.toString(),
       },
-      networkFee: { wei: (chain.gas.units * chain.gasPriceWei).toString(), usd: null },
+      networkFee: networkFee(chain.gas.units * chain.gasPriceWei, chain.nativeUsd),
       issues: [...issues, ...chain.issues],
     };
   };
 }
+
+/** A quote with less than this left (ms) is expired for trading: its trade would have too little time to be mined. */
+export const QUOTE_MIN_LEFT_MS = 3_000;
 
 /**
  * The quote a trade names, checked against the trade and used (consumeQuote) for `tradeId`.
@@ -147,8 +166,11 @@ export async function redeemQuote(
   if (quote.amount !== order.amount)
     throw new QuoteMismatchError("amount", quoteId, formatUnits(quote.amount, decimals));
   if (quote.tradeId !== null) throw new QuoteUsedError(quoteId);
-  if (quote.expiresAt.getTime() <= now) throw new QuoteExpiredError(quoteId, quote.expiresAt);
-  if (!(await store.consumeQuote(quoteId, scope, tradeId, new Date(now)))) {
+  // Its trade's deadline is no later than its expiry: too close to it, the trade could not be
+  // mined in time, and would only spend gas and a nonce on a no-op. Expired for trading.
+  const usableUntil = quote.expiresAt.getTime() - QUOTE_MIN_LEFT_MS;
+  if (usableUntil <= now) throw new QuoteExpiredError(quoteId, quote.expiresAt);
+  if (!(await store.consumeQuote(quoteId, scope, tradeId, new Date(now + QUOTE_MIN_LEFT_MS)))) {
     // Another trade won the race, or the quote expired meanwhile: read again to say which.
     const after = await store.getQuote(quoteId);
     if (after === undefined) throw new QuoteNotFoundError(quoteId);

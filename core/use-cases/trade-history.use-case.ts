@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { TradeJournal, TradePosition, TradeStatus } from "../ports/journal.port.js";
-import { tradeAmounts } from "../trade-amounts.js";
+import { GAS_USD_DECIMALS, tradeAmounts } from "../trade-amounts.js";
 import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
@@ -67,10 +67,13 @@ export interface TradeSummaryGroup {
   /** Gas spent, in wei. */
   gasWei: string;
   /**
-   * Always null for now: the service has no price of the chain's native coin, so it cannot say
-   * what the gas cost in USD at the time of each trade. `gasWei` is exact.
+   * Gas spent in USD at the time of each trade: each executed trade's gas in wei × the native
+   * coin's USD price the service read when it signed it, summed exactly (plain decimal text, all
+   * its digits, nothing rounded). Null when any executed trade of the group has no such price
+   * (signed before the deployment named a native-coin feed, or while its answer failed the feed
+   * policy): a partial sum would understate the cost. `gasWei` is always complete.
    */
-  gasUsd: null;
+  gasUsd: string | null;
 }
 
 /** GET /api/v1/trades/summary, gRPC GetTradeSummary. */
@@ -142,7 +145,7 @@ export function tradeSummaryUseCase(journal: TradeJournal, stableCoins: readonly
           amountIn: { value: format(t.amountIn, inDecimals), baseUnits: t.amountIn.toString() },
           amountOut: { value: format(t.amountOut, outDecimals), baseUnits: t.amountOut.toString() },
           gasWei: t.gasWei.toString(),
-          gasUsd: null,
+          gasUsd: t.gasUsd === null ? null : formatUnits(t.gasUsd, GAS_USD_DECIMALS),
         };
       }),
     };

@@ -129,16 +129,35 @@ async function executeQuoted(
   scope: string,
 ): Promise<TransactionReceipt> {
   const quotes = journalling.quotes!;
+  // Gives the quote back if this trade took it (a no-op otherwise: conditional on the trade's id).
+  const release = () => quotes.releaseQuote(quoteId, id);
   let terms: NonNullable<TradeOrder["quote"]>;
   try {
     terms = await redeemQuote(quotes, quoteId, order, scope, id, Date.now());
   } catch (error) {
-    await discard(journalling.journal, id);
+    // The quote may have been taken and the answer lost: given back, since nothing was signed.
+    await forget(journalling.journal, id, release);
     throw error;
   }
-  return execute(trade, journalling, { ...order, quote: terms }, id, () =>
-    quotes.releaseQuote(quoteId, id).catch(() => {}),
-  );
+  return execute(trade, journalling, { ...order, quote: terms }, id, release);
+}
+
+/**
+ * Forgets a trade that signed nothing, so its key works again; first gives its quote back, if it
+ * named one. The quote goes back only while the journal shows the record still `accepted` (or
+ * gone): a `markSigned` that was written but answered with an error leaves it `signed`, its bytes
+ * for the lifecycle monitor to send, and its quote used. It goes back before the record does, so
+ * a keyed retry that finds the record gone finds the quote free.
+ */
+async function forget(journal: TradeJournal, id: string, release?: () => Promise<void>): Promise<void> {
+  if (release !== undefined) {
+    const record = await journal.get(id).then(
+      (found) => found ?? "gone",
+      () => undefined, // the journal cannot say: the quote stays used (nothing is paid twice)
+    );
+    if (record === "gone" || record?.status === "accepted") await release().catch(() => {});
+  }
+  await discard(journal, id);
 }
 
 /**
@@ -163,7 +182,7 @@ async function execute(
   journalling: TradeJournalling,
   order: TradeOrder,
   id: string,
-  onDiscarded?: () => Promise<void>,
+  releaseQuote?: () => Promise<void>,
 ): Promise<TransactionReceipt> {
   const { journal } = journalling;
   let signed: SignedTradeTx | undefined;
@@ -190,8 +209,7 @@ async function execute(
     if (signed === undefined) {
       // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again
       // (and its quote, if it named one, can be used).
-      await discard(journal, id);
-      await onDiscarded?.();
+      await forget(journal, id, releaseQuote);
       throw error;
     }
     // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or

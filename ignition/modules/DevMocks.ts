@@ -19,5 +19,9 @@ export default buildModule("DevMocks", (m) => {
   const chfUsdFeed = m.contract("MockAggregator", [8, "CHF / USD", m.getParameter("chfUsd", 112_000_000n)], {
     id: "ChfUsdFeed",
   });
-  return { dai, usdt, usdc, tokenUsdFeed, eurUsdFeed, chfUsdFeed };
+  // The native coin's USD price (the gas in USD of quotes and the trade history).
+  const nativeUsdFeed = m.contract("MockAggregator", [8, "ETH / USD", m.getParameter("nativeUsd", 250_000_000_000n)], {
+    id: "NativeUsdFeed",
+  });
+  return { dai, usdt, usdc, tokenUsdFeed, eurUsdFeed, chfUsdFeed, nativeUsdFeed };
 });

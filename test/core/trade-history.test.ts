@@ -58,6 +58,9 @@ async function refusal(promise: Promise<unknown>): Promise<InvalidArgumentError>
   return error as InvalidArgumentError;
 }
 
+/** A coin the swap trades, which could emit a log with the swap's topic in the same transaction. */
+const CUSTOMER_COIN = "0xdAC17F958D2ee523a2206206994597C13D831ec7";
+
 describe("the trade history use cases", function () {
   describe("tradeAmounts()", function () {
     it("reads in and out from the swap's event and the gas from the receipt, exactly", function () {
@@ -66,6 +69,20 @@ describe("the trade history use cases", function () {
         amountIn: big,
         amountOut: 12_345_678n,
         gasWei: 101_234n * 3_000_000_007n,
+      });
+    });
+
+    it("counts only the swap's own event: a log with its topic from another contract is not the trade", function () {
+      const swap = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+      const mined = { ...receipt(SOLD, 7n, 8n), to: swap };
+      const log = mined.events[0]!;
+      expect(tradeAmounts({ ...mined, events: { 0: { ...log, address: CUSTOMER_COIN } } })).to.deep.include({
+        amountIn: null,
+        amountOut: null,
+      });
+      expect(tradeAmounts({ ...mined, events: { 0: { ...log, address: swap.toLowerCase() } } })).to.deep.include({
+        amountIn: 7n,
+        amountOut: 8n,
       });
     });
 

@@ -2,8 +2,8 @@ import { expect } from "chai";
 import { isAddress, parseUnits } from "ethers";
 import { network } from "hardhat";
 
-import { checkSuiteRoles } from "../../scripts/deploy-checks.js";
-import { DEFAULT_MAX_PRICE_AGE, MINTER_ROLE, PAUSER_ROLE, deploySuite } from "../../scripts/deploy.js";
+import { checkSuiteParameters, checkSuiteRoles } from "../../scripts/deploy-checks.js";
+import { DEFAULT_MAX_PRICE_AGE, DEFAULT_PRICES, MINTER_ROLE, PAUSER_ROLE, deploySuite } from "../../scripts/deploy.js";
 import { signers } from "../helpers/suite.js";
 
 const { ethers } = await network.create();
@@ -26,7 +26,7 @@ describe("deploySuite", function () {
       ...Object.values(addresses.feeds),
     ];
     expect(all.every((a) => isAddress(a))).to.equal(true);
-    expect(new Set(all).size).to.equal(8);
+    expect(new Set(all).size).to.equal(9);
 
     const { token, swap, stableCoins } = contracts;
     expect(await token.symbol()).to.equal("FRT");
@@ -44,6 +44,11 @@ describe("deploySuite", function () {
     expect(await swap.currentPrice()).to.deep.equal([parseUnits("2.5", 8), 8n]);
     expect((await contracts.feeds.eurUsd.latestRoundData())[1]).to.equal(parseUnits("1.08", 8));
     expect((await contracts.feeds.chfUsd.latestRoundData())[1]).to.equal(parseUnits("1.12", 8));
+    // The native coin's USD feed, for the gas in USD of quotes and of the trade history.
+    expect(addresses.feeds.nativeUsd).to.equal(await contracts.feeds.nativeUsd.getAddress());
+    expect(await contracts.feeds.nativeUsd.description()).to.equal("ETH / USD");
+    expect(await contracts.feeds.nativeUsd.decimals()).to.equal(8n);
+    expect((await contracts.feeds.nativeUsd.latestRoundData())[1]).to.equal(parseUnits(DEFAULT_PRICES.nativeUsd, 8));
 
     for (const [symbol, decimals] of [
       ["DAI", 18],
@@ -99,6 +104,26 @@ describe("deploySuite", function () {
       `token: the swap ${addresses.swap} lacks MINTER_ROLE, so it cannot mint or burn`,
       `token: the admin ${owner.address} holds MINTER_ROLE; only the swap should`,
       `swap: the admin ${owner.address} lacks PAUSER_ROLE`,
+    ]);
+  });
+
+  it("checkSuiteParameters takes a native-coin USD feed when one is named, and checks it like the others", async function () {
+    const [owner, wallet] = await signers(ethers, 2);
+    const { addresses } = await deploySuite(ethers, { deployer: owner, exchangeWallet: wallet });
+    const params = {
+      dai: addresses.stableCoins.DAI,
+      usdt: addresses.stableCoins.USDT,
+      usdc: addresses.stableCoins.USDC,
+      tokenUsdFeed: addresses.feeds.tokenUsd,
+      eurUsdFeed: addresses.feeds.eurUsd,
+      chfUsdFeed: addresses.feeds.chfUsd,
+    };
+    expect(await checkSuiteParameters(ethers.provider, params)).to.deep.equal([]); // optional
+    expect(
+      await checkSuiteParameters(ethers.provider, { ...params, nativeUsdFeed: addresses.feeds.nativeUsd! }),
+    ).to.deep.equal([]);
+    expect(await checkSuiteParameters(ethers.provider, { ...params, nativeUsdFeed: addresses.token })).to.deep.equal([
+      `nativeUsdFeed: ${addresses.token} has 18 decimals; a USD feed must have 8`,
     ]);
   });
 });

@@ -711,8 +711,10 @@ export type TradeSummaryGroup = Message<"tokentrade.v1.TradeSummaryGroup"> & {
   gasWei: string;
 
   /**
-   * Gas spent in USD at the time of each trade: always unset for now, as the service has no
-   * price of the chain's native coin.
+   * Gas spent in USD at the time of each trade: each executed trade's gas in wei × the native
+   * coin's USD price read when it was signed, summed exactly (decimal text, nothing rounded).
+   * Unset when any executed trade of the group has no such price (signed before the deployment
+   * named a native-coin feed, or while its answer failed the feed policy); "0" when none executed.
    *
    * @generated from field: optional string gas_usd = 9;
    */
@@ -918,7 +920,10 @@ export type QuoteNetworkFee = Message<"tokentrade.v1.QuoteNetworkFee"> & {
   wei: string;
 
   /**
-   * In USD: unset, as the service does not know the native coin's price.
+   * In USD: wei × the native coin's USD price (its Chainlink feed, read at the quote's block),
+   * decimal text rounded up to 6 decimals (an estimate of a cost never understates it). Unset
+   * when the deployment names no native-coin feed, or its answer fails the feed policy (too old,
+   * out of bounds); that refuses no trade.
    *
    * @generated from field: optional string usd = 2;
    */

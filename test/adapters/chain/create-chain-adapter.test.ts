@@ -307,6 +307,31 @@ describe("the chain adapter", function () {
       }
     });
 
+    it("reads the native coin's USD feed once for the trades signed at one block, not once a trade", async function () {
+      const { adapter, coin, order, addresses } = await deployed();
+      await adapter.trade.sell(order("sell", coin("DAI"), 10n ** 18n)); // sets the allowance up
+      await new Promise((resolve) => setTimeout(resolve, 1100)); // past the fee oracle's 1 s: a new head
+      const native = addresses.feeds.nativeUsd!.toLowerCase();
+      const nativeReads = { count: 0 };
+      const request = connection.provider.request.bind(connection.provider);
+      connection.provider.request = async (args) => {
+        const params = args.params as Array<{ to?: string; data?: string }> | undefined;
+        const call = params?.[0];
+        if (args.method === "eth_call" && call?.to?.toLowerCase() === native && call.data?.startsWith("0xfeaf968c"))
+          nativeReads.count += 1; // latestRoundData
+        return request(args);
+      };
+      try {
+        const receipts = await Promise.all(
+          Array.from({ length: 8 }, () => adapter.trade.sell(order("sell", coin("USDC"), 10n ** 18n))),
+        );
+        expect(receipts.every((r) => r.status)).to.equal(true);
+        expect(nativeReads.count).to.equal(1);
+      } finally {
+        connection.provider.request = request;
+      }
+    });
+
     it("refuses the sells that would pay out more than the swap's reserves together, and sends none that reverts", async function () {
       const { adapter, coin, order, stableCoins, swap, nonce } = await deployed();
       // The swap holds 1,000,000 USDT: at 1.25 USD a token, 16 sells of 50,000 tokens (62,500 USDT each) fit, 18 do not.

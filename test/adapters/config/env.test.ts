@@ -115,7 +115,7 @@ describe("configuration from the environment", function () {
     expect(problem({ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES")).to.include("1024");
     expect(problem({ HOST: "a host" }, "HOST")).to.include("host");
     expect(problem({ RPC_URL: "ftp://x" }, "RPC_URL")).to.include("http");
-    expect(problem({ QUOTE_TTL_MS: "999" }, "QUOTE_TTL_MS")).to.include("1000 to 600000");
+    expect(problem({ QUOTE_TTL_MS: "4999" }, "QUOTE_TTL_MS")).to.include("5000 to 600000");
     expect(problem({ QUOTE_TTL_MS: "30s" }, "QUOTE_TTL_MS")).to.include("integer");
   });
 
@@ -387,6 +387,19 @@ describe("configuration from the environment", function () {
     it("refuses chain settings without RPC_URL rather than ignore them", function () {
       expect(problem({ EXCHANGE_PRIVATE_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS")).to.include("RPC_URL");
       expect(problem({ DEPLOYMENT_FILE: "d.json" }, "DEPLOYMENT_FILE")).to.include("RPC_URL");
+      expect(problem({ NATIVE_USD_FEED: "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419" }, "NATIVE_USD_FEED")).to.include(
+        "RPC_URL",
+      );
+    });
+
+    it("reads NATIVE_USD_FEED, the native coin's USD feed, when set, and refuses one that is no address", function () {
+      const feed = "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419";
+      const chain = loadConfig({ ...complete, NATIVE_USD_FEED: feed }).chain;
+      expect(chain).to.deep.include({ mode: "rpc", nativeUsdFeed: feed });
+      expect(loadConfig(complete).chain).to.not.have.property("nativeUsdFeed");
+      expect(problem({ ...complete, NATIVE_USD_FEED: "0x5f4e" }, "NATIVE_USD_FEED")).to.include(
+        "0x followed by 40 hex digits",
+      );
     });
   });
 
@@ -396,6 +409,7 @@ describe("configuration from the environment", function () {
         tokenUsd: {},
         eurUsd: { maxAgeS: 345_600 },
         chfUsd: { maxAgeS: 345_600 },
+        nativeUsd: { maxAgeS: 90_000 },
       });
     });
 
@@ -408,12 +422,15 @@ describe("configuration from the environment", function () {
         FEED_BOUNDS_TOKEN_USD: "0.01-100",
         FEED_BOUNDS_EUR_USD: " 0.8 - 1.6 ",
         FEED_BOUNDS_CHF_USD: "0.9-1.5",
+        FEED_MAX_AGE_NATIVE_USD_S: "3600",
+        FEED_BOUNDS_NATIVE_USD: "100-100000",
         SEQUENCER_UPTIME_FEED: sequencer,
       });
       expect(config.feedPolicy).to.deep.equal({
         tokenUsd: { maxAgeS: 3600, bounds: { min: "0.01", max: "100" } },
         eurUsd: { maxAgeS: 90_000, bounds: { min: "0.8", max: "1.6" } },
         chfUsd: { maxAgeS: 100_000, bounds: { min: "0.9", max: "1.5" } },
+        nativeUsd: { maxAgeS: 3600, bounds: { min: "100", max: "100000" } },
         sequencer: { address: sequencer, graceS: 3600 },
       });
       expect(
@@ -430,6 +447,9 @@ describe("configuration from the environment", function () {
         "FEED_BOUNDS_TOKEN_USD",
         "FEED_BOUNDS_EUR_USD",
         "FEED_BOUNDS_CHF_USD",
+        "FEED_MAX_AGE_NATIVE_USD_S",
+        "FEED_BOUNDS_NATIVE_USD",
+        "NATIVE_USD_FEED",
         "SEQUENCER_UPTIME_FEED",
         "SEQUENCER_GRACE_S",
       ]) {

@@ -18,6 +18,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import { describeQuoteContract } from "./quote.contract.js";
+import { describeWebhookContract } from "./webhook.contract.js";
 
 export interface JournalStorage {
   /** Opens a journal on this test's storage: each call a separate instance (its own connections). */
@@ -157,6 +158,7 @@ function swapReceipt(
       0: first,
       1: {
         ...first,
+        address: RECEIPT.to, // emitted by the swap, which the trade's transaction calls
         logIndex: 1,
         raw: {
           data: `0x${word(amountIn)}${word(amountOut)}${word(123_000_000n)}`,
@@ -207,6 +209,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     });
 
     describeQuoteContract({ journal: () => journal, peer });
+    describeWebhookContract({ journal: () => journal, peer });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {
@@ -972,8 +975,18 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             amountIn: 5_000_000n,
             amountOut: big,
             gasWei: 92_160n * 1_875_000_007n,
+            gasUsd: null, // signed without the native coin's price
           },
-          { kind: "buy", stable: DAI.toLowerCase(), count: 1, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n },
+          {
+            kind: "buy",
+            stable: DAI.toLowerCase(),
+            count: 1,
+            executed: 0,
+            amountIn: 0n,
+            amountOut: 0n,
+            gasWei: 0n,
+            gasUsd: 0n,
+          },
           {
             kind: "sell",
             stable: USDT.toLowerCase(),
@@ -982,9 +995,39 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             amountIn: 2n * big,
             amountOut: 12_500_001n,
             gasWei: 100_000n * 3_000_000_001n + 90_000n * 7n,
+            gasUsd: null,
           },
         ]);
         expect(await journal.summary({ scope: "nobody" })).to.deep.equal([]);
+      });
+
+      it("keeps each trade's gas in USD at the native coin's price it was signed at, exactly, and clears it on a reorg", async function () {
+        // USD per native coin at 18 decimals: 2512.3456789 and 3; gas USD at 36 decimals (wei × price).
+        const [ethUsd1, ethUsd2] = [2_512_345_678_900_000_000_000n, 3n * 10n ** 18n];
+        const [a, b, c] = await openTrades(3, { kind: "sell" });
+        await journal.markSigned(a!, { ...signedTx(1), nativeUsd: ethUsd1 });
+        await journal.markConfirmed(
+          a!,
+          swapReceipt("sell", 1n, 1n, { gasUsed: 100_000, effectiveGasPrice: 3_000_000_001 }),
+        );
+        await journal.markSigned(b!, { ...signedTx(2), nativeUsd: ethUsd2 });
+        const minedB = swapReceipt("sell", 1n, 1n, { gasUsed: 90_000, effectiveGasPrice: 7 });
+        await journal.markMined(b!, minedB);
+        const gasUsd = async () => (await journal.summary({ scope: SCOPE })).map((t) => [t.executed, t.gasUsd]);
+        const [usdA, usdB] = [100_000n * 3_000_000_001n * ethUsd1, 90_000n * 7n * ethUsd2];
+        expect(await gasUsd()).to.deep.equal([[2, usdA + usdB]]);
+
+        await journal.markReorged(b!); // its block is gone: its gas is no longer spent
+        expect(await gasUsd()).to.deep.equal([[1, usdA]]);
+        await journal.markMined(b!, minedB); // mined again: at the price it was signed at
+        expect(await gasUsd()).to.deep.equal([[2, usdA + usdB]]);
+
+        // An executed trade signed without the price (no native feed, or an older deployment): the group's is unknown.
+        await journal.markSigned(c!, signedTx(3));
+        await journal.markConfirmed(c!, swapReceipt("sell", 1n, 1n, { gasUsed: 1, effectiveGasPrice: 1 }));
+        expect(await gasUsd()).to.deep.equal([[3, null]]);
+        const [totals] = await journal.summary({ scope: SCOPE });
+        expect(totals!.gasWei).to.equal(100_000n * 3_000_000_001n + 90_000n * 7n + 1n);
       });
 
       it("sums only the trades created in [since, until)", async function () {
@@ -1038,6 +1081,20 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             async (nonce) => nonce,
           ),
         ).to.equal(5);
+      });
+
+      it("keeps the native coin's price a trade was signed at, for its gas in USD once mined after a restart", async function () {
+        const { record } = await journal.open(trade({ scope: "restart-usd", kind: "sell" }));
+        await journal.markSigned(record.id, { ...signedTx(4), nativeUsd: 1_999_990_000_000_000_000_000n });
+        await journal.close();
+
+        const reopened = track(await storage.open());
+        await reopened.markConfirmed(
+          record.id,
+          swapReceipt("sell", 1n, 1n, { gasUsed: 92_160, effectiveGasPrice: 1_875_000_007 }),
+        );
+        const [totals] = await reopened.summary({ scope: "restart-usd" });
+        expect(totals!.gasUsd).to.equal(92_160n * 1_875_000_007n * 1_999_990_000_000_000_000_000n);
       });
 
       it("survives kill -9 in the middle of a send: writes kept, lock released, nonce resynced", async function () {

@@ -131,6 +131,40 @@ describe("the SQLite trade journal file", function () {
     }
   });
 
+  it("sums a large history in batches, leaving the thread to other requests between them", async function () {
+    // node:sqlite is synchronous: one pass over a million trades froze the service for seconds.
+    const path = join(dataDir, "journal.sqlite");
+    await (await openSqliteJournal(path)).close();
+    const db = new DatabaseSync(path);
+    db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 19999)
+      INSERT INTO trades (id, scope, request_hash, kind, request, status, created_at, updated_at, amount_in, amount_out, gas_wei)
+      SELECT printf('%08d', i), 'key', 'h', 'sell', '{"usdAddress":"0xAb"}', 'confirmed', 1000 + i, 1000 + i,
+             '1000000000000000000', '2', '3' FROM n`);
+    db.close();
+    const journal = await openSqliteJournal(path);
+    try {
+      let turns = 0;
+      let summing = true;
+      const turn = () => {
+        if (!summing) return;
+        turns++;
+        setImmediate(turn);
+      };
+      setImmediate(turn);
+      const [totals] = await journal.summary({ scope: "key" });
+      summing = false;
+      expect(totals).to.deep.include({
+        count: 20_000,
+        executed: 20_000,
+        amountIn: 20_000n * 10n ** 18n,
+        amountOut: 40_000n,
+      });
+      expect(turns, "event-loop turns while summing").to.be.at.least(3);
+    } finally {
+      await journal.close();
+    }
+  });
+
   it("cannot be opened twice at once, and can be once closed", async function () {
     const path = join(dataDir, "journal.sqlite");
     const first = await openSqliteJournal(path);

@@ -88,6 +88,8 @@ export class FakeTradePort implements TradePort, QuotePort {
   priceAnswer = 125_000_000n;
   /** Issues every quote lists, when set. */
   quoteIssues: ChainQuote["issues"] = [];
+  /** The native coin's USD price a quote reads (NATIVE_USD_DECIMALS); null: none. */
+  nativeUsd: bigint | null = null;
   balance = 500n * 10n ** 18n;
   calls: Array<{ kind: TradeKind; order: TradeOrder }> = [];
   /** Thrown by the next trade, when set (e.g. a bug or an unreachable chain). */
@@ -126,6 +128,7 @@ export class FakeTradePort implements TradePort, QuotePort {
       price: { answer: this.priceAnswer, decimals: 8, roundId: 18446744073709551617n, updatedAt: 1_800_000_000 },
       gas: { units: 98_765n, estimated: true },
       gasPriceWei: 1_875_000_000n,
+      nativeUsd: this.nativeUsd,
       issues: this.quoteIssues,
     };
   }

@@ -202,6 +202,8 @@ describe("the OpenAPI document", function () {
         "/api/v1/trades",
         "/api/v1/trades/summary",
         "/api/v1/trades/{transactionHash}",
+        "/api/v1/webhooks/deliveries",
+        "/api/v1/webhooks/deliveries/{id}/retry",
         "/healthz",
         "/readyz",
       ].sort(),
@@ -226,5 +228,22 @@ describe("the OpenAPI document", function () {
       '"securitySchemes":{"api_key":{"type":"apiKey","in":"header","name":"api_key"',
     );
     expect(JSON.stringify(doc.paths["/api/v1/token/sell"])).to.include("IdempotencyKey");
+  });
+
+  it("documents the webhook deliveries' answers and refusals, and the events sent", async function () {
+    const list = await fetch(`${s.service.apiUrl}/api/v1/webhooks/deliveries?status=failed`, {
+      headers: { api_key: API_KEY },
+    });
+    expect(check("/api/v1/webhooks/deliveries", "get", list.status, await list.json())).to.deep.equal([]);
+    const bad = await fetch(`${s.service.apiUrl}/api/v1/webhooks/deliveries?cursor=x`, {
+      headers: { api_key: API_KEY },
+    });
+    expect(check("/api/v1/webhooks/deliveries", "get", bad.status, await bad.json())).to.deep.equal([]);
+    const retry = await fetch(`${s.service.apiUrl}/api/v1/webhooks/deliveries/msg_${"0".repeat(32)}/retry`, {
+      method: "POST",
+      headers: { api_key: API_KEY },
+    });
+    expect(check("/api/v1/webhooks/deliveries/{id}/retry", "post", retry.status, await retry.json())).to.deep.equal([]);
+    expect(JSON.stringify((doc as { webhooks?: unknown }).webhooks)).to.include("WebhookEvent");
   });
 });

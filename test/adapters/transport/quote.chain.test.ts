@@ -23,7 +23,7 @@ import { postJson, type JsonBody } from "./helpers.js";
 
 const KEY = "quote-chain-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
-const TTL_MS = 4_000;
+const TTL_MS = 6_000;
 
 interface Node {
   url: string;
@@ -148,6 +148,64 @@ for (const [name, start] of NODES) {
       expect(BigInt(q.gas.units)).to.be.at.most(TYPICAL_TRADE_GAS.sell);
     });
 
+    it("prices the network fee in USD at the native coin's feed, rounded up to a millionth of a dollar", async function () {
+      const native = new Contract(node.addresses.feeds.nativeUsd!, FEED_ABI, feed.runner);
+      const [, answer] = (await native.getFunction("latestRoundData")()) as bigint[];
+      const q: JsonBody = (await quote({ kind: "sell", amount: "1", usdAddress: node.addresses.stableCoins.DAI })).body;
+      const fee = BigInt(q.gas.units) * BigInt(q.gas.priceWei);
+      expect(q.networkFee.wei).to.equal(fee.toString());
+      // wei × (USD per coin at 8 decimals) is USD at 26 decimals: up to 6, rounded up.
+      const exact = fee * answer!;
+      const micro = (exact + 10n ** 20n - 1n) / 10n ** 20n;
+      expect(q.networkFee.usd).to.equal(decimalText(micro, 6));
+      expect(micro * 10n ** 20n).to.be.at.least(exact);
+
+      // Older than FEED_MAX_AGE_NATIVE_USD_S (25 h by default): no USD figure, and no issue (it refuses no trade).
+      const block = (await provider.getBlock("latest"))!;
+      await (
+        await native.getFunction("updateRoundData")(answer, block.timestamp - 90_001, block.timestamp - 90_001)
+      ).wait();
+      try {
+        const stale: JsonBody = (await quote({ kind: "sell", amount: "1", usdAddress: node.addresses.stableCoins.DAI }))
+          .body;
+        expect(stale.networkFee.usd).to.equal(null);
+        expect(stale.issues).to.deep.equal([]);
+      } finally {
+        await (await native.getFunction("updateAnswer")(answer)).wait();
+      }
+    });
+
+    it("leaves the network fee's USD null for a deployment that names no native-coin feed", async function () {
+      const { nativeUsd: _, ...feeds } = node.addresses.feeds;
+      const file = join(dir, "deployment-without-native.json");
+      writeFileSync(file, JSON.stringify({ ...node.addresses, feeds }));
+      const older = await startService({
+        env: {
+          RPC_URL: node.url,
+          DEPLOYMENT_FILE: file,
+          EXCHANGE_PRIVATE_KEYS: hardhatAccount(EXCHANGE_ACCOUNT).privateKey,
+          API_KEYS: KEY,
+          PORT: "0",
+          METRICS_PORT: String(await freePort()),
+          DATA_DIR: join(dir, "without-native"),
+        },
+        log: defaultLog(),
+        rootDir: dir,
+      });
+      try {
+        const res = await postJson(
+          `${older.apiUrl}/api/v1/token/quote`,
+          { kind: "buy", amount: "1", usdAddress: node.addresses.stableCoins.USDC },
+          { apiKey: KEY },
+        );
+        expect(res.status, res.text).to.equal(200);
+        expect(BigInt(res.body.networkFee.wei)).to.be.greaterThan(0n);
+        expect(res.body.networkFee.usd).to.equal(null);
+      } finally {
+        await older.close();
+      }
+    });
+
     it("pays a buy and a remittance exactly their quotes' expectedOut in tokens", async function () {
       const dai = node.addresses.stableCoins.DAI;
       for (const [kind, path] of [
@@ -220,4 +278,11 @@ for (const [name, start] of NODES) {
       );
     });
   });
+}
+
+/** Base units as plain decimal text, written independently of core's formatUnits. */
+function decimalText(units: bigint, decimals: number): string {
+  const text = units.toString().padStart(decimals + 1, "0");
+  const fraction = text.slice(-decimals).replace(/0+$/, "");
+  return `${text.slice(0, -decimals)}${fraction ? `.${fraction}` : ""}`;
 }

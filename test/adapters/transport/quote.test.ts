@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 
 import { MemoryJournal } from "../../../adapters/journal/index.js";
+import { QUOTE_MIN_LEFT_MS } from "../../../core/index.js";
 import {
   API_KEY,
   CUSTOMER,
@@ -89,6 +90,18 @@ describe("quotes over JSON", function () {
       });
       expect(Object.keys(body)).to.have.length(14);
       expect(api.trade.nonce).to.equal(0);
+    });
+
+    it("prices the network fee in USD at the native coin's price, rounded up to a millionth of a dollar", async function () {
+      api.trade.nativeUsd = 2_512_345_678_910_000_000_000n; // 2512.34567891 USD per coin
+      try {
+        const res = await quote(quoteBody());
+        expect(res.status, res.text).to.equal(200);
+        // 98,765 gas × 1.875 gwei = 0.000185184375 coin × 2512.34567891 = 0.46524716433289903125 USD
+        expect(res.body.networkFee).to.deep.equal({ wei: "185184375000000", usd: "0.465248" });
+      } finally {
+        api.trade.nativeUsd = null;
+      }
     });
 
     it("defaults the slippage to 50 bps, and takes 0 and 1000", async function () {
@@ -223,6 +236,14 @@ describe("quotes over JSON", function () {
       api = await startTestServer({ journal, quoteTtlMs: 50 });
       const q = (await quote(quoteBody())).body;
       await new Promise((resolve) => setTimeout(resolve, 80));
+      expectRefusal(await sell(q.quoteId), 410, "failed_precondition", "(quote_expired)");
+      expect(api.trade.nonce).to.equal(0);
+    });
+
+    it("refuses, as expired and sending nothing, a quote with too little left for its trade to be mined", async function () {
+      await api.close();
+      api = await startTestServer({ journal, quoteTtlMs: QUOTE_MIN_LEFT_MS - 500 });
+      const q = (await quote(quoteBody())).body;
       expectRefusal(await sell(q.quoteId), 410, "failed_precondition", "(quote_expired)");
       expect(api.trade.nonce).to.equal(0);
     });

@@ -7,6 +7,7 @@
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
+import { Contract } from "ethers";
 
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import {
@@ -130,8 +131,27 @@ describe("the trade history end to end on the embedded chain", function () {
     expect(buys.gasWei).to.equal(made[1]!.gasWei.toString());
     const remittances = group("remittance", coins.USDC);
     expect(remittances.amountOut.baseUnits).to.equal(made[2]!.out.toString());
-    expect(remittances.gasUsd).to.equal(null);
     expect(body.groups).to.have.length(3);
+  });
+
+  it("gives the gas in USD at the native coin's price each trade was signed at, exactly: gasUsed × effectiveGasPrice × price", async function () {
+    const native = new Contract(s.service.addresses.feeds.nativeUsd!, FEED_ABI, s.provider);
+    const [, answer] = (await native.getFunction("latestRoundData")()) as bigint[];
+    expect(answer).to.be.greaterThan(0n);
+    // wei (18 decimals) × USD per coin (8 decimals): USD at 26 decimals, as plain decimal text.
+    const usd = (gasWei: bigint) => decimalText(gasWei * answer!, 26);
+    const { body } = await getJson(`${s.service.apiUrl}/api/v1/trades/summary`, { apiKey: KEY });
+    const group = (kind: string) => body.groups.find((g: JsonBody) => g.kind === kind);
+    expect(group("sell").gasUsd).to.equal(usd(made[0]!.gasWei + made[3]!.gasWei));
+    expect(group("buy").gasUsd).to.equal(usd(made[1]!.gasWei));
+    expect(group("remittance").gasUsd).to.equal(usd(made[2]!.gasWei));
+
+    const client = createClient(
+      TokenService,
+      createConnectTransport({ baseUrl: s.service.apiUrl, httpVersion: "1.1" }),
+    );
+    const summary = await client.getTradeSummary({}, { headers: { api_key: KEY } });
+    expect(summary.groups.find((g) => g.kind === "buy")?.gasUsd).to.equal(usd(made[1]!.gasWei));
   });
 
   it("answers the same over Connect's gRPC-compatible ListTrades and GetTradeSummary", async function () {
@@ -148,6 +168,15 @@ describe("the trade history end to end on the embedded chain", function () {
     );
   });
 });
+
+/** Base units as plain decimal text, written independently of core's formatUnits. */
+function decimalText(units: bigint, decimals: number): string {
+  const text = units.toString().padStart(decimals + 1, "0");
+  const fraction = text.slice(-decimals).replace(/0+$/, "");
+  return `${text.slice(0, -decimals)}${fraction ? `.${fraction}` : ""}`;
+}
+
+const FEED_ABI = ["function latestRoundData() view returns (uint80, int256, uint256, uint256, uint80)"];
 
 /** 18-decimal base units as plain decimal text, written independently of core's formatUnits. */
 function formatUnits18(units: bigint): string {

@@ -218,7 +218,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
             amountIn: { value: "10.5", baseUnits: "10500000000000000000" },
             amountOut: { value: "8.4", baseUnits: "8400000000000000000" },
             gasWei: (90_002n * 1_875_000_007n).toString(),
-            gasUsd: null,
+            gasUsd: null, // signed without the native coin's price
           },
           {
             kind: "remittance",
@@ -229,7 +229,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
             amountIn: { value: "0", baseUnits: "0" },
             amountOut: { value: "0", baseUnits: "0" },
             gasWei: "0",
-            gasUsd: null,
+            gasUsd: "0", // nothing executed: nothing spent, in wei or USD
           },
           {
             kind: "sell",

@@ -82,6 +82,8 @@ describe("error mapping", function () {
       quote_used: Code.AlreadyExists,
       quote_mismatch: Code.FailedPrecondition,
       quote_slippage: Code.Aborted,
+      webhook_delivery_not_found: Code.NotFound,
+      webhook_delivery_not_failed: Code.FailedPrecondition,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });

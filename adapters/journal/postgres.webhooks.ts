@@ -1,0 +1,246 @@
+/**
+ * The webhook outbox in the PostgreSQL journal (its tables and trigger: WEBHOOKS_MIGRATION,
+ * appended to postgres.journal.ts's MIGRATIONS). The trigger writes an event in the statement
+ * that changes the trade, so in its transaction. Several instances claim events with
+ * `FOR UPDATE SKIP LOCKED` and hold each under a lease while they deliver it
+ * (docs/decisions/0010-webhook-outbox-skip-locked.md).
+ */
+import type pg from "pg";
+
+import type {
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookEventType,
+  WebhookOutbox,
+  WebhookOutboxStats,
+  WebhookOutcome,
+} from "../../core/index.js";
+import { snapshotToRecord, type TradeSnapshot } from "./webhook-events.js";
+
+const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
+
+/** The outbox's tables, and the trigger: the same rule as webhookEventType (webhook-events.ts). */
+export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMARY KEY);
+   CREATE TABLE webhook_events (
+     seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,   -- order of writing
+     id TEXT NOT NULL UNIQUE,                 -- webhook-id: msg_ and 32 hex digits
+     scope TEXT NOT NULL,
+     trade_id TEXT NOT NULL,
+     type TEXT NOT NULL,
+     trade JSON NOT NULL,                     -- the trade right after the change
+     created_at TIMESTAMPTZ NOT NULL,
+     status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at TIMESTAMPTZ NOT NULL,
+     window_start TIMESTAMPTZ NOT NULL,       -- retries stop a while after this
+     lease_holder TEXT,
+     lease_until TIMESTAMPTZ
+   );
+   CREATE INDEX webhook_events_pending ON webhook_events (trade_id, seq) WHERE status = 'pending';
+   CREATE INDEX webhook_events_due ON webhook_events (seq) WHERE status = 'pending';
+   CREATE INDEX webhook_events_scope ON webhook_events (scope, seq);
+   CREATE INDEX webhook_events_scope_status ON webhook_events (scope, status, seq);
+   CREATE TABLE webhook_attempts (
+     seq BIGINT GENERATED ALWAYS AS IDENTITY,
+     event_id TEXT NOT NULL,
+     at TIMESTAMPTZ NOT NULL,
+     status_code INTEGER,                     -- NULL: no answer
+     error TEXT
+   );
+   CREATE INDEX webhook_attempts_event ON webhook_attempts (event_id, seq);
+   CREATE FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+   DECLARE
+     event_type TEXT;
+   BEGIN
+     IF NOT EXISTS (SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope) THEN RETURN NULL; END IF;
+     IF NEW.status = OLD.status THEN
+       IF NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS DISTINCT FROM OLD.tx_hash
+          AND (SELECT count(*) FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+               WHERE s.trade_id = NEW.id) > 1 THEN
+         event_type := 'trade.replaced';
+       END IF;
+     ELSIF NEW.status = 'submitted' AND OLD.status = 'signed' THEN
+       event_type := 'trade.submitted';
+     ELSIF NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN
+       event_type := 'trade.reorged';
+     ELSIF NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN
+       event_type := 'trade.' || NEW.status;
+     END IF;
+     IF event_type IS NULL THEN RETURN NULL; END IF;
+     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+     VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), NEW.scope, NEW.id, event_type,
+       json_build_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
+         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', NEW.request, 'status', NEW.status,
+         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
+         'broadcasts', (SELECT coalesce(json_agg(json_build_object('hash', b.hash, 'rawTx', b.raw_tx,
+             'maxFeePerGas', b.max_fee_per_gas::text, 'maxPriorityFeePerGas', b.max_priority_fee_per_gas::text,
+             'noop', b.noop, 'sentAt', ${MS("b.sent_at")}) ORDER BY b.seq), '[]'::json)
+           FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE s.trade_id = NEW.id),
+         'receipt', NEW.receipt, 'error', NEW.error,
+         'createdAt', ${MS("NEW.created_at")}, 'updatedAt', ${MS("NEW.updated_at")}),
+       NEW.updated_at, NEW.updated_at, NEW.updated_at);
+     RETURN NULL;
+   END
+   $fn$;
+   CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
+     FOR EACH ROW EXECUTE FUNCTION trades_webhook_event();`;
+
+interface EventRow {
+  seq: string;
+  id: string;
+  scope: string;
+  trade_id: string;
+  type: WebhookEventType;
+  trade: TradeSnapshot;
+  created_at: Date;
+  status: WebhookEvent["status"];
+  attempts: number;
+  next_attempt_at: Date;
+  window_start: Date;
+}
+
+export class PostgresOutbox implements WebhookOutbox {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async setWebhookScopes(scopes: readonly string[]): Promise<void> {
+    const client = await this.#pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("DELETE FROM webhook_scopes WHERE NOT (scope = ANY($1))", [scopes]);
+      await client.query("INSERT INTO webhook_scopes (scope) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", [
+        scopes,
+      ]);
+      await client.query("COMMIT");
+      client.release();
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      client.release(true);
+      throw error;
+    }
+  }
+
+  /**
+   * One statement: the due heads are locked as read, and those another claimer holds locked are
+   * skipped rather than waited for; the lease is set before the locks go at its commit. A head
+   * whose lease is running is not due, so no two holders have one event at once.
+   */
+  async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+    const { rows } = await this.#pool.query<EventRow>(
+      `WITH due AS (
+         SELECT e.seq FROM webhook_events e
+         WHERE e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
+         AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
+         AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+         ORDER BY e.seq LIMIT $2
+         FOR UPDATE SKIP LOCKED
+       )
+       UPDATE webhook_events w SET lease_holder = $1, lease_until = clock_timestamp() + make_interval(secs => $3 / 1000.0)
+       FROM due WHERE w.seq = due.seq
+       RETURNING w.*`,
+      [holder, limit, leaseMs],
+    );
+    return rows.map(toEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  async recordWebhookAttempt(
+    id: string,
+    holder: string,
+    attempt: WebhookAttempt,
+    outcome: WebhookOutcome,
+  ): Promise<boolean> {
+    const { rowCount } = await this.#pool.query(
+      `WITH e AS (
+         UPDATE webhook_events SET status = $3, attempts = attempts + 1, next_attempt_at = coalesce($4, next_attempt_at),
+         lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2 RETURNING id
+       )
+       INSERT INTO webhook_attempts (event_id, at, status_code, error) SELECT id, $5, $6, $7 FROM e`,
+      [
+        id,
+        holder,
+        outcome.status,
+        outcome.status === "pending" ? outcome.nextAttemptAt : null,
+        attempt.at,
+        attempt.statusCode,
+        attempt.error,
+      ],
+    );
+    return rowCount === 1;
+  }
+
+  async listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
+    const values: unknown[] = [query.scope];
+    const where = ["scope = $1"];
+    if (query.status !== undefined) where.push(`status = $${values.push(query.status)}`);
+    if (query.before !== undefined) where.push(`seq < $${values.push(query.before)}`);
+    const { rows } = await this.#pool.query<EventRow>(
+      `SELECT * FROM webhook_events WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${values.push(query.limit + 1)}`,
+      values,
+    );
+    const page = rows.slice(0, query.limit);
+    const deliveries = await this.#withHistory(page);
+    return { deliveries, next: rows.length > query.limit ? Number(page.at(-1)!.seq) : null };
+  }
+
+  async retryWebhookDelivery(
+    scope: string,
+    id: string,
+    now: Date,
+  ): Promise<WebhookDelivery | "not_failed" | undefined> {
+    const updated = await this.#pool.query<EventRow>(
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3
+       WHERE id = $1 AND scope = $2 AND status = 'failed' RETURNING *`,
+      [id, scope, now],
+    );
+    if (updated.rows[0]) return (await this.#withHistory(updated.rows))[0];
+    const found = await this.#pool.query("SELECT 1 FROM webhook_events WHERE id = $1 AND scope = $2", [id, scope]);
+    return found.rowCount === 1 ? "not_failed" : undefined;
+  }
+
+  async webhookStats(): Promise<WebhookOutboxStats> {
+    const { rows } = await this.#pool.query<{ pending: number; oldest: Date | null }>(
+      "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
+    );
+    return { pending: rows[0]?.pending ?? 0, oldestPendingAt: rows[0]?.oldest ?? null };
+  }
+
+  async #withHistory(rows: EventRow[]): Promise<WebhookDelivery[]> {
+    if (rows.length === 0) return [];
+    const { rows: attempts } = await this.#pool.query<{
+      event_id: string;
+      at: Date;
+      status_code: number | null;
+      error: string | null;
+    }>("SELECT event_id, at, status_code, error FROM webhook_attempts WHERE event_id = ANY($1) ORDER BY seq", [
+      rows.map((row) => row.id),
+    ]);
+    return rows.map((row) => ({
+      ...toEvent(row),
+      history: attempts
+        .filter((a) => a.event_id === row.id)
+        .map((a) => ({ at: a.at, statusCode: a.status_code, error: a.error })),
+    }));
+  }
+}
+
+function toEvent(row: EventRow): WebhookEvent {
+  return {
+    seq: Number(row.seq),
+    id: row.id,
+    scope: row.scope,
+    tradeId: row.trade_id,
+    type: row.type,
+    trade: snapshotToRecord(row.trade),
+    createdAt: row.created_at,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    windowStart: row.window_start,
+  };
+}

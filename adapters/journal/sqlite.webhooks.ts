@@ -1,0 +1,232 @@
+/**
+ * The webhook outbox in the SQLite journal (its tables and trigger: the migration
+ * WEBHOOKS_MIGRATION below, appended to sqlite.journal.ts's MIGRATIONS). The trigger writes an
+ * event in the statement that changes the trade, so in its transaction: the outbox can never
+ * hold an event whose change was rolled back, nor miss one that was committed.
+ */
+import type { DatabaseSync, SQLOutputValue } from "node:sqlite";
+
+import type {
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookDeliveryQuery,
+  WebhookEvent,
+  WebhookEventType,
+  WebhookOutbox,
+  WebhookOutboxStats,
+  WebhookOutcome,
+} from "../../core/index.js";
+import { snapshotToRecord, type TradeSnapshot } from "./webhook-events.js";
+
+/** The trade's broadcasts (its nonce slot's), oldest first. */
+const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+       WHERE s.wallet = lower(NEW.wallet) AND s.nonce = NEW.nonce AND s.trade_id = NEW.id`;
+
+/**
+ * The outbox's tables, and the trigger that writes an event when a trade of a webhook scope
+ * changes: the same rule as webhookEventType (webhook-events.ts). Times in ms since the epoch.
+ */
+export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMARY KEY) WITHOUT ROWID;
+   CREATE TABLE webhook_events (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,   -- order of writing
+     id TEXT NOT NULL UNIQUE,                 -- webhook-id: msg_ and 32 hex digits
+     scope TEXT NOT NULL,
+     trade_id TEXT NOT NULL,
+     type TEXT NOT NULL,
+     trade TEXT NOT NULL,                     -- JSON: the trade right after the change
+     created_at INTEGER NOT NULL,
+     status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER NOT NULL,
+     window_start INTEGER NOT NULL,           -- retries stop a while after this
+     lease_holder TEXT,
+     lease_until INTEGER
+   );
+   CREATE INDEX webhook_events_pending ON webhook_events (trade_id, seq) WHERE status = 'pending';
+   CREATE INDEX webhook_events_due ON webhook_events (seq) WHERE status = 'pending';
+   CREATE INDEX webhook_events_scope ON webhook_events (scope, seq);
+   CREATE INDEX webhook_events_scope_status ON webhook_events (scope, status, seq);
+   CREATE TABLE webhook_attempts (
+     event_id TEXT NOT NULL,
+     at INTEGER NOT NULL,
+     status_code INTEGER,                     -- NULL: no answer
+     error TEXT
+   );
+   CREATE INDEX webhook_attempts_event ON webhook_attempts (event_id);
+   CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
+   WHEN EXISTS (SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope)
+   BEGIN
+     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+     SELECT 'msg_' || lower(hex(randomblob(16))), NEW.scope, NEW.id, e.type,
+       json_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
+         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', json(NEW.request), 'status', NEW.status,
+         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
+         'broadcasts', json((SELECT json_group_array(json_object('hash', x.hash, 'rawTx', x.raw_tx,
+             'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
+             'noop', x.noop, 'sentAt', x.sent_at))
+           FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
+         'receipt', json(NEW.receipt), 'error', json(NEW.error),
+         'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
+       NEW.updated_at, NEW.updated_at, NEW.updated_at
+     FROM (SELECT CASE
+         WHEN NEW.status = OLD.status THEN
+           CASE WHEN NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS NOT OLD.tx_hash
+             AND (SELECT count(*) FROM (${TRADE_BROADCASTS})) > 1 THEN 'trade.replaced' END
+         WHEN NEW.status = 'submitted' AND OLD.status = 'signed' THEN 'trade.submitted'
+         WHEN NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN 'trade.reorged'
+         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status
+       END AS type) AS e
+     WHERE e.type IS NOT NULL;
+   END;`;
+
+type Row = Record<string, SQLOutputValue>;
+
+function statements(db: DatabaseSync) {
+  return {
+    clearScopes: db.prepare("DELETE FROM webhook_scopes"),
+    addScope: db.prepare("INSERT OR IGNORE INTO webhook_scopes (scope) VALUES (?)"),
+    // For each trade only its oldest pending event: one trade's events go out in order.
+    due: db.prepare(
+      `SELECT e.* FROM webhook_events e
+       WHERE e.status = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until <= ?)
+       AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+       ORDER BY e.seq LIMIT ?`,
+    ),
+    lease: db.prepare("UPDATE webhook_events SET lease_holder = ?, lease_until = ? WHERE seq = ?"),
+    // The file is one process's (sqlite.journal.ts): a lease found at start is a dead run's.
+    dropLeases: db.prepare(
+      "UPDATE webhook_events SET lease_holder = NULL, lease_until = NULL WHERE lease_holder IS NOT NULL",
+    ),
+    attempted: db.prepare(
+      `UPDATE webhook_events SET status = ?, attempts = attempts + 1, next_attempt_at = coalesce(?, next_attempt_at),
+       lease_holder = NULL, lease_until = NULL WHERE id = ? AND lease_holder = ?`,
+    ),
+    addAttempt: db.prepare("INSERT INTO webhook_attempts (event_id, at, status_code, error) VALUES (?, ?, ?, ?)"),
+    attemptsOf: db.prepare("SELECT * FROM webhook_attempts WHERE event_id = ? ORDER BY at, rowid"),
+    retry: db.prepare(
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?
+       WHERE id = ? AND scope = ? AND status = 'failed'`,
+    ),
+    byId: db.prepare("SELECT * FROM webhook_events WHERE id = ? AND scope = ?"),
+    stats: db.prepare(
+      "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
+    ),
+  };
+}
+
+export class SqliteOutbox implements WebhookOutbox {
+  readonly #db: DatabaseSync;
+  readonly #write: <T>(run: () => T) => Promise<T>;
+  #sql: ReturnType<typeof statements> | undefined;
+  #leasesDropped = false;
+
+  /** @param write - the journal's group commit: `run` goes into its transaction. */
+  constructor(db: DatabaseSync, write: <T>(run: () => T) => Promise<T>) {
+    this.#db = db;
+    this.#write = write;
+  }
+
+  get #statements(): ReturnType<typeof statements> {
+    this.#sql ??= statements(this.#db);
+    return this.#sql;
+  }
+
+  setWebhookScopes(scopes: readonly string[]): Promise<void> {
+    return this.#write(() => {
+      this.#statements.clearScopes.run();
+      for (const scope of scopes) this.#statements.addScope.run(scope);
+    });
+  }
+
+  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+    return this.#write(() => {
+      const sql = this.#statements;
+      if (!this.#leasesDropped) {
+        sql.dropLeases.run();
+        this.#leasesDropped = true;
+      }
+      const now = Date.now();
+      const rows = sql.due.all(now, now, limit);
+      for (const row of rows) sql.lease.run(holder, now + leaseMs, row.seq as number);
+      return rows.map(toEvent);
+    });
+  }
+
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean> {
+    return this.#write(() => {
+      const sql = this.#statements;
+      const next = outcome.status === "pending" ? outcome.nextAttemptAt.getTime() : null;
+      if (Number(sql.attempted.run(outcome.status, next, id, holder).changes) !== 1) return false;
+      sql.addAttempt.run(id, attempt.at.getTime(), attempt.statusCode, attempt.error);
+      return true;
+    });
+  }
+
+  async listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
+    const where = ["scope = ?"];
+    const values: Array<string | number> = [query.scope];
+    if (query.status !== undefined) {
+      where.push("status = ?");
+      values.push(query.status);
+    }
+    if (query.before !== undefined) {
+      where.push("seq < ?");
+      values.push(query.before);
+    }
+    const rows = this.#db
+      .prepare(`SELECT * FROM webhook_events WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ?`)
+      .all(...values, query.limit + 1);
+    const page = rows.slice(0, query.limit);
+    return {
+      deliveries: page.map((row) => this.#delivery(row)),
+      next: rows.length > query.limit ? Number(page.at(-1)!.seq) : null,
+    };
+  }
+
+  async retryWebhookDelivery(
+    scope: string,
+    id: string,
+    now: Date,
+  ): Promise<WebhookDelivery | "not_failed" | undefined> {
+    const changed = await this.#write(() =>
+      Number(this.#statements.retry.run(now.getTime(), now.getTime(), id, scope).changes),
+    );
+    const row = this.#statements.byId.get(id, scope);
+    if (row === undefined) return undefined;
+    return changed === 1 ? this.#delivery(row) : "not_failed";
+  }
+
+  async webhookStats(): Promise<WebhookOutboxStats> {
+    const row = this.#statements.stats.get()!;
+    return {
+      pending: Number(row.pending),
+      oldestPendingAt: row.oldest === null ? null : new Date(Number(row.oldest)),
+    };
+  }
+
+  #delivery(row: Row): WebhookDelivery {
+    const history = this.#statements.attemptsOf.all(row.id as string).map((a) => ({
+      at: new Date(Number(a.at)),
+      statusCode: a.status_code === null ? null : Number(a.status_code),
+      error: a.error as string | null,
+    }));
+    return { ...toEvent(row), history };
+  }
+}
+
+function toEvent(row: Row): WebhookEvent {
+  return {
+    seq: Number(row.seq),
+    id: row.id as string,
+    scope: row.scope as string,
+    tradeId: row.trade_id as string,
+    type: row.type as WebhookEventType,
+    trade: snapshotToRecord(JSON.parse(row.trade as string) as TradeSnapshot),
+    createdAt: new Date(Number(row.created_at)),
+    status: row.status as WebhookEvent["status"],
+    attempts: Number(row.attempts),
+    nextAttemptAt: new Date(Number(row.next_attempt_at)),
+    windowStart: new Date(Number(row.window_start)),
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * Which webhook event a change of a trade's row makes, if any. The memory journal asks this
+ * function; the SQLite and PostgreSQL journals ask the same question in their triggers
+ * (sqlite.webhooks.ts, postgres.webhooks.ts), in SQL.
+ */
+import type { TradeRecord, TradeStatus, WebhookEventType } from "../../core/index.js";
+
+export function webhookEventType(
+  before: { status: TradeStatus; txHash: string | null },
+  after: { status: TradeStatus; txHash: string | null },
+  broadcasts: number,
+): WebhookEventType | undefined {
+  if (before.status === after.status) {
+    // A new transaction at the trade's nonce (a fee bump, a re-send, the no-op at the deadline).
+    const replaced =
+      (after.status === "signed" || after.status === "submitted") &&
+      before.txHash !== null &&
+      after.txHash !== before.txHash &&
+      broadcasts > 1;
+    return replaced ? "trade.replaced" : undefined;
+  }
+  switch (after.status) {
+    case "submitted":
+      return before.status === "signed"
+        ? "trade.submitted"
+        : before.status === "accepted"
+          ? undefined
+          : "trade.reorged";
+    case "mined":
+    case "confirmed":
+    case "failed":
+    case "expired":
+      return `trade.${after.status}`;
+    default:
+      return undefined;
+  }
+}
+
+/** The trade of an event as the SQL triggers write it: times in ms since the epoch, fees as decimal text. */
+export interface TradeSnapshot {
+  id: string;
+  scope: string;
+  idempotencyKey: string | null;
+  requestHash: string;
+  kind: TradeRecord["kind"];
+  request: TradeRecord["request"];
+  status: TradeStatus;
+  wallet: string | null;
+  nonce: number | string | null;
+  deadline: number | string | null;
+  txHash: string | null;
+  broadcasts: Array<{
+    hash: string;
+    rawTx: string;
+    maxFeePerGas: string | number;
+    maxPriorityFeePerGas: string | number;
+    noop: boolean | number;
+    sentAt: number | string;
+  }> | null;
+  receipt: TradeRecord["receipt"];
+  error: TradeRecord["error"];
+  createdAt: number | string;
+  updatedAt: number | string;
+}
+
+export function snapshotToRecord(s: TradeSnapshot): TradeRecord {
+  const broadcasts = (s.broadcasts ?? []).map((b) => ({
+    hash: b.hash,
+    rawTx: b.rawTx,
+    maxFeePerGas: BigInt(b.maxFeePerGas),
+    maxPriorityFeePerGas: BigInt(b.maxPriorityFeePerGas),
+    noop: b.noop === true || b.noop === 1,
+    sentAt: new Date(Number(b.sentAt)),
+  }));
+  return {
+    id: s.id,
+    scope: s.scope,
+    idempotencyKey: s.idempotencyKey,
+    requestHash: s.requestHash,
+    kind: s.kind,
+    request: s.request,
+    status: s.status,
+    wallet: s.wallet,
+    nonce: s.nonce === null ? null : Number(s.nonce),
+    txHash: s.txHash,
+    rawTx: broadcasts.at(-1)?.rawTx ?? null,
+    deadline: s.deadline === null ? null : Number(s.deadline),
+    broadcasts,
+    receipt: s.receipt,
+    error: s.error,
+    createdAt: new Date(Number(s.createdAt)),
+    updatedAt: new Date(Number(s.updatedAt)),
+  };
+}

@@ -1,0 +1,121 @@
+import type { TradeRecord } from "./journal.port.js";
+
+/** Every change of a trade's state a client can be told of, in the Standard Webhooks `type` field. */
+export const WEBHOOK_EVENT_TYPES = [
+  "trade.submitted",
+  "trade.replaced",
+  "trade.mined",
+  "trade.confirmed",
+  "trade.reorged",
+  "trade.failed",
+  "trade.expired",
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * Where an event's delivery stands: `pending` until a receiver answered 2xx (`delivered`) or
+ * its retries ran out (`failed`; a retry asked for makes it `pending` again).
+ */
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+export const WEBHOOK_DELIVERY_STATUSES: readonly WebhookDeliveryStatus[] = ["pending", "delivered", "failed"];
+
+/** One try at delivering an event: the receiver's HTTP status, or why there was none. */
+export interface WebhookAttempt {
+  at: Date;
+  /** The receiver's HTTP status; null when no answer came (refused, timed out, unreachable). */
+  statusCode: number | null;
+  /** Why the attempt did not deliver, without secrets; null for a 2xx. */
+  error: string | null;
+}
+
+/**
+ * An event of the transactional outbox: written by the journal in the same transaction as the
+ * trade's change it reports, for the trades of a scope with a webhook endpoint.
+ */
+export interface WebhookEvent {
+  /** Order of writing: the deliverer sends one trade's events in this order. */
+  seq: number;
+  /** The Standard Webhooks `webhook-id` (`msg_…`), the same on every attempt. */
+  id: string;
+  scope: string;
+  tradeId: string;
+  type: WebhookEventType;
+  /** The trade as it was right after the change. */
+  trade: TradeRecord;
+  /** When the change happened (the trade's updatedAt). */
+  createdAt: Date;
+  status: WebhookDeliveryStatus;
+  /** Attempts made so far. */
+  attempts: number;
+  /** Not tried again before this. */
+  nextAttemptAt: Date;
+  /** Retries stop this long after this: the event's creation, or the last retry asked for. */
+  windowStart: Date;
+}
+
+/** An event with every attempt made, oldest first (GET /api/v1/webhooks/deliveries). */
+export interface WebhookDelivery extends WebhookEvent {
+  history: WebhookAttempt[];
+}
+
+/** What an attempt leaves the event as. */
+export type WebhookOutcome =
+  | { status: "delivered" }
+  | { status: "pending"; nextAttemptAt: Date }
+  | { status: "failed" };
+
+/** A page of one scope's deliveries, newest first: `before` is the previous page's `next`. */
+export interface WebhookDeliveryQuery {
+  scope: string;
+  status?: WebhookDeliveryStatus | undefined;
+  /** Only events written before this one (its seq). */
+  before?: number | undefined;
+  limit: number;
+}
+
+export interface WebhookDeliveryPage {
+  deliveries: WebhookDelivery[];
+  /** The last event's seq when more follow, else null. */
+  next: number | null;
+}
+
+/** The outbox's depth, for the metrics. */
+export interface WebhookOutboxStats {
+  pending: number;
+  /** When the oldest pending event was written; null when none is pending. */
+  oldestPendingAt: Date | null;
+}
+
+/**
+ * The webhook outbox, kept by the trade journal (memory, SQLite, PostgreSQL) beside the trades.
+ * The journal writes an event with each change of a trade of a webhook scope (see
+ * `setWebhookScopes`); the deliverer claims them, one trade's in order, under a lease.
+ */
+export interface WebhookOutbox {
+  /**
+   * The scopes whose trades' changes are written as events from now on (those of the api keys
+   * with an endpoint); replaces the previous set. Instances sharing a journal share the set.
+   */
+  setWebhookScopes(scopes: readonly string[]): Promise<void>;
+  /**
+   * Leases up to `limit` pending events due now to `holder` for `leaseMs`: for each trade, only
+   * its oldest pending event, and only if no other holder's lease on it is running. Of several
+   * deliverers claiming at once, each event goes to one.
+   */
+  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]>;
+  /**
+   * Records an attempt and what it leaves the event as, and ends `holder`'s lease. Returns false
+   * (and records nothing) when the lease is no longer `holder`'s.
+   */
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean>;
+  /** A page of the scope's deliveries, newest first, with their attempts. */
+  listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage>;
+  /**
+   * Makes a failed event of the scope pending again, due now, with a new retry window.
+   * Returns the event, "not_failed" when it is not failed, or undefined when the scope has no such event.
+   */
+  retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined>;
+  webhookStats(): Promise<WebhookOutboxStats>;
+}

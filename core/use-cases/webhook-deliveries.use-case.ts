@@ -1,0 +1,92 @@
+import { InvalidArgumentError, WebhookDeliveryNotFailedError, WebhookDeliveryNotFoundError } from "../errors.js";
+import {
+  WEBHOOK_DELIVERY_STATUSES,
+  type WebhookDelivery,
+  type WebhookDeliveryStatus,
+  type WebhookEventType,
+  type WebhookOutbox,
+} from "../ports/webhook.port.js";
+import type { TradeContext } from "./trade.use-case.js";
+
+/** One webhook event's delivery as GET /api/v1/webhooks/deliveries shows it. */
+export interface WebhookDeliveryView {
+  /** The `webhook-id` every attempt carried. */
+  id: string;
+  type: WebhookEventType;
+  tradeId: string;
+  /** The trade's transaction hash when the event was written. */
+  transactionHash: string | null;
+  status: WebhookDeliveryStatus;
+  createdAt: string;
+  /** When it is tried next; null unless pending. */
+  nextAttemptAt: string | null;
+  /** Every attempt, oldest first: when, the receiver's HTTP status (null: no answer), and why it did not deliver. */
+  attempts: Array<{ at: string; statusCode: number | null; error: string | null }>;
+}
+
+export interface WebhookDeliveryListView {
+  deliveries: WebhookDeliveryView[];
+  /** Pass as `cursor` for the next page; null on the last. */
+  nextCursor: string | null;
+}
+
+export type ListWebhookDeliveriesUseCase = (
+  query: { status?: unknown; cursor?: unknown; limit?: unknown },
+  context?: TradeContext,
+) => Promise<WebhookDeliveryListView>;
+
+export type RetryWebhookDeliveryUseCase = (id: unknown, context?: TradeContext) => Promise<WebhookDeliveryView>;
+
+export const DEFAULT_DELIVERY_PAGE = 50;
+export const MAX_DELIVERY_PAGE = 200;
+const CURSOR = /^d([1-9][0-9]{0,15})$/;
+const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
+
+/** The caller's deliveries, newest first, optionally only those of one status. */
+export function listWebhookDeliveriesUseCase(outbox: WebhookOutbox): ListWebhookDeliveriesUseCase {
+  return async (query, context = {}) => {
+    const { status, cursor, limit = String(DEFAULT_DELIVERY_PAGE) } = query;
+    if (status !== undefined && !WEBHOOK_DELIVERY_STATUSES.includes(status as WebhookDeliveryStatus))
+      throw new InvalidArgumentError("status", `must be one of ${WEBHOOK_DELIVERY_STATUSES.join(", ")}`);
+    const before = cursor === undefined ? undefined : CURSOR.exec(String(cursor))?.[1];
+    if (cursor !== undefined && before === undefined)
+      throw new InvalidArgumentError("cursor", "must be a nextCursor this service answered");
+    const size = Number(limit);
+    if (!Number.isInteger(size) || size < 1 || size > MAX_DELIVERY_PAGE)
+      throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_DELIVERY_PAGE}`);
+    const page = await outbox.listWebhookDeliveries({
+      scope: context.scope ?? "",
+      status: status as WebhookDeliveryStatus | undefined,
+      before: before === undefined ? undefined : Number(before),
+      limit: size,
+    });
+    return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.next === null ? null : `d${page.next}` };
+  };
+}
+
+/** Sends a failed delivery of the caller's again: pending, due now, with a new retry window. */
+export function retryWebhookDeliveryUseCase(
+  outbox: WebhookOutbox,
+  now = () => new Date(),
+): RetryWebhookDeliveryUseCase {
+  return async (id, context = {}) => {
+    if (typeof id !== "string" || !DELIVERY_ID.test(id)) throw new WebhookDeliveryNotFoundError(String(id));
+    const retried = await outbox.retryWebhookDelivery(context.scope ?? "", id, now());
+    if (retried === undefined) throw new WebhookDeliveryNotFoundError(id);
+    if (retried === "not_failed") throw new WebhookDeliveryNotFailedError(id);
+    return deliveryView(retried);
+  };
+}
+
+export function deliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
+  return {
+    id: delivery.id,
+    type: delivery.type,
+    tradeId: delivery.tradeId,
+    transactionHash: delivery.trade.txHash,
+    status: delivery.status,
+    createdAt: delivery.createdAt.toISOString(),
+    nextAttemptAt: delivery.status === "pending" ? delivery.nextAttemptAt.toISOString() : null,
+    attempts: delivery.history.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, error: a.error })),
+  };
+}

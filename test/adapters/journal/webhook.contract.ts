@@ -1,0 +1,249 @@
+/**
+ * The webhook outbox's part of the journal conformance suite (journal.contract.ts runs it on
+ * memory, SQLite and PostgreSQL): an event with each change of a trade of a webhook scope, in the
+ * change's own write, holding the trade as it then was; claims that give each trade's oldest
+ * pending event to one holder at a time; attempts, pages, retries and the outbox's depth.
+ */
+import { expect } from "chai";
+
+import type { Journal } from "../../../adapters/journal/index.js";
+import { tradeView } from "../../../core/index.js";
+import { receiptFor, replaceTrade, runTrade, signedTrade, WEBHOOK_SCOPE } from "../../helpers/webhook-trades.js";
+
+export interface WebhookContractContext {
+  journal(): Journal;
+  peer(): Promise<Journal>;
+}
+
+const OTHER_SCOPE = "fedcba9876543210fedcba9876543210";
+
+export function describeWebhookContract(context: WebhookContractContext): void {
+  describe("the webhook outbox", function () {
+    let journal: Journal;
+
+    beforeEach(async function () {
+      journal = context.journal();
+      await journal.setWebhookScopes([WEBHOOK_SCOPE]);
+    });
+
+    async function events(scope = WEBHOOK_SCOPE) {
+      return (await journal.listWebhookDeliveries({ scope, limit: 500 })).deliveries.reverse();
+    }
+
+    it("writes an event with each change of a trade, holding the trade as it was right after it", async function () {
+      const trade = await signedTrade(journal);
+      expect(await events()).to.deep.equal([]); // accepted → signed is no event
+      await journal.markSubmitted(trade.id);
+      const submitted = await journal.get(trade.id);
+      const hash = await replaceTrade(journal, trade, 2);
+      const replaced = await journal.get(trade.id);
+      await journal.markMined(trade.id, receiptFor(hash));
+      await journal.markReorged(trade.id);
+      const reorged = await journal.get(trade.id);
+      await journal.markConfirmed(trade.id, receiptFor(hash, 43));
+      const confirmed = await journal.get(trade.id);
+      const written = await events();
+      expect(written.map((e) => e.type)).to.deep.equal([
+        "trade.submitted",
+        "trade.replaced",
+        "trade.mined",
+        "trade.reorged",
+        "trade.confirmed",
+      ]);
+      const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
+      expect(view(written[0]!.trade)).to.deep.equal(view(submitted));
+      expect(view(written[1]!.trade)).to.deep.equal(view(replaced));
+      expect(written[1]!.trade.broadcasts.map((b) => b.hash)).to.deep.equal([trade.txHash, hash]);
+      expect(view(written[3]!.trade)).to.deep.equal(view(reorged));
+      expect(view(written[4]!.trade)).to.deep.equal(view(confirmed));
+      expect(written[4]!.trade.receipt).to.deep.equal(receiptFor(hash, 43));
+      for (const e of written) {
+        expect(e).to.include({ scope: WEBHOOK_SCOPE, tradeId: trade.id, status: "pending", attempts: 0 });
+        expect(e.id).to.match(/^msg_[0-9a-f]{32}$/);
+        expect(e.history).to.deep.equal([]);
+      }
+      expect(written[4]!.createdAt.getTime()).to.equal(confirmed!.updatedAt.getTime());
+    });
+
+    it("writes an event only for a change: a trade confirmed twice is told once", async function () {
+      const trade = await signedTrade(journal);
+      await journal.markConfirmed(trade.id, receiptFor(trade.txHash));
+      await journal.markConfirmed(trade.id, receiptFor(trade.txHash));
+      await journal.markSubmitted(trade.id); // not signed any more: nothing changes
+      expect((await events()).map((e) => e.type)).to.deep.equal(["trade.confirmed"]);
+    });
+
+    it("tells a failed and an expired trade, and keeps an expired one expired", async function () {
+      const failed = await signedTrade(journal);
+      await journal.markFailed(failed.id, { code: "reverted", message: "reverted" });
+      const expired = await signedTrade(journal);
+      await journal.markExpired(expired.id, { code: "trade_expired", message: "expired" });
+      await journal.markFailed(expired.id, { code: "nonce_taken", message: "taken" });
+      const written = await events();
+      expect(written.map((e) => [e.tradeId, e.type])).to.deep.equal([
+        [failed.id, "trade.failed"],
+        [expired.id, "trade.expired"],
+      ]);
+      expect(written[1]!.trade.error).to.deep.equal({ code: "trade_expired", message: "expired" });
+    });
+
+    it("writes nothing for a scope without webhooks, nor once a scope is taken off", async function () {
+      await runTrade(journal, OTHER_SCOPE);
+      expect(await events(OTHER_SCOPE)).to.deep.equal([]);
+      await journal.setWebhookScopes([]);
+      await runTrade(journal);
+      expect(await events()).to.deep.equal([]);
+    });
+
+    it("writes nothing when the change is refused", async function () {
+      await journal.markSubmitted("no-such-trade").catch(() => {});
+      await journal.markConfirmed("no-such-trade", receiptFor(`0x${"1".repeat(64)}`)).catch(() => {});
+      expect(await journal.webhookStats()).to.deep.equal({ pending: 0, oldestPendingAt: null });
+    });
+
+    it("gives each trade's oldest pending event only, to one holder at a time", async function () {
+      const first = await runTrade(journal);
+      const second = await runTrade(journal);
+      const peer = await context.peer();
+      const claimed = await journal.claimWebhookEvents("a", 10, 60_000);
+      expect(claimed.map((e) => [e.tradeId, e.type])).to.deep.equal([
+        [first, "trade.submitted"],
+        [second, "trade.submitted"],
+      ]);
+      expect(claimed[0]!.trade.id).to.equal(first);
+      expect(await peer.claimWebhookEvents("b", 10, 60_000)).to.deep.equal([]);
+      expect(
+        await peer.recordWebhookAttempt(
+          claimed[0]!.id,
+          "b",
+          { at: new Date(), statusCode: 204, error: null },
+          {
+            status: "delivered",
+          },
+        ),
+      ).to.equal(false);
+      expect(
+        await journal.recordWebhookAttempt(
+          claimed[0]!.id,
+          "a",
+          { at: new Date(), statusCode: 204, error: null },
+          {
+            status: "delivered",
+          },
+        ),
+      ).to.equal(true);
+      const next = await peer.claimWebhookEvents("b", 10, 60_000);
+      expect(next.map((e) => [e.tradeId, e.type])).to.deep.equal([[first, "trade.replaced"]]);
+    });
+
+    it("hands each event to one claimer at a time when several drain the outbox together", async function () {
+      for (let i = 0; i < 8; i++) await runTrade(journal);
+      const peer = await context.peer();
+      const inFlight = new Set<string>();
+      const delivered: string[] = [];
+      const drain = async (instance: Journal, holder: string) => {
+        for (let idle = 0; idle < 50; ) {
+          const claimed = await instance.claimWebhookEvents(holder, 3, 60_000);
+          if (claimed.length === 0) {
+            if ((await instance.webhookStats()).pending === 0) return;
+            idle += 1;
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            continue;
+          }
+          await Promise.all(
+            claimed.map(async (event) => {
+              expect(inFlight.has(event.id), `${event.id} claimed twice at once`).to.equal(false);
+              inFlight.add(event.id);
+              await new Promise((resolve) => setTimeout(resolve, 2));
+              inFlight.delete(event.id);
+              const at = new Date();
+              if (
+                await instance.recordWebhookAttempt(
+                  event.id,
+                  holder,
+                  { at, statusCode: 204, error: null },
+                  { status: "delivered" },
+                )
+              )
+                delivered.push(event.id);
+            }),
+          );
+        }
+      };
+      await Promise.all([drain(journal, "a"), drain(peer, "b")]);
+      expect(delivered).to.have.length(24);
+      expect(new Set(delivered).size).to.equal(24);
+    });
+
+    it("takes an event back once its lease runs out, with the same id", async function () {
+      await runTrade(journal);
+      const [claimed] = await journal.claimWebhookEvents("a", 1, 50);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      const peer = await context.peer();
+      const [again] = await peer.claimWebhookEvents("b", 1, 60_000);
+      expect(again!.id).to.equal(claimed!.id);
+      expect(
+        await journal.recordWebhookAttempt(
+          claimed!.id,
+          "a",
+          { at: new Date(), statusCode: 204, error: null },
+          {
+            status: "delivered",
+          },
+        ),
+      ).to.equal(false);
+    });
+
+    it("does not give an event before its next attempt is due", async function () {
+      await runTrade(journal);
+      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const at = new Date();
+      await journal.recordWebhookAttempt(
+        claimed!.id,
+        "a",
+        { at, statusCode: 503, error: "answered HTTP 503" },
+        { status: "pending", nextAttemptAt: new Date(Date.now() + 60_000) },
+      );
+      expect(await journal.claimWebhookEvents("a", 10, 60_000)).to.deep.equal([]);
+      const [listed] = await events();
+      expect(listed).to.include({ status: "pending", attempts: 1 });
+      expect(listed!.history).to.deep.equal([{ at, statusCode: 503, error: "answered HTTP 503" }]);
+      const stats = await journal.webhookStats();
+      expect(stats.pending).to.equal(3);
+      expect(stats.oldestPendingAt!.getTime()).to.equal(listed!.createdAt.getTime());
+    });
+
+    it("pages the scope's deliveries newest first, by status, and retries a failed one only", async function () {
+      for (let i = 0; i < 3; i++) await runTrade(journal);
+      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      await journal.recordWebhookAttempt(
+        claimed!.id,
+        "a",
+        { at: new Date(), statusCode: null, error: "ECONNREFUSED: could not reach the endpoint" },
+        { status: "failed" },
+      );
+      const page1 = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 5 });
+      expect(page1.deliveries).to.have.length(5);
+      const page2 = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 5, before: page1.next! });
+      expect(page2.deliveries).to.have.length(4);
+      expect(page2.next).to.equal(null);
+      const seqs = [...page1.deliveries, ...page2.deliveries].map((d) => d.seq);
+      expect(seqs).to.deep.equal([...seqs].sort((a, b) => b - a));
+      const failed = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, status: "failed", limit: 5 });
+      expect(failed.deliveries.map((d) => d.id)).to.deep.equal([claimed!.id]);
+      expect(await journal.listWebhookDeliveries({ scope: OTHER_SCOPE, limit: 5 })).to.deep.equal({
+        deliveries: [],
+        next: null,
+      });
+      expect(await journal.retryWebhookDelivery(OTHER_SCOPE, claimed!.id, new Date())).to.equal(undefined);
+      const pendingId = page1.deliveries[0]!.id;
+      expect(await journal.retryWebhookDelivery(WEBHOOK_SCOPE, pendingId, new Date())).to.equal("not_failed");
+      const now = new Date();
+      const retried = await journal.retryWebhookDelivery(WEBHOOK_SCOPE, claimed!.id, now);
+      expect(retried).to.include({ status: "pending", attempts: 1 });
+      expect((retried as { windowStart: Date }).windowStart.getTime()).to.equal(now.getTime());
+      const [again] = await journal.claimWebhookEvents("a", 1, 60_000);
+      expect(again!.id).to.equal(claimed!.id);
+    });
+  });
+}
