@@ -247,14 +247,22 @@ async function migrate(pool: pg.Pool): Promise<void> {
 
 /** Fills the amount columns of the trades mined before they existed. */
 async function backfillAmounts(client: pg.PoolClient): Promise<void> {
-  const { rows } = await client.query<{ id: string; receipt: TransactionReceipt }>(
-    "SELECT id, receipt FROM trades WHERE receipt IS NOT NULL",
-  );
-  for (const row of rows) {
-    await client.query("UPDATE trades SET amount_in = $2, amount_out = $3, gas_wei = $4 WHERE id = $1", [
-      row.id,
-      ...amountColumns(row.receipt),
-    ]);
+  // A page of receipts at a time, each page one UPDATE: a million trades are a thousand round
+  // trips each way, not a million, and never all in memory at once.
+  for (let after = ""; ; ) {
+    const { rows } = await client.query<{ id: string; receipt: TransactionReceipt }>(
+      "SELECT id, receipt FROM trades WHERE receipt IS NOT NULL AND id > $1 ORDER BY id LIMIT 1000",
+      [after],
+    );
+    if (rows.length === 0) return;
+    const columns = rows.map((row) => amountColumns(row.receipt));
+    await client.query(
+      `UPDATE trades SET amount_in = v.amount_in::numeric, amount_out = v.amount_out::numeric, gas_wei = v.gas_wei::numeric
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, amount_in, amount_out, gas_wei)
+       WHERE trades.id = v.id`,
+      [rows.map((row) => row.id), ...[0, 1, 2].map((i) => columns.map((c) => c[i]))],
+    );
+    after = rows.at(-1)!.id;
   }
 }
 

@@ -99,6 +99,45 @@ describe("on a real PostgreSQL server", function () {
       }
     });
 
+    it("fills the history's amounts of the trades mined before version 3, a page of receipts at a time", async function () {
+      this.timeout(60_000);
+      const url = await server.newDatabase();
+      await sql(
+        url,
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+      );
+      await sql(url, MIGRATIONS[0]!);
+      await sql(url, MIGRATIONS[1]!);
+      await sql(url, "INSERT INTO schema_version (version) VALUES (1), (2)");
+      const swap = "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512";
+      const sold = "0x08e6c75843825654ebf8e0105264a482dca551d29d3f74f0568861868f59f3b7";
+      const trades = 2_500; // more than one page of the fill
+      // Trade i paid 10^18 + i tokens for i base units of the coin, for 100,000 gas at 7 wei.
+      await sql(
+        url,
+        `INSERT INTO trades (id, scope, request_hash, kind, request, status, receipt)
+         SELECT 't' || lpad(i::text, 5, '0'), 's', 'h', 'sell', '{"usdAddress":"0xAb"}', 'confirmed',
+           json_build_object('to', '${swap}', 'gasUsed', 100000, 'effectiveGasPrice', 7, 'events', json_build_object('0',
+             json_build_object('address', '${swap}', 'raw', json_build_object('topics', json_build_array('${sold}'),
+               'data', '0x' || lpad(to_hex(1000000000000000000 + i), 64, '0') || lpad(to_hex(i), 64, '0') || lpad('1', 64, '0')))))
+         FROM generate_series(0, ${trades - 1}) AS i`,
+      );
+      const journal = await openPostgresJournal(url);
+      try {
+        const [totals] = await journal.summary({ scope: "s" });
+        const sum = (trades * (trades - 1)) / 2;
+        expect(totals).to.deep.include({
+          count: trades,
+          executed: trades,
+          amountIn: BigInt(trades) * 10n ** 18n + BigInt(sum),
+          amountOut: BigInt(sum),
+          gasWei: BigInt(trades) * 700_000n,
+        });
+      } finally {
+        await journal.close();
+      }
+    });
+
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {
       const url = await server.newDatabase();
       await sql(
