@@ -36,6 +36,10 @@ export interface WebhookReceiver {
   requests: number;
   /** The raw request of each delivery: body and headers, for checks with another secret. */
   raw: Array<{ body: string; headers: Record<string, string> }>;
+  /** How long each verified delivery is held before the 204, so that deliveries overlap if they can. */
+  holdMs: number;
+  /** The webhook-id of each request that arrived while another request with that id was still unanswered. */
+  overlaps: string[];
   /** Resolves once `predicate` holds, polling; rejects after `timeoutMs`. */
   until(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -52,6 +56,8 @@ export async function startWebhookReceiver(secret = newWebhookSecret()): Promise
     rejected: 0,
     requests: 0,
     raw: [],
+    holdMs: 0,
+    overlaps: [],
     async until(predicate, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate()) {
@@ -65,7 +71,15 @@ export async function startWebhookReceiver(secret = newWebhookSecret()): Promise
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  // Requests of each webhook-id unanswered yet: from arrival to the end of the answer.
+  const inFlight = new Map<string, number>();
   const server = http.createServer((req, res) => {
+    const id = req.headers["webhook-id"];
+    if (typeof id === "string") {
+      if ((inFlight.get(id) ?? 0) > 0) receiver.overlaps.push(id);
+      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+      res.once("close", () => inFlight.set(id, inFlight.get(id)! - 1));
+    }
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -92,7 +106,8 @@ export async function startWebhookReceiver(secret = newWebhookSecret()): Promise
       try {
         const payload = verifier.verify(body, headers) as Omit<ReceivedEvent, "id" | "at">;
         receiver.received.push({ ...payload, id: headers["webhook-id"], at: Date.now() });
-        res.writeHead(204).end();
+        if (receiver.holdMs > 0) setTimeout(() => res.writeHead(204).end(), receiver.holdMs);
+        else res.writeHead(204).end();
       } catch {
         receiver.rejected += 1;
         res.writeHead(400).end();

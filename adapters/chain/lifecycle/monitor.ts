@@ -230,6 +230,8 @@ export class WalletMonitor {
         },
         "reorg: transaction mined again in another block",
       );
+      // Its block did leave: recorded as such (a trade.reorged webhook), then settled in the new one.
+      if (slot.tradeId !== null) await journal.markReorged(slot.tradeId);
       await this.#settle(slot, found);
       return;
     }
