@@ -105,7 +105,7 @@ describe("end to end on the embedded chain (npm start's composition)", function 
     expect(written.swap).to.equal(service.addresses.swap);
     expect(written.token).to.equal(service.addresses.token);
     expect(Object.keys(written.stableCoins)).to.deep.equal(["DAI", "USDT", "USDC"]);
-    expect(Object.keys(written.feeds)).to.have.members(["tokenUsd", "eurUsd", "chfUsd"]);
+    expect(Object.keys(written.feeds)).to.have.members(["tokenUsd", "eurUsd", "chfUsd", "nativeUsd"]);
   });
 
   it("serves the chain as JSON-RPC for wallets and scripts", async function () {
@@ -263,10 +263,10 @@ describe("end to end on the embedded chain (npm start's composition)", function 
         code: "invalid_argument",
         message: new RegExp(`is the ${symbol} contract`),
       })),
-      ...(["tokenUsd", "eurUsd", "chfUsd"] as const).map((feed) => ({
+      ...(["tokenUsd", "eurUsd", "chfUsd", "nativeUsd"] as const).map((feed) => ({
         name: `the ${feed} feed as destinatary`,
         path: "/api/v1/remmitance",
-        body: () => body("1", coins.DAI, { destinatary: service.addresses.feeds[feed] }),
+        body: () => body("1", coins.DAI, { destinatary: service.addresses.feeds[feed]! }),
         status: 400,
         code: "invalid_argument",
         message: /price feed: what it received would be lost$/,
