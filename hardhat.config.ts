@@ -11,12 +11,30 @@ const solc = {
   path: require.resolve("solc/soljson.js"),
 };
 
+// The two contracts every trade runs (the mocks stand for coins and feeds deployed by others)
+// compile through the IR pipeline, optimised for calls rather than size, in every profile: a trade
+// costs 1,100 to 2,100 gas less than with the legacy pipeline (docs/gas.md).
+const tradedSettings = {
+  ...solc,
+  settings: { optimizer: { enabled: true, runs: 10_000 }, viaIR: true, evmVersion: "cancun" },
+};
+const tradedContracts = {
+  "contracts/TokenSwap.sol": tradedSettings,
+  "contracts/TradedToken.sol": tradedSettings,
+};
+
 export default defineConfig({
   plugins: [hardhatToolboxMochaEthers],
   solidity: {
     profiles: {
-      default: { ...solc, settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun" } },
-      production: { ...solc, settings: { optimizer: { enabled: true, runs: 10_000 }, evmVersion: "cancun" } },
+      default: {
+        compilers: [{ ...solc, settings: { optimizer: { enabled: true, runs: 200 }, evmVersion: "cancun" } }],
+        overrides: tradedContracts,
+      },
+      production: {
+        compilers: [{ ...solc, settings: { optimizer: { enabled: true, runs: 10_000 }, evmVersion: "cancun" } }],
+        overrides: tradedContracts,
+      },
     },
   },
   networks: {

@@ -56,11 +56,25 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
     /// @inheritdoc ITokenSwap
     ITradedToken public immutable token;
 
-    AggregatorV3Interface private _priceFeed;
-    uint8 private _priceDecimals;
-    uint256 private _maxPriceAge;
-    mapping(address stable => bool) private _allowed;
-    mapping(address stable => uint8) private _stableDecimals;
+    /**
+     * @dev What every trade reads of the swap's own settings, in one storage slot (one cold read
+     * per trade): the feed, its decimals, the maximum price age and the pause flag.
+     */
+    struct Settings {
+        AggregatorV3Interface priceFeed;
+        uint8 priceDecimals;
+        uint40 maxPriceAge;
+        bool paused;
+    }
+
+    /// @dev A stable coin's settings, in one slot: whether it is allowed, and its cached decimals.
+    struct StableSettings {
+        bool allowed;
+        uint8 decimals;
+    }
+
+    Settings private _settings;
+    mapping(address stable => StableSettings) private _stables;
 
     /**
      * @notice Deploys the swap; its admin must then grant {PAUSER_ROLE}, and the token's admin the token's
@@ -81,6 +95,7 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         address initialAdmin
     ) AccessControlDefaultAdminRules(initialAdminDelay, initialAdmin) {
         token = token_;
+        token_.totalSupply(); // reverts unless token_ holds code: {_callToken} relies on it
         _setPriceFeed(priceFeed_);
         _setMaxPriceAge(maxPriceAge_);
         for (uint256 i = 0; i < stables.length; ++i) {
@@ -97,17 +112,21 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         address destinatary,
         uint256 minStableOut,
         uint256 deadline
-    ) external nonReentrant whenNotPaused returns (uint256 stableOut) {
-        _checkTrade(stable, tokenAmount, destinatary, deadline);
-        uint256 price = _currentPrice();
-        stableOut = SwapMath.tokensToStable(tokenAmount, price, _priceDecimals, _stableDecimals[stable]);
+    ) external nonReentrant returns (uint256 stableOut) {
+        Settings memory settings = _settings;
+        uint8 stableDecimals = _checkTrade(settings, stable, tokenAmount, destinatary, deadline);
+        uint256 price = _currentPrice(settings);
+        stableOut = SwapMath.tokensToStable(tokenAmount, price, settings.priceDecimals, stableDecimals);
         _checkOutput(stableOut, minStableOut);
-        uint256 reserves = IERC20(stable).balanceOf(address(this));
-        if (reserves < stableOut) revert SwapInsufficientReserves(stable, reserves, stableOut);
 
         IERC20(address(token)).safeTransferFrom(msg.sender, address(this), tokenAmount);
-        token.burn(tokenAmount);
-        IERC20(stable).safeTransfer(destinatary, stableOut);
+        _callToken(abi.encodeCall(ITradedToken.burn, (tokenAmount)));
+        // The reserves are checked only when the payout fails: the transfer reads the same balance.
+        if (!IERC20(stable).trySafeTransfer(destinatary, stableOut)) {
+            uint256 reserves = IERC20(stable).balanceOf(address(this));
+            if (reserves < stableOut) revert SwapInsufficientReserves(stable, reserves, stableOut);
+            revert SafeERC20.SafeERC20FailedOperation(stable);
+        }
         emit Sold(msg.sender, destinatary, stable, tokenAmount, stableOut, price);
     }
 
@@ -118,7 +137,7 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         address destinatary,
         uint256 minTokensOut,
         uint256 deadline
-    ) external nonReentrant whenNotPaused returns (uint256 tokensOut) {
+    ) external nonReentrant returns (uint256 tokensOut) {
         uint256 price;
         (tokensOut, price) = _buy(stable, stableAmount, destinatary, minTokensOut, deadline);
         emit Bought(msg.sender, destinatary, stable, stableAmount, tokensOut, price);
@@ -131,7 +150,7 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         address destinatary,
         uint256 minTokensOut,
         uint256 deadline
-    ) external nonReentrant whenNotPaused returns (uint256 tokensOut) {
+    ) external nonReentrant returns (uint256 tokensOut) {
         uint256 price;
         (tokensOut, price) = _buy(stable, stableAmount, destinatary, minTokensOut, deadline);
         emit Remitted(msg.sender, destinatary, stable, stableAmount, tokensOut, price);
@@ -141,34 +160,48 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
 
     /// @inheritdoc ITokenSwap
     function quoteSell(address stable, uint256 tokenAmount) external view returns (uint256 stableOut) {
-        if (!_allowed[stable]) revert SwapUnsupportedStable(stable);
-        return SwapMath.tokensToStable(tokenAmount, _currentPrice(), _priceDecimals, _stableDecimals[stable]);
+        Settings memory settings = _settings;
+        StableSettings memory coin = _stables[stable];
+        if (!coin.allowed) revert SwapUnsupportedStable(stable);
+        return SwapMath.tokensToStable(tokenAmount, _currentPrice(settings), settings.priceDecimals, coin.decimals);
     }
 
     /// @inheritdoc ITokenSwap
     function quoteBuy(address stable, uint256 stableAmount) external view returns (uint256 tokensOut) {
-        if (!_allowed[stable]) revert SwapUnsupportedStable(stable);
-        return SwapMath.stableToTokens(stableAmount, _currentPrice(), _priceDecimals, _stableDecimals[stable]);
+        Settings memory settings = _settings;
+        StableSettings memory coin = _stables[stable];
+        if (!coin.allowed) revert SwapUnsupportedStable(stable);
+        return SwapMath.stableToTokens(stableAmount, _currentPrice(settings), settings.priceDecimals, coin.decimals);
     }
 
     /// @inheritdoc ITokenSwap
     function currentPrice() external view returns (uint256 price, uint8 decimals) {
-        return (_currentPrice(), _priceDecimals);
+        Settings memory settings = _settings;
+        return (_currentPrice(settings), settings.priceDecimals);
     }
 
     /// @inheritdoc ITokenSwap
     function priceFeed() external view returns (AggregatorV3Interface) {
-        return _priceFeed;
+        return _settings.priceFeed;
     }
 
     /// @inheritdoc ITokenSwap
     function maxPriceAge() external view returns (uint256) {
-        return _maxPriceAge;
+        return _settings.maxPriceAge;
     }
 
     /// @inheritdoc ITokenSwap
     function isStableAllowed(address stable) external view returns (bool) {
-        return _allowed[stable];
+        return _stables[stable].allowed;
+    }
+
+    /**
+     * @notice Whether trading is stopped (see {pause}).
+     * @dev Kept in the trades' settings slot rather than {Pausable}'s own, so a trade reads it with the feed.
+     * @return Whether the swap is paused.
+     */
+    function paused() public view override returns (bool) {
+        return _settings.paused;
     }
 
     // ---------------------------------------------------------------- administration
@@ -236,20 +269,47 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         uint256 minTokensOut,
         uint256 deadline
     ) private returns (uint256 tokensOut, uint256 price) {
-        _checkTrade(stable, stableAmount, destinatary, deadline);
-        price = _currentPrice();
-        tokensOut = SwapMath.stableToTokens(stableAmount, price, _priceDecimals, _stableDecimals[stable]);
+        Settings memory settings = _settings;
+        uint8 stableDecimals = _checkTrade(settings, stable, stableAmount, destinatary, deadline);
+        price = _currentPrice(settings);
+        tokensOut = SwapMath.stableToTokens(stableAmount, price, settings.priceDecimals, stableDecimals);
         _checkOutput(tokensOut, minTokensOut);
 
         IERC20(stable).safeTransferFrom(msg.sender, address(this), stableAmount);
-        token.mint(destinatary, tokensOut);
+        _callToken(abi.encodeCall(ITradedToken.mint, (destinatary, tokensOut)));
     }
 
-    function _checkTrade(address stable, uint256 amount, address destinatary, uint256 deadline) private view {
+    /**
+     * @dev Calls the token's `mint` or `burn` (which return nothing), bubbling up its revert. The
+     * constructor proved the token holds code, so Solidity's code-size check before a call could
+     * never fail: it would only cost gas.
+     */
+    function _callToken(bytes memory data) private {
+        // solhint-disable-next-line avoid-low-level-calls
+        (bool success, bytes memory returndata) = address(token).call(data);
+        if (!success) {
+            // solhint-disable-next-line no-inline-assembly
+            assembly ("memory-safe") {
+                revert(add(returndata, 0x20), mload(returndata))
+            }
+        }
+    }
+
+    /// @dev The checks of every trade, pause included ({whenNotPaused}'s); returns the coin's decimals.
+    function _checkTrade(
+        Settings memory settings,
+        address stable,
+        uint256 amount,
+        address destinatary,
+        uint256 deadline
+    ) private view returns (uint8 stableDecimals) {
+        if (settings.paused) revert EnforcedPause();
         if (block.timestamp > deadline) revert SwapDeadlineExpired(deadline, block.timestamp);
-        if (!_allowed[stable]) revert SwapUnsupportedStable(stable);
+        StableSettings memory coin = _stables[stable];
+        if (!coin.allowed) revert SwapUnsupportedStable(stable);
         if (destinatary == address(0)) revert SwapInvalidDestinatary(destinatary);
         if (amount == 0) revert SwapZeroAmount();
+        return coin.decimals;
     }
 
     function _checkOutput(uint256 amountOut, uint256 minAmountOut) private pure {
@@ -257,37 +317,51 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
         if (amountOut < minAmountOut) revert SwapSlippage(amountOut, minAmountOut);
     }
 
-    function _currentPrice() private view returns (uint256) {
-        (, int256 answer, , uint256 updatedAt, ) = _priceFeed.latestRoundData();
+    function _currentPrice(Settings memory settings) private view returns (uint256) {
+        (, int256 answer, , uint256 updatedAt, ) = settings.priceFeed.latestRoundData();
         if (answer < 1) revert SwapInvalidPrice(answer); // zero or negative
-        if (updatedAt > block.timestamp || block.timestamp - updatedAt > _maxPriceAge) {
-            revert SwapStalePrice(updatedAt, _maxPriceAge);
+        if (updatedAt > block.timestamp || block.timestamp - updatedAt > settings.maxPriceAge) {
+            revert SwapStalePrice(updatedAt, settings.maxPriceAge);
         }
         return uint256(answer);
     }
 
+    /// @dev Sets the pause flag in the settings slot; {Pausable}'s own flag is never used.
+    function _pause() internal override whenNotPaused {
+        _settings.paused = true;
+        emit Paused(_msgSender());
+    }
+
+    /// @dev Clears the pause flag in the settings slot.
+    function _unpause() internal override whenPaused {
+        _settings.paused = false;
+        emit Unpaused(_msgSender());
+    }
+
     function _setStableAllowed(address stable, bool allowed) private {
+        StableSettings storage coin = _stables[stable];
         if (allowed) {
             uint8 decimals = IERC20Metadata(stable).decimals();
             if (decimals > MAX_STABLE_DECIMALS) revert SwapUnsupportedDecimals(stable, decimals);
-            _stableDecimals[stable] = decimals;
+            coin.decimals = decimals;
         }
-        _allowed[stable] = allowed;
+        coin.allowed = allowed;
         emit StableCoinAllowListUpdated(stable, allowed);
     }
 
     function _setPriceFeed(AggregatorV3Interface newFeed) private {
         if (address(newFeed) == address(0)) revert SwapInvalidFeed(address(newFeed));
-        address previous = address(_priceFeed);
-        _priceFeed = newFeed;
-        _priceDecimals = newFeed.decimals();
+        address previous = address(_settings.priceFeed);
+        _settings.priceFeed = newFeed;
+        _settings.priceDecimals = newFeed.decimals();
         emit PriceFeedUpdated(previous, address(newFeed));
     }
 
+    /// @dev Ages above `type(uint40).max` seconds (about 34,800 years) are refused like zero: they would not fit the slot.
     function _setMaxPriceAge(uint256 newMaxAge) private {
-        if (newMaxAge == 0) revert SwapInvalidMaxPriceAge(newMaxAge);
-        uint256 previous = _maxPriceAge;
-        _maxPriceAge = newMaxAge;
+        if (newMaxAge == 0 || newMaxAge > type(uint40).max) revert SwapInvalidMaxPriceAge(newMaxAge);
+        uint256 previous = _settings.maxPriceAge;
+        _settings.maxPriceAge = uint40(newMaxAge);
         emit MaxPriceAgeUpdated(previous, newMaxAge);
     }
 }

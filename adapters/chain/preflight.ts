@@ -18,38 +18,39 @@ export interface Proof {
 
 export class Preflight {
   readonly #opts: PreflightOptions;
-  /** The largest gas estimate seen per trade shape (kind and stable coin). */
-  readonly #estimates = new Map<string, bigint>();
+  /** The gas limit each trade shape (kind and stable coin) is proven with, once an estimate raised it. */
+  readonly #limits = new Map<string, bigint>();
 
   constructor(options: PreflightOptions) {
     this.#opts = options;
   }
 
   /**
-   * The first trade of each shape (kind and stable coin) is estimated, alongside an eth_call for
-   * its output; later ones run as one eth_call with the gas limit the largest estimate so far
-   * gives (plus headroom): if that call succeeds, the transaction succeeds with that limit on
-   * the same state, which is what an estimate proves, at the cost of one execution instead of an
-   * estimate's binary search. If it fails, a full estimate follows: it names the revert, or
-   * finds a larger figure.
+   * One eth_call of the trade with the gas limit it will be signed with: the shape's limit
+   * (`initialLimit`, from the gas snapshot, unless an estimate raised it). If that call succeeds,
+   * the transaction succeeds with that limit on the same state, which is what an estimate proves,
+   * at the cost of one execution instead of an estimate's binary search. If it fails, a full
+   * estimate follows, alongside a plain eth_call: it names the revert, or finds a larger figure,
+   * which (plus headroom) becomes the shape's limit. Without `initialLimit` the first trade of a
+   * shape is estimated.
    */
-  async check(shape: string, tx: { from: string; to: string; data: string }): Promise<Proof> {
+  async check(shape: string, tx: { from: string; to: string; data: string }, initialLimit?: bigint): Promise<Proof> {
     const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
-    const known = this.#estimates.get(shape);
+    const known = this.#limits.get(shape) ?? initialLimit;
     const provider = this.#opts.provider;
     if (known !== undefined) {
-      const gasLimit = headroom(known);
       const output = await (
-        provider.send("eth_call", [{ ...tx, gas: toQuantity(gasLimit) }, "latest"]) as Promise<string>
+        provider.send("eth_call", [{ ...tx, gas: toQuantity(known) }, "latest"]) as Promise<string>
       ).catch(() => undefined);
-      if (output !== undefined) return { gasLimit, output: uint(output) };
+      if (output !== undefined) return { gasLimit: known, output: uint(output) };
     }
     const [gas, output] = await Promise.all([
       this.#estimateGas(tx),
       provider.send("eth_call", [tx, "latest"]) as Promise<string>,
     ]);
-    if (known === undefined || gas > known) this.#estimates.set(shape, gas);
-    return { gasLimit: headroom(gas), output: uint(output) };
+    const gasLimit = known === undefined || headroom(gas) > known ? headroom(gas) : known;
+    this.#limits.set(shape, gasLimit);
+    return { gasLimit, output: uint(output) };
   }
 
   /**

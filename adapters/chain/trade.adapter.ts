@@ -49,6 +49,7 @@ import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "./feed-policy.js";
 import { FeeOracle, tradeFees } from "./fees.js";
+import { tradeGasLimit } from "./gas-limits.js";
 import { WalletMonitor, type LifecycleLog, type LifecycleSettings } from "./lifecycle/monitor.js";
 import { Preflight, minimumOut } from "./preflight.js";
 import { Receipts, type NonceLookup, type Outcome } from "./receipts.js";
@@ -99,8 +100,13 @@ export interface TradeAdapterOptions {
   settings?: Partial<TradeSettings>;
   /** How long a trade waits for its receipt before answering "pending", in ms. */
   receiptTimeoutMs?: number;
-  /** Headroom added to estimateGas, in percent. */
+  /** Headroom added to estimateGas, in percent, when a trade's proof needs an estimate. */
   gasHeadroomPercent?: bigint;
+  /**
+   * The gas limit each kind of trade is first proven with (default: gas-limits.ts, the gas
+   * snapshot plus its margin); null: estimate the first trade of each kind and coin instead.
+   */
+  gasLimits?: Record<TradeKind, bigint> | null;
   /** Most transactions signed and broadcast in one round (see send-queue.ts); 1 = one request each. */
   sendBatchMax?: number;
   log?: LifecycleLog;
@@ -134,6 +140,7 @@ export class ChainTradeAdapter implements TradePort {
   readonly #preflight: Preflight;
   readonly #allowances: Allowances;
   readonly #feeds: FeedGuard;
+  readonly #gasLimits: Record<TradeKind, bigint> | null;
   /** The exchange wallets, by lower-case address. */
   readonly #wallets = new Map<string, ExchangeWallet>();
 
@@ -150,6 +157,10 @@ export class ChainTradeAdapter implements TradePort {
       journalAfterMs: settings.minAgeMs,
     });
     this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
+    this.#gasLimits =
+      options.gasLimits === undefined
+        ? { sell: tradeGasLimit("sell"), buy: tradeGasLimit("buy"), remittance: tradeGasLimit("remittance") }
+        : options.gasLimits;
     this.#feeds = options.feeds ?? new FeedGuard({ provider, swap: options.swap, policy: DEFAULT_FEED_POLICY });
     this.#allowances = new Allowances({
       provider,
@@ -273,7 +284,11 @@ export class ChainTradeAdapter implements TradePort {
         // Under a quote, no later than its expiry: what is left of it, counted from the same "now".
         if (order.quote !== undefined)
           deadline = Math.min(deadline, now + Math.max(0, Math.floor((order.quote.expiresAt - Date.now()) / 1000)));
-        return this.#preflight.check(shape, { from: signer.address, to: this.#opts.swap, data: encode(0n) });
+        return this.#preflight.check(
+          shape,
+          { from: signer.address, to: this.#opts.swap, data: encode(0n) },
+          this.#gasLimits?.[kind],
+        );
       };
       // The proof runs alongside the balance and allowance reads (one JSON-RPC batch under load).
       const checked = prove();
