@@ -25,6 +25,9 @@
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
  *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
  *   service's peak RSS after it.
+ * - Webhooks (bench-webhooks.ts), on a service process of their own: the latency from a trade's
+ *   state change to a local receiver (p50, p99), and the deliverer's throughput draining a
+ *   backlog (`--only webhooks` runs this alone).
  *
  * Four processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
@@ -34,7 +37,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|webhooks, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -59,6 +62,7 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 import { flood, measureFlood } from "./bench-flood.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
+import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
 
 const SELF = fileURLToPath(import.meta.url);
 /** The V8 heap flags `npm start` gives the service (package.json), given to it here too. */
@@ -395,7 +399,8 @@ class ServerProcess {
   readonly logFile: string;
   readonly #collector: ChildProcess;
 
-  constructor(apiKey: string, role: "server" | "bare" = "server") {
+  /** @param env - added to this process's environment for the child's (the service reads its configuration there). */
+  constructor(apiKey: string, role: "server" | "bare" = "server", env: Record<string, string> = {}) {
     const logDir = mkdtempSync(join(tmpdir(), "bench-log-"));
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
@@ -413,7 +418,7 @@ class ServerProcess {
           ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${opts.profile}`]
           : []),
       ],
-      env: { ...process.env, BENCH_API_KEY: apiKey },
+      env: { ...process.env, ...env, BENCH_API_KEY: apiKey },
       stdio: ["ignore", this.#collector.stdin!, "pipe", "ipc"],
     });
     // The service holds the pipe's writing end now: the collector ends when the service does.
@@ -928,10 +933,14 @@ async function drive(): Promise<void> {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
-  if (opts.only !== undefined && !["price", "sells", "history"].includes(opts.only))
-    throw new Error("--only: must be price, sells or history");
+  if (opts.only !== undefined && !["price", "sells", "history", "webhooks"].includes(opts.only))
+    throw new Error("--only: must be price, sells, history or webhooks");
   if (opts.only === "history") {
     process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
+    return;
+  }
+  if (opts.only === "webhooks") {
+    process.stdout.write(`${await benchWebhooks()}\n`);
     return;
   }
 
@@ -1120,6 +1129,33 @@ async function drive(): Promise<void> {
   );
   if (opts.only === undefined) {
     process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
+    process.stdout.write(`${await benchWebhooks()}\n`);
+  }
+}
+
+/** The webhooks' measurements, on a service of their own whose api key has the bench's receiver as its endpoint. */
+async function benchWebhooks(): Promise<string> {
+  const apiKey = randomBytes(24).toString("base64url");
+  const receiver = await startBenchReceiver();
+  const dir = mkdtempSync(join(tmpdir(), "bench-webhooks-"));
+  try {
+    process.stderr.write("webhooks: starting a service with a webhook endpoint…\n");
+    const server = new ServerProcess(apiKey, "server", webhookEnv(apiKey, receiver, dir));
+    try {
+      const ready = await server.next("ready");
+      const result = await measureWebhooks(
+        { apiUrl: ready.apiUrl, apiKey, wallet: ready.wallet, addresses: ready.addresses },
+        receiver,
+        { trades: 300, concurrency: 2, backlog: 1_000 },
+        (line) => process.stderr.write(`${line}\n`),
+      );
+      return webhooksTable(result);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await receiver.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

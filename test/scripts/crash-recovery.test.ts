@@ -2,9 +2,11 @@
  * Never lose a trade, never pay twice: the service is killed with SIGKILL between
  * broadcasting a trade and seeing its receipt, restarted on the same journal, and the
  * client retries with its Idempotency-Key. Also: two service instances sharing one
- * PostgreSQL journal trade from one wallet at once.
+ * PostgreSQL journal trade from one wallet at once; and webhooks in flight when the service is
+ * killed are sent again after the restart, with the same webhook-id.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as http from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,9 +20,10 @@ import { pino } from "pino";
 import type { EmbeddedChain } from "../../adapters/dev-mode.js";
 import { startService, type RunningService } from "../../adapters/main.js";
 import { startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
-import { postJson } from "../adapters/transport/helpers.js";
+import { getJson, postJson, type JsonBody } from "../adapters/transport/helpers.js";
 import { startPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { defaultLog, freePort } from "../helpers/service-defaults.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "crash-test-key-0123456789abcdef";
@@ -349,3 +352,137 @@ describe("two service instances sharing one PostgreSQL journal", function () {
     expect(await rpc.getTransactionCount(wallet, "pending")).to.equal(before + 1);
   });
 });
+
+/** An api key's id in WEBHOOKS_FILE: the first 32 hex digits of its SHA-256. */
+const apiKeyId = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 32);
+
+/** Every delivery of the caller's, oldest first (the list pages newest first). */
+async function allDeliveries(apiUrl: string): Promise<JsonBody[]> {
+  const all: JsonBody[] = [];
+  let cursor: string | null = "";
+  while (cursor !== null) {
+    const page = await getJson(
+      `${apiUrl}/api/v1/webhooks/deliveries?limit=200${cursor === "" ? "" : `&cursor=${cursor}`}`,
+      { apiKey: KEY },
+    );
+    expect(page.status, page.text).to.equal(200);
+    all.push(...page.body.deliveries);
+    cursor = page.body.nextCursor;
+  }
+  return all.reverse();
+}
+
+for (const journal of ["SQLite", "PostgreSQL"] as const) {
+  describe(`webhooks across a kill -9 mid-delivery (${journal})`, function () {
+    // PostgreSQL keeps a dead run's leases for their 60 s: its redeliveries wait that long.
+    this.timeout(journal === "PostgreSQL" ? 240_000 : 120_000);
+    let chain: EmbeddedChain;
+    let postgres: TestPostgres | undefined;
+    let receiver: WebhookReceiver;
+    let dir: string;
+
+    before(async function () {
+      dir = mkdtempSync(join(tmpdir(), "webhooks-crash-"));
+      [chain, postgres, receiver] = await Promise.all([
+        // A block every 300 ms, as on a real chain: each trade is submitted, then confirmed.
+        startEmbeddedChain({ chainPort: 0, blockTimeMs: 300, log: pino({ level: "silent" }) }),
+        journal === "PostgreSQL" ? startPostgres() : undefined,
+        startWebhookReceiver(),
+      ]);
+      writeFileSync(join(dir, "deployment.json"), JSON.stringify(chain.addresses));
+      writeFileSync(
+        join(dir, "webhooks.json"),
+        JSON.stringify({ endpoints: [{ apiKeyId: apiKeyId(KEY), url: receiver.url, secrets: [receiver.secret] }] }),
+      );
+    });
+
+    after(async function () {
+      await receiver?.close();
+      await chain?.close();
+      await postgres?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("sends every event at least once after the restart, in order per trade, a resent one with the same webhook-id", async function () {
+      const env = async () => ({
+        RPC_URL: chain.rpcUrl,
+        DEPLOYMENT_FILE: join(dir, "deployment.json"),
+        EXCHANGE_PRIVATE_KEYS: chain.exchangeWallet.privateKey,
+        API_KEYS: KEY,
+        PORT: "0",
+        METRICS_PORT: String(await freePort()),
+        DATA_DIR: join(dir, "data"),
+        WEBHOOKS_FILE: join(dir, "webhooks.json"),
+        WEBHOOK_ALLOW_INSECURE: "true",
+        WEBHOOK_ALLOW_PRIVATE: "true",
+        ...(postgres === undefined ? {} : { JOURNAL_URL: postgres.url }),
+      });
+      // Each verified delivery waits 1 s for its 204: the deliveries are in flight when the service dies.
+      receiver.holdMs = 1_000;
+      let service = await startProcess(await env());
+      try {
+        const coins = Object.values(chain.addresses.stableCoins);
+        const answers = await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            postJson(
+              `${service.apiUrl}/api/v1/token/sell`,
+              {
+                userAddress: chain.exchangeWallet.address,
+                destinatary: CUSTOMER,
+                amount: "2",
+                usdAddress: coins[i % 3],
+              },
+              { apiKey: KEY },
+            ),
+          ),
+        );
+        expect(answers.map((a) => a.status)).to.deep.equal(Array(6).fill(200));
+        // CONFIRMATIONS=1: each answer came with its trade confirmed, so all its events are written.
+        await receiver.until(() => new Set(receiver.received.map((e) => e.data.id)).size === 6);
+        service.child.kill("SIGKILL");
+        await new Promise((resolve) => service.child.once("exit", resolve));
+        const beforeRestart = receiver.received.length;
+
+        receiver.holdMs = 0;
+        service = await startProcess(await env());
+        const apiUrl = service.apiUrl;
+        await waitFor(
+          async () => {
+            const pending = await getJson(`${apiUrl}/api/v1/webhooks/deliveries?status=pending`, { apiKey: KEY });
+            return pending.status === 200 && pending.body.deliveries.length === 0;
+          },
+          "every event to be delivered",
+          journal === "PostgreSQL" ? 150_000 : 60_000,
+        );
+        expect(receiver.received.length).to.be.greaterThan(beforeRestart);
+
+        const deliveries = await allDeliveries(apiUrl);
+        expect(deliveries.map((d) => d.status)).to.deep.equal(Array(deliveries.length).fill("delivered"));
+        expect(receiver.rejected).to.equal(0);
+        // Every event arrived, and nothing arrived that the journal did not write.
+        const events = deliveries.map((d) => d.id as string);
+        expect(events.length).to.be.greaterThan(answers.length); // some trades have two events to keep in order
+        expect(new Set(receiver.received.map((e) => e.id))).to.deep.equal(new Set(events));
+        // A kill -9 mid-delivery sent some again: with the same webhook-id and the same body.
+        const copies = new Map<string, string[]>();
+        for (const { headers, body } of receiver.raw)
+          copies.set(headers["webhook-id"]!, [...(copies.get(headers["webhook-id"]!) ?? []), body]);
+        const resent = [...copies].filter(([, bodies]) => bodies.length > 1);
+        expect(resent).to.not.be.empty;
+        for (const [id, bodies] of resent) expect(new Set(bodies).size, id).to.equal(1);
+        // In order per trade: once an event arrived, no earlier one of its trade came again.
+        for (const answer of answers) {
+          const trade = await getJson(`${apiUrl}/api/v1/trades/${answer.body.transactionHash}`, { apiKey: KEY });
+          const written = deliveries.filter((d) => d.tradeId === trade.body.id);
+          // Submitted, then confirmed; or confirmed alone, when mined before the submission was recorded.
+          expect(["trade.submitted,trade.confirmed", "trade.confirmed"]).to.include(written.map((d) => d.type).join());
+          const arrived = receiver.received.filter((e) => e.data.id === trade.body.id).map((e) => e.id);
+          const inTurn = arrived.filter((id, i) => id !== arrived[i - 1]);
+          expect(inTurn).to.deep.equal(written.map((d) => d.id));
+        }
+      } finally {
+        service.child.kill("SIGKILL");
+      }
+    });
+  });
+}
