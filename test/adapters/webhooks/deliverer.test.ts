@@ -17,8 +17,8 @@ import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from "..
 import { runTrade, WEBHOOK_SCOPE } from "../../helpers/webhook-trades.js";
 
 const log = pino({ level: "silent" });
-/** How long the receiver is down in the outage test: 30 s as issue 28 asks with WEBHOOK_OUTAGE_MS=30000; 3 s by default. */
-const OUTAGE_MS = Number(process.env.WEBHOOK_OUTAGE_MS ?? 3_000);
+/** How long the receiver is down in the outage test: 30 s, as issue 28 asks (WEBHOOK_OUTAGE_MS shortens it while working on the deliverer). */
+const OUTAGE_MS = Number(process.env.WEBHOOK_OUTAGE_MS ?? 30_000);
 
 describe("the webhook deliverer", function () {
   this.timeout(OUTAGE_MS + 30_000);
