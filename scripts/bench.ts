@@ -22,6 +22,8 @@
  * - Peak RSS of the service process and of the embedded chain's process.
  * - The trade history (bench-history.ts): pages of 50 out of a journal of a million trades, on
  *   SQLite and PostgreSQL (`--only history` runs this alone).
+ * - JSON-RPC calls per trade (bench-rpc.ts), on anvil at 1 s blocks: sequential sells and a
+ *   burst of 50 (`--only rpc` runs this alone).
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
  *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
  *   service's peak RSS after it.
@@ -62,6 +64,7 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 import { flood, measureFlood } from "./bench-flood.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
+import { measureRpc, rpcTable } from "./bench-rpc.js";
 import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -933,14 +936,18 @@ async function drive(): Promise<void> {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: must be a positive integer`);
   }
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup: must be an integer ≥ 0");
-  if (opts.only !== undefined && !["price", "sells", "history", "webhooks"].includes(opts.only))
-    throw new Error("--only: must be price, sells, history or webhooks");
+  if (opts.only !== undefined && !["price", "sells", "history", "webhooks", "rpc"].includes(opts.only))
+    throw new Error("--only: must be price, sells, history, webhooks or rpc");
   if (opts.only === "history") {
     process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
     return;
   }
   if (opts.only === "webhooks") {
     process.stdout.write(`${await benchWebhooks()}\n`);
+    return;
+  }
+  if (opts.only === "rpc") {
+    process.stdout.write(`${rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) }))}\n`);
     return;
   }
 
@@ -1130,6 +1137,7 @@ async function drive(): Promise<void> {
   if (opts.only === undefined) {
     process.stdout.write(`${historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`)))}\n`);
     process.stdout.write(`${await benchWebhooks()}\n`);
+    process.stdout.write(`${rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) }))}\n`);
   }
 }
 

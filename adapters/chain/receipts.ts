@@ -6,6 +6,7 @@
 import type { JsonRpcApiProvider } from "ethers";
 
 import { TradePendingError } from "../../core/index.js";
+import type { BlockWatcher } from "./block-watcher.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
 /**
@@ -22,7 +23,15 @@ export interface ReceiptsOptions {
   timeoutMs: number;
   /** From when on the journal is asked for replacements of a trade, in ms after it was sent. */
   journalAfterMs: number;
+  /**
+   * The look per block shared by every waiter (block-watcher.ts); unset: each waiter polls its
+   * own receipts (tests that drive a bare provider).
+   */
+  watcher?: BlockWatcher;
 }
+
+/** How often a waiter on the watcher also asks for its own receipts, in case a look missed them, in ms. */
+const RECHECK_MS = 15_000;
 
 /** What was mined at the nonce. */
 export interface Outcome {
@@ -73,8 +82,86 @@ export class Receipts {
    * @throws TradePendingError once `timeoutMs` passed with nothing confirmed
    */
   async wait(first: string, sent: RpcReceipt | null, lookup: NonceLookup): Promise<Outcome> {
+    const { confirmations, watcher } = this.#opts;
+    if (sent !== null && confirmations <= 1) {
+      // Answered with the send: nothing to wait for (the send queue had it expected).
+      watcher?.release([first]);
+      return { receipt: sent, noop: false, confirmations: 1 };
+    }
+    if (watcher !== undefined) return this.#watch(watcher, first, lookup);
+    return this.#poll(first, lookup);
+  }
+
+  /**
+   * wait() on the watcher's looks: no call of its own while its transaction is found in the
+   * blocks the watcher reads. A hash learnt from the journal (a replacement another instance
+   * sent, maybe mined already) is asked for once; and every RECHECK_MS without a receipt, all
+   * of them are, in one batch, in case a look missed one.
+   */
+  async #watch(watcher: BlockWatcher, first: string, lookup: NonceLookup): Promise<Outcome> {
     const { confirmations, timeoutMs, journalAfterMs } = this.#opts;
-    if (sent !== null && confirmations <= 1) return { receipt: sent, noop: false, confirmations: 1 };
+    const start = Date.now();
+    let hashes: Array<{ hash: string; noop: boolean }> = [{ hash: first, noop: false }];
+    let asked = 0;
+    let checked = 0;
+    let ask = false;
+    let seen = -1;
+    /** Every hash this waiter had the watcher expect, released when it is done. */
+    const expected = new Set<string>([first]);
+    try {
+      for (;;) {
+        const elapsed = Date.now() - start;
+        let found: Outcome | undefined;
+        if (ask || elapsed - checked >= RECHECK_MS) {
+          ask = false;
+          checked = elapsed;
+          found = await this.find(hashes).catch(() => undefined);
+        } else {
+          for (const { hash } of hashes) expected.add(hash);
+          const look = await watcher.next(
+            hashes.map(({ hash }) => hash),
+            Math.min(timeoutMs - elapsed + 1, RECHECK_MS),
+            seen,
+          );
+          seen = look.head;
+          const index = hashes.findIndex(({ hash }) => look.receipts.has(hash));
+          if (index >= 0) {
+            const receipt = look.receipts.get(hashes[index]!.hash)!;
+            found = {
+              receipt,
+              noop: hashes[index]!.noop,
+              confirmations: Math.max(0, look.head - Number(receipt.blockNumber) + 1),
+            };
+          }
+        }
+        if (found !== undefined && found.confirmations >= confirmations) return found;
+        const now = Date.now() - start;
+        if (now >= journalAfterMs && now - asked >= 1000) {
+          asked = now;
+          const known = await lookup().catch(() => ({ broadcasts: undefined, error: undefined }));
+          if (known.error !== undefined) throw known.error;
+          if (known.broadcasts !== undefined && known.broadcasts.length > 0) {
+            const before = new Set(hashes.map(({ hash }) => hash.toLowerCase()));
+            hashes = known.broadcasts.map(({ hash, noop }) => ({ hash, noop }));
+            // A broadcast this waiter did not know of may be mined already, in a block read before.
+            ask = hashes.some(({ hash }) => !before.has(hash.toLowerCase()));
+          }
+        }
+        if (now > timeoutMs) {
+          // A last look of its own: one mined just before the deadline may be in a block the
+          // watcher has not read yet (it asks once per block, at most once per interval).
+          const last = await this.find(hashes).catch(() => undefined);
+          if (last !== undefined && last.confirmations >= confirmations) return last;
+          throw new TradePendingError(hashes.at(-1)!.hash);
+        }
+      }
+    } finally {
+      watcher.release([...expected]);
+    }
+  }
+
+  async #poll(first: string, lookup: NonceLookup): Promise<Outcome> {
+    const { confirmations, timeoutMs, journalAfterMs } = this.#opts;
     const start = Date.now();
     let hashes: Array<{ hash: string; noop: boolean }> = [{ hash: first, noop: false }];
     let asked = 0;

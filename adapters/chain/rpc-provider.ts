@@ -71,6 +71,8 @@ export interface RpcRequestRecord {
   /** The endpoint's redacted URL (EndpointStatus.url). */
   endpoint: string;
   calls: number;
+  /** The method of each call, in order (a batch carries several). */
+  methods: readonly string[];
   seconds: number;
   /** The transport failed (no answer, timeout, HTTP error, not JSON). */
   failed: boolean;
@@ -242,7 +244,11 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (const endpoint of this.#order()) {
       if (this.destroyed) break;
       try {
-        const answers = await this.#request(endpoint, body, Array.isArray(payload) ? payload.length : 1);
+        const answers = await this.#request(
+          endpoint,
+          body,
+          (Array.isArray(payload) ? payload : [payload]).map((call) => call.method),
+        );
         this.#spread(endpoint, Array.isArray(payload) ? payload : [payload]);
         return answers;
       } catch (error) {
@@ -266,12 +272,18 @@ export class RpcProvider extends JsonRpcApiProvider {
   }
 
   /** One POST to one endpoint, parsed. A transport failure comes back as an EndpointFailure. */
-  async #request(endpoint: Endpoint, body: string, calls: number): Promise<Array<JsonRpcResult | JsonRpcError>> {
+  async #request(
+    endpoint: Endpoint,
+    body: string,
+    methods: readonly string[],
+  ): Promise<Array<JsonRpcResult | JsonRpcError>> {
     const started = performance.now();
+    const calls = methods.length;
     const record = (failed: boolean, errors: number) =>
       this.#onRequest?.({
         endpoint: endpoint.status().url,
         calls,
+        methods,
         seconds: (performance.now() - started) / 1000,
         failed,
         errors,
@@ -343,7 +355,7 @@ export class RpcProvider extends JsonRpcApiProvider {
       const [answer] = await this.#request(
         endpoint,
         JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }),
-        1,
+        ["eth_chainId"],
       );
       if (answer === undefined || !("result" in answer)) throw new Error("it did not answer eth_chainId");
       if (this.#chainId !== undefined && BigInt(answer.result as string) !== this.#chainId) {
@@ -400,7 +412,14 @@ export class RpcProvider extends JsonRpcApiProvider {
     return Promise.all(
       this.#endpoints.map(async (endpoint) => {
         try {
-          return this.#outcomes(payloads, await this.#request(endpoint, body, payloads.length));
+          return this.#outcomes(
+            payloads,
+            await this.#request(
+              endpoint,
+              body,
+              payloads.map((payload) => payload.method),
+            ),
+          );
         } catch (error) {
           if (!(error instanceof EndpointFailure)) return error as Error;
           this.#markDown(endpoint, error.cause);

@@ -78,6 +78,12 @@ export interface SendQueueOptions {
   fees: () => Promise<Fees>;
   /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
   maxBatch: number;
+  /**
+   * Told of each transaction before it is broadcast, so the blocks that may hold it are read
+   * (block-watcher.ts); and of those nobody will wait for (refused, never sent, signed again),
+   * so it stops reading blocks for them. An accepted one is released by its waiter.
+   */
+  watcher?: { expect(hash: string): void; release(hashes: readonly string[]): void };
 }
 
 /** A transaction the node accepted. */
@@ -86,7 +92,7 @@ export interface Sent {
   nonce: number;
   /**
    * Its receipt, when the node had mined it by the end of the send's batch (automine, or a
-   * block that closed meanwhile); null otherwise: then it is polled for.
+   * block that closed meanwhile); null otherwise: then it is waited for (receipts.ts).
    */
   receipt: RpcReceipt | null;
   /** False when no node was seen to take it (its send failed ambiguously and no endpoint knows it yet). */
@@ -99,6 +105,8 @@ interface Queued {
   reject: (error: unknown) => void;
   /** Signed again already after its nonce was found taken: a second time, the monitor decides. */
   retried: boolean;
+  /** Its hashes the watcher was told to expect, while nobody else is to release them. */
+  expected: string[];
 }
 
 interface Signed {
@@ -132,6 +140,8 @@ const FILLER_GAS = 21_000n;
 const TAKEN_RECHECK_MS = 1_000;
 /** Transactions per request within a round (see #round). */
 const SEND_CHUNK = 8;
+/** Batches sent without asking for receipts before asking again whether the node mines on arrival. */
+const RECEIPTS_PROBE_EVERY = 64;
 
 export class SendQueue {
   readonly #opts: SendQueueOptions;
@@ -141,6 +151,10 @@ export class SendQueue {
   #floor = 0;
   /** Per nonce sent by this queue: null while its send is on its way, else when it was answered (ms). */
   readonly #sends = new Map<number, number | null>();
+  /** Whether the node was last seen to mine on arrival (a receipt came back with a send). */
+  #minesOnArrival = true;
+  /** Batches sent since receipts were last asked for with them. */
+  #withoutReceipts = 0;
 
   constructor(options: SendQueueOptions) {
     if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1)
@@ -163,7 +177,7 @@ export class SendQueue {
    */
   send(tx: Outgoing): Promise<Sent> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ tx, resolve, reject, retried: false });
+      this.#queue.push({ tx, resolve, reject, retried: false, expected: [] });
       if (!this.#running) void this.#run();
     });
   }
@@ -178,7 +192,11 @@ export class SendQueue {
           await this.#round(round, settled);
         } catch (error) {
           // The nonce, the fees or the lock could not be had: nothing of this round was sent.
-          for (const item of round) if (!settled.has(item)) item.reject(error);
+          for (const item of round) {
+            if (settled.has(item)) continue;
+            this.#forget(item);
+            item.reject(error);
+          }
         }
       }
     } finally {
@@ -202,8 +220,13 @@ export class SendQueue {
     this.#prune();
     const settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => {
       settled.add(item);
-      if ("sent" in outcome) item.resolve(outcome.sent);
-      else item.reject(outcome.error);
+      if ("sent" in outcome) {
+        item.expected = []; // its waiter releases it (receipts.ts)
+        item.resolve(outcome.sent);
+      } else {
+        this.#forget(item);
+        item.reject(outcome.error);
+      }
     };
 
     await nonces.withNonce(
@@ -224,7 +247,11 @@ export class SendQueue {
           const batch = signed.slice(unsent);
           unsent = signed.length;
           if (batch.length === 0) return;
-          for (const { nonce } of batch) this.#sends.set(nonce, null);
+          for (const { item, nonce, txHash } of batch) {
+            this.#sends.set(nonce, null);
+            item.expected.push(txHash);
+            this.#opts.watcher?.expect(txHash);
+          }
           // A request that fails as a whole may have reached the node, or not: each of its
           // transactions fails with that error. The journal knows them; the chain will tell.
           const answered = sending
@@ -299,6 +326,7 @@ export class SendQueue {
             if ("refused" in outcome) settle(item, { error: outcome.error });
             else {
               if ("taken" in outcome) item.retried = true;
+              this.#forget(item); // signed again with another nonce: this hash is nobody's
               requeue.push(item);
             }
             return;
@@ -329,7 +357,7 @@ export class SendQueue {
    * ledger holds at its nonce is looked up on every endpoint (tx-evidence.ts).
    * - Mined or known somewhere: accepted after all. The answer was lost on the way, or "nonce
    *   too low" / "already known" / "underpriced" came for this very transaction. Its receipt is
-   *   then polled from the service's own endpoint, not taken from whichever one had it.
+   *   then waited for from the service's own endpoint, not taken from whichever one had it.
    * - A plain refusal (isPlainRefusal: the wallet cannot pay the gas, the gas fits no block…)
    *   of a transaction that every endpoint answered it does not know: `refused`, and the trade
    *   fails with nothing paid.
@@ -378,6 +406,12 @@ export class SendQueue {
     const again = await lookUpOwn(this.#opts.provider, this.#opts.signer.address, nonce, hashes);
     if (again.state === "mined" || again.state === "known") return { accepted: true, receipt: null };
     return again.state === "taken" ? { taken: true } : { pending: true };
+  }
+
+  /** Tells the watcher nobody waits for the hashes `item` was sent with. */
+  #forget(item: Queued): void {
+    if (item.expected.length > 0) this.#opts.watcher?.release(item.expected);
+    item.expected = [];
   }
 
   /** Forgets send times the lifecycle monitor no longer needs (older than ten minutes). */
@@ -439,22 +473,38 @@ export class SendQueue {
    * bare eth_sendRawTransaction: ethers' broadcastTransaction would first recover the sender
    * from the signature (a secp256k1 recovery per trade) to build a response unused here.
    *
-   * The batch asks for the transactions' receipts after the sends: a node that mines on
-   * arrival (automine) has them by then, which saves a poll per trade and its wait. A null
-   * or failed receipt call costs nothing more than that call: the trade polls as usual.
+   * While the node is seen to mine on arrival (automine), the batch asks for the transactions'
+   * receipts after the sends: it has them by then, which saves the trade its wait for the next
+   * look at the chain. A node that answered none of them mines in blocks: receipts are then
+   * asked for once every RECEIPTS_PROBE_EVERY batches only, in case that changed. A null or
+   * failed receipt call costs nothing more than that call: the trade waits as usual.
    */
   async #broadcast(batch: readonly Signed[]): Promise<Outcome[]> {
     const { provider, maxBatch } = this.#opts;
     if (batch.length === 0) return [];
     if (provider instanceof RpcProvider && maxBatch > 1) {
+      const ask = this.#minesOnArrival || ++this.#withoutReceipts >= RECEIPTS_PROBE_EVERY;
       const answers = await provider.sendBatch([
         ...batch.map(({ rawTx }) => ({ method: "eth_sendRawTransaction", params: [rawTx] })),
-        ...batch.map(({ txHash }) => ({ method: "eth_getTransactionReceipt", params: [txHash] })),
+        ...(ask ? batch.map(({ txHash }) => ({ method: "eth_getTransactionReceipt", params: [txHash] })) : []),
       ]);
+      if (ask) {
+        this.#withoutReceipts = 0;
+        // Only the null receipts of sends the node accepted tell that it mines in blocks: a
+        // refused send has none anyway, and a failed receipt call tells nothing. A receipt tells
+        // it mines on arrival. Nothing told: as it was.
+        const told = batch.flatMap((_, i) => {
+          const found = answers[batch.length + i];
+          if (found === undefined || !("result" in found)) return [];
+          if (found.result !== null) return [true];
+          return "error" in answers[i]! ? [] : [false];
+        });
+        if (told.length > 0) this.#minesOnArrival = told.includes(true);
+      }
       return batch.map((_, i): Outcome => {
         const answer = answers[i]!;
-        const found = answers[batch.length + i]!;
-        const receipt = "result" in found ? (found.result as RpcReceipt | null) : null;
+        const found = answers[batch.length + i];
+        const receipt = found !== undefined && "result" in found ? (found.result as RpcReceipt | null) : null;
         // A receipt beside a send error ("nonce too low" from a node that mined it): it is ours.
         if ("error" in answer && !isAlreadyKnown(answer.error) && receipt === null)
           return { error: answer.error, definite: isDefiniteRefusal(answer.error) };

@@ -45,6 +45,7 @@ import {
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { Allowances, type Asset, type Holding } from "./allowances.js";
+import { BlockWatcher } from "./block-watcher.js";
 import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "./feed-policy.js";
@@ -137,6 +138,7 @@ export class ChainTradeAdapter implements TradePort {
   readonly #settings: TradeSettings;
   readonly #fees: FeeOracle;
   readonly #receipts: Receipts;
+  readonly #watcher: BlockWatcher;
   readonly #preflight: Preflight;
   readonly #allowances: Allowances;
   readonly #feeds: FeedGuard;
@@ -150,7 +152,9 @@ export class ChainTradeAdapter implements TradePort {
     this.#settings = settings;
     const { provider, journal } = options;
     this.#fees = new FeeOracle(provider);
+    this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs });
     this.#receipts = new Receipts({
+      watcher: this.#watcher,
       provider,
       confirmations: settings.confirmations,
       timeoutMs: options.receiptTimeoutMs ?? 120_000,
@@ -176,6 +180,7 @@ export class ChainTradeAdapter implements TradePort {
         ledger: journal,
         fees: async () => tradeFees(await this.#fees.read(), settings.feeCap),
         maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
+        watcher: this.#watcher,
       });
       const monitor = new WalletMonitor({
         signer,
@@ -201,6 +206,7 @@ export class ChainTradeAdapter implements TradePort {
   /** Stops the monitors (giving their leases up). */
   async stop(): Promise<void> {
     await Promise.all([...this.#wallets.values()].map(({ monitor }) => monitor.stop()));
+    this.#watcher.stop();
   }
 
   /** Each wallet's oldest nonce nothing is mined at yet, as its monitor last saw it. */
@@ -336,6 +342,7 @@ export class ChainTradeAdapter implements TradePort {
       if (!receipt.status) throw new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
       return receipt;
     } finally {
+      this.#watcher.release([sent.hash]); // wait() did, unless a hook threw before it
       this.#allowances.release(reservation!.holding, order.amount);
       if (payout) this.#allowances.release(payout.holding, payout.amount);
     }

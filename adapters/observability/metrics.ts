@@ -20,7 +20,7 @@
  *   (whole units of ETH, the token and each stable coin, read at scrape).
  * - The chain: `token_service_chain_head_age_seconds`; per endpoint
  *   `token_service_rpc_requests_total{endpoint, outcome}` (ok, transport_error),
- *   `token_service_rpc_calls_total{endpoint}`, `token_service_rpc_errors_total{endpoint}`
+ *   `token_service_rpc_calls_total{method, endpoint}`, `token_service_rpc_errors_total{endpoint}`
  *   (JSON-RPC errors) and `token_service_rpc_request_duration_seconds{endpoint}`.
  * - The journal: `token_service_journal_operation_duration_seconds{operation}`.
  * - Node.js's defaults (process_*, nodejs_*, event-loop lag included).
@@ -115,8 +115,8 @@ export class ServiceMetrics {
   });
   readonly #rpcCalls = new Counter({
     name: `${PREFIX}rpc_calls_total`,
-    help: "JSON-RPC calls (a batch holds several) by endpoint.",
-    labelNames: ["endpoint"],
+    help: "JSON-RPC calls (a batch holds several) by method and endpoint.",
+    labelNames: ["method", "endpoint"],
     registers: [this.registry],
   });
   readonly #rpcErrors = new Counter({
@@ -158,7 +158,9 @@ export class ServiceMetrics {
   /** One JSON-RPC request (RpcProviderOptions.onRequest). */
   rpc(record: RpcRequestRecord): void {
     this.#rpcRequests.inc({ endpoint: record.endpoint, outcome: record.failed ? "transport_error" : "ok" });
-    this.#rpcCalls.inc({ endpoint: record.endpoint }, record.calls);
+    const byMethod = new Map<string, number>();
+    for (const method of record.methods) byMethod.set(method, (byMethod.get(method) ?? 0) + 1);
+    for (const [method, calls] of byMethod) this.#rpcCalls.inc({ method, endpoint: record.endpoint }, calls);
     if (record.errors > 0) this.#rpcErrors.inc({ endpoint: record.endpoint }, record.errors);
     this.#rpcSeconds.observe({ endpoint: record.endpoint }, record.seconds);
   }

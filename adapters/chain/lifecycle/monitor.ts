@@ -174,22 +174,26 @@ export class WalletMonitor {
     }
     if (!leader) return;
 
+    const mined = slots.filter((slot) => slot.state === "mined");
+    if (pending.length === 0) {
+      // Only mined nonces, watched for reorgs: the head's number is all this look needs (no fees,
+      // no nonce count: nothing below a mined nonce can be a gap).
+      await this.#watchMined(mined, await this.#opts.receipts.head());
+      return;
+    }
     const [state, latestNonce] = await Promise.all([
       this.#opts.fees.read(),
       provider.getTransactionCount(this.#wallet, "latest"),
     ]);
-    await this.#watchMined(
-      slots.filter((slot) => slot.state === "mined"),
-      state,
-    );
+    await this.#watchMined(mined, state.head.number);
     for (const slot of pending) await this.#advance(slot, state, latestNonce);
     await this.#fillGaps(slots, latestNonce, state);
   }
 
   /** Mined nonces: final once deep enough; a reorg sends them back to pending, or to their new block. */
-  async #watchMined(mined: NonceSlot[], state: ChainState): Promise<void> {
+  async #watchMined(mined: NonceSlot[], head: number): Promise<void> {
     const { journal, settings, receipts } = this.#opts;
-    const finalAt = state.head.number - Math.max(settings.reorgDepth, settings.confirmations) + 1;
+    const finalAt = head - Math.max(settings.reorgDepth, settings.confirmations) + 1;
     if (mined.some((slot) => slot.mined!.blockNumber <= finalAt)) await journal.finalizeSlots(this.#wallet, finalAt);
     const watched = mined.filter((slot) => slot.mined!.blockNumber > finalAt);
     if (watched.length === 0) return;
@@ -202,7 +206,7 @@ export class WalletMonitor {
     }
     if (settings.confirmations > 1) {
       for (const slot of watched) {
-        const depth = state.head.number - slot.mined!.blockNumber + 1;
+        const depth = head - slot.mined!.blockNumber + 1;
         const key = `${slot.mined!.hash}:${slot.mined!.blockHash}`;
         if (slot.tradeId === null || depth < settings.confirmations || this.#confirmed.has(key)) continue;
         const found = await receipts.find(slot.broadcasts);

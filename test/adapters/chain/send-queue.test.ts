@@ -264,9 +264,7 @@ describe("SendQueue", function () {
     expect(batch.slice(3).map((c) => c.params[0])).to.deep.equal(node.accepted.slice(1).map((tx) => tx.hash));
   });
 
-  it("answers a trade without a receipt when the node has not mined it, or fails the receipt call", async function () {
-    const unmined = await queue.send(trade(0)); // the fake node does not mine by default
-    expect(unmined.receipt).to.equal(null);
+  it("answers a trade without a receipt when its receipt call fails, or the node has not mined it, and then stops asking for receipts", async function () {
     let failedOne = false; // the first receipt call answered fails
     node.shapeAnswers = (answers) =>
       answers.map((answer) => {
@@ -276,10 +274,70 @@ describe("SendQueue", function () {
         return { jsonrpc: "2.0", id, error: { code: -32000, message: "boom" } };
       });
     node.automine = true;
-    const [a, b] = await Promise.all([queue.send(trade(1)), queue.send(trade(2))]);
-    expect(a.hash).to.equal(node.accepted[1]!.hash);
-    expect(a.receipt).to.equal(null); // …its receipt call failed: polled for instead
-    expect(b.receipt?.transactionHash).to.equal(node.accepted[2]!.hash);
+    const [a, b] = await Promise.all([queue.send(trade(0)), queue.send(trade(1))]);
+    expect(a.hash).to.equal(node.accepted[0]!.hash);
+    expect(a.receipt).to.equal(null); // …its receipt call failed: waited for instead
+    expect(b.receipt?.transactionHash).to.equal(node.accepted[1]!.hash);
+    node.automine = false;
+    const unmined = await queue.send(trade(2));
+    expect(unmined.receipt).to.equal(null);
+    // No receipt came back: the node mines in blocks, so the next send asks for none.
+    await queue.send(trade(3));
+    const last = node.requests.filter((calls) => calls.some((c) => c.method === "eth_sendRawTransaction")).at(-1)!;
+    expect(last.map((c) => c.method)).to.deep.equal(["eth_sendRawTransaction"]);
+  });
+
+  it("keeps asking for receipts beside sends after a refused send (its null receipt tells nothing)", async function () {
+    node.automine = true;
+    expect((await queue.send(trade(0))).receipt).to.not.equal(null);
+    node.onSend = (tx, n) =>
+      tx.data === trade(1).data
+        ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } }
+        : tx.nonce === n.pendingNonce
+          ? { accept: true }
+          : { error: { code: -32000, message: "nonce too low" } };
+    await queue.send(trade(1)).then(
+      () => expect.fail("refused"),
+      () => {},
+    );
+    for (const i of [2, 3])
+      expect((await queue.send(trade(i))).receipt?.transactionHash).to.equal(node.accepted.at(-1)!.hash);
+  });
+
+  it("tells the watcher to forget the hashes of sends refused, never sent, or signed again", async function () {
+    const expected = new Set<string>();
+    const watcher = {
+      expect: (hash: string) => void expected.add(hash),
+      release: (hashes: readonly string[]) => {
+        for (const hash of hashes) expected.delete(hash);
+      },
+    };
+    const watched = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+      watcher,
+    });
+    // Refused outright: nobody waits for it.
+    node.onSend = (tx) =>
+      tx.data === trade(0).data
+        ? { error: { code: -32000, message: "insufficient funds for gas * price + value" } }
+        : { accept: true };
+    await watched.send(trade(0)).catch(() => {});
+    expect([...expected]).to.deep.equal([]);
+    // Its nonce found taken: signed again at the next one; only the hash that went out stays expected (for its waiter).
+    node.onSend = (tx, n) =>
+      tx.nonce === n.pendingNonce ? { accept: true } : { error: { code: -32000, message: "nonce too low" } };
+    await watched.send(trade(1)); // stores 8 as the next nonce
+    expected.clear();
+    node.pendingNonce = 12;
+    const sent = await watched.send(trade(2));
+    expect(sent.nonce).to.equal(12);
+    expect([...expected]).to.deep.equal([sent.hash]);
   });
 
   it("signs a trade again, once, past a nonce someone else took, when a second look a second later says so too", async function () {
