@@ -37,16 +37,34 @@ export function isInternalAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return internal.check(address, "ipv4");
   if (family !== 6) return true;
-  const lower = address.toLowerCase();
-  // An IPv4 address written as IPv6 (::ffff:a.b.c.d, or its hex form) is checked as IPv4.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (mapped) return internal.check(mapped[1]!, "ipv4");
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const [hi, lo] = [Number.parseInt(hex[1]!, 16), Number.parseInt(hex[2]!, 16)];
-    return internal.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, "ipv4");
+  if (internal.check(address, "ipv6")) return true;
+  // An IPv4 address carried inside IPv6 is checked as that IPv4 address.
+  const words = ipv6Words(address);
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
+  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible)
+  if (zero(0, 5) && (words[5] === 0xffff || words[5] === 0)) return internal.check(v4(words[6]!, words[7]!), "ipv4");
+  // 64:ff9b::a.b.c.d (NAT64, RFC 6052): the gateway would connect to a.b.c.d
+  if (words[0] === 0x64 && words[1] === 0xff9b && zero(2, 6)) return internal.check(v4(words[6]!, words[7]!), "ipv4");
+  // 2002:AABB:CCDD::/48 (6to4, RFC 3056)
+  if (words[0] === 0x2002) return internal.check(v4(words[1]!, words[2]!), "ipv4");
+  // 2001:0::/32 (Teredo, RFC 4380): a tunnel to a client behind a NAT, never a webhook endpoint
+  return words[0] === 0x2001 && words[1] === 0;
+}
+
+/** The eight 16-bit words of an IPv6 address (isIP said 6), an embedded dotted quad included. */
+function ipv6Words(address: string): number[] {
+  let text = address.toLowerCase().split("%")[0]!;
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  return internal.check(address, "ipv6");
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const middle = tail === undefined ? [] : Array(8 - left.length - right.length).fill("0");
+  return [...left, ...middle, ...right].map((word) => Number.parseInt(word, 16));
 }
 
 /** The host of a URL without IPv6 brackets. */

@@ -68,10 +68,30 @@ describe("WEBHOOKS_FILE", function () {
       "[::1]",
       "[fe80::1]",
       "[::ffff:127.0.0.1]",
+      // IPv4 inside IPv6: NAT64 (RFC 6052), 6to4 (RFC 3056), IPv4-compatible, and Teredo (RFC 4380)
+      "[64:ff9b::a9fe:a9fe]",
+      "[64:ff9b::10.0.0.1]",
+      "[2002:7f00:1::]",
+      "[2002:c0a8:101::1]",
+      "[::127.0.0.1]",
+      "[2001:0:4136:e378:8000:63bf:3fff:fdd2]",
     ]) {
       const entry = [{ apiKeyId: ID, url: `https://${host}/hook`, secrets: [SECRET] }];
       expect(problems(entry)[0], host).to.match(/loopback, private or link-local/);
       expect(load(entry, { WEBHOOK_ALLOW_PRIVATE: "true" }).webhooks.endpoints, host).to.have.length(1);
+    }
+  });
+
+  it("takes public addresses, IPv4 inside IPv6 included", function () {
+    for (const host of [
+      "8.8.8.8",
+      "[2606:4700::1111]",
+      "[::ffff:8.8.8.8]",
+      "[64:ff9b::808:808]",
+      "[2002:808:808::1]",
+    ]) {
+      const entry = [{ apiKeyId: ID, url: `https://${host}/hook`, secrets: [SECRET] }];
+      expect(load(entry).webhooks.endpoints, host).to.have.length(1);
     }
   });
 
