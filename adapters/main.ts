@@ -40,6 +40,7 @@ import { TrustedProxies } from "./transport/client-address.js";
 import { createHttpHandler } from "./transport/http-handler.js";
 import { startServer, type ApiServer } from "./transport/server.js";
 import { WebhookDeliverer } from "./webhooks/deliverer.js";
+import { wakingJournal } from "./webhooks/waking-journal.js";
 
 /** How long after its expiry a quote is kept (a late trade naming it is told quote_expired), then swept: 10 minutes. */
 const QUOTE_SWEEP_GRACE_MS = 600_000;
@@ -149,7 +150,10 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     });
     closers.push(() => opened.close());
     // With metrics on, every journal operation (a commit each) is timed.
-    const journal = metrics === undefined ? opened : metrics.meteredJournal(opened);
+    const metered = metrics === undefined ? opened : metrics.meteredJournal(opened);
+    // With webhooks, each write that can add an event wakes the deliverer (set below).
+    let wakeDeliverer = () => {};
+    const journal = config.webhooks.endpoints.length === 0 ? metered : wakingJournal(metered, () => wakeDeliverer());
     // Trades accepted and never signed by a process that is gone (a crash, or a dead instance)
     // were never paid: their Idempotency-Keys work again. Now, and every lease period after.
     // So are this process's own left unsigned for a whole trade lifetime (a discard the journal
@@ -195,6 +199,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
         ...(metrics === undefined ? {} : { onOutcome: (outcome) => metrics.webhookOutcome(outcome) }),
       });
       deliverer.start();
+      wakeDeliverer = () => deliverer.wake();
       closers.push(() => deliverer.close());
       log.info({ endpoints: webhookEndpoints.size }, "webhook deliverer started");
     }

@@ -12,6 +12,7 @@ import {
   type WebhookDelivererOptions,
 } from "../../../adapters/webhooks/deliverer.js";
 import { WebhookSecret } from "../../../adapters/webhooks/signature.js";
+import { wakingJournal } from "../../../adapters/webhooks/waking-journal.js";
 import { tradeView } from "../../../core/index.js";
 import { newWebhookSecret, startWebhookReceiver, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { runTrade, WEBHOOK_SCOPE } from "../../helpers/webhook-trades.js";
@@ -75,6 +76,20 @@ describe("the webhook deliverer", function () {
     expect(receiver.received[1]!.data.transactionHash).to.equal(last.data.transactionHash);
     expect(new Set(receiver.received.map((e) => e.id)).size).to.equal(3);
     for (const e of receiver.received) expect(e.id).to.match(/^msg_[0-9a-f]{32}$/);
+  });
+
+  it("sends at once, not at the next poll, an event this process's journal write added", async function () {
+    // A poll of a minute: only the wake can deliver within the test's few seconds.
+    const sender = start({ pollMs: 60_000 });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the deliverer found nothing, and sleeps
+    const woken = wakingJournal(journal, () => sender.wake());
+    await runTrade(woken);
+    await receiver.until(() => receiver.received.length === 3, 5_000);
+    expect(receiver.received.map((e) => e.type)).to.deep.equal([
+      "trade.submitted",
+      "trade.replaced",
+      "trade.confirmed",
+    ]);
   });
 
   it("signs so that a receiver with another secret refuses every delivery", async function () {
