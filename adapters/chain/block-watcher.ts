@@ -3,23 +3,35 @@
  *
  * The send queue tells the watcher of each transaction before it is broadcast (`expect`), and
  * whoever stops waiting for one tells it too (`release`): while any is expected, the watcher asks
- * for the head (eth_blockNumber) about once per block, and only when a new block is there fetches
- * its receipts, one eth_getBlockReceipts per new block, and keeps those of the expected
- * transactions. A node that does not offer eth_getBlockReceipts, a block it cannot serve yet,
- * or a jump of more than a few blocks (the watcher was idle, or the node was down) is read with
- * one batch of eth_getTransactionReceipt for the transactions still missing instead. Nothing
- * expected, nothing asked.
+ * for the head block (eth_getBlockByNumber "latest": its number, hash and parent's hash) about
+ * once per block, and only when a new block is there fetches its receipts, one
+ * eth_getBlockReceipts per new block, asked by the block's HASH (the head's, and its parent's
+ * for a look that finds two new blocks), and keeps those of the expected transactions. A node
+ * that does not offer eth_getBlockReceipts, a block it cannot serve yet (or answers with receipts
+ * of another block), or a jump of more than two blocks (the watcher was idle, or the node was
+ * down: the hashes below the head's parent are not known) is read with one batch of
+ * eth_getTransactionReceipt for the transactions still missing instead. Nothing expected,
+ * nothing asked.
+ *
+ * Reorgs: the hashes of the blocks read are kept by number (a ring of the last RING_BLOCKS). A
+ * head at the number already read with another hash, a lower head with another hash than the
+ * one read at its number, or a new head whose parent is not the block read at its number, means
+ * those blocks were replaced: they are read again (by hash: the head and its parent), and a
+ * receipt found in a replaced block is dropped (its transaction is looked for again). When the
+ * parent was replaced too, blocks below it may have been: the missing transactions are then also
+ * asked for by transaction. A lower head whose hash is the one read (a lagging node behind a
+ * balancer) is no news.
  *
  * When to ask: never twice within the interval (MONITOR_INTERVAL_MS), and otherwise when the
  * next block is due, by the block time seen so far (the median of the last few gaps between new
  * heads; the interval while unknown), half an interval early so that blocks are not seen later and later.
  *
  * Waiters (receipts.ts) ask `next`: it answers after the next new block, with the receipts of
- * their transactions found so far. A receipt is answered only from the latest look, the block it
- * is in read while it was the node's canonical one; one kept from an older look is fetched again
- * first (its block may have left the chain since).
+ * their transactions found so far. A receipt is answered only from the latest look, read from the
+ * head or one of its ancestors; one kept from an older look is fetched again first (its block may
+ * have left the chain since), and not answered if its block is not the one read at its number.
  */
-import { toQuantity, type JsonRpcApiProvider } from "ethers";
+import type { JsonRpcApiProvider } from "ethers";
 
 import type { RpcReceipt } from "./web3-receipt.js";
 
@@ -31,6 +43,13 @@ export interface BlockWatcherOptions {
   keepMs?: number;
 }
 
+/** The head block as eth_getBlockByNumber("latest", false) gives it (the fields used). */
+interface RpcBlock {
+  number: string;
+  hash: string;
+  parentHash: string;
+}
+
 /** What a waiter learns at a look: the head's number, and the receipts of its transactions found so far. */
 export interface Look {
   head: number;
@@ -38,15 +57,20 @@ export interface Look {
 }
 
 interface Expected {
-  /** Its receipt, and the look (head number) it was read at. */
+  /** Its receipt, and the look (its sequence number, #looks) it was read at. */
   found?: { receipt: RpcReceipt; at: number } | undefined;
   until: number;
   /** Its last lookup failed: it is asked for by transaction at the next look (a block read meanwhile may hold it). */
   recheck?: boolean;
 }
 
-/** Blocks read one by one after a look; a longer jump is read by transaction instead. */
-const MAX_BLOCKS_PER_LOOK = 4;
+/**
+ * Blocks read one by one at a look: the head and its parent, the two whose hashes the head poll
+ * gives; a longer jump is read by transaction instead.
+ */
+const MAX_BLOCKS_PER_LOOK = 2;
+/** Hashes of the blocks read kept, by number (to tell a replaced block). */
+const RING_BLOCKS = 64;
 /** Gaps between new heads the block time is estimated from. */
 const BLOCK_TIME_SAMPLES = 8;
 /** The longest wait between two asks while something is expected, in ms (whatever the estimate says). */
@@ -66,6 +90,10 @@ export class BlockWatcher {
   #waiters: Array<() => void> = [];
   /** The head's number at the latest look; -1 before the first. */
   #head = -1;
+  /** Looks that read blocks so far: the latest one's number (a receipt is answered only from it). */
+  #looks = 0;
+  /** The hashes (lower case) of the blocks read, and of the head's parent, by number; the chain as last seen. */
+  readonly #ring = new Map<number, string>();
   /** When the current head was first seen (ms). */
   #headSeenAt = 0;
   /** When the head was last asked for (ms). */
@@ -115,7 +143,7 @@ export class BlockWatcher {
   async next(hashes: readonly string[], maxWaitMs: number, seen = -1): Promise<Look> {
     for (const hash of hashes) this.expect(hash);
     const ready =
-      this.#head > seen && hashes.some((hash) => this.#expected.get(hash.toLowerCase())?.found?.at === this.#head);
+      this.#head > seen && hashes.some((hash) => this.#expected.get(hash.toLowerCase())?.found?.at === this.#looks);
     if (!ready) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -136,17 +164,19 @@ export class BlockWatcher {
     }
     // The look this answer is about: a receipt read at it counts its confirmations from this head,
     // not from one a look made while the stale ones below were fetched again.
-    const head = this.#head;
+    const [head, look] = [this.#head, this.#looks];
     const receipts = new Map<string, RpcReceipt>();
     const stale: Array<{ hash: string; was: Expected["found"] }> = [];
     for (const hash of hashes) {
       const found = this.#expected.get(hash.toLowerCase())?.found;
       if (found === undefined) continue;
-      if (found.at === head) receipts.set(hash, found.receipt);
+      if (found.at === look) receipts.set(hash, found.receipt);
       else stale.push({ hash, was: found });
     }
     // Kept from an older look: its block may have left the chain since; asked again. Fetched after
-    // `head` was seen, so it is in the canonical chain of a head at least that high.
+    // `head` was seen, so it is in the canonical chain of a head at least that high; one in
+    // another block than the one read at its number is not (the node moved to another chain
+    // since): not answered, and asked for again (#byTransaction counts it failed).
     if (stale.length > 0) {
       const { found: fresh, failed } = await this.#byTransaction(stale.map(({ hash }) => hash));
       for (const { hash, was } of stale) {
@@ -156,7 +186,7 @@ export class BlockWatcher {
         const entry = this.#expected.get(key);
         // Unless a look changed it meanwhile.
         if (entry !== undefined && entry.found === was)
-          entry.found = receipt === undefined ? undefined : { receipt, at: head };
+          entry.found = receipt === undefined ? undefined : { receipt, at: look };
         if (receipt !== undefined) receipts.set(hash, receipt);
       }
     }
@@ -202,7 +232,7 @@ export class BlockWatcher {
     return Math.max(earliest, Math.min(due, MAX_DELAY_MS));
   }
 
-  /** One look: the head, and the receipts of the new blocks when there are any. */
+  /** One look: the head, and the receipts of the new (or replaced) blocks when there are any. */
   async #look(): Promise<void> {
     this.#looking = true;
     try {
@@ -210,27 +240,47 @@ export class BlockWatcher {
       this.#lastLookAt = now;
       for (const [hash, entry] of this.#expected) if (entry.until < now) this.#expected.delete(hash);
       if (this.#expected.size === 0 && this.#waiters.length === 0) return;
-      const head = Number(await this.#provider.send("eth_blockNumber", []));
-      if (head <= this.#head) return; // not yet: asked again at the next due time
+      const latest = (await this.#provider.send("eth_getBlockByNumber", ["latest", false])) as RpcBlock | null;
+      if (latest === null || typeof latest !== "object") return; // asked again at the next due time
+      const head = Number(latest.number);
+      const [hash, parentHash] = [latest.hash.toLowerCase(), latest.parentHash.toLowerCase()];
+      const known = this.#ring.get(head);
+      // Not yet, or a lagging node's older head on the same chain: asked again at the next due time.
+      if (head <= this.#head && (known === undefined || known === hash)) return;
+      const parent = this.#ring.get(head - 1);
+      /** The lowest number whose block read was replaced; undefined: none. */
+      let replaced: number | undefined;
+      if (head <= this.#head) replaced = parent === undefined || parent === parentHash ? head : head - 1;
+      else if (parent !== undefined && parent !== parentHash) replaced = head - 1;
+      /** Blocks below the head's parent may have been replaced too (the reorg's depth is not known). */
+      const deep = replaced !== undefined && (parent === undefined || parent !== parentHash);
+      if (replaced !== undefined) this.#replace(replaced, deep);
+      this.#ring.set(head - 1, parentHash);
+      this.#ring.set(head, hash);
+      for (const number of this.#ring.keys())
+        if (number < head - RING_BLOCKS || number > head) this.#ring.delete(number);
       const seenAt = Date.now();
-      const missing = [...this.#expected].filter(([, entry]) => entry.found === undefined).map(([hash]) => hash);
+      const missing = [...this.#expected].filter(([, entry]) => entry.found === undefined).map(([key]) => key);
+      const look = this.#looks + 1;
       if (missing.length > 0) {
-        const { found, failed } = await this.#receipts(head, missing);
-        for (const hash of missing) {
-          const entry = this.#expected.get(hash);
+        const from = replaced ?? this.#head + 1;
+        const { found, failed } = await this.#receipts(from, { head, hash, parentHash }, missing, deep);
+        for (const key of missing) {
+          const entry = this.#expected.get(key);
           if (entry === undefined) continue;
-          entry.recheck = failed.has(hash);
-          const receipt = found.get(hash);
-          if (receipt !== undefined) entry.found = { receipt, at: head };
+          entry.recheck = failed.has(key);
+          const receipt = found.get(key);
+          if (receipt !== undefined && entry.found === undefined) entry.found = { receipt, at: look };
         }
       }
-      if (this.#sampleFrom !== undefined && this.#head >= 0) {
+      if (this.#sampleFrom !== undefined && this.#head >= 0 && head > this.#sampleFrom.head) {
         this.#gaps.push((seenAt - this.#sampleFrom.at) / (head - this.#sampleFrom.head));
         if (this.#gaps.length > BLOCK_TIME_SAMPLES) this.#gaps.shift();
       }
-      this.#sampleFrom = { head, at: seenAt };
+      if (this.#sampleFrom === undefined || head > this.#sampleFrom.head) this.#sampleFrom = { head, at: seenAt };
+      if (head > this.#head) this.#headSeenAt = seenAt;
       this.#head = head;
-      this.#headSeenAt = seenAt;
+      this.#looks = look;
       for (const done of this.#waiters.splice(0)) done();
     } catch {
       // The node did not answer: the next look tries again; waiters keep waiting (up to their limit).
@@ -239,6 +289,33 @@ export class BlockWatcher {
       if (this.#expected.size > 0 || this.#waiters.length > 0) this.#schedule(Math.max(0, this.#nextDelay()));
       else this.#sampleFrom = undefined; // idle: the next gap measured would span the idle spell
     }
+  }
+
+  /**
+   * Blocks from `from` up were replaced: forgotten, and a receipt found in one of them dropped
+   * (its transaction is looked for again). `deep`: blocks below may have been too; their hashes
+   * are forgotten as well (a receipt fetched again from one of them is not refused for a hash
+   * that may be stale), and receipts kept from them are fetched again before they are answered
+   * (as any kept from an older look is).
+   */
+  #replace(from: number, deep: boolean): void {
+    const gone = new Set<string>();
+    for (const [number, hash] of this.#ring)
+      if (number >= from || deep) {
+        if (number >= from) gone.add(hash);
+        this.#ring.delete(number);
+      }
+    for (const entry of this.#expected.values()) {
+      const receipt = entry.found?.receipt;
+      if (receipt === undefined) continue;
+      if (gone.has(receipt.blockHash.toLowerCase()) || Number(receipt.blockNumber) >= from) entry.found = undefined;
+    }
+  }
+
+  /** Whether `receipt`'s block is the one read at its number, or one whose number was not read. */
+  #onChain(receipt: RpcReceipt): boolean {
+    const known = this.#ring.get(Number(receipt.blockNumber));
+    return known === undefined || known === receipt.blockHash.toLowerCase();
   }
 
   /** Whether to read the new blocks with eth_getBlockReceipts (a node found without it is asked again now and then). */
@@ -251,23 +328,25 @@ export class BlockWatcher {
   }
 
   /**
-   * The receipts of `missing` (lower-case hashes) in the blocks after the last look up to `head`,
-   * and the hashes nothing could be said about (their lookup failed).
+   * The receipts of `missing` (lower-case hashes) in the blocks from `from` up to the head, and
+   * the hashes nothing could be said about (their lookup failed). `deep`: blocks below `from` may
+   * have been replaced too (missing ones are also asked for by transaction).
    */
   async #receipts(
-    head: number,
+    from: number,
+    latest: { head: number; hash: string; parentHash: string },
     missing: readonly string[],
+    deep: boolean,
   ): Promise<{ found: Map<string, RpcReceipt>; failed: Set<string> }> {
-    const from = this.#head + 1;
+    const { head } = latest;
     if (this.#head < 0 || head - from + 1 > MAX_BLOCKS_PER_LOOK || !this.#blockReceiptsUsable(head))
       return this.#byTransaction(missing);
-    const blocks = Array.from({ length: head - from + 1 }, (_, i) => from + i);
+    // By hash: the head's, and its parent's (the only blocks read at a look).
+    const blocks = head === from ? [latest.hash] : [latest.parentHash, latest.hash];
     let answers: Array<RpcReceipt[] | null>;
     try {
       answers = await Promise.all(
-        blocks.map(
-          (number) => this.#provider.send("eth_getBlockReceipts", [toQuantity(number)]) as Promise<RpcReceipt[] | null>,
-        ),
+        blocks.map((hash) => this.#provider.send("eth_getBlockReceipts", [hash]) as Promise<RpcReceipt[] | null>),
       );
       this.#blockReceipts = true;
     } catch (error) {
@@ -279,8 +358,14 @@ export class BlockWatcher {
       // node behind a balancer): read by transaction this time, which covers every block.
       return this.#byTransaction(missing);
     }
-    // A block the node cannot serve yet: read by transaction.
-    if (answers.some((receipts) => !Array.isArray(receipts))) return this.#byTransaction(missing);
+    // A block the node cannot serve (yet), or receipts of another block than the one asked for: read by transaction.
+    if (
+      answers.some(
+        (receipts, i) =>
+          !Array.isArray(receipts) || receipts.some((receipt) => receipt.blockHash.toLowerCase() !== blocks[i]),
+      )
+    )
+      return this.#byTransaction(missing);
     const wanted = new Set(missing);
     const found = new Map<string, RpcReceipt>();
     for (const receipts of answers as RpcReceipt[][]) {
@@ -289,8 +374,9 @@ export class BlockWatcher {
         if (wanted.has(hash)) found.set(hash, receipt);
       }
     }
-    // Those whose lookup failed at an earlier look may be in a block read then: asked for by transaction.
-    const again = missing.filter((hash) => !found.has(hash) && this.#expected.get(hash)?.recheck === true);
+    // Those whose lookup failed at an earlier look may be in a block read then, and after a reorg
+    // of unknown depth any may be in a replaced block below: asked for by transaction.
+    const again = missing.filter((hash) => !found.has(hash) && (deep || this.#expected.get(hash)?.recheck === true));
     if (again.length === 0) return { found, failed: new Set() };
     const byTransaction = await this.#byTransaction(again);
     for (const [hash, receipt] of byTransaction.found) found.set(hash, receipt);
@@ -300,7 +386,10 @@ export class BlockWatcher {
   /**
    * One batch of eth_getTransactionReceipt (the provider batches concurrent calls). One that
    * fails (a 429 for one element of the batch, "transaction indexing is in progress") fails
-   * that hash alone.
+   * that hash alone. One in another block than the one read at its number (#onChain: the node
+   * moved to another chain since) is not answered: it fails too, and is asked for again; the
+   * hash read at its number is forgotten unless it is the latest head's or its parent's (those
+   * the next head poll checks), so that it is not refused for a stale hash forever.
    */
   async #byTransaction(hashes: readonly string[]): Promise<{ found: Map<string, RpcReceipt>; failed: Set<string> }> {
     const answers = await Promise.allSettled(
@@ -311,7 +400,12 @@ export class BlockWatcher {
     answers.forEach((answer, i) => {
       const hash = hashes[i]!.toLowerCase();
       if (answer.status === "rejected") failed.add(hash);
-      else if (answer.value !== null) found.set(hash, answer.value);
+      else if (answer.value !== null && this.#onChain(answer.value)) found.set(hash, answer.value);
+      else if (answer.value !== null) {
+        failed.add(hash);
+        const number = Number(answer.value.blockNumber);
+        if (number < Math.max(...this.#ring.keys()) - 1) this.#ring.delete(number);
+      }
     });
     return { found, failed };
   }

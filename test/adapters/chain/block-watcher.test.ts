@@ -13,17 +13,45 @@ import type { RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hex = (n: number) => `0x${n.toString(16)}`;
 const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
-const receiptOf = (tx: string, block: number): RpcReceipt =>
-  ({ transactionHash: tx, blockNumber: hex(block), blockHash: hash(0xb000 + block), status: "0x1", logs: [] }) as never;
+/** Block `number`'s hash on fork `fork` (0: the chain the fake starts with). */
+const blockHash = (number: number, fork = 0) => hash(0xb000 + number + fork * 0x10000);
+const receiptOf = (tx: string, block: number, fork = 0): RpcReceipt =>
+  ({
+    transactionHash: tx,
+    blockNumber: hex(block),
+    blockHash: blockHash(block, fork),
+    status: "0x1",
+    logs: [],
+  }) as never;
 
-/** A scripted chain: its head, its blocks' receipts, and every call made to it. */
+interface Block {
+  number: number;
+  hash: string;
+  parentHash: string;
+  receipts: RpcReceipt[];
+}
+
+/**
+ * A scripted chain: its head, its blocks (by hash, replaced ones too, as a node keeps side
+ * blocks), the canonical hash at each number, and every call made to it.
+ */
 class FakeChain {
   head = 10;
   readonly calls: string[] = [];
-  readonly blocks = new Map<number, RpcReceipt[]>();
+  /** The canonical block's hash by number, as the node's number index has it. */
+  readonly canonical = new Map<number, string>();
+  readonly byHash = new Map<string, Block>();
+  /** The fork new blocks are made on. */
+  fork = 0;
+  /** A node that takes a block hash given to eth_getBlockReceipts for "latest". */
+  hashAsLatest = false;
   /** Before each call (to slow one, move the head meanwhile, or fail it). */
   hook: ((method: string, params: unknown[]) => Promise<void> | void) | undefined;
   #timer: NodeJS.Timeout | undefined;
+
+  constructor() {
+    for (let number = 0; number <= this.head; number++) this.put(number);
+  }
 
   readonly provider = {
     send: async (method: string, params: unknown[]) => {
@@ -32,13 +60,23 @@ class FakeChain {
       switch (method) {
         case "eth_blockNumber":
           return hex(this.head);
+        case "eth_getBlockByNumber": {
+          if (params[0] !== "latest") throw new Error(`not scripted: ${method} ${String(params[0])}`);
+          const block = this.byHash.get(this.canonical.get(this.head)!)!;
+          return { number: hex(block.number), hash: block.hash, parentHash: block.parentHash, timestamp: "0x1" };
+        }
         case "eth_getBlockReceipts": {
-          const number = Number(params[0]);
-          return number <= this.head ? (this.blocks.get(number) ?? []) : null;
+          const param = String(params[0]);
+          if (param.length === 66 && this.hashAsLatest)
+            return this.byHash.get(this.canonical.get(this.head)!)!.receipts;
+          if (param.length === 66) return this.byHash.get(param)?.receipts ?? null;
+          const number = Number(param);
+          return number <= this.head ? (this.byHash.get(this.canonical.get(number)!)?.receipts ?? []) : null;
         }
         case "eth_getTransactionReceipt": {
-          for (const [number, receipts] of this.blocks)
-            if (number <= this.head) for (const r of receipts) if (r.transactionHash === params[0]) return r;
+          for (let number = 0; number <= this.head; number++)
+            for (const r of this.byHash.get(this.canonical.get(number)!)?.receipts ?? [])
+              if (r.transactionHash === params[0]) return r;
           return null;
         }
         default:
@@ -47,13 +85,38 @@ class FakeChain {
     },
   } as unknown as JsonRpcApiProvider;
 
+  /** Makes block `number` on the current fork (canonical from now on), on the canonical one below it. */
+  put(number: number, receipts: RpcReceipt[] = []): Block {
+    const block: Block = {
+      number,
+      hash: blockHash(number, this.fork),
+      parentHash: this.canonical.get(number - 1) ?? hash(0),
+      receipts,
+    };
+    this.byHash.set(block.hash, block);
+    this.canonical.set(number, block.hash);
+    return block;
+  }
+
+  /** Sets the receipts of the canonical block `number`. */
+  fill(number: number, receipts: RpcReceipt[]): void {
+    this.byHash.get(this.canonical.get(number)!)!.receipts = receipts;
+  }
+
+  /** A reorg: blocks from `number` up are replaced by blocks of fork `fork` (made by put / mine); the head goes back below them. */
+  reorg(number: number, fork: number): void {
+    this.fork = fork;
+    for (let n = number; n <= this.head; n++) this.canonical.delete(n);
+    this.head = number - 1;
+  }
+
   count(method: string): number {
     return this.calls.filter((call) => call === method).length;
   }
 
   mine(receipts: RpcReceipt[] = []): void {
+    this.put(this.head + 1, receipts);
     this.head += 1;
-    this.blocks.set(this.head, receipts);
   }
 
   /** A block every `ms`. */
@@ -65,6 +128,9 @@ class FakeChain {
     clearInterval(this.#timer);
   }
 }
+
+/** The head poll (eth_getBlockByNumber "latest"). */
+const HEAD = "eth_getBlockByNumber";
 
 describe("BlockWatcher", function () {
   let chain: FakeChain;
@@ -82,7 +148,7 @@ describe("BlockWatcher", function () {
   it("counts confirmations from the look that read the receipt, not from a head seen while a stale one was fetched again", async function () {
     watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
     const [a, b] = [hash(0xa), hash(0xb)];
-    chain.blocks.set(10, [receiptOf(a, 10)]);
+    chain.fill(10, [receiptOf(a, 10)]);
     let look = await watcher.next([a], 2_000);
     expect(look.head).to.equal(10);
     // B (a replacement) in block 11; A, read at look 10, is fetched again: slowly, while block 12 comes.
@@ -147,7 +213,7 @@ describe("BlockWatcher", function () {
   it("forgets a waiter that gave up: it keeps the watcher asking no longer", async function () {
     watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
     chain.hook = (method) => {
-      if (method === "eth_blockNumber") throw new Error("the node is down");
+      if (method === HEAD) throw new Error("the node is down");
     };
     const tx = hash(3);
     const look = await watcher.next([tx], 120);
@@ -164,13 +230,13 @@ describe("BlockWatcher", function () {
     // A head that does not move: once per interval, no faster.
     watcher.expect(hash(4));
     await sleep(1_050);
-    expect(chain.count("eth_blockNumber")).to.be.within(9, 12);
+    expect(chain.count(HEAD)).to.be.within(9, 12);
     // A block every 400 ms: after a few blocks to learn that, at most two asks per block.
     chain.mineEvery(400);
     await sleep(2_000);
-    const [calls, head] = [chain.count("eth_blockNumber"), chain.head];
+    const [calls, head] = [chain.count(HEAD), chain.head];
     await sleep(4_000);
-    const perBlock = (chain.count("eth_blockNumber") - calls) / (chain.head - head);
+    const perBlock = (chain.count(HEAD) - calls) / (chain.head - head);
     expect(perBlock).to.be.at.most(2);
     expect(watcher.blockTimeMs()).to.be.within(300, 500);
   });
@@ -183,7 +249,7 @@ describe("BlockWatcher", function () {
       if (method === "eth_getTransactionReceipt" && params[0] === poisoned && indexing)
         throw new Error("transaction indexing is in progress");
     };
-    chain.blocks.set(10, [receiptOf(poisoned, 10), receiptOf(fine, 10)]);
+    chain.fill(10, [receiptOf(poisoned, 10), receiptOf(fine, 10)]);
     watcher.expect(poisoned);
     const look = await watcher.next([fine], 1_000);
     expect(look.head).to.equal(10);
@@ -193,6 +259,141 @@ describe("BlockWatcher", function () {
     chain.mine();
     const again = await watcher.next([poisoned], 1_000, look.head);
     expect(again.receipts.get(poisoned)?.blockNumber).to.equal(hex(10));
+  });
+
+  it("reads a block replaced at the same height at the next look: a transaction moved into it is found then", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
+    const tx = hash(0x1a);
+    let look = await watcher.next([tx], 1_000);
+    chain.mine(); // 11, without it
+    look = await watcher.next([tx], 1_000, look.head);
+    expect([look.head, look.receipts.size]).to.deep.equal([11, 0]);
+    // 11 replaced by 11', which holds it: the head's number stays 11.
+    chain.reorg(11, 1);
+    chain.mine([receiptOf(tx, 11, 1)]);
+    const started = Date.now();
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(11, 1));
+    expect(look.head).to.equal(11);
+    expect(Date.now() - started).to.be.below(500); // at the next look, not at a recheck
+    expect(chain.count("eth_getTransactionReceipt")).to.equal(1); // the first look's only
+  });
+
+  it("does not hand out a receipt read from a block that a reorg then replaced", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
+    const tx = hash(0x1b);
+    let look = await watcher.next([tx], 1_000);
+    chain.mine([receiptOf(tx, 11)]);
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(11));
+    // 11 replaced at the same height by 11', without it.
+    chain.reorg(11, 1);
+    chain.mine();
+    look = await watcher.next([tx], 600, look.head);
+    expect(look.head).to.equal(11);
+    expect(look.receipts.has(tx)).to.equal(false);
+    // Mined again, in 12'.
+    chain.mine([receiptOf(tx, 12, 1)]);
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(12, 1));
+  });
+
+  it("counts confirmations only over the head's own ancestors when a reorg lands while a look reads two blocks", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
+    const receipts = new Receipts({
+      provider: chain.provider,
+      confirmations: 2,
+      timeoutMs: 10_000,
+      journalAfterMs: 5_000,
+      watcher,
+    });
+    const tx = hash(0x1c);
+    const handed: string[] = [];
+    const next = watcher.next.bind(watcher);
+    watcher.next = async (...args) => {
+      const look = await next(...args);
+      for (const receipt of look.receipts.values()) handed.push(receipt.blockHash);
+      return look;
+    };
+    watcher.expect(tx);
+    const waited = receipts.wait(tx, null, async () => ({}));
+    await sleep(150); // the first look, at 10
+    // 11 (holding it) and 12, then both replaced by 11' and 12' (without it). The head poll sees
+    // 12', whose parent is 11'; the node's index by number still has the old 11 for a moment (a
+    // node mid-reorg, or another node behind the same balancer).
+    chain.mine([receiptOf(tx, 11)]);
+    chain.mine();
+    const old = chain.canonical.get(11)!;
+    chain.reorg(11, 1);
+    chain.mine();
+    chain.mine();
+    chain.canonical.set(11, old);
+    chain.hook = (method) => {
+      if (method !== HEAD) setTimeout(() => chain.canonical.set(11, blockHash(11, 1)), 20);
+    };
+    await sleep(200);
+    chain.hook = undefined;
+    chain.canonical.set(11, blockHash(11, 1));
+    // Mined again in 13', confirmed by 14'.
+    chain.mine([receiptOf(tx, 13, 1)]);
+    await sleep(100);
+    chain.mine();
+    const outcome = await waited;
+    expect(outcome.receipt.blockHash).to.equal(blockHash(13, 1));
+    expect(outcome.confirmations).to.equal(2);
+    expect(handed).to.not.include(blockHash(11));
+  });
+
+  it("asks once for the head and once per block read at each look, a replaced block included", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 30 });
+    const tx = hash(0x1d);
+    let look = await watcher.next([tx], 1_000);
+    const looks: string[][] = [];
+    chain.hook = (method) => {
+      if (method === HEAD) looks.push([]);
+      looks.at(-1)!.push(method);
+    };
+    const step = async (change: () => void) => {
+      change();
+      look = await watcher.next([tx], 1_000, look.head);
+    };
+    await step(() => chain.mine()); // one new block
+    await step(() => {
+      chain.mine();
+      chain.mine();
+    }); // two
+    await step(() => {
+      chain.reorg(chain.head, 1);
+      chain.mine();
+    }); // the head replaced at the same height
+    // The head replaced, and one more on it: blocks below the replaced one may have been replaced
+    // too (the look cannot tell), so the missing transaction is also asked for by transaction.
+    await step(() => {
+      chain.reorg(chain.head, 2);
+      chain.mine();
+      chain.mine();
+    });
+    const reading = looks.filter((calls) => calls.length > 1);
+    expect(reading).to.deep.equal([
+      [HEAD, "eth_getBlockReceipts"],
+      [HEAD, "eth_getBlockReceipts", "eth_getBlockReceipts"],
+      [HEAD, "eth_getBlockReceipts"],
+      [HEAD, "eth_getBlockReceipts", "eth_getBlockReceipts", "eth_getTransactionReceipt"],
+    ]);
+    expect(chain.count("eth_blockNumber")).to.equal(0);
+  });
+
+  it("reads by transaction when the receipts answered for a block hash are another block's", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50 });
+    const [tx, other] = [hash(0x1e), hash(0x1f)];
+    let look = await watcher.next([tx], 1_000);
+    chain.hashAsLatest = true;
+    chain.mine([receiptOf(tx, 11)]);
+    chain.mine([receiptOf(other, 12)]);
+    const before = chain.count("eth_getTransactionReceipt");
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(11));
+    expect(chain.count("eth_getTransactionReceipt") - before).to.equal(1);
   });
 
   for (const [message, code] of [
