@@ -20,6 +20,7 @@ import { deployOnAnvil, startAnvil, type Anvil } from "../../helpers/anvil.js";
 import { freePort } from "../../helpers/service-defaults.js";
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { LogSink, getJson, postJson, type JsonBody } from "../transport/helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const KEY = "anvil-webhooks-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -27,16 +28,6 @@ const EXCHANGE = hardhatAccount(1);
 const GWEI = 10n ** 9n;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 interface Setup {
   anvil: Anvil;

@@ -21,6 +21,7 @@ import { startPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { freePort } from "../../helpers/service-defaults.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { postJson } from "../transport/helpers.js";
+import { waitFor } from "../../helpers/wait.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const KEY = "instances-webhooks-key-0123456789ab";
@@ -29,16 +30,6 @@ const EXCHANGE = hardhatAccount(1);
 const TRADES_PER_INSTANCE = 6;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 interface Instance {
   child: ChildProcess;

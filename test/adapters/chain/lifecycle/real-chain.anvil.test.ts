@@ -20,6 +20,7 @@ import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
 import { freePort } from "../../../helpers/service-defaults.js";
 import { LogSink, getJson, postJson } from "../../transport/helpers.js";
+import { waitFor } from "../../../helpers/wait.js";
 
 const KEY = "anvil-test-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -28,16 +29,6 @@ const GWEI = 10n ** 9n;
 const swapInterface = new Interface(SWAP_ABI);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 interface RealChain {
   anvil: Anvil;

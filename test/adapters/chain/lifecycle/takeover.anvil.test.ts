@@ -18,6 +18,7 @@ import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js
 import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
 import { freePort } from "../../../helpers/service-defaults.js";
 import { postJson } from "../../transport/helpers.js";
+import { waitFor } from "../../../helpers/wait.js";
 
 const ROOT = fileURLToPath(new URL("../../../..", import.meta.url));
 const KEY = "takeover-key-0123456789abcdef";
@@ -25,16 +26,6 @@ const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const EXCHANGE = hardhatAccount(1);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 interface Instance {
   child: ChildProcess;
