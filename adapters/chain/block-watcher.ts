@@ -33,6 +33,7 @@
  */
 import type { JsonRpcApiProvider } from "ethers";
 
+import type { HeadBlock, HeadSource } from "./fees.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
 export interface BlockWatcherOptions {
@@ -44,9 +45,7 @@ export interface BlockWatcherOptions {
 }
 
 /** The head block as eth_getBlockByNumber("latest", false) gives it (the fields used). */
-interface RpcBlock {
-  number: string;
-  hash: string;
+interface RpcBlock extends HeadBlock {
   parentHash: string;
 }
 
@@ -80,7 +79,7 @@ const REPROBE_BLOCKS = 100;
 /** …or this long (a failover may have put another node behind the endpoint), in ms. */
 const REPROBE_MS = 600_000;
 
-export class BlockWatcher {
+export class BlockWatcher implements HeadSource {
   readonly #provider: JsonRpcApiProvider;
   readonly #intervalMs: number;
   readonly #keepMs: number;
@@ -94,6 +93,14 @@ export class BlockWatcher {
   #looks = 0;
   /** The hashes (lower case) of the blocks read, and of the head's parent, by number; the chain as last seen. */
   readonly #ring = new Map<number, string>();
+  /** The latest head block read, and when (ms): the fee oracle's head while it is young (fees.ts). */
+  #lastHead: { block: HeadBlock; at: number } | undefined;
+  /**
+   * The lowest number from which the ring's hashes up to the head are one chain as of the
+   * latest look: each head's parent hash matched the hash read at the number below. A head whose
+   * parent was not read (a jump, the first look, a reorg) starts it again at that parent.
+   */
+  #linkedFrom = Number.POSITIVE_INFINITY;
   /** When the current head was first seen (ms). */
   #headSeenAt = 0;
   /** When the head was last asked for (ms). */
@@ -201,6 +208,24 @@ export class BlockWatcher {
     for (const done of this.#waiters.splice(0)) done();
   }
 
+  /** The latest head block read, and when (ms). */
+  lastHead(): { block: HeadBlock; at: number } | undefined {
+    return this.#lastHead;
+  }
+
+  /**
+   * Whether the block `hash` at `number` is in the canonical chain as of a look made within the
+   * last block time (plus an interval): true only when the watcher read that very block, and every
+   * head since was linked to it by parent hash. Undefined (unknown: ask the node) otherwise, and
+   * while the watcher is idle (nothing expected, no head read lately).
+   */
+  canonical(number: number, hash: string): true | undefined {
+    const read = this.#lastHead;
+    if (read === undefined || Date.now() - read.at > this.blockTimeMs() + this.#intervalMs) return undefined;
+    if (number < this.#linkedFrom || number > this.#head) return undefined;
+    return this.#ring.get(number) === hash.toLowerCase() ? true : undefined;
+  }
+
   /** The block time seen lately, in ms (the interval while unknown). */
   blockTimeMs(): number {
     if (this.#gaps.length === 0) return this.#intervalMs;
@@ -243,6 +268,8 @@ export class BlockWatcher {
       const latest = (await this.#provider.send("eth_getBlockByNumber", ["latest", false])) as RpcBlock | null;
       if (latest === null || typeof latest !== "object") return; // asked again at the next due time
       const head = Number(latest.number);
+      // The latest block as of now (a lagging node's lower head is not).
+      if (head >= this.#head) this.#lastHead = { block: latest, at: Date.now() };
       const [hash, parentHash] = [latest.hash.toLowerCase(), latest.parentHash.toLowerCase()];
       const known = this.#ring.get(head);
       // Not yet, or a lagging node's older head on the same chain: asked again at the next due time.
@@ -255,10 +282,13 @@ export class BlockWatcher {
       /** Blocks below the head's parent may have been replaced too (the reorg's depth is not known). */
       const deep = replaced !== undefined && (parent === undefined || parent !== parentHash);
       if (replaced !== undefined) this.#replace(replaced, deep);
+      // Linked on from below only when the head's parent is the block read at its number.
+      if (parent !== parentHash) this.#linkedFrom = head - 1;
       this.#ring.set(head - 1, parentHash);
       this.#ring.set(head, hash);
       for (const number of this.#ring.keys())
         if (number < head - RING_BLOCKS || number > head) this.#ring.delete(number);
+      this.#linkedFrom = Math.max(this.#linkedFrom, head - RING_BLOCKS);
       const seenAt = Date.now();
       const missing = [...this.#expected].filter(([, entry]) => entry.found === undefined).map(([key]) => key);
       const look = this.#looks + 1;

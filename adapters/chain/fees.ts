@@ -4,7 +4,8 @@
  *
  * - New trade: maxFeePerGas = 2 × the next block's base fee + the priority fee, which survives
  *   about six full blocks of base-fee rises (12.5 % each) before the transaction is priced out.
- *   The priority fee is the node's `eth_maxPriorityFeePerGas`, else the median tip of recent blocks.
+ *   The next base fee is computed from the latest header (nextBaseFee); the priority fee is the
+ *   node's `eth_maxPriorityFeePerGas`, else the median tip of recent blocks (FeeOracle).
  * - Replacement (same nonce, not mined in time): each field is the higher of the market's and the
  *   last attempt's + 10 % + 1 wei. Nodes (geth's txpool rule) refuse a replacement that does not
  *   raise both fields by at least 10 %; taking the market's when it is higher lets a trade caught
@@ -96,60 +97,123 @@ export function gwei(wei: bigint): string {
   return fraction === "" ? whole.toString() : `${whole}.${fraction}`;
 }
 
+/** A block header as eth_getBlockByNumber gives it (the fields the fee market is read from). */
+export interface HeadBlock {
+  number: string;
+  hash: string;
+  timestamp: string;
+  baseFeePerGas?: string;
+  gasUsed: string;
+  gasLimit: string;
+}
+
+/** Where the latest head block comes from when someone read it lately (the block watcher does, about once per block). */
+export interface HeadSource {
+  /** The latest head block read, and when (ms), if any. */
+  lastHead(): { block: HeadBlock; at: number } | undefined;
+}
+
 export interface FeeOracleOptions {
-  /** How long a market reading is reused, in ms (every send of a burst pays the same). Default 1000. */
+  /** How long a head block read is reused, in ms (every send of a burst pays the same). Default 1000. */
   cacheMs?: number;
+  /** How long the priority fee is reused, in ms. Default 30,000. */
+  tipCacheMs?: number;
+  /** Heads someone else reads anyway (the block watcher's): used while younger than `cacheMs`. */
+  heads?: HeadSource;
 }
 
 /**
- * Reads the fee market and the latest block from the node: one batched request, shared by
- * every caller within `cacheMs` (every send of a burst pays the same).
+ * The next block's base fee, from its parent's header, by EIP-1559's rule (elasticity 2, change
+ * at most 1/8 per block): exact on Ethereum and on the chains that keep its parameters (anvil,
+ * EDR, geth); an estimate elsewhere, which the 2× in `marketFees` absorbs.
+ */
+export function nextBaseFee(head: { baseFee: bigint; gasUsed: bigint; gasLimit: bigint }): bigint {
+  const { baseFee, gasUsed } = head;
+  const target = head.gasLimit / 2n;
+  if (target === 0n || gasUsed === target) return baseFee;
+  if (gasUsed > target) {
+    const rise = (baseFee * (gasUsed - target)) / target / 8n;
+    return baseFee + (rise > 1n ? rise : 1n);
+  }
+  return baseFee - (baseFee * (target - gasUsed)) / target / 8n;
+}
+
+/**
+ * Reads the fee market and the latest block. The base fee comes from the latest block's header
+ * (nextBaseFee): the head the block watcher read within `cacheMs`, else one eth_getBlockByNumber,
+ * shared by every caller within `cacheMs`. The priority fee (eth_maxPriorityFeePerGas, else the
+ * median tip of recent blocks from eth_feeHistory) moves slowly and is reused for `tipCacheMs`:
+ * a trade caught by a rise is re-priced by the lifecycle monitor (replacementFees takes the
+ * market's when it is higher). So sequential trades pay no call of their own for fees while the
+ * watcher is looking, and a burst pays at most one head read.
  */
 export class FeeOracle {
   readonly #provider: JsonRpcApiProvider;
   readonly #cacheMs: number;
-  #cache: { at: number; state: Promise<ChainState> } | undefined;
+  readonly #tipCacheMs: number;
+  readonly #heads: HeadSource | undefined;
+  #head: { at: number; block: Promise<HeadBlock> } | undefined;
+  #tip: { at: number; value: Promise<bigint> } | undefined;
 
   constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
     this.#provider = provider;
     this.#cacheMs = options.cacheMs ?? 1000;
+    this.#tipCacheMs = options.tipCacheMs ?? 30_000;
+    this.#heads = options.heads;
   }
 
-  /** The chain's state, read at most `cacheMs` ago (or now, when `fresh`). */
-  read(fresh = false): Promise<ChainState> {
-    const now = Date.now();
-    if (fresh || !this.#cache || now - this.#cache.at > this.#cacheMs) {
-      const state = this.#read();
-      state.catch(() => {
-        if (this.#cache?.state === state) this.#cache = undefined; // a failed read is not reused
-      });
-      this.#cache = { at: now, state };
-    }
-    return this.#cache.state;
-  }
-
-  async #read(): Promise<ChainState> {
-    const provider = this.#provider;
-    const [history, tip, block] = await Promise.all([
-      provider.send("eth_feeHistory", ["0x5", "latest", [50]]) as Promise<{
-        baseFeePerGas?: string[];
-        reward?: string[][];
-      }>,
-      (provider.send("eth_maxPriorityFeePerGas", []) as Promise<string>).then(BigInt, () => undefined),
-      provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<{
-        number: string;
-        hash: string;
-        timestamp: string;
-      } | null>,
-    ]);
-    // baseFeePerGas holds one entry per block asked for, plus the next block's, last.
-    const next = history.baseFeePerGas?.at(-1);
-    if (next === undefined || block === null) throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
+  /** The chain's state, from a head read at most `cacheMs` ago (or now, when `fresh`). */
+  async read(fresh = false): Promise<ChainState> {
+    const [block, priorityFee] = await Promise.all([this.#latest(fresh), this.#priorityFee()]);
+    if (block === null || block.baseFeePerGas === undefined)
+      throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
     return {
-      baseFee: BigInt(next),
-      priorityFee: tip ?? medianTip(history.reward),
+      baseFee: nextBaseFee({
+        baseFee: BigInt(block.baseFeePerGas),
+        gasUsed: BigInt(block.gasUsed),
+        gasLimit: BigInt(block.gasLimit),
+      }),
+      priorityFee,
       head: { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) },
     };
+  }
+
+  #latest(fresh: boolean): Promise<HeadBlock | null> {
+    const now = Date.now();
+    const watched = this.#heads?.lastHead();
+    const cached = this.#head;
+    // The newer of the watcher's head and this oracle's own read, if young enough.
+    if (
+      !fresh &&
+      watched !== undefined &&
+      now - watched.at <= this.#cacheMs &&
+      (cached === undefined || watched.at >= cached.at)
+    )
+      return Promise.resolve(watched.block);
+    if (!fresh && cached !== undefined && now - cached.at <= this.#cacheMs) return cached.block;
+    const block = this.#provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<HeadBlock>;
+    const entry = { at: now, block };
+    block.catch(() => {
+      if (this.#head === entry) this.#head = undefined; // a failed read is not reused
+    });
+    this.#head = entry;
+    return block;
+  }
+
+  #priorityFee(): Promise<bigint> {
+    const now = Date.now();
+    if (this.#tip !== undefined && now - this.#tip.at <= this.#tipCacheMs) return this.#tip.value;
+    const value = (this.#provider.send("eth_maxPriorityFeePerGas", []) as Promise<string>).then(BigInt, async () =>
+      medianTip(
+        ((await this.#provider.send("eth_feeHistory", ["0x5", "latest", [50]])) as { reward?: string[][] }).reward,
+      ),
+    );
+    const entry = { at: now, value };
+    value.catch(() => {
+      if (this.#tip === entry) this.#tip = undefined;
+    });
+    this.#tip = entry;
+    return value;
   }
 }
 

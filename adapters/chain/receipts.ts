@@ -59,6 +59,14 @@ export class Receipts {
   }
 
   /**
+   * True when the watcher read the block `hash` at `number` and finds it in the canonical chain as
+   * of its latest look (block-watcher.ts `canonical`); undefined when it cannot tell (ask the node).
+   */
+  canonical(number: number, hash: string): true | undefined {
+    return this.#opts.watcher?.canonical(number, hash);
+  }
+
+  /**
    * The first of `hashes` that is mined in the canonical chain now, with its confirmations, or
    * undefined. A receipt is fetched again once it has enough confirmations, so what is answered
    * is in the canonical chain at that moment.

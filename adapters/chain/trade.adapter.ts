@@ -151,8 +151,9 @@ export class ChainTradeAdapter implements TradePort {
     const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.settings };
     this.#settings = settings;
     const { provider, journal } = options;
-    this.#fees = new FeeOracle(provider);
     this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs });
+    // Fees from the head the watcher reads anyway, while it is young (fees.ts).
+    this.#fees = new FeeOracle(provider, { heads: this.#watcher });
     this.#receipts = new Receipts({
       watcher: this.#watcher,
       provider,

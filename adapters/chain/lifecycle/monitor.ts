@@ -181,6 +181,12 @@ export class WalletMonitor {
       await this.#watchMined(mined, await this.#opts.receipts.head());
       return;
     }
+    if (!pending.some((slot) => this.#due(slot))) {
+      // Every pending nonce is too young to act on (#advance and #fillGaps leave it alone): the
+      // nonce count is not needed, and the fees' head is the block watcher's when it is looking.
+      await this.#watchMined(mined, (await this.#opts.fees.read()).head.number);
+      return;
+    }
     const [state, latestNonce] = await Promise.all([
       this.#opts.fees.read(),
       provider.getTransactionCount(this.#wallet, "latest"),
@@ -188,6 +194,20 @@ export class WalletMonitor {
     await this.#watchMined(mined, state.head.number);
     for (const slot of pending) await this.#advance(slot, state, latestNonce);
     await this.#fillGaps(slots, latestNonce, state);
+  }
+
+  /**
+   * Whether a look may act on a pending nonce: #advance does once its send was answered and its
+   * latest broadcast is `minAgeMs` old; #fillGaps does below a nonce created `minAgeMs` ago.
+   */
+  #due(slot: NonceSlot): boolean {
+    const { minAgeMs } = this.#opts.settings;
+    const now = Date.now();
+    if (now - slot.createdAt.getTime() >= minAgeMs) return true;
+    const answered = this.#opts.sends?.sentAt(slot.nonce);
+    if (answered === null) return false;
+    const last = slot.broadcasts.at(-1)!;
+    return now - Math.max(last.sentAt.getTime(), this.#resent.get(slot.nonce) ?? 0, answered ?? 0) >= minAgeMs;
   }
 
   /** Mined nonces: final once deep enough; a reorg sends them back to pending, or to their new block. */
@@ -199,8 +219,12 @@ export class WalletMonitor {
     if (watched.length === 0) return;
     // A reorg that removed any watched block removed the highest one too: one receipt tells.
     const top = watched.reduce((a, b) => (b.mined!.blockNumber > a.mined!.blockNumber ? b : a));
-    const topReceipt = await receipts.receipt(top.mined!.hash);
-    if (topReceipt === null || topReceipt.blockHash !== top.mined!.blockHash) {
+    // The block watcher, when it is looking, has the chain as of its latest look: no call needed
+    // while it read the top block and every head since links to it.
+    const onChain =
+      receipts.canonical(top.mined!.blockNumber, top.mined!.blockHash) ??
+      (await receipts.receipt(top.mined!.hash).then((r) => r !== null && r.blockHash === top.mined!.blockHash));
+    if (!onChain) {
       for (const slot of watched) await this.#recheck(slot);
       return;
     }

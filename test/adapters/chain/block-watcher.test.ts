@@ -461,3 +461,65 @@ describe("BlockWatcher", function () {
     expect(chain.count("eth_getBlockReceipts")).to.equal(3); // asked again after 100 blocks
   });
 });
+
+describe("BlockWatcher.canonical: what the lifecycle monitor need not ask the node", function () {
+  let chain: FakeChain;
+  let watcher: BlockWatcher;
+
+  beforeEach(function () {
+    chain = new FakeChain();
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 20 });
+  });
+
+  afterEach(function () {
+    chain.stop();
+    watcher.stop();
+  });
+
+  it("vouches for a block it read while every head since links to it by parent hash", async function () {
+    const tx = hash(0x51);
+    let look = await watcher.next([tx], 1_000);
+    for (let i = 0; i < 3; i++) {
+      chain.mine();
+      look = await watcher.next([tx], 1_000, look.head);
+    }
+    expect(look.head).to.equal(13);
+    expect(watcher.canonical(11, blockHash(11))).to.equal(true);
+    expect(watcher.canonical(13, blockHash(13))).to.equal(true);
+    // Another hash at a number it read, a number above its head, or one below what it linked: it cannot tell.
+    expect(watcher.canonical(11, blockHash(11, 1))).to.equal(undefined);
+    expect(watcher.canonical(14, blockHash(14))).to.equal(undefined);
+    expect(watcher.canonical(5, blockHash(5))).to.equal(undefined);
+  });
+
+  it("does not vouch across a jump it did not link, nor for a block a reorg replaced", async function () {
+    const tx = hash(0x52);
+    let look = await watcher.next([tx], 1_000);
+    chain.mine();
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(watcher.canonical(11, blockHash(11))).to.equal(true);
+    // Three blocks at once: 12 is never read, so 11 is no longer vouched for (only 13 and 14 are).
+    chain.mine();
+    chain.mine();
+    chain.mine();
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.head).to.equal(14);
+    expect(watcher.canonical(11, blockHash(11))).to.equal(undefined);
+    expect(watcher.canonical(13, blockHash(13))).to.equal(true);
+    // 14 is replaced by another block at the same height.
+    chain.reorg(14, 1);
+    chain.mine();
+    look = await watcher.next([tx], 1_000, look.head - 1);
+    expect(watcher.canonical(14, blockHash(14))).to.equal(undefined);
+    expect(watcher.canonical(14, blockHash(14, 1))).to.equal(true);
+  });
+
+  it("does not vouch for anything once it has stopped looking for a while", async function () {
+    const tx = hash(0x53);
+    const look = await watcher.next([tx], 1_000);
+    expect(watcher.canonical(look.head, blockHash(look.head))).to.equal(true);
+    watcher.release([tx]);
+    await sleep(100); // more than a block time (the interval, while none was seen) and an interval
+    expect(watcher.canonical(look.head, blockHash(look.head))).to.equal(undefined);
+  });
+});

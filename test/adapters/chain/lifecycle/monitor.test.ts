@@ -105,6 +105,23 @@ describe("WalletMonitor", function () {
     expect(chain.calls("eth_sendRawTransaction").map((call) => call.params[0])).to.deep.equal([rawTx]);
   });
 
+  it("asks nothing of the chain for a look whose pending nonces are all too young to act on", async function () {
+    const chain = await node();
+    chain.pendingNonce = 7;
+    await journalled(7, 0);
+    let sentAt: number | null | undefined = Date.now();
+    const monitor = monitorOn([chain.url], { sentAt: () => sentAt });
+    await monitor.look();
+    // Neither the nonce count nor a look at the transaction: nothing could be done with them yet.
+    expect(chain.calls("eth_getTransactionCount")).to.have.length(0);
+    expect(chain.calls("eth_getTransactionByHash")).to.have.length(0);
+    // Once it is old enough, the look asks as before.
+    sentAt = Date.now() - 1000;
+    await sleep(SETTINGS.minAgeMs);
+    await monitor.look();
+    expect(chain.calls("eth_getTransactionCount")).to.have.length(1);
+  });
+
   it("counts a nonce lost only after looks apart in time, and never while any endpoint has its transaction", async function () {
     // The first endpoint says the nonce is used and knows nothing of ours; the second has it mined.
     const lagging = await node();

@@ -1,0 +1,133 @@
+/**
+ * FeeOracle (adapters/chain/fees.ts): the next base fee from the latest header, as the node
+ * itself computes it (eth_feeHistory's last entry), on Hardhat's EDR and on anvil, for blocks
+ * over, at and under their gas target; and the calls it makes: none of its own for the head
+ * while the block watcher's head is young, and the priority fee once per `tipCacheMs`.
+ */
+import { expect } from "chai";
+import type { JsonRpcApiProvider } from "ethers";
+import { network } from "hardhat";
+
+import { FeeOracle, type HeadBlock, nextBaseFee } from "../../../adapters/chain/fees.js";
+import { startAnvil } from "../../helpers/anvil.js";
+
+const GWEI = 10n ** 9n;
+
+describe("nextBaseFee", function () {
+  it("follows EIP-1559: +1/8 for a full block, unchanged at the target, -1/8 for an empty one, +1 wei at least above it", function () {
+    const base = 8n * GWEI;
+    expect(nextBaseFee({ baseFee: base, gasUsed: 30_000_000n, gasLimit: 30_000_000n })).to.equal(9n * GWEI);
+    expect(nextBaseFee({ baseFee: base, gasUsed: 15_000_000n, gasLimit: 30_000_000n })).to.equal(base);
+    expect(nextBaseFee({ baseFee: base, gasUsed: 0n, gasLimit: 30_000_000n })).to.equal(7n * GWEI);
+    expect(nextBaseFee({ baseFee: 7n, gasUsed: 15_000_001n, gasLimit: 30_000_000n })).to.equal(8n);
+    expect(nextBaseFee({ baseFee: 7n, gasUsed: 0n, gasLimit: 0n })).to.equal(7n);
+  });
+
+  type Rpc = (method: string, params?: unknown[]) => Promise<unknown>;
+  const NODES: Array<[string, () => Promise<{ rpc: Rpc; close(): Promise<void> }>]> = [
+    [
+      "Hardhat's EDR",
+      async () => {
+        const connection = await network.create();
+        return {
+          rpc: (method, params = []) => connection.provider.request({ method, params }),
+          close: () => connection.close(),
+        };
+      },
+    ],
+    [
+      "anvil",
+      async () => {
+        const anvil = await startAnvil();
+        await anvil.rpc("evm_setAutomine", [true]); // a block per transaction, as on EDR
+        return { rpc: (method, params = []) => anvil.rpc(method, params), close: () => anvil.stop() };
+      },
+    ],
+  ];
+
+  for (const [name, start] of NODES) {
+    it(`is the next base fee ${name} itself reports, for blocks over, at and under their gas target`, async function () {
+      this.timeout(60_000);
+      const node = await start();
+      try {
+        const [from] = (await node.rpc("eth_accounts")) as string[];
+        // A 21,000-gas transfer per block: over the target of a 30,000 limit, at that of 42,000, under that of 1,000,000.
+        for (const limit of [30_000, 30_000, 42_000, 1_000_000, 30_000, 0]) {
+          if (limit === 0) await node.rpc("evm_mine");
+          else {
+            await node.rpc("evm_setBlockGasLimit", [`0x${limit.toString(16)}`]);
+            await node.rpc("eth_sendTransaction", [{ from, to: from, value: "0x0", gas: "0x5208" }]);
+          }
+          const head = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as HeadBlock;
+          const history = (await node.rpc("eth_feeHistory", ["0x1", "latest", []])) as { baseFeePerGas: string[] };
+          const expected = BigInt(history.baseFeePerGas.at(-1)!);
+          const got = nextBaseFee({
+            baseFee: BigInt(head.baseFeePerGas!),
+            gasUsed: BigInt(head.gasUsed),
+            gasLimit: BigInt(head.gasLimit),
+          });
+          expect(
+            got,
+            `block ${Number(head.number)}, gas used ${Number(head.gasUsed)} of ${Number(head.gasLimit)}`,
+          ).to.equal(expected);
+        }
+      } finally {
+        await node.close();
+      }
+    });
+  }
+});
+
+describe("FeeOracle", function () {
+  const block = (number: number): HeadBlock => ({
+    number: `0x${number.toString(16)}`,
+    hash: `0x${number.toString(16).padStart(64, "0")}`,
+    timestamp: "0x64",
+    baseFeePerGas: `0x${(8n * GWEI).toString(16)}`,
+    gasUsed: "0x0",
+    gasLimit: "0x1c9c380",
+  });
+  function fakeNode() {
+    const calls: string[] = [];
+    const provider = {
+      send: async (method: string) => {
+        calls.push(method);
+        if (method === "eth_getBlockByNumber") return block(7);
+        if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
+        throw new Error(`not scripted: ${method}`);
+      },
+    } as unknown as JsonRpcApiProvider;
+    return { calls, provider };
+  }
+
+  it("reads no head of its own while the block watcher's is young, and the priority fee once per tipCacheMs", async function () {
+    const { calls, provider } = fakeNode();
+    let watched = { block: block(9), at: Date.now() };
+    const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000, tipCacheMs: 200 });
+    for (let i = 0; i < 5; i++) {
+      const state = await oracle.read();
+      expect(state.head.number).to.equal(9);
+      expect(state.baseFee).to.equal(7n * GWEI); // the empty block 9's base fee, less 1/8
+      expect(state.priorityFee).to.equal(GWEI);
+    }
+    expect(calls).to.deep.equal(["eth_maxPriorityFeePerGas"]);
+    // The watcher's head grew old: one read of its own, shared; the tip is old too.
+    watched = { block: block(9), at: Date.now() - 5_000 };
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const states = await Promise.all([oracle.read(), oracle.read(), oracle.read()]);
+    expect(states.map((s) => s.head.number)).to.deep.equal([7, 7, 7]);
+    expect(calls).to.deep.equal(["eth_maxPriorityFeePerGas", "eth_getBlockByNumber", "eth_maxPriorityFeePerGas"]);
+    // `fresh` always reads the head.
+    await oracle.read(true);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(2);
+  });
+
+  it("refuses a chain without EIP-1559 base fees", async function () {
+    const provider = {
+      send: async (method: string) =>
+        method === "eth_getBlockByNumber" ? { ...block(1), baseFeePerGas: undefined } : "0x1",
+    } as unknown as JsonRpcApiProvider;
+    const error = await new FeeOracle(provider).read().catch((e: unknown) => e);
+    expect(String(error)).to.match(/no EIP-1559 base fee/);
+  });
+});
