@@ -1,12 +1,12 @@
 import { join } from "node:path";
 
 import type { NonceLedger, NonceStore, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
-import { openPostgresJournal } from "./postgres.journal.js";
-import { openSqliteJournal } from "./sqlite.journal.js";
+import { openPostgresJournal } from "./postgres/index.js";
+import { openSqliteJournal } from "./sqlite/index.js";
 
-export { MemoryJournal } from "./memory.journal.js";
-export { openPostgresJournal, type PostgresJournalOptions } from "./postgres.journal.js";
-export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite.journal.js";
+export { MemoryJournal } from "./memory/index.js";
+export { openPostgresJournal, type PostgresJournalOptions } from "./postgres/index.js";
+export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite/index.js";
 
 /** A journal: the trades, the exchange wallets' nonces (their assignment and their ledger), the quotes and the webhook outbox, in one storage. */
 export type Journal = TradeJournal & NonceStore & NonceLedger & QuoteStore & WebhookOutbox;

@@ -1,7 +1,7 @@
 /**
  * Which webhook event a change of a trade's row makes, if any. The memory journal asks this
  * function; the SQLite and PostgreSQL journals ask the same question in their triggers
- * (sqlite.webhooks.ts, postgres.webhooks.ts), in SQL.
+ * (sqlite/webhooks.ts, postgres/webhooks.ts), in SQL.
  */
 import type { TradeRecord, TradeStatus, WebhookEventType } from "../../core/index.js";
 

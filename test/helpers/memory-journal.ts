@@ -1,2 +1,2 @@
-/** The in-memory journal (adapters/journal/memory.journal.ts), for the core's and the chain adapter's tests. */
+/** The in-memory journal (adapters/journal/memory/), for the core's and the chain adapter's tests. */
 export { MemoryJournal } from "../../adapters/journal/index.js";

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
-import { MIGRATIONS } from "../../../adapters/journal/postgres.journal.js";
+import { MIGRATIONS } from "../../../adapters/journal/postgres/migrations.js";
 import { checkoutModules, postgresModules, startPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { describeJournalContract } from "./journal.contract.js";
 

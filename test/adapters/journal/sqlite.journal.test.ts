@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { DatabaseSync } from "node:sqlite";
 
 import { openJournal, openSqliteJournal } from "../../../adapters/journal/index.js";
-import { MIGRATIONS } from "../../../adapters/journal/sqlite.journal.js";
+import { MIGRATIONS } from "../../../adapters/journal/sqlite/migrations.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describeJournalContract("SQLite", async () => {

@@ -1,6 +1,7 @@
 /**
- * The webhook outbox of the memory journal. The journal calls `emit` in the same synchronous
- * step as the change it reports, which is what a transaction is in memory.
+ * The webhook outbox of the memory journal. Its events are kept in the journal's store
+ * (store.ts), which calls `emit` in the same synchronous step as the change it reports, which is
+ * what a transaction is in memory.
  */
 import { randomBytes } from "node:crypto";
 
@@ -15,7 +16,7 @@ import type {
   WebhookOutbox,
   WebhookOutboxStats,
   WebhookOutcome,
-} from "../../core/index.js";
+} from "../../../core/index.js";
 
 interface StoredEvent extends WebhookDelivery {
   leaseHolder: string | null;
@@ -27,16 +28,17 @@ export function webhookEventId(): string {
   return `msg_${randomBytes(16).toString("hex")}`;
 }
 
-export class MemoryOutbox implements WebhookOutbox {
-  readonly #events: StoredEvent[] = [];
-  #scopes = new Set<string>();
+/** The outbox's events, and the scopes that have them. */
+export class MemoryEvents {
+  readonly list: StoredEvent[] = [];
+  scopes = new Set<string>();
   #seq = 0;
 
   /** Writes an event for `trade` (already changed) when its scope has webhooks. */
   emit(trade: TradeRecord, type: WebhookEventType): void {
-    if (!this.#scopes.has(trade.scope)) return;
+    if (!this.scopes.has(trade.scope)) return;
     this.#seq += 1;
-    this.#events.push({
+    this.list.push({
       seq: this.#seq,
       id: webhookEventId(),
       scope: trade.scope,
@@ -53,15 +55,23 @@ export class MemoryOutbox implements WebhookOutbox {
       leaseUntil: 0,
     });
   }
+}
+
+export class MemoryOutbox implements WebhookOutbox {
+  readonly #events: MemoryEvents;
+
+  constructor(events: MemoryEvents) {
+    this.#events = events;
+  }
 
   async setWebhookScopes(scopes: readonly string[]): Promise<void> {
-    this.#scopes = new Set(scopes);
+    this.#events.scopes = new Set(scopes);
   }
 
   async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
     const now = Date.now();
     const heads = new Map<string, StoredEvent>();
-    for (const event of this.#events)
+    for (const event of this.#events.list)
       if (event.status === "pending" && !heads.has(event.tradeId)) heads.set(event.tradeId, event);
     const claimed: WebhookEvent[] = [];
     for (const event of [...heads.values()].sort((a, b) => a.seq - b.seq)) {
@@ -80,7 +90,7 @@ export class MemoryOutbox implements WebhookOutbox {
     attempt: WebhookAttempt,
     outcome: WebhookOutcome,
   ): Promise<boolean> {
-    const event = this.#events.find((e) => e.id === id);
+    const event = this.#events.list.find((e) => e.id === id);
     if (event?.leaseHolder !== holder) return false;
     event.history.push({ ...attempt });
     event.attempts += 1;
@@ -92,7 +102,7 @@ export class MemoryOutbox implements WebhookOutbox {
   }
 
   async listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
-    const matching = this.#events
+    const matching = this.#events.list
       .filter(
         (e) =>
           e.scope === query.scope &&
@@ -112,7 +122,7 @@ export class MemoryOutbox implements WebhookOutbox {
     id: string,
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
-    const event = this.#events.find((e) => e.id === id && e.scope === scope);
+    const event = this.#events.list.find((e) => e.id === id && e.scope === scope);
     if (event === undefined) return undefined;
     if (event.status !== "failed") return "not_failed";
     Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now });
@@ -120,7 +130,7 @@ export class MemoryOutbox implements WebhookOutbox {
   }
 
   async webhookStats(): Promise<WebhookOutboxStats> {
-    const pending = this.#events.filter((e) => e.status === "pending");
+    const pending = this.#events.list.filter((e) => e.status === "pending");
     return { pending: pending.length, oldestPendingAt: pending[0]?.createdAt ?? null };
   }
 }

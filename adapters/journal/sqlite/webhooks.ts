@@ -1,6 +1,6 @@
 /**
  * The webhook outbox in the SQLite journal (its tables and trigger: the migration
- * WEBHOOKS_MIGRATION below, appended to sqlite.journal.ts's MIGRATIONS). The trigger writes an
+ * WEBHOOKS_MIGRATION below, appended to MIGRATIONS in migrations.ts). The trigger writes an
  * event in the statement that changes the trade, so in its transaction: the outbox can never
  * hold an event whose change was rolled back, nor miss one that was committed.
  */
@@ -16,8 +16,8 @@ import type {
   WebhookOutbox,
   WebhookOutboxStats,
   WebhookOutcome,
-} from "../../core/index.js";
-import { snapshotToRecord, type TradeSnapshot } from "./webhook-events.js";
+} from "../../../core/index.js";
+import { snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
 
 /** The trade's broadcasts (its nonce slot's), oldest first. */
 const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
@@ -94,7 +94,7 @@ function statements(db: DatabaseSync) {
        ORDER BY e.seq LIMIT ?`,
     ),
     lease: db.prepare("UPDATE webhook_events SET lease_holder = ?, lease_until = ? WHERE seq = ?"),
-    // The file is one process's (sqlite.journal.ts): a lease found at start is a dead run's.
+    // The file is one process's (index.ts): a lease found at start is a dead run's.
     dropLeases: db.prepare(
       "UPDATE webhook_events SET lease_holder = NULL, lease_until = NULL WHERE lease_holder IS NOT NULL",
     ),

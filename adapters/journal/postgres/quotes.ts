@@ -1,7 +1,38 @@
-/** The quotes' SQL and rows in the PostgreSQL journal (its table: migration 4 of postgres.journal.ts). */
-import type { StoredQuote, TradeKind } from "../../core/index.js";
+/** The PostgreSQL journal's quotes (QuoteStore): their SQL and rows (their table: migration 4, migrations.ts). */
+import type pg from "pg";
 
-export const QUOTE_SQL = {
+import type { QuoteStore, StoredQuote, TradeKind } from "../../../core/index.js";
+
+export class PostgresQuotes implements QuoteStore {
+  readonly #pool: pg.Pool;
+
+  constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  async saveQuote(quote: StoredQuote): Promise<void> {
+    await this.#pool.query(QUOTE_SQL.insert, quoteParams(quote));
+  }
+
+  async getQuote(id: string): Promise<StoredQuote | undefined> {
+    const { rows } = await this.#pool.query(QUOTE_SQL.byId, [id]);
+    return rows[0] === undefined ? undefined : toQuote(rows[0] as Record<string, unknown>);
+  }
+
+  async consumeQuote(id: string, scope: string, tradeId: string, now: Date): Promise<boolean> {
+    return (await this.#pool.query(QUOTE_SQL.consume, [tradeId, id, scope, now])).rowCount === 1;
+  }
+
+  async releaseQuote(id: string, tradeId: string): Promise<void> {
+    await this.#pool.query(QUOTE_SQL.release, [id, tradeId]);
+  }
+
+  async sweepQuotes(before: Date): Promise<number> {
+    return (await this.#pool.query(QUOTE_SQL.sweep, [before])).rowCount ?? 0;
+  }
+}
+
+const QUOTE_SQL = {
   insert: `INSERT INTO quotes (id, scope, kind, wallet, destinatary, stable, amount, min_out, expires_at, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   byId: "SELECT * FROM quotes WHERE id = $1",
@@ -12,7 +43,7 @@ export const QUOTE_SQL = {
 } as const;
 
 /** The insert's parameters. */
-export function quoteParams(quote: StoredQuote): unknown[] {
+function quoteParams(quote: StoredQuote): unknown[] {
   return [
     quote.id,
     quote.scope,
@@ -27,7 +58,7 @@ export function quoteParams(quote: StoredQuote): unknown[] {
   ];
 }
 
-export function toQuote(row: Record<string, unknown>): StoredQuote {
+function toQuote(row: Record<string, unknown>): StoredQuote {
   return {
     id: String(row.id),
     scope: String(row.scope),

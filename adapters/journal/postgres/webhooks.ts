@@ -1,6 +1,6 @@
 /**
  * The webhook outbox in the PostgreSQL journal (its tables and trigger: WEBHOOKS_MIGRATION,
- * appended to postgres.journal.ts's MIGRATIONS). The trigger writes an event in the statement
+ * appended to MIGRATIONS in migrations.ts). The trigger writes an event in the statement
  * that changes the trade, so in its transaction. Several instances claim events with
  * `FOR UPDATE SKIP LOCKED` and hold each under a lease while they deliver it
  * (docs/decisions/0010-webhook-outbox-skip-locked.md).
@@ -17,8 +17,8 @@ import type {
   WebhookOutbox,
   WebhookOutboxStats,
   WebhookOutcome,
-} from "../../core/index.js";
-import { snapshotToRecord, type TradeSnapshot } from "./webhook-events.js";
+} from "../../../core/index.js";
+import { snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 

@@ -1,0 +1,251 @@
+/** The memory journal's trades (TradeJournal, but `close`, which is the journal's). */
+import { randomUUID } from "node:crypto";
+
+import type {
+  Broadcast,
+  NewTrade,
+  SignedTradeTx,
+  TradeJournal,
+  TradePage,
+  TradePageQuery,
+  TradePosition,
+  TradeRecord,
+  TradeSummaryQuery,
+  TradeTotals,
+  TransactionReceipt,
+} from "../../../core/index.js";
+import { gasUsdOf, tradeAmounts } from "../../../core/index.js";
+import { type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
+
+export class MemoryTrades implements Omit<TradeJournal, "close"> {
+  readonly #store: MemoryStore;
+  /** The native coin's USD price each trade was signed at (SignedTradeTx.nativeUsd), by trade id. */
+  readonly #nativeUsd = new Map<string, bigint>();
+
+  constructor(store: MemoryStore) {
+    this.#store = store;
+  }
+
+  async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+    const store = this.#store;
+    if (trade.idempotencyKey !== null) {
+      for (const stored of store.trades.values()) {
+        if (stored.scope === trade.scope && stored.idempotencyKey === trade.idempotencyKey)
+          return { created: false, record: store.record(stored) };
+      }
+    }
+    const now = new Date();
+    const stored: StoredTrade = {
+      ...trade,
+      id: randomUUID(),
+      ...UNSIGNED,
+      receipt: null,
+      error: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    store.trades.set(stored.id, stored);
+    return { created: true, record: store.record(stored) };
+  }
+
+  async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
+    const store = this.#store;
+    const stored = store.trade(id);
+    const wallet = tx.wallet.toLowerCase();
+    const key = slotKey(wallet, tx.nonce);
+    const existing = store.slots.get(key);
+    if (existing && existing.tradeId !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
+    // Signed again at another nonce: the first was refused, so its slot goes.
+    if (stored.wallet !== null && stored.nonce !== null && slotKey(stored.wallet, stored.nonce) !== key)
+      store.dropSlot(slotKey(stored.wallet, stored.nonce), id);
+    const now = new Date();
+    const first: Broadcast = {
+      hash: tx.txHash,
+      rawTx: tx.rawTx,
+      maxFeePerGas: tx.maxFeePerGas,
+      maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+      noop: false,
+      sentAt: now,
+    };
+    store.dropSlot(key, id);
+    store.slots.set(key, {
+      wallet,
+      nonce: tx.nonce,
+      purpose: "trade",
+      tradeId: id,
+      deadline: tx.deadline,
+      state: "pending",
+      broadcasts: [first],
+      mined: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    store.hashes.set(tx.txHash.toLowerCase(), key);
+    if (tx.nativeUsd === undefined) this.#nativeUsd.delete(id);
+    else this.#nativeUsd.set(id, tx.nativeUsd);
+    Object.assign(stored, {
+      status: "signed",
+      wallet: tx.wallet,
+      nonce: tx.nonce,
+      txHash: tx.txHash,
+      rawTx: tx.rawTx,
+      deadline: tx.deadline,
+      updatedAt: now,
+    });
+  }
+
+  async markSubmitted(id: string): Promise<void> {
+    const stored = this.#store.trade(id);
+    if (stored.status === "signed") this.#store.update(stored, { status: "submitted" });
+  }
+
+  async markReorged(id: string): Promise<void> {
+    const stored = this.#store.trade(id);
+    if (stored.status !== "mined" && stored.status !== "confirmed") return;
+    this.#store.update(stored, { status: "submitted", receipt: null });
+    const slot = this.#store.tradeSlot(stored);
+    if (slot) Object.assign(slot, { state: "pending", mined: null, updatedAt: new Date() });
+  }
+
+  async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    this.#mined(this.#store.trade(id), "mined", receipt);
+  }
+
+  async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
+    this.#mined(this.#store.trade(id), "confirmed", receipt);
+  }
+
+  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+    const stored = this.#store.trade(id);
+    if (stored.status === "expired") return; // its outcome: the no-op took the nonce
+    this.#store.update(stored, { status: "failed", error: { code: error.code, message: error.message } });
+  }
+
+  async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
+    this.#store.update(this.#store.trade(id), {
+      status: "expired",
+      error: { code: error.code, message: error.message },
+    });
+  }
+
+  async discard(id: string): Promise<void> {
+    const stored = this.#store.trades.get(id);
+    if (stored === undefined) return;
+    if (stored.txHash !== null) throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
+    this.#store.trades.delete(id);
+  }
+
+  async forgetUnsigned(staleAfterMs?: number): Promise<number> {
+    // One process, and nothing survives it: only its own trades can be stale.
+    if (staleAfterMs === undefined) return 0;
+    const before = Date.now() - staleAfterMs;
+    let forgotten = 0;
+    for (const [id, stored] of this.#store.trades) {
+      if (stored.status === "accepted" && stored.txHash === null && stored.updatedAt.getTime() < before) {
+        this.#store.trades.delete(id);
+        forgotten += 1;
+      }
+    }
+    return forgotten;
+  }
+
+  async get(id: string): Promise<TradeRecord | undefined> {
+    const stored = this.#store.trades.get(id);
+    return stored && this.#store.record(stored);
+  }
+
+  async findByHash(txHash: string): Promise<TradeRecord | undefined> {
+    const store = this.#store;
+    const key = store.hashes.get(txHash.toLowerCase());
+    const tradeId = key === undefined ? undefined : store.slots.get(key)?.tradeId;
+    if (tradeId) return this.get(tradeId);
+    for (const stored of store.trades.values())
+      if (stored.txHash?.toLowerCase() === txHash.toLowerCase()) return store.record(stored);
+    return undefined;
+  }
+
+  async page(query: TradePageQuery): Promise<TradePage> {
+    const matching = [...this.#store.trades.values()]
+      .filter(
+        (t) =>
+          t.scope === query.scope &&
+          (query.status === undefined || t.status === query.status) &&
+          (query.kind === undefined || t.kind === query.kind) &&
+          inRange(t, query) &&
+          (query.after === undefined || comparePositions(positionOf(t), query.after) < 0),
+      )
+      .sort((a, b) => comparePositions(positionOf(b), positionOf(a)));
+    const trades = matching.slice(0, query.limit);
+    const last = trades.at(-1);
+    return {
+      trades: trades.map((stored) => this.#store.record(stored)),
+      next: matching.length > query.limit && last !== undefined ? positionOf(last) : null,
+    };
+  }
+
+  async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
+    const groups = new Map<string, TradeTotals>();
+    for (const t of this.#store.trades.values()) {
+      if (t.scope !== query.scope || !inRange(t, query)) continue;
+      const stable = t.request.usdAddress.toLowerCase();
+      const key = `${t.kind}\u0000${stable}`;
+      let group = groups.get(key);
+      if (group === undefined) {
+        group = { kind: t.kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+        groups.set(key, group);
+      }
+      group.count += 1;
+      if ((t.status === "mined" || t.status === "confirmed") && t.receipt !== null) {
+        const amounts = tradeAmounts(t.receipt);
+        group.executed += 1;
+        group.amountIn += amounts.amountIn ?? 0n;
+        group.amountOut += amounts.amountOut ?? 0n;
+        group.gasWei += amounts.gasWei ?? 0n;
+        const price = this.#nativeUsd.get(t.id);
+        // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
+        group.gasUsd =
+          group.gasUsd === null || price === undefined || amounts.gasWei === null
+            ? null
+            : group.gasUsd + gasUsdOf(amounts.gasWei, price);
+      }
+    }
+    return [...groups.values()].sort((a, b) =>
+      a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
+    );
+  }
+
+  #mined(stored: StoredTrade, status: "mined" | "confirmed", receipt: TransactionReceipt): void {
+    // A trade recorded failed for a taken nonce and then found mined is corrected: no error left.
+    this.#store.update(stored, {
+      status,
+      receipt: structuredClone(receipt),
+      txHash: receipt.transactionHash,
+      error: null,
+    });
+    const slot = this.#store.tradeSlot(stored);
+    if (slot && slot.state !== "final") {
+      Object.assign(slot, {
+        state: "mined",
+        mined: { hash: receipt.transactionHash, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash },
+        updatedAt: new Date(),
+      });
+    }
+  }
+}
+
+function positionOf(t: StoredTrade): TradePosition {
+  return { createdAtUs: BigInt(t.createdAt.getTime()) * 1000n, id: t.id };
+}
+
+function comparePositions(a: TradePosition, b: TradePosition): number {
+  if (a.createdAtUs !== b.createdAtUs) return a.createdAtUs < b.createdAtUs ? -1 : 1;
+  return a.id === b.id ? 0 : a.id < b.id ? -1 : 1;
+}
+
+function inRange(t: StoredTrade, range: { since?: Date | undefined; until?: Date | undefined }): boolean {
+  const at = t.createdAt.getTime();
+  return (
+    (range.since === undefined || at >= range.since.getTime()) &&
+    (range.until === undefined || at < range.until.getTime())
+  );
+}

@@ -1,0 +1,363 @@
+/** The SQLite journal's trades (TradeJournal, but `close`, which is the journal's). */
+import { randomUUID } from "node:crypto";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+
+import type {
+  NewTrade,
+  SignedTradeTx,
+  TradeJournal,
+  TradePage,
+  TradePageQuery,
+  TradeRecord,
+  TradeSummaryQuery,
+  TradeTotals,
+  TransactionReceipt,
+} from "../../../core/index.js";
+import { gasUsdOf } from "../../../core/index.js";
+import { amountColumns, expectOne, type Row, toBroadcast, toRecord } from "./rows.js";
+import type { SqliteStore } from "./store.js";
+
+/**
+ * The summary reads its rows in batches of this many, in the history's order (its index), and
+ * lets every other request have the thread between them: a summary of a million trades takes
+ * seconds of reading, never seconds of a frozen service. Not a snapshot: a trade that changes
+ * during the reading is counted as its batch read it.
+ */
+const SUMMARY_BATCH = 5_000;
+
+/** Prepared once: the statements of the trades (and of their nonce slots, which they write with them). */
+function statements(db: DatabaseSync) {
+  return {
+    insert: db.prepare(
+      `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
+       ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING *`,
+    ),
+    byKey: db.prepare("SELECT * FROM trades WHERE scope = ? AND idempotency_key = ?"),
+    byId: db.prepare("SELECT * FROM trades WHERE id = ?"),
+    byTxHash: db.prepare("SELECT * FROM trades WHERE tx_hash = ?"),
+    tradeOfBroadcast: db.prepare(
+      "SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?",
+    ),
+    signed: db.prepare(
+      // raw_tx stays NULL: the signed bytes are the broadcast's (the column holds version 1's).
+      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, native_usd = ?, updated_at = ? WHERE id = ?",
+    ),
+    submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
+    reorged: db.prepare(
+      `UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
+       gas_usd = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')`,
+    ),
+    // error cleared: a trade recorded failed for a taken nonce and then found mined is corrected.
+    mined: db.prepare(
+      `UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?, gas_wei = ?, gas_usd = ?,
+       error = NULL, updated_at = ? WHERE id = ?`,
+    ),
+    nativeUsd: db.prepare("SELECT native_usd FROM trades WHERE id = ?"),
+    ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
+    // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
+    failed: db.prepare(
+      "UPDATE trades SET status = 'failed', error = ?, updated_at = ? WHERE id = ? AND status <> 'expired'",
+    ),
+    exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
+    // Never deletes a trade with a signed transaction: its money may have left the wallet.
+    discard: db.prepare("DELETE FROM trades WHERE id = ? AND tx_hash IS NULL"),
+    forgetUnsigned: db.prepare("DELETE FROM trades WHERE status = 'accepted' AND tx_hash IS NULL AND updated_at < ?"),
+    // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
+    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce FROM trades WHERE id = ?"),
+    dropSlotBroadcasts: db.prepare(
+      "DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)",
+    ),
+    dropTradeSlot: db.prepare("DELETE FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?"),
+    tradeBroadcastsOf: db.prepare(
+      `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+       WHERE s.wallet = ? AND s.nonce = ? AND s.trade_id = ? ORDER BY b.sent_at, b.rowid`,
+    ),
+    markTradeSlot: db.prepare(
+      "UPDATE nonce_slots SET state = ?, mined_hash = ?, block_number = ?, block_hash = ?, updated_at = ? WHERE wallet = ? AND nonce = ? AND trade_id = ? AND state <> 'final'",
+    ),
+  };
+}
+
+export class SqliteTrades implements Omit<TradeJournal, "close"> {
+  readonly #store: SqliteStore;
+  readonly #sql: ReturnType<typeof statements> & SqliteStore["sql"];
+  readonly #dynamic = new Map<string, StatementSync>();
+  /** When this process opened the file: every trade accepted before is a previous run's. */
+  readonly #openedAt = Date.now();
+
+  constructor(store: SqliteStore) {
+    this.#store = store;
+    this.#sql = { ...store.sql, ...statements(store.db) };
+  }
+
+  /**
+   * The file is this process's alone (see index.ts): a trade left accepted before it opened
+   * the file was a previous run's; one left accepted since, for longer than `staleAfterMs`, is
+   * its own leftover. Both are found through the index of accepted trades (migration 3).
+   */
+  forgetUnsigned(staleAfterMs?: number): Promise<number> {
+    const before = staleAfterMs === undefined ? this.#openedAt : Math.max(this.#openedAt, Date.now() - staleAfterMs);
+    return this.#store.write(() => Number(this.#sql.forgetUnsigned.run(before).changes));
+  }
+
+  open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+    // Synchronous statements on one connection: nothing runs between the insert and the select.
+    return this.#store.write(() => {
+      const now = Date.now();
+      const inserted = this.#sql.insert.get(
+        randomUUID(),
+        trade.scope,
+        trade.idempotencyKey,
+        trade.requestHash,
+        trade.kind,
+        JSON.stringify(trade.request),
+        now,
+        now,
+      );
+      if (inserted) return { created: true, record: toRecord(inserted, []) };
+      return { created: false, record: this.#record(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
+    });
+  }
+
+  markSigned(id: string, tx: SignedTradeTx): Promise<void> {
+    return this.#store.write(() => {
+      const now = Date.now();
+      const wallet = tx.wallet.toLowerCase();
+      // Every check first, so that a refused write leaves nothing behind in the group's transaction.
+      const before = this.#sql.tradeNonce.get(id);
+      if (!before) throw new Error(`trade ${id} is not in the journal`);
+      const holder = this.#sql.slot.get(wallet, tx.nonce);
+      if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
+      this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, tx.nativeUsd?.toString() ?? null, now, id);
+      // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
+      if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
+      if (holder) this.#dropSlot(wallet, tx.nonce, id);
+      this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now);
+      this.#sql.insertBroadcast.run(
+        tx.txHash.toLowerCase(),
+        wallet,
+        tx.nonce,
+        tx.rawTx,
+        tx.maxFeePerGas.toString(),
+        tx.maxPriorityFeePerGas.toString(),
+        0,
+        now,
+      );
+    });
+  }
+
+  markSubmitted(id: string): Promise<void> {
+    return this.#store.write(() => {
+      if (Number(this.#sql.submitted.run(Date.now(), id).changes) === 0) this.#expectTrade(id);
+    });
+  }
+
+  markReorged(id: string): Promise<void> {
+    return this.#store.write(() => {
+      const now = Date.now();
+      if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#expectTrade(id);
+      const at = this.#sql.tradeNonce.get(id)!;
+      this.#sql.markTradeSlot.run("pending", null, null, null, now, at.wallet!, at.nonce!, id);
+    });
+  }
+
+  markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    return this.#mined(id, "mined", receipt);
+  }
+
+  markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
+    return this.#mined(id, "confirmed", receipt);
+  }
+
+  markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+    return this.#ended(id, "failed", error);
+  }
+
+  markExpired(id: string, error: { code: string; message: string }): Promise<void> {
+    return this.#ended(id, "expired", error);
+  }
+
+  discard(id: string): Promise<void> {
+    return this.#store.write(() => {
+      if (this.#sql.discard.run(id).changes === 0 && this.#sql.byId.get(id)) {
+        throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
+      }
+    });
+  }
+
+  async get(id: string): Promise<TradeRecord | undefined> {
+    const row = this.#sql.byId.get(id);
+    return row ? this.#record(row) : undefined;
+  }
+
+  async findByHash(txHash: string): Promise<TradeRecord | undefined> {
+    const hash = txHash.toLowerCase();
+    const owner = this.#sql.tradeOfBroadcast.get(hash)?.trade_id;
+    if (typeof owner === "string") return this.get(owner);
+    const row = this.#sql.byTxHash.get(hash);
+    return row ? this.#record(row) : undefined;
+  }
+
+  /** Reads the rows in the order of one of the history indexes (migration 4), from the cursor on. */
+  async page(query: TradePageQuery): Promise<TradePage> {
+    const where = ["scope = ?"];
+    const values: SQLInputValue[] = [query.scope];
+    if (query.status !== undefined) {
+      where.push("status = ?");
+      values.push(query.status);
+    }
+    if (query.kind !== undefined) {
+      where.push("kind = ?");
+      values.push(query.kind);
+    }
+    rangeCondition(query, where, values);
+    if (query.after !== undefined) {
+      // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
+      const at = Number(query.after.createdAtUs / 1000n);
+      where.push("created_at <= ? AND (created_at < ? OR id < ?)");
+      values.push(at, at, query.after.id);
+    }
+    const sql = `SELECT * FROM trades WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`;
+    const rows = this.#prepared(sql).all(...values, query.limit + 1);
+    const trades = rows.slice(0, query.limit);
+    const last = trades.at(-1);
+    return {
+      trades: trades.map((row) => this.#record(row)),
+      next:
+        rows.length > query.limit && last !== undefined
+          ? { createdAtUs: BigInt(last.created_at as number) * 1000n, id: last.id as string }
+          : null,
+    };
+  }
+
+  /** Summed in JS with BigInt: SQLite's sum() is not exact beyond 2^63. */
+  async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
+    const where = ["scope = ?"];
+    const values: SQLInputValue[] = [query.scope];
+    rangeCondition(query, where, values);
+    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable,
+       status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei, gas_usd`;
+    const order = `ORDER BY created_at DESC, id DESC LIMIT ${SUMMARY_BATCH}`;
+    const first = this.#prepared(`SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} ${order}`);
+    const next = this.#prepared(
+      `SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} AND created_at <= ? AND (created_at < ? OR id < ?) ${order}`,
+    );
+    const groups = new Map<string, TradeTotals>();
+    let rows = first.all(...values);
+    for (;;) {
+      for (const row of rows) {
+        const kind = row.kind as TradeTotals["kind"];
+        const stable = String(row.stable ?? "");
+        const key = `${kind}\u0000${stable}`;
+        let group = groups.get(key);
+        if (group === undefined) {
+          group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+          groups.set(key, group);
+        }
+        group.count += 1;
+        if (Number(row.executed) !== 1) continue;
+        group.executed += 1;
+        group.amountIn += BigInt((row.amount_in as string | null) ?? 0);
+        group.amountOut += BigInt((row.amount_out as string | null) ?? 0);
+        group.gasWei += BigInt((row.gas_wei as string | null) ?? 0);
+        // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
+        const gasUsd = row.gas_usd as string | null;
+        group.gasUsd = group.gasUsd === null || gasUsd === null ? null : group.gasUsd + BigInt(gasUsd);
+      }
+      const last = rows.at(-1);
+      if (rows.length < SUMMARY_BATCH || last === undefined) break;
+      // node:sqlite is synchronous: between batches, every other request gets the thread.
+      await new Promise((resolve) => setImmediate(resolve));
+      const at = last.created_at as number;
+      rows = next.all(...values, at, at, last.id as string);
+    }
+    return [...groups.values()].sort((a, b) =>
+      a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
+    );
+  }
+
+  /** A statement built from the query's filters, prepared once per shape. */
+  #prepared(sql: string): StatementSync {
+    let statement = this.#dynamic.get(sql);
+    if (statement === undefined) {
+      statement = this.#store.db.prepare(sql);
+      this.#dynamic.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
+    const json = JSON.stringify(receipt);
+    return this.#store.write(() => {
+      const now = Date.now();
+      // The trade first: if it is unknown, this throws before the second statement writes anything.
+      const amounts = amountColumns(receipt);
+      // SQLite's arithmetic is not exact at this size: the gas in USD is computed here.
+      const price = this.#sql.nativeUsd.get(id)?.native_usd;
+      const gasUsd =
+        typeof price === "string" && amounts[2] !== null
+          ? gasUsdOf(BigInt(amounts[2]), BigInt(price)).toString()
+          : null;
+      expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes, id);
+      const at = this.#sql.tradeNonce.get(id)!;
+      if (at.wallet !== null)
+        this.#sql.markTradeSlot.run(
+          "mined",
+          receipt.transactionHash.toLowerCase(),
+          receipt.blockNumber,
+          receipt.blockHash,
+          now,
+          at.wallet!,
+          at.nonce!,
+          id,
+        );
+    });
+  }
+
+  #ended(id: string, status: "failed" | "expired", error: { code: string; message: string }): Promise<void> {
+    const json = JSON.stringify({ code: error.code, message: error.message });
+    if (status === "failed")
+      return this.#store.write(() => {
+        if (Number(this.#sql.failed.run(json, Date.now(), id).changes) === 0) this.#expectTrade(id); // expired: kept
+      });
+    return this.#store.write(() => expectOne(this.#sql.ended.run(status, json, Date.now(), id).changes, id));
+  }
+
+  /** Deletes the trade's slot at (wallet, nonce), with its broadcasts. */
+  #dropSlot(wallet: string, nonce: number, id: string): void {
+    this.#sql.dropSlotBroadcasts.run(wallet, nonce, wallet, nonce, id);
+    this.#sql.dropTradeSlot.run(wallet, nonce, id);
+  }
+
+  #expectTrade(id: string): void {
+    if (!this.#sql.exists.get(id)) throw new Error(`trade ${id} is not in the journal`);
+  }
+
+  #record(row: Row): TradeRecord {
+    const broadcasts =
+      row.wallet === null
+        ? []
+        : this.#sql.tradeBroadcastsOf
+            .all((row.wallet as string).toLowerCase(), row.nonce!, row.id as string)
+            .map(toBroadcast);
+    return toRecord(row, broadcasts);
+  }
+}
+
+/** createdAt in [since, until), in ms as the column holds it. */
+function rangeCondition(
+  range: { since?: Date | undefined; until?: Date | undefined },
+  where: string[],
+  values: SQLInputValue[],
+): void {
+  if (range.since !== undefined) {
+    where.push("created_at >= ?");
+    values.push(range.since.getTime());
+  }
+  if (range.until !== undefined) {
+    where.push("created_at < ?");
+    values.push(range.until.getTime());
+  }
+}
