@@ -12,6 +12,7 @@ import { Interface, type JsonRpcApiProvider, formatUnits } from "ethers";
 import { InsufficientFundsError } from "../../core/index.js";
 import { KeyedMutex } from "../shared/keyed-mutex.js";
 import { ERC20_ABI } from "./abi.js";
+import type { CallBatcher } from "./call-batcher.js";
 
 const erc20Interface = new Interface(ERC20_ABI);
 
@@ -48,6 +49,11 @@ export interface AllowancesOptions {
   swap: string;
   /** Sets the swap's allowance of `asset` from `owner` to `value`, and waits until it is mined. */
   approve: (owner: string, asset: string, value: bigint) => Promise<void>;
+  /**
+   * Where the reads go: the trade adapter's batcher (call-batcher.ts), one eth_call with the
+   * trade's proof. Unset: an eth_call each.
+   */
+  calls?: CallBatcher;
 }
 
 export class Allowances {
@@ -138,6 +144,16 @@ export class Allowances {
     });
   }
 
+  /**
+   * Starts now the read of the swap's reserves of `asset` that reserveBalance shares, so that it
+   * goes out with the trade's proof (one eth_call) rather than after it. A read started early is
+   * as safe as one started later: trades released after it began still count as unpaid (see
+   * reserve).
+   */
+  prefetchReserves(asset: Asset): void {
+    this.#sharedRead(this.#holding(this.#opts.swap, asset.address, false), asset.address);
+  }
+
   /** The trade is over (mined, or refused before it was sent): its amount no longer counts as in flight. */
   release(holding: Holding, amount: bigint): void {
     holding.inFlight -= amount;
@@ -188,9 +204,13 @@ export class Allowances {
     ]);
   }
 
-  /** An eth_call against the latest block answering one uint256. */
+  /** An eth_call against the latest block answering one uint256 (through the batcher when there is one). */
   async #readUint(to: string, data: string): Promise<bigint> {
-    const result = (await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string;
+    const calls = this.#opts.calls;
+    const result =
+      calls === undefined
+        ? ((await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string)
+        : await calls.read(to, data);
     return BigInt(result === "0x" ? "0x0" : result);
   }
 }

@@ -17,7 +17,7 @@
  * "Now" is the later of this machine's clock and the latest block's timestamp, so a node that
  * lags behind cannot make an old answer look fresh.
  */
-import { Contract, type Provider } from "ethers";
+import { Contract, Interface, type Provider } from "ethers";
 
 import { PriceUnavailableError, nativeUsdOf } from "../../core/index.js";
 import { AGGREGATOR_ABI, SWAP_ABI } from "./abi.js";
@@ -191,6 +191,22 @@ export interface FeedGuardOptions {
 type Round = [roundId: bigint, answer: bigint, startedAt: bigint, updatedAt: bigint, answeredInRound: bigint];
 
 /**
+ * Where a trade's feed reads go: the trade adapter's call batcher (call-batcher.ts), so that they
+ * ride in the eth_call that proves the trade. An eth_call's answer, at the latest block.
+ */
+export interface TradeReads {
+  read(to: string, data: string): Promise<string>;
+}
+
+const aggregatorInterface = new Interface(AGGREGATOR_ABI);
+const swapInterface = new Interface(SWAP_ABI);
+
+/** `method()` of `to`, through `reads`, decoded as an ethers Contract would decode it. */
+async function callVia(reads: TradeReads, iface: Interface, to: string, method: string) {
+  return iface.decodeFunctionResult(method, await reads.read(to, iface.encodeFunctionData(method)));
+}
+
+/**
  * Reads the feeds and checks them against the policy: the token feed (the one the swap reads
  * now) and the sequencer for a trade; all three and the sequencer for a quote.
  */
@@ -226,14 +242,15 @@ export class FeedGuard {
    * round and the sequencer's are read now, in the same JSON-RPC batch as the trade's preflight,
    * so the bounds are checked on the answer the preflight priced the trade at. Its age against
    * the swap's maxPriceAge is the swap's own check, in the preflight and again on execution;
-   * with no other rule for trades (the default), nothing is read.
+   * with no other rule for trades (the default), nothing is read. With `reads`, the reads ride in
+   * the eth_call that proves the trade.
    * @throws PriceUnavailableError
    */
-  async forTrade(head: { timestamp: number }): Promise<void> {
+  async forTrade(head: { timestamp: number }, reads?: TradeReads): Promise<void> {
     // Without a rule of its own for the token feed, or a sequencer, the swap's checks are all
     // there is to make: nothing to read (the default costs a trade nothing).
     if (!this.#checksTrades) return;
-    const [token, sequencer] = await Promise.all([this.#swapFeedRound(), this.readSequencer()]);
+    const [token, sequencer] = await Promise.all([this.#swapFeedRound(reads), this.#readSequencer(reads)]);
     const now = policyNow(head.timestamp, this.#opts.clock);
     this.#checkSequencer(sequencer, now);
     checkFeed("tokenUsd", token, this.#opts.policy.tokenUsd, now);
@@ -266,14 +283,16 @@ export class FeedGuard {
   /**
    * The native coin's USD price for a trade signed at `head`: read once per block and shared by
    * every trade at it, so trades arriving together cost one eth_call, issued alongside their
-   * preflight (one JSON-RPC batch). Null without a feed, or when it cannot be read or fails the
-   * policy: the price is informational and never stops a trade.
+   * preflight (one JSON-RPC batch; with `reads`, in the eth_call that proves it). Null without a
+   * feed, or when it cannot be read or fails the policy: the price is informational and never
+   * stops a trade.
    */
-  nativeUsdForTrade(head: { number: number; timestamp: number }): Promise<bigint | null> {
-    if (this.#opts.nativeUsd === undefined) return Promise.resolve(null);
+  nativeUsdForTrade(head: { number: number; timestamp: number }, reads?: TradeReads): Promise<bigint | null> {
+    const address = this.#opts.nativeUsd;
+    if (address === undefined) return Promise.resolve(null);
     const cached = this.#nativeForTrades;
     if (cached !== undefined && cached.block === head.number) return cached.price;
-    const price = this.readNativeUsd()
+    const price = this.read(address, undefined, reads)
       .then((reading) => this.nativeUsdOf(reading, head.timestamp))
       .catch(() => null);
     this.#nativeForTrades = { block: head.number, price };
@@ -304,8 +323,11 @@ export class FeedGuard {
     return nativeUsdOf(reading.answer, reading.decimals);
   }
 
-  /** The latest round of the feed at `address` (at `blockTag`, default the latest block), with its decimals. */
-  async read(address: string, blockTag?: string): Promise<FeedReading> {
+  /**
+   * The latest round of the feed at `address` (at `blockTag`, default the latest block), with its
+   * decimals; through `reads` (at the latest block) when given.
+   */
+  async read(address: string, blockTag?: string, reads?: TradeReads): Promise<FeedReading> {
     let feed = this.#feeds.get(address);
     if (feed === undefined) {
       feed = new Contract(address, AGGREGATOR_ABI, this.#opts.provider);
@@ -313,22 +335,34 @@ export class FeedGuard {
     }
     let decimals = this.#decimals.get(address);
     if (decimals === undefined) {
-      decimals = (feed.getFunction("decimals")() as Promise<bigint>).then(Number);
+      decimals = (
+        reads === undefined
+          ? (feed.getFunction("decimals")() as Promise<bigint>)
+          : callVia(reads, aggregatorInterface, address, "decimals").then((result) => result[0] as bigint)
+      ).then(Number);
       decimals.catch(() => this.#decimals.delete(address));
       this.#decimals.set(address, decimals);
     }
     const latest = feed.getFunction("latestRoundData");
     const [places, round] = await Promise.all([
       decimals,
-      (blockTag === undefined ? latest() : latest({ blockTag })) as Promise<Round>,
+      (reads !== undefined && blockTag === undefined
+        ? callVia(reads, aggregatorInterface, address, "latestRoundData")
+        : blockTag === undefined
+          ? latest()
+          : latest({ blockTag })) as Promise<Round>,
     ]);
     return { answer: round[1], decimals: places, startedAt: round[2], updatedAt: round[3] };
   }
 
   /** The sequencer's reading, when the policy names an uptime feed. */
   readSequencer(): Promise<FeedReading | undefined> {
+    return this.#readSequencer();
+  }
+
+  #readSequencer(reads?: TradeReads): Promise<FeedReading | undefined> {
     const sequencer = this.#opts.policy.sequencer;
-    return sequencer === undefined ? Promise.resolve(undefined) : this.read(sequencer.address);
+    return sequencer === undefined ? Promise.resolve(undefined) : this.read(sequencer.address, undefined, reads);
   }
 
   /** The swap's token feed (its latest round) and its maximum age, read now. */
@@ -344,14 +378,18 @@ export class FeedGuard {
    * The latest round of the feed the swap reads now. The feed last seen is read alongside the
    * swap's answer; on the first read, or once the swap's owner has replaced it, the new one is.
    */
-  async #swapFeedRound(): Promise<FeedReading> {
+  async #swapFeedRound(reads?: TradeReads): Promise<FeedReading> {
     const known = this.#tokenFeed;
     const [address, guessed] = await Promise.all([
-      this.#swap.getFunction("priceFeed")() as Promise<string>,
-      known === undefined ? undefined : this.read(known),
+      reads === undefined
+        ? (this.#swap.getFunction("priceFeed")() as Promise<string>)
+        : callVia(reads, swapInterface, this.#opts.swap, "priceFeed").then((result) => result[0] as string),
+      known === undefined ? undefined : this.read(known, undefined, reads),
     ]);
     this.#tokenFeed = address;
-    return guessed !== undefined && address.toLowerCase() === known!.toLowerCase() ? guessed : this.read(address);
+    return guessed !== undefined && address.toLowerCase() === known!.toLowerCase()
+      ? guessed
+      : this.read(address, undefined, reads);
   }
 
   #checkSequencer(reading: FeedReading | undefined, now: bigint): void {

@@ -4,10 +4,17 @@
  */
 import { type JsonRpcApiProvider, toQuantity } from "ethers";
 
+import type { CallBatcher } from "./call-batcher.js";
+
 export interface PreflightOptions {
   provider: JsonRpcApiProvider;
   /** Headroom added to estimateGas, in percent. */
   gasHeadroomPercent: bigint;
+  /**
+   * Where the proof with a known gas limit goes: the trade adapter's batcher (call-batcher.ts),
+   * one eth_call with the tick's other reads and proofs. Unset: an eth_call of its own.
+   */
+  calls?: CallBatcher;
 }
 
 export interface Proof {
@@ -32,16 +39,15 @@ export class Preflight {
    * at the cost of one execution instead of an estimate's binary search. If it fails, a full
    * estimate follows, alongside a plain eth_call: it names the revert, or finds a larger figure,
    * which (plus headroom) becomes the shape's limit. Without `initialLimit` the first trade of a
-   * shape is estimated.
+   * shape is estimated. With `calls`, the first eth_call rides in the tick's batch; the estimate
+   * and the plain eth_call after a failure go out on their own, as they always did.
    */
   async check(shape: string, tx: { from: string; to: string; data: string }, initialLimit?: bigint): Promise<Proof> {
     const headroom = (gas: bigint) => (gas * (100n + this.#opts.gasHeadroomPercent)) / 100n;
     const known = this.#limits.get(shape) ?? initialLimit;
     const provider = this.#opts.provider;
     if (known !== undefined) {
-      const output = await (
-        provider.send("eth_call", [{ ...tx, gas: toQuantity(known) }, "latest"]) as Promise<string>
-      ).catch(() => undefined);
+      const output = await this.#callWithLimit(tx, known).catch(() => undefined);
       if (output !== undefined) return { gasLimit: known, output: uint(output) };
     }
     const [gas, output] = await Promise.all([
@@ -51,6 +57,19 @@ export class Preflight {
     const gasLimit = known === undefined || headroom(gas) > known ? headroom(gas) : known;
     this.#limits.set(shape, gasLimit);
     return { gasLimit, output: uint(output) };
+  }
+
+  /**
+   * The trade's eth_call at the latest block with `gas` as its limit: its output, or undefined
+   * when it fails (reverts, or runs out of that gas). Through the batcher when there is one: the
+   * same answer, in the tick's one eth_call.
+   */
+  async #callWithLimit(tx: { from: string; to: string; data: string }, gas: bigint): Promise<string | undefined> {
+    const calls = this.#opts.calls;
+    if (calls === undefined)
+      return (await this.#opts.provider.send("eth_call", [{ ...tx, gas: toQuantity(gas) }, "latest"])) as string;
+    const proof = await calls.prove(tx.from, tx.to, tx.data, gas);
+    return proof.ok ? proof.output : undefined;
   }
 
   /**

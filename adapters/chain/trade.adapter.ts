@@ -11,7 +11,8 @@
  * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts)
  *    and the feed policy (feed-policy.ts: the token feed's age and bounds, the L2 sequencer):
  *    refused with a domain error before anything is signed; and the native coin's USD price,
- *    read once per block, which the journal keeps with the trade for its gas in USD;
+ *    read once per block, which the journal keeps with the trade for its gas in USD. What these
+ *    ask of the latest block goes out in one eth_call per tick (call-batcher.ts);
  * 4. the wallet's SendQueue (send-queue.ts) assigns the nonce, signs, journals and broadcasts,
  *    batching whatever arrives meanwhile;
  * 5. the receipt (receipts.ts) of whatever is mined at that nonce with the required
@@ -46,6 +47,7 @@ import {
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { Allowances, type Asset, type Holding } from "./allowances.js";
 import { BlockWatcher } from "./block-watcher.js";
+import { CallBatcher } from "./call-batcher.js";
 import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "./feed-policy.js";
@@ -142,6 +144,8 @@ export class ChainTradeAdapter implements TradePort {
   readonly #preflight: Preflight;
   readonly #allowances: Allowances;
   readonly #feeds: FeedGuard;
+  /** Every read and proof a tick asks of the latest block, in one eth_call (call-batcher.ts). */
+  readonly #calls: CallBatcher;
   readonly #gasLimits: Record<TradeKind, bigint> | null;
   /** The exchange wallets, by lower-case address. */
   readonly #wallets = new Map<string, ExchangeWallet>();
@@ -161,7 +165,12 @@ export class ChainTradeAdapter implements TradePort {
       timeoutMs: options.receiptTimeoutMs ?? 120_000,
       journalAfterMs: settings.minAgeMs,
     });
-    this.#preflight = new Preflight({ provider, gasHeadroomPercent: options.gasHeadroomPercent ?? 20n });
+    this.#calls = new CallBatcher({ provider });
+    this.#preflight = new Preflight({
+      provider,
+      gasHeadroomPercent: options.gasHeadroomPercent ?? 20n,
+      calls: this.#calls,
+    });
     this.#gasLimits =
       options.gasLimits === undefined
         ? { sell: tradeGasLimit("sell"), buy: tradeGasLimit("buy"), remittance: tradeGasLimit("remittance") }
@@ -171,6 +180,7 @@ export class ChainTradeAdapter implements TradePort {
       provider,
       swap: options.swap,
       approve: (owner, asset, value) => this.#approve(owner, asset, value),
+      calls: this.#calls,
     });
     for (const signer of options.wallets.map(toSigner)) {
       const queue = new SendQueue({
@@ -277,10 +287,10 @@ export class ChainTradeAdapter implements TradePort {
       let state = await this.#fees.read();
       tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
       // Nothing is signed at a price the feed policy refuses (read once per block for every trade).
-      const fed = this.#feeds.forTrade(state.head);
+      const fed = this.#feeds.forTrade(state.head, this.#calls);
       fed.catch(() => {}); // awaited below, unless something fails first
       // The native coin's USD price, kept with the trade for its gas in USD (read once per block; never rejects).
-      const nativeUsd = this.#feeds.nativeUsdForTrade(state.head);
+      const nativeUsd = this.#feeds.nativeUsdForTrade(state.head, this.#calls);
       const shape = `${kind}:${order.stable.address}`.toLowerCase();
       const encode = (minOut: bigint) =>
         SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
@@ -297,9 +307,11 @@ export class ChainTradeAdapter implements TradePort {
           this.#gasLimits?.[kind],
         );
       };
-      // The proof runs alongside the balance and allowance reads (one JSON-RPC batch under load).
+      // The proof runs alongside the balance and allowance reads, the feeds' and (for a sell) the
+      // swap's reserves: one eth_call (call-batcher.ts), shared with the trades arriving alongside.
       const checked = prove();
       checked.catch(() => {}); // awaited below, unless the reservation fails first
+      if (kind === "sell") this.#allowances.prefetchReserves(order.stable);
       reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
       await fed;
       // A check made before an allowance top-up may have failed for want of it: made again.

@@ -3,3 +3,4 @@
 export { tokenSwapAbi } from "./token-swap.js";
 export { tradedTokenAbi } from "./traded-token.js";
 export { aggregatorV3InterfaceAbi } from "./aggregator-v3-interface.js";
+export { callSimulatorAbi, callSimulatorRuntime } from "./call-simulator.js";

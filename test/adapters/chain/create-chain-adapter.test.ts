@@ -17,6 +17,7 @@ import {
   type TradeOrder,
   type TransactionReceipt,
 } from "../../../core/index.js";
+import { callsCarried } from "../../helpers/eth-calls.js";
 import { STABLES, expectedStableOut, expectedTokensOut, suiteFixture } from "../../helpers/suite.js";
 import { LOG_KEYS, RECEIPT_KEYS } from "../../helpers/web3-receipt-shape.js";
 
@@ -285,8 +286,9 @@ describe("the chain adapter", function () {
       const balanceReads = { count: 0 };
       const request = connection.provider.request.bind(connection.provider);
       connection.provider.request = async (args) => {
-        const params = args.params as Array<{ data?: string }> | undefined;
-        if (args.method === "eth_call" && params?.[0]?.data?.startsWith("0x70a08231")) balanceReads.count += 1; // balanceOf
+        // Each read, alone or carried in the call batcher's eth_call.
+        for (const call of callsCarried(args.method, args.params))
+          if (call.data?.startsWith("0x70a08231")) balanceReads.count += 1; // balanceOf
         return request(args);
       };
       const start = await nonce();
@@ -315,10 +317,9 @@ describe("the chain adapter", function () {
       const nativeReads = { count: 0 };
       const request = connection.provider.request.bind(connection.provider);
       connection.provider.request = async (args) => {
-        const params = args.params as Array<{ to?: string; data?: string }> | undefined;
-        const call = params?.[0];
-        if (args.method === "eth_call" && call?.to?.toLowerCase() === native && call.data?.startsWith("0xfeaf968c"))
-          nativeReads.count += 1; // latestRoundData
+        // Each read, alone or carried in the call batcher's eth_call.
+        for (const call of callsCarried(args.method, args.params))
+          if (call.to?.toLowerCase() === native && call.data?.startsWith("0xfeaf968c")) nativeReads.count += 1; // latestRoundData
         return request(args);
       };
       try {
