@@ -1,0 +1,114 @@
+/**
+ * The journal step of the composition root: the trade journal opened (SQLite, or PostgreSQL
+ * shared by several instances), metered when metrics are on, its upkeep on a timer (forgetting
+ * trades nobody will sign, sweeping expired quotes), and the webhook deliverer that drains its
+ * outbox.
+ */
+import { join } from "node:path";
+
+import type { Logger } from "pino";
+
+import type { AppConfig } from "../config/env.js";
+import { temporaryJournalDir } from "../dev-mode.js";
+import { openJournal } from "../journal/index.js";
+import type { ServiceMetrics } from "../observability/metrics.js";
+import { WebhookDeliverer } from "../webhooks/deliverer.js";
+import { wakingJournal } from "../webhooks/waking-journal.js";
+import type { Shutdown } from "./shutdown.js";
+
+/** How long after its expiry a quote is kept (a late trade naming it is told quote_expired), then swept: 10 minutes. */
+const QUOTE_SWEEP_GRACE_MS = 600_000;
+
+export type ServiceJournal = Awaited<ReturnType<typeof openJournal>>;
+
+/** The journal every other step uses: it also assigns the wallets' nonces (shared by every instance on PostgreSQL). */
+export async function openServiceJournal(
+  config: AppConfig,
+  context: { instanceId: string; metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
+): Promise<ServiceJournal> {
+  const { instanceId, metrics, log, shutdown } = context;
+  let dataDir = config.journal.dataDir;
+  if (config.chain.mode === "embedded" && config.journal.url === undefined) {
+    const temporary = await temporaryJournalDir();
+    shutdown.push(() => temporary.remove());
+    dataDir = temporary.dir;
+  }
+  const opened = await openJournal({
+    dataDir,
+    instanceId,
+    leaseMs: config.trade.leaseMs,
+    ...(config.journal.url !== undefined ? { url: config.journal.url } : {}),
+  });
+  shutdown.push(() => opened.close());
+  // With metrics on, every journal operation (a commit each) is timed.
+  const metered = metrics === undefined ? opened : metrics.meteredJournal(opened);
+  // With webhooks, each write that can add an event wakes the deliverer (set below).
+  let wakeDeliverer = () => {};
+  const journal = config.webhooks.endpoints.length === 0 ? metered : wakingJournal(metered, () => wakeDeliverer());
+  await keepUp(journal, config, log, shutdown);
+  log.info(
+    { journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" },
+    "trade journal open",
+  );
+  const deliverer = await startWebhooks(journal, config, context);
+  if (deliverer !== undefined) wakeDeliverer = () => deliverer.wake();
+  metrics?.watchWebhooks(journal);
+  return journal;
+}
+
+/**
+ * Trades accepted and never signed by a process that is gone (a crash, or a dead instance) were
+ * never paid: their Idempotency-Keys work again. Now, and every lease period after. So are this
+ * process's own left unsigned for a whole trade lifetime (a discard the journal kept refusing):
+ * a trade is signed moments after it is accepted (its fees, a preflight, its turn in the wallet's
+ * queue), and forgetting one still on its way only makes it fail unpaid. Quotes that expired
+ * QUOTE_SWEEP_GRACE_MS ago are deleted on the same beat (until then a late trade naming one is
+ * told quote_expired rather than quote_not_found).
+ */
+async function keepUp(journal: ServiceJournal, config: AppConfig, log: Logger, shutdown: Shutdown): Promise<void> {
+  const staleAfterMs = config.trade.lifetimeS * 1000;
+  const forget = async () => {
+    const forgotten = await journal.forgetUnsigned(staleAfterMs);
+    if (forgotten > 0)
+      log.warn(
+        { trades: forgotten },
+        "forgot trades a stopped process accepted and never signed, or left unsigned for a trade's lifetime (nothing was paid); their Idempotency-Keys work again",
+      );
+  };
+  await forget();
+  const sweepQuotes = () => journal.sweepQuotes(new Date(Date.now() - QUOTE_SWEEP_GRACE_MS));
+  const sweeper = setInterval(() => {
+    void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades"));
+    void sweepQuotes().catch((error: unknown) => log.warn({ err: error }, "could not sweep expired quotes"));
+  }, config.trade.leaseMs);
+  sweeper.unref();
+  shutdown.push(async () => clearInterval(sweeper));
+}
+
+/**
+ * Webhooks: from now on the journal writes an event with each change of a trade of a key with an
+ * endpoint, in the change's own transaction; the deliverer sends them (closed before the journal).
+ */
+async function startWebhooks(
+  journal: ServiceJournal,
+  config: AppConfig,
+  context: { instanceId: string; metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
+): Promise<WebhookDeliverer | undefined> {
+  const { instanceId, metrics, log, shutdown } = context;
+  const endpoints = new Map(config.webhooks.endpoints.map(({ apiKeyId, ...endpoint }) => [apiKeyId, endpoint]));
+  await journal.setWebhookScopes([...endpoints.keys()]);
+  if (endpoints.size === 0) return undefined;
+  const deliverer = new WebhookDeliverer({
+    outbox: journal,
+    endpoints,
+    log: log.child({ component: "webhooks" }),
+    holder: instanceId,
+    allowPrivate: config.webhooks.allowPrivate,
+    retry: { windowMs: config.webhooks.retryWindowMs },
+    ...(metrics === undefined ? {} : { onOutcome: (outcome) => metrics.webhookOutcome(outcome) }),
+  });
+  deliverer.start();
+  shutdown.push(() => deliverer.close());
+  log.info({ endpoints: endpoints.size }, "webhook deliverer started");
+  return deliverer;
+}

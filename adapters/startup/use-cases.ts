@@ -1,0 +1,57 @@
+/**
+ * The use-cases step of the composition root: the core's use cases on the chain adapter and the
+ * journal, metered when metrics are on; and where a trade must never pay out to.
+ */
+import { createUseCases } from "../../core/index.js";
+import type { ChainAdapter, DeploymentAddresses } from "../chain/index.js";
+import type { AppConfig } from "../config/env.js";
+import type { ServiceMetrics } from "../observability/metrics.js";
+import type { ServiceJournal } from "./journal.js";
+
+export type UseCases = ReturnType<typeof createUseCases>;
+
+export function wireUseCases(
+  config: AppConfig,
+  adapter: ChainAdapter,
+  journal: ServiceJournal,
+  addresses: DeploymentAddresses,
+  metrics: ServiceMetrics | undefined,
+): UseCases {
+  const created = createUseCases({
+    trade: metrics === undefined ? adapter.trade : metrics.meteredTrades(adapter.trade),
+    price: adapter.price,
+    config: {
+      stableCoins: adapter.stableCoins,
+      limits: config.limits,
+      forbiddenDestinataries: forbiddenDestinataries(addresses, adapter.wallets),
+    },
+    journal,
+    inFlightWaitMs: config.idempotencyWaitMs,
+    quote: adapter.quote,
+    quotes: journal,
+    wallets: adapter.wallets,
+    quoteTtlMs: config.quoteTtlMs,
+    webhooks: journal,
+  });
+  // With metrics on, quotes are counted by outcome, and trades naming one by theirs.
+  return metrics === undefined ? created : metrics.meteredQuotes(created);
+}
+
+/** Where a trade must never send what it pays out: the suite's own contracts and the exchange wallets. */
+export function forbiddenDestinataries(
+  addresses: DeploymentAddresses,
+  wallets: readonly string[],
+): Array<{ address: string; what: string }> {
+  return [
+    { address: addresses.swap, what: "the swap contract" },
+    { address: addresses.token, what: "the token contract" },
+    ...Object.entries(addresses.stableCoins).map(([symbol, address]) => ({ address, what: `the ${symbol} contract` })),
+    { address: addresses.feeds.tokenUsd, what: "the token/USD price feed" },
+    { address: addresses.feeds.eurUsd, what: "the EUR/USD price feed" },
+    { address: addresses.feeds.chfUsd, what: "the CHF/USD price feed" },
+    ...(addresses.feeds.nativeUsd === undefined
+      ? []
+      : [{ address: addresses.feeds.nativeUsd, what: "the native coin's USD price feed" }]),
+    ...wallets.map((address) => ({ address, what: "an exchange wallet of this service" })),
+  ];
+}
