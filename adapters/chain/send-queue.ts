@@ -50,7 +50,8 @@ import {
 import { signEip1559With, type SignedTransaction } from "./eip1559.js";
 import type { Fees } from "./fees.js";
 import { isAlreadyKnown, isDefiniteRefusal, isPlainRefusal, nodeMessage, toDomainError } from "./chain-errors.js";
-import { RpcProvider } from "./rpc-provider.js";
+import { batchSenderOf, NotSentError, type BatchSender } from "./batch-sender.js";
+import { sendFiller } from "./filler.js";
 import { lookUpOwn } from "./tx-evidence.js";
 import type { TransactionSigner } from "./signer.js";
 import type { RpcReceipt } from "./web3-receipt.js";
@@ -135,7 +136,6 @@ type Verified =
   | { refused: true; error: Error }
   | { unsent: true };
 
-const FILLER_GAS = 21_000n;
 /** How long after a nonce was found taken it is looked up again, before its trade is signed again. */
 const TAKEN_RECHECK_MS = 1_000;
 /** Transactions per request within a round (see #round). */
@@ -155,11 +155,14 @@ export class SendQueue {
   #minesOnArrival = true;
   /** Batches sent since receipts were last asked for with them. */
   #withoutReceipts = 0;
+  /** How a round's transactions go out in order (batch-sender.ts). */
+  readonly #batches: BatchSender;
 
   constructor(options: SendQueueOptions) {
     if (!Number.isSafeInteger(options.maxBatch) || options.maxBatch < 1)
       throw new RangeError("maxBatch: must be a positive integer");
     this.#opts = options;
+    this.#batches = batchSenderOf(options.provider);
   }
 
   /**
@@ -468,10 +471,11 @@ export class SendQueue {
   }
 
   /**
-   * Sends the signed transactions in order: one JSON-RPC batch on the service's provider,
-   * else one at a time, stopping at the first refusal (the rest are `unsent`). Either way a
-   * bare eth_sendRawTransaction: ethers' broadcastTransaction would first recover the sender
-   * from the signature (a secp256k1 recovery per trade) to build a response unused here.
+   * Sends the signed transactions in order, in one batch (batch-sender.ts: one JSON-RPC request
+   * on the service's provider; else one call at a time, and after a failed send the rest are
+   * `unsent`). Either way a bare eth_sendRawTransaction: ethers' broadcastTransaction would first
+   * recover the sender from the signature (a secp256k1 recovery per trade) to build a response
+   * unused here.
    *
    * While the node is seen to mine on arrival (automine), the batch asks for the transactions'
    * receipts after the sends: it has them by then, which saves the trade its wait for the next
@@ -480,56 +484,36 @@ export class SendQueue {
    * failed receipt call costs nothing more than that call: the trade waits as usual.
    */
   async #broadcast(batch: readonly Signed[]): Promise<Outcome[]> {
-    const { provider, maxBatch } = this.#opts;
     if (batch.length === 0) return [];
-    if (provider instanceof RpcProvider && maxBatch > 1) {
-      const ask = this.#minesOnArrival || ++this.#withoutReceipts >= RECEIPTS_PROBE_EVERY;
-      const answers = await provider.sendBatch([
-        ...batch.map(({ rawTx }) => ({ method: "eth_sendRawTransaction", params: [rawTx] })),
-        ...(ask ? batch.map(({ txHash }) => ({ method: "eth_getTransactionReceipt", params: [txHash] })) : []),
-      ]);
-      if (ask) {
-        this.#withoutReceipts = 0;
-        // Only the null receipts of sends the node accepted tell that it mines in blocks: a
-        // refused send has none anyway, and a failed receipt call tells nothing. A receipt tells
-        // it mines on arrival. Nothing told: as it was.
-        const told = batch.flatMap((_, i) => {
-          const found = answers[batch.length + i];
-          if (found === undefined || !("result" in found)) return [];
-          if (found.result !== null) return [true];
-          return "error" in answers[i]! ? [] : [false];
-        });
-        if (told.length > 0) this.#minesOnArrival = told.includes(true);
-      }
-      return batch.map((_, i): Outcome => {
-        const answer = answers[i]!;
+    const ask = this.#minesOnArrival || ++this.#withoutReceipts >= RECEIPTS_PROBE_EVERY;
+    const answers = await this.#batches.sendBatch([
+      ...batch.map(({ rawTx }) => ({ method: "eth_sendRawTransaction", params: [rawTx] })),
+      ...(ask ? batch.map(({ txHash }) => ({ method: "eth_getTransactionReceipt", params: [txHash] })) : []),
+    ]);
+    if (ask) {
+      this.#withoutReceipts = 0;
+      // Only the null receipts of sends the node accepted tell that it mines in blocks: a
+      // refused send has none anyway, and a failed receipt call tells nothing. A receipt tells
+      // it mines on arrival. Nothing told: as it was.
+      const told = batch.flatMap((_, i) => {
         const found = answers[batch.length + i];
-        const receipt = found !== undefined && "result" in found ? (found.result as RpcReceipt | null) : null;
-        // A receipt beside a send error ("nonce too low" from a node that mined it): it is ours.
-        if ("error" in answer && !isAlreadyKnown(answer.error) && receipt === null)
-          return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
-        return { accepted: true, receipt };
+        if (found === undefined || !("result" in found)) return [];
+        if (found.result !== null) return [true];
+        return "error" in answers[i]! ? [] : [false];
       });
+      if (told.length > 0) this.#minesOnArrival = told.includes(true);
     }
-    const outcomes: Outcome[] = [];
-    let refused = false;
-    for (const { rawTx } of batch) {
-      if (refused) {
-        outcomes.push({ unsent: true });
-        continue;
-      }
-      try {
-        await provider.send("eth_sendRawTransaction", [rawTx]).catch((error: unknown) => {
-          if (!isAlreadyKnown(error)) throw error;
-        });
-        outcomes.push({ accepted: true, receipt: null });
-      } catch (error) {
-        // A JSON-RPC error is the node's answer about this transaction; anything else may not be.
-        outcomes.push({ error: error as Error, definite: isDefiniteRefusal(error) });
-        refused = true;
-      }
-    }
-    return outcomes;
+    return batch.map((_, i): Outcome => {
+      const answer = answers[i]!;
+      if ("error" in answer && answer.error instanceof NotSentError) return { unsent: true };
+      const found = answers[batch.length + i];
+      const receipt = found !== undefined && "result" in found ? (found.result as RpcReceipt | null) : null;
+      // A receipt beside a send error ("nonce too low" from a node that mined it): it is ours.
+      // A JSON-RPC error is the node's answer about this transaction; anything else may not be.
+      if ("error" in answer && !isAlreadyKnown(answer.error) && receipt === null)
+        return { error: answer.error, definite: isDefiniteRefusal(answer.error) };
+      return { accepted: true, receipt };
+    });
   }
 
   /**
@@ -539,32 +523,16 @@ export class SendQueue {
    * ledger first like every other transaction.
    */
   async #fillGaps(lastAcceptedNonce: number, fees: Fees): Promise<void> {
-    const wallet = this.#opts.signer.address;
+    const { signer, chainId, ledger, provider } = this.#opts;
     for (let attempts = 0; attempts < 16; attempts += 1) {
-      const missing = await this.#opts.provider
-        .getTransactionCount(wallet, "pending")
+      const missing = await provider
+        .getTransactionCount(signer.address, "pending")
         .catch(() => Number.POSITIVE_INFINITY);
       if (missing >= lastAcceptedNonce) return;
-      const { rawTx, txHash } = await this.#sign(
-        { to: wallet, data: "0x", gasLimit: FILLER_GAS, value: 0n },
-        missing,
-        fees,
-      );
-      const recorded = await this.#opts.ledger
-        .recordSlot(
-          { wallet, nonce: missing, purpose: "filler", deadline: null },
-          { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() },
-        )
-        .then(
-          () => true,
-          () => false,
-        );
-      if (!recorded) return; // the ledger holds this nonce: the lifecycle monitor deals with it
-      const sent = await this.#opts.provider.send("eth_sendRawTransaction", [rawTx]).then(
-        () => true,
-        () => false,
-      );
-      if (!sent) return; // the lifecycle monitor sends it again, or the next round resyncs
+      const filler = await sendFiller({ signer, chainId, ledger, provider }, missing, fees);
+      // Held by the ledger already: the lifecycle monitor deals with it. Not taken by the node:
+      // the monitor sends it again, or the next round resyncs.
+      if (!filler.sent) return;
     }
   }
 

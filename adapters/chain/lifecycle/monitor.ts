@@ -39,6 +39,7 @@ import {
 } from "../../../core/index.js";
 import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../chain-errors.js";
 import { signEip1559With } from "../eip1559.js";
+import { FILLER_GAS as NOOP_GAS, sendFiller } from "../filler.js";
 import { gwei, marketFees, noopFees, replacementFees, type ChainState, type FeeOracle, type Fees } from "../fees.js";
 import type { Outcome, Receipts } from "../receipts.js";
 import type { TransactionSigner } from "../signer.js";
@@ -86,8 +87,6 @@ export interface WalletMonitorOptions {
   sends?: { sentAt(nonce: number): number | null | undefined };
 }
 
-/** A no-op: a 0-value transfer to the wallet itself. */
-const NOOP_GAS = 21_000n;
 /**
  * Looks in a row that find a nonce used but none of its broadcasts mined, before it counts as
  * lost; the first and the last are at least `minAgeMs` apart, and the last asks every endpoint.
@@ -460,24 +459,12 @@ export class WalletMonitor {
       if (Date.now() - above.createdAt.getTime() < settings.minAgeMs) return;
       if ((await journal.slot(this.#wallet, nonce)) !== undefined) continue;
       const fees = noopFees({ maxFeePerGas: 0n, maxPriorityFeePerGas: 0n }, marketFees(state), settings.feeCap);
-      const { rawTx, txHash } = await signEip1559With(signer, {
-        to: this.#wallet,
-        data: "0x",
-        gasLimit: NOOP_GAS,
-        value: 0n,
-        ...fees,
-        chainId,
-        nonce,
-      });
-      await journal.recordSlot(
-        { wallet: this.#wallet, nonce, purpose: "filler", deadline: null },
-        { hash: txHash, rawTx, ...fees, noop: true, sentAt: new Date() },
+      const filler = await sendFiller({ signer, chainId, ledger: journal, provider }, nonce, fees);
+      if (!filler.recorded) return; // recorded meanwhile by someone else: the next look sees it
+      log.warn(
+        { wallet: this.#wallet, nonce, hash: filler.hash, sent: filler.sent },
+        "filled a nonce gap with a no-op",
       );
-      const sent = await provider.send("eth_sendRawTransaction", [rawTx]).then(
-        () => true,
-        () => false,
-      );
-      log.warn({ wallet: this.#wallet, nonce, hash: txHash, sent }, "filled a nonce gap with a no-op");
     }
   }
 }
