@@ -9,6 +9,11 @@
  * makes meanwhile included (its lifecycle monitor's too):
  * - sequential: sells one after the other, each awaited;
  * - a burst: 50 sells at once, from the first request to the last answer.
+ *
+ * Then the same again (same anvil, a service of its own) with RPC_URL a ws:// URL: the service
+ * talks to anvil's WebSocket through a counting WebSocket proxy (test/helpers/ws-proxy.ts) that
+ * counts each call it forwards (a batch counts each of its calls) and not what anvil pushes
+ * (the newHeads notifications the block watcher takes instead of asking for the head).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
@@ -19,7 +24,9 @@ import { join } from "node:path";
 import { pino } from "pino";
 
 import { hardhatAccount } from "./embedded-chain/chain.js";
-import { deployOnAnvil, startAnvil } from "../test/helpers/anvil.js";
+import { deployOnAnvil, startAnvil, type Anvil } from "../test/helpers/anvil.js";
+import { startWsProxy } from "../test/helpers/ws-proxy.js";
+import type { DeploymentAddresses } from "../adapters/chain/index.js";
 
 /** Hardhat account #2: receives the stable coins. */
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -33,9 +40,11 @@ export interface RpcWindow {
   seconds: number;
 }
 
+/** The two windows over HTTP, and over a WebSocket when measured. */
 export interface RpcResult {
   sequential: RpcWindow;
   burst: RpcWindow;
+  ws?: { sequential: RpcWindow; burst: RpcWindow };
 }
 
 export interface RpcBenchOptions {
@@ -43,6 +52,8 @@ export interface RpcBenchOptions {
   sequential?: number;
   /** Sells sent at once. Default 50. */
   burst?: number;
+  /** Also measure with RPC_URL a ws:// URL. Default true. */
+  websocket?: boolean;
   progress?: (line: string) => void;
 }
 
@@ -107,19 +118,35 @@ function since(before: Map<string, number>, after: Map<string, number>, trades: 
   return { trades, calls, byMethod, seconds };
 }
 
-/** Anvil (1 s blocks), the suite, the service through the counting proxy; counts the two windows. */
+/** Anvil (1 s blocks), the suite, the service through the counting proxy (HTTP, then WebSocket); counts the two windows. */
 export async function measureRpc(options: RpcBenchOptions = {}): Promise<RpcResult> {
-  const progress = options.progress ?? (() => {});
-  const { startService } = await import("../adapters/main.js");
-  const exchange = hardhatAccount(1);
   const anvil = await startAnvil({ blockTime: 1 });
-  const dir = mkdtempSync(join(tmpdir(), "bench-rpc-"));
-  let proxy: Awaited<ReturnType<typeof countingProxy>> | undefined;
-  let service: Awaited<ReturnType<typeof startService>> | undefined;
   try {
     const addresses = await deployOnAnvil(anvil, 1000);
+    const http = await measureOn(anvil, addresses, "http", options);
+    if (options.websocket === false) return http;
+    return { ...http, ws: await measureOn(anvil, addresses, "ws", options) };
+  } finally {
+    await anvil.stop();
+  }
+}
+
+/** The service on `anvil` through a counting proxy of `transport`; counts the two windows. */
+async function measureOn(
+  anvil: Anvil,
+  addresses: DeploymentAddresses,
+  transport: "http" | "ws",
+  options: RpcBenchOptions,
+): Promise<{ sequential: RpcWindow; burst: RpcWindow }> {
+  const progress = (line: string) => options.progress?.(`${line} (${transport === "ws" ? "WebSocket" : "HTTP"})`);
+  const { startService } = await import("../adapters/main.js");
+  const exchange = hardhatAccount(1);
+  const dir = mkdtempSync(join(tmpdir(), "bench-rpc-"));
+  let proxy: { url: string; counts: Map<string, number>; close(): Promise<void> } | undefined;
+  let service: Awaited<ReturnType<typeof startService>> | undefined;
+  try {
     writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
-    proxy = await countingProxy(anvil.url);
+    proxy = transport === "ws" ? await startWsProxy(`ws://127.0.0.1:${anvil.port}`) : await countingProxy(anvil.url);
     const metricsPort = await new Promise<number>((resolve) => {
       const probe = http.createServer().listen(0, "127.0.0.1", () => {
         const { port } = probe.address() as AddressInfo;
@@ -174,26 +201,38 @@ export async function measureRpc(options: RpcBenchOptions = {}): Promise<RpcResu
   } finally {
     await service?.close().catch(() => {});
     await proxy?.close();
-    await anvil.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** The two windows as a markdown table: calls per trade, and the methods that make them up. */
-export function rpcTable({ sequential, burst }: RpcResult): string {
+/**
+ * The windows as a markdown table: calls per trade, and the methods that make them up; over
+ * HTTP, and over a WebSocket in two more columns when measured.
+ */
+export function rpcTable({ sequential, burst, ws }: RpcResult): string {
+  const windows = [sequential, burst, ...(ws === undefined ? [] : [ws.sequential, ws.burst])];
   const perTrade = (w: RpcWindow) => w.calls / w.trades;
-  const methods = [...new Set([...Object.keys(sequential.byMethod), ...Object.keys(burst.byMethod)])].sort();
+  const methods = [...new Set(windows.flatMap((w) => Object.keys(w.byMethod)))].sort();
   const cell = (w: RpcWindow, method: string) => ((w.byMethod[method] ?? 0) / w.trades).toFixed(2);
   const verdict = (value: number, target: number) => `≤ ${target} ${value <= target ? "✅ met" : "❌ missed"}`;
+  const row = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  const targets = windows.map((w, i) => verdict(perTrade(w), i % 2 === 0 ? 4 : 1.5));
+  const over = (w: RpcWindow, i: number) =>
+    `${i < 2 ? "" : "WebSocket: "}${i % 2 === 0 ? `Sequential (${w.trades} sells, ${w.seconds.toFixed(1)} s)` : `Burst (${w.trades} at once, ${w.seconds.toFixed(1)} s)`}`;
   return [
     "",
     "JSON-RPC calls per sell, counted by a proxy in front of anvil (1 s blocks), the service in production mode (its lifecycle monitor included):",
+    ...(ws === undefined
+      ? []
+      : [
+          "over HTTP (RPC_URL an http:// URL), and over a WebSocket (RPC_URL a ws:// URL: heads pushed by eth_subscribe newHeads; the notifications are not calls and are not counted).",
+        ]),
     "",
-    `| | Sequential (${sequential.trades} sells, ${sequential.seconds.toFixed(1)} s) | Burst (${burst.trades} at once, ${burst.seconds.toFixed(1)} s) |`,
-    "|---|---:|---:|",
-    `| **Calls per trade** | **${perTrade(sequential).toFixed(2)}** | **${perTrade(burst).toFixed(2)}** |`,
-    `| Target | ${verdict(perTrade(sequential), 4)} | ${verdict(perTrade(burst), 1.5)} |`,
-    ...methods.map((method) => `| ${method} | ${cell(sequential, method)} | ${cell(burst, method)} |`),
+    `| |${windows.map((w, i) => ` ${over(w, i)} |`).join("")}`,
+    `|---|${windows.map(() => "---:").join("|")}|`,
+    row(["**Calls per trade**", ...windows.map((w) => `**${perTrade(w).toFixed(2)}**`)]),
+    row(["Target", ...targets]),
+    ...methods.map((method) => row([method, ...windows.map((w) => cell(w, method))])),
     "",
   ].join("\n");
 }

@@ -26,6 +26,16 @@
  * next block is due, by the block time seen so far (the median of the last few gaps between new
  * heads; the interval while unknown), half an interval early so that blocks are not seen later and later.
  *
+ * Pushed heads (`heads`: eth_subscribe newHeads over a WebSocket, head-subscription.ts): while
+ * subscribed, each header pushed is the head of the next look, instead of one asked for: the same
+ * look (ring, replaced blocks, receipts by hash, waiters, `lastHead`), still never twice within
+ * the interval (a header pushed sooner waits for it, and the latest one then is looked at). A
+ * look with a pushed head asks for nothing unless a transaction is missing, so headers pushed
+ * while nothing is expected are looked at too: the head, the ring and `lastHead` stay current at
+ * no cost. While subscribed, the head is asked for only when no header came for MAX_DELAY_MS (a
+ * node that stopped pushing); while the subscription is down (not yet made, connection lost), the
+ * watcher polls as above.
+ *
  * Waiters (receipts.ts) ask `next`: it answers after the next new block, with the receipts of
  * their transactions found so far. A receipt is answered only from the latest look, read from the
  * head or one of its ancestors; one kept from an older look is fetched again first (its block may
@@ -34,6 +44,8 @@
 import type { JsonRpcApiProvider } from "ethers";
 
 import type { HeadBlock, HeadSource } from "./fees.js";
+import type { PushedHead, PushedHeads } from "./head-subscription.js";
+import { RpcProvider } from "./rpc-provider.js";
 import type { RpcReceipt } from "./web3-receipt.js";
 
 export interface BlockWatcherOptions {
@@ -42,6 +54,13 @@ export interface BlockWatcherOptions {
   intervalMs?: number;
   /** How long an expected transaction nobody waits for is kept, in ms. Default 10 minutes. */
   keepMs?: number;
+  /** Heads pushed by the node (RpcProvider.heads with a WebSocket endpoint; `headsOf`); unset: polled. */
+  heads?: PushedHeads | undefined;
+}
+
+/** The heads `provider` pushes: RpcProvider's with a WebSocket endpoint, else none (the watcher polls). */
+export function headsOf(provider: JsonRpcApiProvider): PushedHeads | undefined {
+  return provider instanceof RpcProvider ? provider.heads : undefined;
 }
 
 /** The head block as eth_getBlockByNumber("latest", false) gives it (the fields used). */
@@ -72,7 +91,7 @@ const MAX_BLOCKS_PER_LOOK = 2;
 const RING_BLOCKS = 64;
 /** Gaps between new heads the block time is estimated from. */
 const BLOCK_TIME_SAMPLES = 8;
-/** The longest wait between two asks while something is expected, in ms (whatever the estimate says). */
+/** The longest wait between two asks while something is expected, in ms (whatever the estimate says); while subscribed, the wait for a pushed header before the head is asked for. */
 const MAX_DELAY_MS = 30_000;
 /** A node found without eth_getBlockReceipts is asked again after this many blocks… */
 const REPROBE_BLOCKS = 100;
@@ -115,11 +134,18 @@ export class BlockWatcher implements HeadSource {
   #blockReceipts: boolean | undefined;
   /** When it was found not to (head, ms): asked again after REPROBE_BLOCKS or REPROBE_MS. */
   #unsupportedAt = { head: 0, at: 0 };
+  readonly #heads: PushedHeads | undefined;
+  /** How to stop hearing pushed heads; undefined while not listening. */
+  #stopHearing: (() => void) | undefined;
+  /** The latest header pushed and not looked at yet. */
+  #pushed: PushedHead | undefined;
 
   constructor(options: BlockWatcherOptions) {
     this.#provider = options.provider;
     this.#intervalMs = options.intervalMs ?? 1_000;
     this.#keepMs = options.keepMs ?? 600_000;
+    this.#heads = options.heads;
+    this.#listen();
   }
 
   /** A transaction about to be broadcast: every block from now on is read for it. */
@@ -128,6 +154,7 @@ export class BlockWatcher implements HeadSource {
     const entry = this.#expected.get(key);
     if (entry === undefined) this.#expected.set(key, { until: Date.now() + this.#keepMs });
     else entry.until = Date.now() + this.#keepMs;
+    this.#listen();
     this.#wake();
   }
 
@@ -200,11 +227,14 @@ export class BlockWatcher implements HeadSource {
     return { head, receipts };
   }
 
-  /** Stops looking (waiters are answered with what is known). */
+  /** Stops looking (waiters are answered with what is known) and listening to pushed heads (until the next `expect`). */
   stop(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#expected.clear();
+    this.#stopHearing?.();
+    this.#stopHearing = undefined;
+    this.#pushed = undefined;
     for (const done of this.#waiters.splice(0)) done();
   }
 
@@ -233,16 +263,43 @@ export class BlockWatcher implements HeadSource {
     return sorted[Math.floor(sorted.length / 2)]!;
   }
 
+  /** Whether pushed heads stand for the head poll now. */
+  get #subscribed(): boolean {
+    return this.#stopHearing !== undefined && this.#heads?.subscribed === true;
+  }
+
+  #listen(): void {
+    if (this.#heads === undefined || this.#stopHearing !== undefined) return;
+    this.#stopHearing = this.#heads.onHead(
+      (head) => this.#push(head),
+      (subscribed) => {
+        // Lost: polled from the next due time (the safety poll set while subscribed is far off).
+        if (!subscribed && !this.#looking && (this.#expected.size > 0 || this.#waiters.length > 0))
+          this.#schedule(Math.max(0, this.#nextDelay()));
+      },
+    );
+  }
+
+  /** A header pushed: looked at once the interval since the last look is over (the latest one by then). */
+  #push(head: PushedHead): void {
+    this.#pushed = head;
+    if (!this.#looking) this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
+  }
+
   #wake(): void {
-    if (this.#timer === undefined && !this.#looking)
-      this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
+    if (this.#timer !== undefined || this.#looking) return;
+    // Subscribed: the next header pushed looks; a poll only if none comes.
+    if (this.#subscribed && this.#pushed === undefined) this.#schedule(MAX_DELAY_MS);
+    else this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
   }
 
   #schedule(delay: number): void {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      void this.#look();
+      const pushed = this.#pushed;
+      this.#pushed = undefined;
+      void this.#look(pushed);
     }, delay);
     this.#timer.unref();
   }
@@ -257,15 +314,20 @@ export class BlockWatcher implements HeadSource {
     return Math.max(earliest, Math.min(due, MAX_DELAY_MS));
   }
 
-  /** One look: the head, and the receipts of the new (or replaced) blocks when there are any. */
-  async #look(): Promise<void> {
+  /**
+   * One look: the head (`pushed`, else asked for), and the receipts of the new (or replaced)
+   * blocks when there are any. A pushed head is looked at even when nothing is expected: it
+   * costs no call then.
+   */
+  async #look(pushed?: PushedHead): Promise<void> {
     this.#looking = true;
     try {
       const now = Date.now();
       this.#lastLookAt = now;
       for (const [hash, entry] of this.#expected) if (entry.until < now) this.#expected.delete(hash);
-      if (this.#expected.size === 0 && this.#waiters.length === 0) return;
-      const latest = (await this.#provider.send("eth_getBlockByNumber", ["latest", false])) as RpcBlock | null;
+      if (pushed === undefined && this.#expected.size === 0 && this.#waiters.length === 0) return;
+      const latest =
+        pushed ?? ((await this.#provider.send("eth_getBlockByNumber", ["latest", false])) as RpcBlock | null);
       if (latest === null || typeof latest !== "object") return; // asked again at the next due time
       const head = Number(latest.number);
       // The latest block as of now (a lagging node's lower head is not).
@@ -316,8 +378,11 @@ export class BlockWatcher implements HeadSource {
       // The node did not answer: the next look tries again; waiters keep waiting (up to their limit).
     } finally {
       this.#looking = false;
-      if (this.#expected.size > 0 || this.#waiters.length > 0) this.#schedule(Math.max(0, this.#nextDelay()));
-      else this.#sampleFrom = undefined; // idle: the next gap measured would span the idle spell
+      const busy = this.#expected.size > 0 || this.#waiters.length > 0;
+      if (this.#pushed !== undefined) this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
+      else if (busy && this.#subscribed) this.#schedule(MAX_DELAY_MS);
+      else if (busy) this.#schedule(Math.max(0, this.#nextDelay()));
+      if (!busy) this.#sampleFrom = undefined; // idle: the next gap measured would span the idle spell
     }
   }
 

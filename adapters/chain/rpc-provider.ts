@@ -32,6 +32,12 @@
  * endpoint that is up, so that it reaches the network even when one provider drops it.
  * Retrying a request on another endpoint is safe: the service only reads, and sends signed
  * transactions, which a second node takes or knows already.
+ *
+ * A WebSocket endpoint (ws:// or wss://, ws-transport.ts) carries the same requests, one message
+ * each, over one connection, with the same deadline, size cap, failover and errors: a connection
+ * that closes before an answer came fails the request as a dropped HTTP connection does (the
+ * node may have taken its calls). It also pushes new heads (`heads`, head-subscription.ts), on
+ * the first healthy WebSocket endpoint; notifications are not requests (`onRequest` sees none).
  */
 import * as http from "node:http";
 import * as https from "node:https";
@@ -45,6 +51,9 @@ import {
   type JsonRpcResult,
 } from "ethers";
 
+import { HeadSubscription, type PushedHeads } from "./head-subscription.js";
+import { WsTransport } from "./ws-transport.js";
+
 export interface RpcProviderOptions {
   /** Pins the network (no eth_chainId before calls); unset = detected once. */
   chainId?: bigint;
@@ -56,9 +65,13 @@ export interface RpcProviderOptions {
   batchStallMs?: number;
   /** Most calls in one request. Default 100 (1 disables batching). */
   batchMaxCount?: number;
-  /** Most concurrent connections to each endpoint. Default 8. */
+  /** Most concurrent connections to each HTTP endpoint (a WebSocket endpoint has one). Default 8. */
   maxSockets?: number;
-  /** How long a failed endpoint rests before its first health probe, in ms; doubles while it keeps failing, up to 60 s. Default 2000. */
+  /**
+   * How long a failed endpoint rests before its first health probe, in ms; doubles while it keeps
+   * failing, up to 60 s. Also the first wait before a closed WebSocket is opened again, and before
+   * a lost head subscription is tried again elsewhere. Default 2000.
+   */
   restMs?: number;
   /** Told when an endpoint goes down or comes back (the service logs it). */
   onEndpointChange?: (change: EndpointStatus) => void;
@@ -66,7 +79,7 @@ export interface RpcProviderOptions {
   onRequest?: (request: RpcRequestRecord) => void;
 }
 
-/** One POST to one endpoint: how many calls it carried, how long it took, how it ended. */
+/** One request (a POST, or a WebSocket message) to one endpoint: how many calls it carried, how long it took, how it ended. */
 export interface RpcRequestRecord {
   /** The endpoint's redacted URL (EndpointStatus.url). */
   endpoint: string;
@@ -95,9 +108,10 @@ const MAX_REST_MS = 60_000;
 /** Far above any answer the service asks for (a batch of receipts), far below what would hurt the process. */
 const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
-/** One JSON-RPC endpoint: its own keep-alive agent, and its health. */
+/** One JSON-RPC endpoint: its own keep-alive agent (HTTP) or connection (WebSocket), and its health. */
 class Endpoint {
-  readonly agent: http.Agent;
+  readonly agent: http.Agent | undefined;
+  readonly ws: WsTransport | undefined;
   readonly label: string;
   up = true;
   reason: string | undefined;
@@ -108,9 +122,16 @@ class Endpoint {
   constructor(
     readonly url: URL,
     maxSockets: number,
+    ws: { maxAnswerBytes: number; restMs: number },
   ) {
     const agentOptions = { keepAlive: true, maxSockets };
-    this.agent = url.protocol === "https:" ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    if (url.protocol === "ws:" || url.protocol === "wss:") {
+      this.ws = new WsTransport(url, {
+        maxAnswerBytes: ws.maxAnswerBytes,
+        reconnectMs: ws.restMs,
+        maxReconnectMs: MAX_REST_MS,
+      });
+    } else this.agent = url.protocol === "https:" ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.label = redactUrl(url.href);
   }
 
@@ -165,6 +186,7 @@ export class RpcProvider extends JsonRpcApiProvider {
   readonly #queued: QueuedCall[] = [];
   #drainTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
+  readonly #heads: HeadSubscription | undefined;
 
   /** @param urls one endpoint, or several in order of preference */
   constructor(urls: string | readonly string[], options: RpcProviderOptions = {}) {
@@ -176,20 +198,49 @@ export class RpcProvider extends JsonRpcApiProvider {
     });
     const list = typeof urls === "string" ? [urls] : [...urls];
     if (list.length === 0) throw new TypeError("RPC_URL: at least one URL is required");
-    this.#endpoints = list.map((url) => {
-      const parsed = new URL(url);
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-        throw new TypeError("RPC_URL: must be an http: or https: URL");
-      return new Endpoint(parsed, options.maxSockets ?? 8);
-    });
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#maxAnswerBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
     this.#restMs = options.restMs ?? 2_000;
+    this.#endpoints = list.map((url) => {
+      const parsed = new URL(url);
+      if (!["http:", "https:", "ws:", "wss:"].includes(parsed.protocol))
+        throw new TypeError("RPC_URL: must be an http:, https:, ws: or wss: URL");
+      return new Endpoint(parsed, options.maxSockets ?? 8, {
+        maxAnswerBytes: this.#maxAnswerBytes,
+        restMs: this.#restMs,
+      });
+    });
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#onEndpointChange = options.onEndpointChange;
     this.#onRequest = options.onRequest;
     this.#chainId = options.chainId;
     this.#batchMaxCount = Math.max(1, options.batchMaxCount ?? 100);
     this.#batchStallMs = options.batchStallMs ?? 1;
+    const sockets = this.#endpoints.filter((endpoint) => endpoint.ws !== undefined);
+    this.#heads =
+      sockets.length === 0
+        ? undefined
+        : new HeadSubscription(
+            sockets.map((endpoint) => endpoint.ws!),
+            {
+              endpoints: () =>
+                this.#order()
+                  .filter((endpoint) => endpoint.ws !== undefined)
+                  .map((endpoint) => ({
+                    transport: endpoint.ws!,
+                    call: (method, params) => this.#callOn(endpoint, method, params),
+                  })),
+              retryMs: this.#restMs,
+            },
+          );
+  }
+
+  /**
+   * Heads pushed by the first healthy WebSocket endpoint (eth_subscribe newHeads); undefined
+   * without a WebSocket endpoint (the block watcher then polls). A getter, not a field: the
+   * provider has no own enumerable state (ethers' objects that hold it compare as before).
+   */
+  get heads(): PushedHeads | undefined {
+    return this.#heads;
   }
 
   /**
@@ -244,11 +295,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (const endpoint of this.#order()) {
       if (this.destroyed) break;
       try {
-        const answers = await this.#request(
-          endpoint,
-          body,
-          (Array.isArray(payload) ? payload : [payload]).map((call) => call.method),
-        );
+        const answers = await this.#request(endpoint, payload, body);
         this.#spread(endpoint, Array.isArray(payload) ? payload : [payload]);
         return answers;
       } catch (error) {
@@ -271,13 +318,17 @@ export class RpcProvider extends JsonRpcApiProvider {
     return up.length === this.#endpoints.length ? up : [...up, ...this.#endpoints.filter((endpoint) => !endpoint.up)];
   }
 
-  /** One POST to one endpoint, parsed. A transport failure comes back as an EndpointFailure. */
+  /**
+   * One request to one endpoint (a POST of `body`, or a WebSocket message), parsed. A transport
+   * failure comes back as an EndpointFailure.
+   */
   async #request(
     endpoint: Endpoint,
-    body: string,
-    methods: readonly string[],
+    payload: JsonRpcPayload | JsonRpcPayload[],
+    body = JSON.stringify(payload),
   ): Promise<Array<JsonRpcResult | JsonRpcError>> {
     const started = performance.now();
+    const methods = (Array.isArray(payload) ? payload : [payload]).map((call) => call.method);
     const calls = methods.length;
     const record = (failed: boolean, errors: number) =>
       this.#onRequest?.({
@@ -288,21 +339,31 @@ export class RpcProvider extends JsonRpcApiProvider {
         failed,
         errors,
       });
-    let text: string;
-    try {
-      text = await this.#post(endpoint, body);
-    } catch (error) {
-      record(true, 0);
-      throw new EndpointFailure(error as Error);
-    }
     let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      record(true, 0);
-      throw new EndpointFailure(
-        makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }),
-      );
+    if (endpoint.ws !== undefined) {
+      // Parsed by the connection: it matches answers to requests by id.
+      try {
+        parsed = await endpoint.ws.exchange(payload, this.#timeoutMs);
+      } catch (error) {
+        record(true, 0);
+        throw new EndpointFailure(error as Error);
+      }
+    } else {
+      let text: string;
+      try {
+        text = await this.#post(endpoint, body);
+      } catch (error) {
+        record(true, 0);
+        throw new EndpointFailure(error as Error);
+      }
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        record(true, 0);
+        throw new EndpointFailure(
+          makeError("the JSON-RPC node answered something that is not JSON", "SERVER_ERROR", { request: "JSON-RPC" }),
+        );
+      }
     }
     const answers = (Array.isArray(parsed) ? parsed : [parsed]) as Array<JsonRpcResult | JsonRpcError>;
     const refused = wholeRequestError(parsed, calls);
@@ -323,10 +384,13 @@ export class RpcProvider extends JsonRpcApiProvider {
     if (this.#endpoints.length === 1) return;
     const raw = payloads.filter((payload) => payload.method === "eth_sendRawTransaction");
     if (raw.length === 0) return;
-    const body = JSON.stringify(raw.map((payload) => ({ ...payload, id: this.#nextId++ })));
+    const copies = raw.map((payload) => ({ ...payload, id: this.#nextId++ }));
+    const body = JSON.stringify(copies);
     for (const endpoint of this.#endpoints) {
       if (endpoint === sentTo || !endpoint.up) continue;
-      this.#post(endpoint, body).catch((error: unknown) => this.#markDown(endpoint, error as Error));
+      const sent =
+        endpoint.ws !== undefined ? endpoint.ws.exchange(copies, this.#timeoutMs) : this.#post(endpoint, body);
+      sent.catch((error: unknown) => this.#markDown(endpoint, error as Error));
     }
   }
 
@@ -352,11 +416,12 @@ export class RpcProvider extends JsonRpcApiProvider {
   async #probe(endpoint: Endpoint): Promise<void> {
     if (this.destroyed) return;
     try {
-      const [answer] = await this.#request(
-        endpoint,
-        JSON.stringify({ jsonrpc: "2.0", id: this.#nextId++, method: "eth_chainId", params: [] }),
-        ["eth_chainId"],
-      );
+      const [answer] = await this.#request(endpoint, {
+        jsonrpc: "2.0",
+        id: this.#nextId++,
+        method: "eth_chainId",
+        params: [],
+      });
       if (answer === undefined || !("result" in answer)) throw new Error("it did not answer eth_chainId");
       if (this.#chainId !== undefined && BigInt(answer.result as string) !== this.#chainId) {
         throw new Error(`it serves chain ${BigInt(answer.result as string)}, not ${this.#chainId}`);
@@ -412,14 +477,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     return Promise.all(
       this.#endpoints.map(async (endpoint) => {
         try {
-          return this.#outcomes(
-            payloads,
-            await this.#request(
-              endpoint,
-              body,
-              payloads.map((payload) => payload.method),
-            ),
-          );
+          return this.#outcomes(payloads, await this.#request(endpoint, payloads, body));
         } catch (error) {
           if (!(error instanceof EndpointFailure)) return error as Error;
           this.#markDown(endpoint, error.cause);
@@ -427,6 +485,27 @@ export class RpcProvider extends JsonRpcApiProvider {
         }
       }),
     );
+  }
+
+  /**
+   * One call to `endpoint` alone (no batching, no failover): its result; throws its JSON-RPC
+   * error, or the transport's failure (the endpoint then rests). The head subscription's calls,
+   * which belong to one connection.
+   */
+  async #callOn(endpoint: Endpoint, method: string, params: unknown[]): Promise<unknown> {
+    if (this.destroyed) throw destroyedError(method);
+    const payload: JsonRpcPayload = { jsonrpc: "2.0", id: this.#nextId++, method, params };
+    let answers: Array<JsonRpcResult | JsonRpcError>;
+    try {
+      answers = await this.#request(endpoint, payload);
+    } catch (error) {
+      if (!(error instanceof EndpointFailure)) throw error;
+      this.#markDown(endpoint, error.cause);
+      throw error.cause;
+    }
+    const [outcome] = this.#outcomes([payload], answers);
+    if ("error" in outcome!) throw outcome.error;
+    return outcome!.result;
   }
 
   /** `calls` as JSON-RPC payloads, each with a fresh id. */
@@ -453,14 +532,17 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (const call of this.#queued.splice(0)) {
       call.reject(destroyedError(call.payload.method));
     }
+    this.#heads?.destroy();
     for (const endpoint of this.#endpoints) {
       clearTimeout(endpoint.probeTimer);
-      endpoint.agent.destroy();
+      endpoint.agent?.destroy();
+      endpoint.ws?.destroy();
     }
     super.destroy();
   }
 
   #post(endpoint: Endpoint, body: string): Promise<string> {
+    if (endpoint.agent === undefined) return Promise.reject(new TypeError("not an HTTP endpoint"));
     const client = endpoint.url.protocol === "https:" ? https : http;
     const limit = this.#maxAnswerBytes;
     return new Promise((resolve, reject) => {

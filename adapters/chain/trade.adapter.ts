@@ -46,7 +46,7 @@ import {
 } from "../../core/index.js";
 import { ERC20_ABI, SWAP_ABI } from "./abi.js";
 import { Allowances, type Asset, type Holding } from "./allowances.js";
-import { BlockWatcher } from "./block-watcher.js";
+import { BlockWatcher, headsOf } from "./block-watcher.js";
 import { CallBatcher } from "./call-batcher.js";
 import { staticCallEncoder } from "./calldata.js";
 import { revertName, toDomainError } from "./chain-errors.js";
@@ -155,7 +155,8 @@ export class ChainTradeAdapter implements TradePort {
     const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.settings };
     this.#settings = settings;
     const { provider, journal } = options;
-    this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs });
+    // Heads pushed over a WebSocket endpoint when there is one (eth_subscribe newHeads), else polled.
+    this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs, heads: headsOf(provider) });
     // Fees from the head the watcher reads anyway, while it is young (fees.ts).
     this.#fees = new FeeOracle(provider, { heads: this.#watcher });
     this.#receipts = new Receipts({

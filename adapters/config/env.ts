@@ -5,9 +5,8 @@ import { resolve } from "node:path";
 import { z } from "zod";
 
 import { decimalToBaseUnits, TOKEN_DECIMALS } from "../../core/index.js";
-import { parseTrustedProxies } from "../transport/client-address.js";
+import { parseTrustedProxies, type RateLimitOptions } from "../transport/index.js";
 import { parseWebhooksFile, type WebhookEndpointConfig } from "./webhooks-file.js";
-import type { RateLimitOptions } from "../transport/rate-limit.js";
 import {
   DEFAULT_FX_MAX_AGE_S,
   DEFAULT_NATIVE_USD_MAX_AGE_S,
@@ -75,7 +74,7 @@ export interface AppConfig {
   rateLimits: RateLimitOptions;
   /**
    * TRUSTED_PROXIES: addresses and CIDRs of the proxies in front of the service, from which alone
-   * X-Forwarded-For names the client (adapters/transport/client-address.ts); empty = none.
+   * X-Forwarded-For names the client (adapters/transport/http/client-address.ts); empty = none.
    */
   trustedProxies: string[];
   /**
@@ -202,8 +201,8 @@ const schema = z.object({
     z
       .string()
       .regex(
-        /^\s*https?:\/\/[^\s,]+\s*(,\s*https?:\/\/[^\s,]+\s*)*$/,
-        "RPC_URL: must be one http:// or https:// URL, or several separated by commas",
+        /^\s*(https?|wss?):\/\/[^\s,]+\s*(,\s*(https?|wss?):\/\/[^\s,]+\s*)*$/,
+        "RPC_URL: must be one http://, https://, ws:// or wss:// URL, or several separated by commas",
       ),
   ),
   RPC_TIMEOUT_MS: optional(integer("RPC_TIMEOUT_MS", 100, 120_000)).default(10_000),
@@ -502,7 +501,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   let webhookEndpoints: WebhookEndpointConfig[] = [];
   if (e.WEBHOOKS_FILE !== undefined) {
     const text = readFile("WEBHOOKS_FILE", e.WEBHOOKS_FILE, problems);
-    // An api key's id is its scope (adapters/transport/api-key.ts); with no key configured (dev mode generates one) ids are not checked.
+    // An api key's id is its scope (adapters/transport/request/api-key.ts); with no key configured (dev mode generates one) ids are not checked.
     const knownIds =
       keys.length === 0 ? undefined : new Set(keys.map((key) => hash("sha256", key, "hex").slice(0, 32)));
     if (text !== undefined)

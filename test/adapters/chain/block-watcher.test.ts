@@ -7,6 +7,7 @@ import { expect } from "chai";
 import type { JsonRpcApiProvider } from "ethers";
 
 import { BlockWatcher, isUnsupported } from "../../../adapters/chain/block-watcher.js";
+import type { PushedHead, PushedHeads } from "../../../adapters/chain/head-subscription.js";
 import { Receipts } from "../../../adapters/chain/receipts.js";
 import type { RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
 
@@ -521,5 +522,128 @@ describe("BlockWatcher.canonical: what the lifecycle monitor need not ask the no
     watcher.release([tx]);
     await sleep(100); // more than a block time (the interval, while none was seen) and an interval
     expect(watcher.canonical(look.head, blockHash(look.head))).to.equal(undefined);
+  });
+});
+
+/** Heads pushed by hand: a WebSocket subscription that the test turns on and off. */
+class FakeHeads implements PushedHeads {
+  subscribed = false;
+  readonly #listeners = new Set<{ onHead: (head: PushedHead) => void; onChange?: (up: boolean) => void }>();
+
+  onHead(onHead: (head: PushedHead) => void, onChange?: (up: boolean) => void): () => void {
+    const listener = { onHead, ...(onChange === undefined ? {} : { onChange }) };
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  get listening(): number {
+    return this.#listeners.size;
+  }
+
+  /** The chain's head, pushed as newHeads would. */
+  push(chain: FakeChain): void {
+    const block = chain.byHash.get(chain.canonical.get(chain.head)!)!;
+    const head = {
+      number: hex(block.number),
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: "0x1",
+      gasUsed: "0x0",
+      gasLimit: "0x1c9c380",
+    };
+    for (const listener of this.#listeners) listener.onHead(head);
+  }
+
+  set(up: boolean): void {
+    this.subscribed = up;
+    for (const listener of this.#listeners) listener.onChange?.(up);
+  }
+}
+
+describe("BlockWatcher with pushed heads (eth_subscribe newHeads over a WebSocket)", function () {
+  let chain: FakeChain;
+  let heads: FakeHeads;
+  let watcher: BlockWatcher;
+
+  beforeEach(function () {
+    chain = new FakeChain();
+    heads = new FakeHeads();
+    heads.subscribed = true;
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 50, heads });
+  });
+
+  afterEach(function () {
+    chain.stop();
+    watcher.stop();
+  });
+
+  it("looks at each pushed head instead of asking for it: the receipts by the pushed block's hash, no head poll", async function () {
+    heads.push(chain); // 10, while nothing is expected: nothing asked
+    await sleep(20);
+    expect(chain.calls).to.deep.equal([]);
+    expect(watcher.lastHead()?.block.number).to.equal(hex(10));
+    const tx = hash(0x61);
+    const waiting = watcher.next([tx], 2_000);
+    await sleep(150);
+    chain.mine([receiptOf(tx, 11)]);
+    heads.push(chain);
+    const look = await waiting;
+    expect(look.head).to.equal(11);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(11));
+    expect(chain.calls).to.deep.equal(["eth_getBlockReceipts"]);
+    expect(watcher.lastHead()?.block.hash).to.equal(blockHash(11));
+    expect(watcher.canonical(11, blockHash(11))).to.equal(true);
+  });
+
+  it("asks nothing for heads pushed while nothing is expected, and stops listening once stopped", async function () {
+    for (let i = 0; i < 5; i++) {
+      chain.mine();
+      heads.push(chain);
+      await sleep(60);
+    }
+    expect(chain.calls).to.deep.equal([]);
+    expect(watcher.lastHead()?.block.number).to.equal(hex(15));
+    watcher.stop();
+    expect(heads.listening).to.equal(0);
+  });
+
+  it("does not hand out a receipt from a block replaced at the same height by a pushed head (the look a poll makes)", async function () {
+    const tx = hash(0x62);
+    heads.push(chain);
+    let look = await watcher.next([tx], 1_000);
+    chain.mine([receiptOf(tx, 11)]);
+    heads.push(chain);
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(11));
+    chain.reorg(11, 1);
+    chain.mine(); // 11', without it
+    heads.push(chain);
+    look = await watcher.next([tx], 600, look.head);
+    expect(look.head).to.equal(11);
+    expect(look.receipts.has(tx)).to.equal(false);
+    chain.mine([receiptOf(tx, 12, 1)]);
+    heads.push(chain);
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.get(tx)?.blockHash).to.equal(blockHash(12, 1));
+    expect(chain.count(HEAD)).to.equal(0);
+  });
+
+  it("polls while the subscription is down, and stops polling once it is back", async function () {
+    heads.set(false);
+    const tx = hash(0x63);
+    let look = await watcher.next([tx], 1_000);
+    expect(chain.count(HEAD)).to.be.greaterThan(0); // found by polling
+    chain.mine([receiptOf(tx, 11)]);
+    look = await watcher.next([tx], 1_000, look.head);
+    expect(look.receipts.has(tx)).to.equal(true);
+    heads.set(true);
+    await sleep(120); // a look already due may still poll
+    const polls = chain.count(HEAD);
+    await sleep(400);
+    expect(chain.count(HEAD)).to.equal(polls);
+    // Down again: polled within an interval or so.
+    heads.set(false);
+    await sleep(150);
+    expect(chain.count(HEAD)).to.be.greaterThan(polls);
   });
 });

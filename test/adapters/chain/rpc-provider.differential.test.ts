@@ -2,7 +2,8 @@
  * RpcProvider (adapters/chain/rpc-provider.ts) against ethers' own JsonRpcProvider, on the same
  * node, for every call the service makes: the same results and the same errors, called one at a
  * time, all at once (one batch each), and through ethers' methods. On Hardhat's EDR (the
- * embedded chain, served over HTTP) and on an independent node, Foundry's anvil.
+ * embedded chain, served over HTTP) and on an independent node, Foundry's anvil; on anvil also
+ * with RpcProvider over anvil's WebSocket (ethers' provider stays on HTTP).
  */
 import { expect } from "chai";
 import { Interface, JsonRpcProvider, Wallet, type JsonRpcApiProvider } from "ethers";
@@ -15,6 +16,8 @@ import { deployOnAnvil, startAnvil } from "../../helpers/anvil.js";
 
 interface Node {
   url: string;
+  /** Where RpcProvider connects, when not `url` (a ws:// URL of the same node). */
+  oursUrl?: string;
   addresses: DeploymentAddresses;
   close(): Promise<void>;
 }
@@ -34,6 +37,15 @@ const NODES: Array<[string, () => Promise<Node>]> = [
       const addresses = await deployOnAnvil(anvil, 0); // 0: no interval mining…
       await anvil.rpc("evm_setAutomine", [true]); // …a block per transaction, as on EDR
       return { url: anvil.url, addresses, close: () => anvil.stop() };
+    },
+  ],
+  [
+    "anvil, RpcProvider over its WebSocket",
+    async () => {
+      const anvil = await startAnvil();
+      const addresses = await deployOnAnvil(anvil, 0);
+      await anvil.rpc("evm_setAutomine", [true]);
+      return { url: anvil.url, oursUrl: `ws://127.0.0.1:${anvil.port}`, addresses, close: () => anvil.stop() };
     },
   ],
 ];
@@ -75,7 +87,7 @@ for (const [name, start] of NODES) {
     before(async function () {
       node = await start();
       // The same provider settings (no cache, the network detected once): only the transport differs.
-      ours = new RpcProvider(node.url);
+      ours = new RpcProvider(node.oursUrl ?? node.url);
       theirs = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
       const transfer = {
         from: exchange.address,

@@ -129,8 +129,8 @@ describe("RpcProvider", function () {
     expect(isChainUnreachable(thrown)).to.equal(true);
   });
 
-  it("refuses a URL that is not http or https", function () {
-    expect(() => new RpcProvider("ws://127.0.0.1:8545")).to.throw(TypeError, /RPC_URL/);
+  it("refuses a URL that is not http, https, ws or wss", function () {
+    expect(() => new RpcProvider("ftp://127.0.0.1:8545")).to.throw(TypeError, /RPC_URL/);
   });
 
   /** How `call` ended: its error, "answered", or "still waiting" after `ms`. */

@@ -305,8 +305,14 @@ describe("configuration from the environment", function () {
         rpcUrls: ["https://a.example/v3/k", "http://127.0.0.1:8545"],
         rpcTimeoutMs: 2_500,
       });
-      expect(problem({ ...complete, RPC_URL: "https://a.example,ws://b.example" }, "RPC_URL")).to.include(
+      expect(problem({ ...complete, RPC_URL: "https://a.example,ftp://b.example" }, "RPC_URL")).to.include(
         "separated by commas",
+      );
+      // A WebSocket endpoint: calls over one connection, and heads pushed (eth_subscribe newHeads).
+      expect(loadConfig({ ...complete, RPC_URL: "wss://a.example/ws/v3/k,ws://127.0.0.1:8545" }).chain).to.deep.include(
+        {
+          rpcUrls: ["wss://a.example/ws/v3/k", "ws://127.0.0.1:8545"],
+        },
       );
       expect(problem({ ...complete, RPC_URL: "https://a.example,," }, "RPC_URL")).to.include("separated by commas");
       expect(problem({ ...complete, RPC_URL: "https://a.example,https://a.example" }, "RPC_URL")).to.include("twice");
