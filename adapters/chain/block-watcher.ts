@@ -238,6 +238,12 @@ export class BlockWatcher implements HeadSource {
     for (const done of this.#waiters.splice(0)) done();
   }
 
+  /** The head's number when a look read it within the last interval (then no call is needed for it). */
+  recentHead(): number | undefined {
+    const read = this.#lastHead;
+    return read !== undefined && Date.now() - read.at <= this.#intervalMs ? Number(read.block.number) : undefined;
+  }
+
   /** The latest head block read, and when (ms). */
   lastHead(): { block: HeadBlock; at: number } | undefined {
     return this.#lastHead;

@@ -53,9 +53,12 @@ export class Receipts {
     return (await this.#opts.provider.send("eth_getTransactionReceipt", [hash])) as RpcReceipt | null;
   }
 
-  /** The head block's number. */
+  /**
+   * The head block's number: the watcher's when it read it within its interval (a head at most
+   * that old counts confirmations short, never long), else the node's.
+   */
   async head(): Promise<number> {
-    return Number(await this.#opts.provider.send("eth_blockNumber", []));
+    return this.#opts.watcher?.recentHead() ?? Number(await this.#opts.provider.send("eth_blockNumber", []));
   }
 
   /**

@@ -515,6 +515,27 @@ describe("BlockWatcher.canonical: what the lifecycle monitor need not ask the no
     expect(watcher.canonical(14, blockHash(14, 1))).to.equal(true);
   });
 
+  it("lends its head to Receipts within an interval of the look, so confirmations cost no eth_blockNumber", async function () {
+    const tx = hash(0x54);
+    chain.fill(10, [receiptOf(tx, 10)]);
+    const look = await watcher.next([tx], 1_000);
+    expect(watcher.recentHead()).to.equal(look.head);
+    const receipts = new Receipts({
+      provider: chain.provider,
+      confirmations: 1,
+      timeoutMs: 1_000,
+      journalAfterMs: 0,
+      watcher,
+    });
+    expect((await receipts.find([{ hash: tx, noop: false }]))?.confirmations).to.equal(1);
+    expect(chain.count("eth_blockNumber")).to.equal(0);
+    watcher.release([tx]);
+    await sleep(60); // older than the interval: the node is asked
+    expect(watcher.recentHead()).to.equal(undefined);
+    await receipts.find([{ hash: tx, noop: false }]);
+    expect(chain.count("eth_blockNumber")).to.equal(1);
+  });
+
   it("does not vouch for anything once it has stopped looking for a while", async function () {
     const tx = hash(0x53);
     const look = await watcher.next([tx], 1_000);
