@@ -8,7 +8,7 @@
  *
  * gen/ is committed, as buf's output there is, so the production build needs no artifacts;
  * scripts/check-generated.sh regenerates both and fails when the committed files differ.
- * adapters/chain/abi.ts picks what the service uses from these files.
+ * adapters/chain/tx/abi.ts picks what the service uses from these files.
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -28,7 +28,7 @@ export interface GeneratedAbi {
 
 /**
  * The contracts whose ABI is generated: the swap, its token, the price-feed interface, and the
- * call simulator (never deployed: adapters/chain/call-batcher.ts places its runtime code).
+ * call simulator (never deployed: adapters/chain/rpc/call-batcher.ts places its runtime code).
  */
 export const GENERATED_ABIS: readonly GeneratedAbi[] = [
   { source: "contracts/TokenSwap.sol", contract: "TokenSwap", file: "token-swap.ts", name: "tokenSwapAbi" },

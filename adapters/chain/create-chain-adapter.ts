@@ -2,53 +2,30 @@
  * The chain adapter's composition: reads the deployment once (stable-coin decimals,
  * token symbol, chain id), then builds the TradePort and PricePort on one provider.
  */
-import { Contract, formatUnits, type JsonRpcApiProvider } from "ethers";
+import { Contract, type JsonRpcApiProvider } from "ethers";
 
-import {
-  ChainUnavailableError,
-  type NonceLedger,
-  type NonceStore,
-  type PricePort,
-  type QuotePort,
-  type StableCoin,
-  type TradeJournal,
-  type TradePort,
+import type {
+  NonceLedger,
+  NonceStore,
+  PricePort,
+  QuotePort,
+  StableCoin,
+  TradeJournal,
+  TradePort,
 } from "../../core/index.js";
-import { ERC20_ABI, SWAP_ABI } from "./abi.js";
-import { CachedPricePort } from "./cached-price.js";
-import { isChainUnreachable } from "./chain-errors.js";
-import type { LifecycleLog } from "./lifecycle/monitor.js";
-import { DEFAULT_FEED_POLICY, FeedGuard, SEQUENCER_SETTINGS, type FeedPolicy } from "./feed-policy.js";
-import { ChainPriceAdapter } from "./price.adapter.js";
-import { ChainQuoteAdapter } from "./quote.adapter.js";
-import { RpcProvider, type RpcProviderOptions } from "./rpc-provider.js";
-import { rawKeySigner, type TransactionSigner } from "./signer.js";
-import { ChainTradeAdapter, DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
-
-/** Where the suite lives (written by scripts/deploy.ts, read from a deployment file in production). */
-export interface DeploymentAddresses {
-  token: string;
-  swap: string;
-  stableCoins: { DAI: string; USDT: string; USDC: string };
-  /**
-   * `nativeUsd`: the chain's native coin in USD (e.g. Chainlink's ETH / USD), for the gas in USD
-   * of quotes and of the trade history; optional (older deployments have none: those stay null).
-   */
-  feeds: { tokenUsd: string; eurUsd: string; chfUsd: string; nativeUsd?: string };
-}
-
-/** Where the operator names the native coin's USD feed: errors name both. */
-export const NATIVE_USD_FEED_SETTING = "NATIVE_USD_FEED (or the deployment file's feeds.nativeUsd)";
-
-/** What the metrics' wallet gauges read at each scrape. */
-export interface WalletSource {
-  /** Each wallet's unconfirmed nonces: how many, and since when the oldest waits. */
-  unconfirmed(): Promise<Array<{ wallet: string; count: number; oldestSince?: Date }>>;
-  /** Each wallet's balances, in whole units, by asset symbol. */
-  balances(): Promise<Array<{ wallet: string; asset: string; amount: number }>>;
-  /** The latest block's timestamp, in unix seconds. */
-  headTimestamp(): Promise<number>;
-}
+import { guardFeeds, readDeployment, type DeploymentAddresses } from "./deployment.js";
+import type { LifecycleLog } from "./lifecycle/index.js";
+import {
+  CachedPricePort,
+  ChainPriceAdapter,
+  ChainQuoteAdapter,
+  DEFAULT_FEED_POLICY,
+  type FeedPolicy,
+} from "./price/index.js";
+import { readiness, walletSource, type WalletSource } from "./readiness.js";
+import { RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
+import { ChainTradeAdapter, DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade/index.js";
+import { rawKeySigner, SWAP_ABI, type TransactionSigner } from "./tx/index.js";
 
 export interface ChainAdapterOptions {
   /**
@@ -123,53 +100,8 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
   const wallets = options.signers ?? (options.privateKeys ?? []).map(rawKeySigner);
   if (wallets.length === 0) throw new TypeError("signers: at least one exchange wallet is required");
 
-  let chainId: bigint;
-  let tokenSymbol: string;
-  let stableCoins: StableCoin[];
-  try {
-    chainId = (await provider.getNetwork()).chainId;
-    const token = new Contract(addresses.token, ERC20_ABI, provider);
-    tokenSymbol = (await token.getFunction("symbol")()) as string;
-    stableCoins = await Promise.all(
-      (["DAI", "USDT", "USDC"] as const).map(async (symbol) => {
-        const coin = new Contract(addresses.stableCoins[symbol], ERC20_ABI, provider);
-        const decimals = Number(await coin.getFunction("decimals")());
-        return { symbol, address: addresses.stableCoins[symbol] as `0x${string}`, decimals };
-      }),
-    );
-  } catch (error) {
-    if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
-    throw new Error(`the deployment at ${addresses.swap} could not be read: ${(error as Error).message}`);
-  }
-
-  const feeds = new FeedGuard({
-    provider,
-    swap: addresses.swap,
-    policy: options.feedPolicy ?? DEFAULT_FEED_POLICY,
-    ...(addresses.feeds.nativeUsd === undefined ? {} : { nativeUsd: addresses.feeds.nativeUsd }),
-  });
-  if (addresses.feeds.nativeUsd !== undefined) {
-    // A wrong address would leave every USD figure of gas null, silently: refuse it at start.
-    try {
-      await feeds.readNativeUsd();
-    } catch (error) {
-      if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
-      throw new Error(
-        `${NATIVE_USD_FEED_SETTING}: ${addresses.feeds.nativeUsd} is not a readable price feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`,
-      );
-    }
-  }
-  if (feeds.policy.sequencer !== undefined) {
-    // A wrong address would make every price and trade unavailable: refuse it at start instead.
-    try {
-      await feeds.readSequencer();
-    } catch (error) {
-      if (isChainUnreachable(error)) throw new ChainUnavailableError("the JSON-RPC node did not answer at start-up");
-      throw new Error(
-        `${SEQUENCER_SETTINGS.feed}: ${feeds.policy.sequencer.address} is not a readable uptime feed (${(error as { shortMessage?: string }).shortMessage ?? (error as Error).message})`,
-      );
-    }
-  }
+  const { chainId, tokenSymbol, stableCoins } = await readDeployment(provider, addresses);
+  const feeds = await guardFeeds(provider, addresses, options.feedPolicy ?? DEFAULT_FEED_POLICY);
 
   const trade = new ChainTradeAdapter({
     feeds,
@@ -205,14 +137,6 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     feeCap: settings.feeCap,
   });
   const swap = new Contract(addresses.swap, SWAP_ABI, provider);
-  // With several JSON-RPC endpoints, readiness says which are up ("; endpoints: 1/2 up, https://b… down (ECONNREFUSED)").
-  const endpoints = () => {
-    if (!(provider instanceof RpcProvider)) return "";
-    const all = provider.endpoints();
-    if (all.length < 2) return "";
-    const down = all.filter((e) => !e.up).map((e) => `${e.url} down (${e.reason ?? "failing"})`);
-    return `; endpoints: ${all.length - down.length}/${all.length} up${down.length > 0 ? `, ${down.join(", ")}` : ""}`;
-  };
 
   return {
     trade,
@@ -222,77 +146,17 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     wallets: wallets.map((w) => w.address),
     chainId,
     start: () => trade.start(),
-    async readiness() {
-      const stuck = trade.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
-      if (stuck.length > 0) {
-        const detail = stuck.map(
-          ({ wallet, nonce, since }) =>
-            `${wallet} has nonce ${nonce} unmined for ${Math.round((Date.now() - since.getTime()) / 1000)} s`,
-        );
-        return { ready: false, detail: `stuck: ${detail.join("; ")}` };
-      }
-      try {
-        const [paused, ...balances] = await Promise.all([
-          swap.getFunction("paused")() as Promise<boolean>,
-          ...wallets.map((w) => provider.getBalance(w.address)),
-        ]);
-        const empty = wallets.filter((_, i) => balances[i] === 0n).map((w) => w.address);
-        if (empty.length > 0) return { ready: false, detail: `no gas money in ${empty.join(", ")}` };
-        if (paused) return { ready: false, detail: `the swap is paused${endpoints()}` };
-        return { ready: true, detail: `chain reachable, wallets funded${endpoints()}` };
-      } catch (error) {
-        return {
-          ready: false,
-          detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}`,
-        };
-      }
-    },
-    walletSource(): WalletSource {
-      const journal = options.journal;
-      const assets = [
-        { symbol: tokenSymbol, address: addresses.token, decimals: 18 },
-        ...stableCoins.map((coin) => ({
-          symbol: coin.symbol,
-          address: coin.address as string,
-          decimals: coin.decimals,
-        })),
-      ].map((asset) => ({
-        ...asset,
-        balanceOf: new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf"),
-      }));
-      return {
-        async unconfirmed() {
-          const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
-          return Promise.all(
-            wallets.map(async (w) => {
-              const since = oldest.get(w.address.toLowerCase());
-              return {
-                wallet: w.address,
-                count: (await journal.openSlots(w.address)).length,
-                ...(since === undefined ? {} : { oldestSince: since }),
-              };
-            }),
-          );
-        },
-        async balances() {
-          const rows = await Promise.all(
-            wallets.flatMap((w) => [
-              provider
-                .getBalance(w.address)
-                .then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
-              ...assets.map(async (asset) => {
-                const units = (await asset.balanceOf(w.address)) as bigint;
-                return { wallet: w.address, asset: asset.symbol, amount: Number(formatUnits(units, asset.decimals)) };
-              }),
-            ]),
-          );
-          return rows;
-        },
-        async headTimestamp() {
-          return (await provider.getBlock("latest"))?.timestamp ?? 0;
-        },
-      };
-    },
+    readiness: () => readiness({ trade, stuckAfterMs, swap, wallets, provider }),
+    walletSource: () =>
+      walletSource({
+        trade,
+        wallets,
+        provider,
+        journal: options.journal,
+        token: addresses.token,
+        tokenSymbol,
+        stableCoins,
+      }),
     async close() {
       await trade.stop();
       provider.destroy();

@@ -1,28 +1,62 @@
-/** The chain adapter: TradePort and PricePort on an EVM chain through ethers v6. */
+/**
+ * The chain adapter: TradePort, PricePort and QuotePort on an EVM chain through ethers v6. This
+ * file is its door for everything outside adapters/chain (the composition root, config/,
+ * observability/, scripts/, tests); create-chain-adapter.ts assembles it from the folders below,
+ * with what it reads at start (deployment.ts) and what readiness and metrics read (readiness.ts).
+ *
+ * Folders, from the bottom up; each is entered only through its index.ts and imports only the
+ * folders it names below (.dependency-cruiser.cjs enforces both):
+ * - tx/         what is sent: the ABIs, calldata, EIP-1559 encoding and signing, the signer port.
+ * - rpc/        the node: the provider (endpoints, failover, WebSocket, pushed heads), the chain
+ *               errors, the ordered batch, the one-eth_call-per-tick batcher. Imports tx/.
+ * - blocks/     what each block tells: its head (the block watcher), its fees, the receipts in it
+ *               and their web3.js shape. Imports tx/, rpc/.
+ * - send/       the send queue and the nonce work (what a failed send means, gap fillers).
+ *               Imports tx/, rpc/, blocks/.
+ * - price/      the price and quote adapters, the price cache, the feed policy. Imports tx/, rpc/,
+ *               blocks/.
+ * - lifecycle/  each wallet's lifecycle monitor, and the steps only it takes. Imports tx/, rpc/,
+ *               blocks/, send/.
+ * - trade/      the trade adapter, preflight, allowances, gas limits. Imports all of the above.
+ * So tx ← rpc ← blocks ← send ← lifecycle ← trade, and blocks ← price ← trade. Unlike the issue's
+ * first list, fees and receipts are not in trade/: the lifecycle monitor needs them and the trade
+ * adapter needs the monitor, so they sit below both, in blocks/, with the block watcher they read.
+ */
 export {
   createChainAdapter,
   createRpcProvider,
   type ChainAdapter,
   type ChainAdapterOptions,
-  type DeploymentAddresses,
   DEFAULT_STUCK_AFTER_MS,
-  type WalletSource,
 } from "./create-chain-adapter.js";
-export { SWAP_ABI, ERC20_ABI, AGGREGATOR_ABI } from "./abi.js";
-export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade.adapter.js";
-export type { LifecycleLog } from "./lifecycle/monitor.js";
+export type { DeploymentAddresses } from "./deployment.js";
+export type { LifecycleLog } from "./lifecycle/index.js";
+export {
+  DEFAULT_FX_MAX_AGE_S,
+  DEFAULT_NATIVE_USD_MAX_AGE_S,
+  DEFAULT_SEQUENCER_GRACE_S,
+  FEED_SETTINGS,
+  SEQUENCER_SETTINGS,
+  type FeedBounds,
+  type FeedPolicy,
+} from "./price/index.js";
+export type { WalletSource } from "./readiness.js";
 export {
   RpcProvider,
   redactUrl,
   type EndpointStatus,
   type RpcProviderOptions,
   type RpcRequestRecord,
-} from "./rpc-provider.js";
+} from "./rpc/index.js";
+export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade/index.js";
 export {
+  AGGREGATOR_ABI,
+  ERC20_ABI,
   KeystoreError,
+  SWAP_ABI,
   SignatureRefusedError,
   keystoreSigner,
   rawKeySigner,
   toSigner,
   type TransactionSigner,
-} from "./signer.js";
+} from "./tx/index.js";

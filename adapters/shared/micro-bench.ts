@@ -34,7 +34,7 @@ export interface Case {
 export interface Comparison<K extends string> {
   /** The decision record's number, e.g. "0001". */
   record: string;
-  /** The file the record justifies, e.g. "adapters/chain/signing-key.ts". */
+  /** The file the record justifies, e.g. "adapters/chain/tx/signing-key.ts". */
   subject: string;
   cases: Record<K, Case>;
   /**

@@ -1,5 +1,5 @@
 /**
- * The call batcher's equivalence with plain eth_calls (adapters/chain/call-batcher.ts), as cases
+ * The call batcher's equivalence with plain eth_calls (adapters/chain/rpc/call-batcher.ts), as cases
  * any node runs: test/adapters/chain/call-batcher.test.ts on EDR, call-batcher.anvil.test.ts on
  * anvil. Reads and proofs through the batcher, in one eth_call of the simulator, answer byte for
  * byte what each gives as an eth_call of its own: outputs, revert data and the revert's name, and
@@ -8,10 +8,9 @@
 import { expect } from "chai";
 import { AbiCoder, Interface, type JsonRpcApiProvider, isError, parseUnits, toQuantity } from "ethers";
 
-import { AGGREGATOR_ABI, ERC20_ABI, SWAP_ABI } from "../../adapters/chain/abi.js";
-import { CallBatcher, type ProofOutcome } from "../../adapters/chain/call-batcher.js";
-import { revertName } from "../../adapters/chain/chain-errors.js";
-import { tradeGasLimit } from "../../adapters/chain/gas-limits.js";
+import { AGGREGATOR_ABI, ERC20_ABI, SWAP_ABI } from "../../adapters/chain/tx/index.js";
+import { CallBatcher, revertName, type ProofOutcome } from "../../adapters/chain/rpc/index.js";
+import { tradeGasLimit } from "../../adapters/chain/trade/index.js";
 import type { DeploymentAddresses } from "../../adapters/chain/index.js";
 import { isBatchedCall } from "./eth-calls.js";
 

@@ -1,11 +1,11 @@
 /**
  * What a JSON-RPC call asks of the chain, for tests that count reads on the wire: an eth_call is
- * one call, unless it is the call batcher's (adapters/chain/call-batcher.ts), which carries a
+ * one call, unless it is the call batcher's (adapters/chain/rpc/call-batcher.ts), which carries a
  * tick's reads and proofs inside one eth_call of the simulator; those are listed one by one.
  */
 import { Interface } from "ethers";
 
-import { SIMULATOR_ADDRESS } from "../../adapters/chain/call-batcher.js";
+import { SIMULATOR_ADDRESS } from "../../adapters/chain/rpc/index.js";
 import { callSimulatorAbi } from "../../gen/abi/index.js";
 
 const simulator = new Interface(callSimulatorAbi);

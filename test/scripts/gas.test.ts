@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { network } from "hardhat";
 
-import { SNAPSHOT_GAS_USED, tradeGasLimit } from "../../adapters/chain/gas-limits.js";
+import { SNAPSHOT_GAS_USED, tradeGasLimit } from "../../adapters/chain/trade/index.js";
 import {
   COINS,
   DESTINATARIES,
@@ -37,7 +37,7 @@ describe("the gas snapshot (gas-snapshot.json, npm run gas)", function () {
       const highest = Math.max(...COINS.map((coin) => snapshot[gasKey(kind, coin, "fresh")] ?? 0));
       expect(
         Number(SNAPSHOT_GAS_USED[kind]),
-        `${kind}: update SNAPSHOT_GAS_USED in adapters/chain/gas-limits.ts`,
+        `${kind}: update SNAPSHOT_GAS_USED in adapters/chain/trade/gas-limits.ts`,
       ).to.be.at.least(highest);
       expect(tradeGasLimit(kind)).to.equal((SNAPSHOT_GAS_USED[kind] * 3n) / 2n);
     }

@@ -26,66 +26,13 @@
  * broadcast, and each look starts again from the ledger and the chain, so a crash at any point
  * leaves nothing the next look cannot finish.
  */
-import { Transaction, type JsonRpcApiProvider } from "ethers";
-
-import {
-  TradeDroppedError,
-  TradeExpiredError,
-  TradeRevertedError,
-  type Broadcast,
-  type NonceLedger,
-  type NonceSlot,
-  type TradeJournal,
-} from "../../../core/index.js";
-import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../chain-errors.js";
-import { signEip1559With } from "../eip1559.js";
-import { FILLER_GAS as NOOP_GAS, sendFiller } from "../filler.js";
-import { gwei, marketFees, noopFees, replacementFees, type ChainState, type FeeOracle, type Fees } from "../fees.js";
-import type { Outcome, Receipts } from "../receipts.js";
-import type { TransactionSigner } from "../signer.js";
-import { lookUpOwn } from "../tx-evidence.js";
-import { toWeb3Receipt } from "../web3-receipt.js";
-
-/** What the monitor tells the operator: one line per action (pino's Logger fits). */
-export interface LifecycleLog {
-  warn(details: object, message: string): void;
-  info(details: object, message: string): void;
-}
-
-export interface LifecycleSettings {
-  /** Confirmations a trade needs to count as confirmed (1 = on inclusion, as web3.js `send()` answers). */
-  confirmations: number;
-  /** How deep (in blocks) a mined transaction is watched for reorgs before it counts as final. */
-  reorgDepth: number;
-  /** How long a transaction may stay unmined before it is replaced; doubles with each broadcast at its nonce. */
-  resubmitAfterMs: number;
-  /** How often the monitor looks, in ms. */
-  intervalMs: number;
-  /** How long a monitor's lease lasts unrenewed; another instance takes the wallet over after it. */
-  leaseMs: number;
-  /** The highest maxFeePerGas of a trade or a replacement, in wei. */
-  feeCap: bigint;
-  /** A broadcast younger than this is left alone: it may still be on its way to the node. */
-  minAgeMs: number;
-}
-
-export interface WalletMonitorOptions {
-  signer: TransactionSigner;
-  chainId: bigint;
-  provider: JsonRpcApiProvider;
-  journal: TradeJournal & NonceLedger;
-  fees: FeeOracle;
-  receipts: Receipts;
-  settings: LifecycleSettings;
-  log: LifecycleLog;
-  /** This instance's name in leases. */
-  holder: string;
-  /**
-   * The wallet's send queue in this process: when each of its sends was answered (null while
-   * on its way). A broadcast's age counts from there, not from when it was journalled.
-   */
-  sends?: { sentAt(nonce: number): number | null | undefined };
-}
+import { TradeDroppedError, type NonceSlot } from "../../../core/index.js";
+import { marketFees, noopFees, type ChainState, type Outcome } from "../blocks/index.js";
+import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../rpc/index.js";
+import { lookUpOwn, sendFiller } from "../send/index.js";
+import type { WalletMonitorOptions } from "./options.js";
+import { replace, reprice, type ReplaceContext } from "./replace.js";
+import { settle } from "./settle.js";
 
 /**
  * Looks in a row that find a nonce used but none of its broadcasts mined, before it counts as
@@ -110,11 +57,14 @@ export class WalletMonitor {
   readonly #capped = new Set<string>();
   /** When each nonce's latest broadcast was last sent again (a re-send restarts its clock). */
   readonly #resent = new Map<number, number>();
+  /** What the monitor's steps (replace.ts, settle.ts) are given of it. */
+  readonly #context: ReplaceContext;
 
   constructor(options: WalletMonitorOptions) {
     this.#opts = options;
     this.#wallet = options.signer.address;
     this.#lease = `monitor:${this.#wallet.toLowerCase()}`;
+    this.#context = { opts: options, wallet: this.#wallet, capped: this.#capped };
   }
 
   get wallet(): string {
@@ -272,7 +222,7 @@ export class WalletMonitor {
 
   /** A nonce nothing is mined at, as far as the ledger knows. */
   async #advance(slot: NonceSlot, state: ChainState, latestNonce: number): Promise<void> {
-    const { receipts, journal, log, settings, provider } = this.#opts;
+    const { log, settings } = this.#opts;
     const last = slot.broadcasts.at(-1)!;
     // A send still on its way is the sender's alone: nothing is re-sent or replaced under it.
     const answered = this.#opts.sends?.sentAt(slot.nonce);
@@ -282,40 +232,7 @@ export class WalletMonitor {
     if (age < settings.minAgeMs) return;
     if (slot.nonce < latestNonce) {
       // The nonce is used: by one of its broadcasts, or by a transaction not signed for it.
-      const found = await receipts.find(slot.broadcasts);
-      if (found !== undefined) {
-        this.#unexplained.delete(slot.nonce);
-        await this.#settle(slot, found);
-        return;
-      }
-      const seen = this.#unexplained.get(slot.nonce) ?? { looks: 0, since: Date.now() };
-      seen.looks += 1;
-      this.#unexplained.set(slot.nonce, seen);
-      if (seen.looks < LOST_AFTER_LOOKS || Date.now() - seen.since < settings.minAgeMs) return;
-      // The last word is every endpoint's: one that lags, or lost an answer, proves nothing.
-      const evidence = await lookUpOwn(
-        provider,
-        this.#wallet,
-        slot.nonce,
-        slot.broadcasts.map((b) => b.hash),
-      );
-      // Mined or pooled where the service's endpoint has not looked yet: not lost. Its receipt
-      // is recorded once that endpoint sees it (a lagging endpoint's fork is no evidence).
-      if (evidence.state === "mined" || evidence.state === "known") {
-        this.#unexplained.delete(slot.nonce);
-        return;
-      }
-      if (evidence.state !== "taken") return;
-      this.#unexplained.delete(slot.nonce);
-      log.warn(
-        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hashes: slot.broadcasts.map((b) => b.hash) },
-        "nonce used by a transaction this service did not sign for it; nothing of it was paid",
-      );
-      await journal.markSlot(this.#wallet, slot.nonce, "lost", null);
-      if (slot.tradeId !== null) {
-        const error = new TradeDroppedError(this.#wallet, slot.nonce);
-        await journal.markFailed(slot.tradeId, { code: error.code, message: error.message });
-      }
+      await this.#nonceUsed(slot);
       return;
     }
     this.#unexplained.delete(slot.nonce);
@@ -326,7 +243,8 @@ export class WalletMonitor {
     const now = Math.max(state.head.timestamp, Math.floor(Date.now() / 1000));
     if (slot.deadline !== null && !last.noop && now >= slot.deadline) {
       // Its call can no longer succeed: free the nonce, so the wallet's later transactions go on.
-      await this.#replace(
+      await replace(
+        this.#context,
         slot,
         last,
         noopFees(last, market, settings.feeCap),
@@ -359,91 +277,61 @@ export class WalletMonitor {
         }
         // It can never be mined at its fees now: re-priced at once.
       }
-      await this.#reprice(slot, last, market, "re-priced a transaction the node refused for its fees");
+      await reprice(this.#context, slot, last, market, "re-priced a transaction the node refused for its fees");
       return;
     }
     if (age >= settings.resubmitAfterMs * 2 ** (slot.broadcasts.length - 1)) {
-      await this.#reprice(slot, last, market, "replaced a transaction not mined in time, with higher fees");
+      await reprice(this.#context, slot, last, market, "replaced a transaction not mined in time, with higher fees");
     }
   }
 
-  async #reprice(slot: NonceSlot, last: Broadcast, market: Fees, message: string): Promise<void> {
-    const cap = this.#opts.settings.feeCap;
-    const fees = last.noop ? noopFees(last, market, cap) : replacementFees(last, market, cap);
-    if (fees === null) {
-      const key = `${slot.nonce}:${slot.broadcasts.length}`;
-      if (!this.#capped.has(key)) {
-        this.#capped.add(key);
-        this.#opts.log.warn(
-          {
-            tradeId: slot.tradeId,
-            wallet: this.#wallet,
-            nonce: slot.nonce,
-            hash: last.hash,
-            maxFeePerGasGwei: gwei(last.maxFeePerGas),
-            capGwei: gwei(cap),
-          },
-          "not replacing a transaction: the fee cap leaves no room for a higher bid; it waits for fees to fall",
-        );
-      }
+  /**
+   * A used nonce none of whose broadcasts the ledger knows mined: settled once one of them is
+   * found mined; lost (its trade failed, nothing paid) once every endpoint says another
+   * transaction took it, after LOST_AFTER_LOOKS looks at least `minAgeMs` apart.
+   */
+  async #nonceUsed(slot: NonceSlot): Promise<void> {
+    const { receipts, journal, log, settings, provider } = this.#opts;
+    const found = await receipts.find(slot.broadcasts);
+    if (found !== undefined) {
+      this.#unexplained.delete(slot.nonce);
+      await this.#settle(slot, found);
       return;
     }
-    await this.#replace(slot, last, fees, last.noop, message);
-  }
-
-  /** Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced, or a no-op. */
-  async #replace(slot: NonceSlot, last: Broadcast, fees: Fees, noop: boolean, message: string): Promise<void> {
-    const { signer, chainId, journal, provider, log } = this.#opts;
-    const call = noop ? { to: this.#wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
-    const { rawTx, txHash } = await signEip1559With(signer, { ...call, ...fees, chainId, nonce: slot.nonce });
-    await journal.recordBroadcast(this.#wallet, slot.nonce, { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() });
-    const details = {
-      tradeId: slot.tradeId,
-      wallet: this.#wallet,
-      nonce: slot.nonce,
-      previousHash: last.hash,
-      hash: txHash,
-      maxFeePerGasGwei: gwei(fees.maxFeePerGas),
-      maxPriorityFeePerGasGwei: gwei(fees.maxPriorityFeePerGas),
-    };
-    try {
-      await provider.send("eth_sendRawTransaction", [rawTx]);
-      log.warn(details, message);
-    } catch (error) {
-      if (isAlreadyKnown(error)) return;
-      // Recorded, so it is re-sent or re-priced at a later look.
-      log.warn({ ...details, err: error }, `${message}: the node refused it for now`);
-    }
-  }
-
-  /** Records what was mined at the slot's nonce, and what it means for its trade. */
-  async #settle(slot: NonceSlot, found: Outcome): Promise<void> {
-    const { journal, settings, log } = this.#opts;
-    this.#resent.delete(slot.nonce);
-    const { receipt } = found;
-    await journal.markSlot(this.#wallet, slot.nonce, "mined", {
-      hash: receipt.transactionHash.toLowerCase(),
-      blockNumber: Number(receipt.blockNumber),
-      blockHash: receipt.blockHash,
-    });
-    if (slot.tradeId === null) return;
-    const confirmed = found.confirmations >= settings.confirmations;
-    if (found.noop) {
-      if (!confirmed) return;
-      const error = new TradeExpiredError(slot.deadline ?? 0, slot.nonce);
-      log.warn(
-        { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hash: receipt.transactionHash },
-        "trade expired: its no-op was mined; nothing was paid",
-      );
-      await journal.markExpired(slot.tradeId, { code: error.code, message: error.message });
+    const seen = this.#unexplained.get(slot.nonce) ?? { looks: 0, since: Date.now() };
+    seen.looks += 1;
+    this.#unexplained.set(slot.nonce, seen);
+    if (seen.looks < LOST_AFTER_LOOKS || Date.now() - seen.since < settings.minAgeMs) return;
+    // The last word is every endpoint's: one that lags, or lost an answer, proves nothing.
+    const evidence = await lookUpOwn(
+      provider,
+      this.#wallet,
+      slot.nonce,
+      slot.broadcasts.map((b) => b.hash),
+    );
+    // Mined or pooled where the service's endpoint has not looked yet: not lost. Its receipt
+    // is recorded once that endpoint sees it (a lagging endpoint's fork is no evidence).
+    if (evidence.state === "mined" || evidence.state === "known") {
+      this.#unexplained.delete(slot.nonce);
       return;
     }
-    const web3 = toWeb3Receipt(receipt);
-    if (!web3.status) {
-      const error = new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
+    if (evidence.state !== "taken") return;
+    this.#unexplained.delete(slot.nonce);
+    log.warn(
+      { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hashes: slot.broadcasts.map((b) => b.hash) },
+      "nonce used by a transaction this service did not sign for it; nothing of it was paid",
+    );
+    await journal.markSlot(this.#wallet, slot.nonce, "lost", null);
+    if (slot.tradeId !== null) {
+      const error = new TradeDroppedError(this.#wallet, slot.nonce);
       await journal.markFailed(slot.tradeId, { code: error.code, message: error.message });
-    } else if (confirmed) await journal.markConfirmed(slot.tradeId, web3);
-    else await journal.markMined(slot.tradeId, web3);
+    }
+  }
+
+  /** Records what was mined at the slot's nonce, and what it means for its trade (settle.ts). */
+  async #settle(slot: NonceSlot, found: Outcome): Promise<void> {
+    this.#resent.delete(slot.nonce);
+    await settle(this.#context, slot, found);
   }
 
   /** Nonces below the highest one used that the ledger holds nothing at: a no-op each, so later ones can be mined. */
@@ -467,11 +355,4 @@ export class WalletMonitor {
       );
     }
   }
-}
-
-/** The call a signed transaction makes, to sign it again with other fees. */
-function decodeCall(rawTx: string): { to: string; data: string; gasLimit: bigint; value: bigint } {
-  const tx = Transaction.from(rawTx);
-  if (tx.to === null) throw new TypeError("a recorded transaction has no recipient");
-  return { to: tx.to, data: tx.data, gasLimit: tx.gasLimit, value: tx.value };
 }

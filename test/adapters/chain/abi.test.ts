@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { Interface } from "ethers";
 import { artifacts } from "hardhat";
 
-import { AGGREGATOR_ABI, ERC20_ABI, SWAP_ABI, pickAbi } from "../../../adapters/chain/abi.js";
+import { AGGREGATOR_ABI, ERC20_ABI, SWAP_ABI, pickAbi } from "../../../adapters/chain/tx/index.js";
 import { tokenSwapAbi } from "../../../gen/abi/index.js";
 import { GENERATED_ABIS } from "../../../scripts/generate-abi.js";
 

@@ -1,15 +1,13 @@
 /**
- * BlockWatcher (adapters/chain/block-watcher.ts) and Receipts on it, against scripted providers:
+ * BlockWatcher (adapters/chain/blocks/block-watcher.ts) and Receipts on it, against scripted providers:
  * confirmations counted from the look that read a receipt, no polling once nobody waits, one ask
  * per block, a failing hash failing alone, and which errors mean "no eth_getBlockReceipts here".
  */
 import { expect } from "chai";
 import type { JsonRpcApiProvider } from "ethers";
 
-import { BlockWatcher, isUnsupported } from "../../../adapters/chain/block-watcher.js";
-import type { PushedHead, PushedHeads } from "../../../adapters/chain/head-subscription.js";
-import { Receipts } from "../../../adapters/chain/receipts.js";
-import type { RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
+import { BlockWatcher, Receipts, isUnsupported, type RpcReceipt } from "../../../adapters/chain/blocks/index.js";
+import type { PushedHead, PushedHeads } from "../../../adapters/chain/rpc/index.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const hex = (n: number) => `0x${n.toString(16)}`;

@@ -7,7 +7,7 @@
  */
 import { expect } from "chai";
 
-import { BlockWatcher } from "../../../adapters/chain/block-watcher.js";
+import { BlockWatcher } from "../../../adapters/chain/blocks/index.js";
 import { RpcProvider } from "../../../adapters/chain/index.js";
 import { startAnvil, type Anvil } from "../../helpers/anvil.js";
 import { waitFor } from "../../helpers/wait.js";

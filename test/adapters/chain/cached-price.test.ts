@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { BrowserProvider, HDNodeWallet, parseUnits } from "ethers";
 import { network } from "hardhat";
 
-import { CachedPricePort } from "../../../adapters/chain/cached-price.js";
+import { CachedPricePort } from "../../../adapters/chain/price/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { createChainAdapter } from "../../../adapters/chain/index.js";
 import { loadConfig } from "../../../adapters/config/env.js";

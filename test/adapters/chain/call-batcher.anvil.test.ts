@@ -1,5 +1,5 @@
 /**
- * The call batcher (adapters/chain/call-batcher.ts) on Foundry's anvil, an independent node: its
+ * The call batcher (adapters/chain/rpc/call-batcher.ts) on Foundry's anvil, an independent node: its
  * state override, its gas accounting and its revert data, against eth_calls of their own
  * (test/helpers/call-batcher-cases.ts, also run on EDR), through the service's own provider.
  */

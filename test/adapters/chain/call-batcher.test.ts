@@ -1,5 +1,5 @@
 /**
- * The call batcher (adapters/chain/call-batcher.ts) on EDR: what it answers is what eth_calls of
+ * The call batcher (adapters/chain/rpc/call-batcher.ts) on EDR: what it answers is what eth_calls of
  * their own answer (test/helpers/call-batcher-cases.ts, also run on anvil); the calls of a tick go
  * out as one eth_call; a node that takes no state overrides, or ignores them, still gets right
  * answers from plain eth_calls; and a trade through the chain adapter costs one eth_call.
@@ -8,9 +8,9 @@ import { expect } from "chai";
 import { BrowserProvider, type Eip1193Provider, HDNodeWallet, Interface, Wallet, makeError, parseUnits } from "ethers";
 import { artifacts, network } from "hardhat";
 
-import { ERC20_ABI, SWAP_ABI } from "../../../adapters/chain/abi.js";
-import { CallBatcher, SIMULATOR_ADDRESS, executionGas } from "../../../adapters/chain/call-batcher.js";
-import { tradeGasLimit } from "../../../adapters/chain/gas-limits.js";
+import { ERC20_ABI, SWAP_ABI } from "../../../adapters/chain/tx/index.js";
+import { CallBatcher, SIMULATOR_ADDRESS, executionGas } from "../../../adapters/chain/rpc/index.js";
+import { tradeGasLimit } from "../../../adapters/chain/trade/index.js";
 import { createChainAdapter } from "../../../adapters/chain/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import type { TradeKind } from "../../../core/index.js";

@@ -2,8 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { Interface, MaxUint256, getAddress, hexlify } from "ethers";
 
-import { ERC20_ABI, SWAP_ABI } from "../../../adapters/chain/abi.js";
-import { staticCallEncoder } from "../../../adapters/chain/calldata.js";
+import { ERC20_ABI, SWAP_ABI, staticCallEncoder } from "../../../adapters/chain/tx/index.js";
 
 const swap = new Interface(SWAP_ABI);
 const erc20 = new Interface(ERC20_ABI);

@@ -3,7 +3,7 @@ import { BrowserProvider, HDNodeWallet, Wallet, getAddress, keccak256, parseUnit
 import { network } from "hardhat";
 
 import { createChainAdapter, createRpcProvider } from "../../../adapters/chain/index.js";
-import type { RpcLog, RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
+import type { RpcLog, RpcReceipt } from "../../../adapters/chain/blocks/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
   ChainUnavailableError,

@@ -2,9 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { SigningKey, Transaction, Wallet, getAddress, hexlify, keccak256 } from "ethers";
 
-import { signEip1559, signEip1559With } from "../../../adapters/chain/eip1559.js";
-import { toSigner } from "../../../adapters/chain/signer.js";
-import { WasmSigningKey } from "../../../adapters/chain/signing-key.js";
+import { WasmSigningKey, signEip1559, signEip1559With, toSigner } from "../../../adapters/chain/tx/index.js";
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const privateKey = fc.bigInt({ min: 1n, max: N - 1n }).map((d) => `0x${d.toString(16).padStart(64, "0")}`);

@@ -1,5 +1,5 @@
 /**
- * FeeOracle (adapters/chain/fees.ts): the next base fee from the latest header, as the node
+ * FeeOracle (adapters/chain/blocks/fees.ts): the next base fee from the latest header, as the node
  * itself computes it (eth_feeHistory's last entry), on Hardhat's EDR and on anvil, for blocks
  * over, at and under their gas target; and the calls it makes: none of its own for the head
  * while the block watcher's head is young, and the priority fee once per `tipCacheMs`.
@@ -8,7 +8,8 @@ import { expect } from "chai";
 import type { JsonRpcApiProvider } from "ethers";
 import { network } from "hardhat";
 
-import { FeeOracle, type HeadBlock, nextBaseFee } from "../../../adapters/chain/fees.js";
+import { FeeOracle, nextBaseFee } from "../../../adapters/chain/blocks/index.js";
+import type { HeadBlock } from "../../../adapters/chain/rpc/index.js";
 import { startAnvil } from "../../helpers/anvil.js";
 
 const GWEI = 10n ** 9n;

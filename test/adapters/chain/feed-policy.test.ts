@@ -1,5 +1,5 @@
 /**
- * The feed policy (adapters/chain/feed-policy.ts): each feed's maximum age, optional bounds and
+ * The feed policy (adapters/chain/price/feed-policy.ts): each feed's maximum age, optional bounds and
  * the L2 sequencer uptime feed, first as pure rules, then on EDR through the chain adapter: the
  * price and the trades are refused (`unavailable`) with the wallet's nonce unmoved.
  */
@@ -16,7 +16,7 @@ import {
   policyNow,
   type FeedPolicy,
   type FeedReading,
-} from "../../../adapters/chain/feed-policy.js";
+} from "../../../adapters/chain/price/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { PriceUnavailableError, type TradeKind } from "../../../core/index.js";
 import { suiteFixture } from "../../helpers/suite.js";

@@ -1,8 +1,15 @@
 import { expect } from "chai";
 import fc from "fast-check";
 
-import { bumped, gwei, marketFees, noopFees, replacementFees, tradeFees } from "../../../adapters/chain/fees.js";
-import { minimumOut } from "../../../adapters/chain/preflight.js";
+import {
+  bumped,
+  gwei,
+  marketFees,
+  noopFees,
+  replacementFees,
+  tradeFees,
+} from "../../../adapters/chain/blocks/index.js";
+import { minimumOut } from "../../../adapters/chain/trade/index.js";
 import { FeesTooHighError } from "../../../core/index.js";
 
 const GWEI = 10n ** 9n;

@@ -6,8 +6,8 @@ import { expect } from "chai";
 import { Wallet, isError } from "ethers";
 
 import { RpcProvider, type EndpointStatus } from "../../../adapters/chain/index.js";
-import { isChainUnreachable } from "../../../adapters/chain/chain-errors.js";
-import { signEip1559 } from "../../../adapters/chain/eip1559.js";
+import { isChainUnreachable } from "../../../adapters/chain/rpc/index.js";
+import { signEip1559 } from "../../../adapters/chain/tx/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 
 const until = async (check: () => boolean, ms = 3_000) => {

@@ -1,5 +1,5 @@
 /**
- * RpcProvider (adapters/chain/rpc-provider.ts) against ethers' own JsonRpcProvider, on the same
+ * RpcProvider (adapters/chain/rpc/rpc-provider.ts) against ethers' own JsonRpcProvider, on the same
  * node, for every call the service makes: the same results and the same errors, called one at a
  * time, all at once (one batch each), and through ethers' methods. On Hardhat's EDR (the
  * embedded chain, served over HTTP) and on an independent node, Foundry's anvil; on anvil also
@@ -10,7 +10,7 @@ import { Interface, JsonRpcProvider, Wallet, type JsonRpcApiProvider } from "eth
 import { pino } from "pino";
 
 import { ERC20_ABI, RpcProvider, type DeploymentAddresses } from "../../../adapters/chain/index.js";
-import { signEip1559 } from "../../../adapters/chain/eip1559.js";
+import { signEip1559 } from "../../../adapters/chain/tx/index.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil } from "../../helpers/anvil.js";
 

@@ -1,9 +1,9 @@
-/** RpcProvider (adapters/chain/rpc-provider.ts) against a scripted JSON-RPC node. */
+/** RpcProvider (adapters/chain/rpc/rpc-provider.ts) against a scripted JSON-RPC node. */
 import { expect } from "chai";
 import { isError } from "ethers";
 
 import { RpcProvider } from "../../../adapters/chain/index.js";
-import { isChainUnreachable } from "../../../adapters/chain/chain-errors.js";
+import { isChainUnreachable } from "../../../adapters/chain/rpc/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 
 describe("RpcProvider", function () {

@@ -1,5 +1,5 @@
 /**
- * RpcProvider (adapters/chain/rpc-provider.ts) over a WebSocket (ws:// in RPC_URL), against a
+ * RpcProvider (adapters/chain/rpc/rpc-provider.ts) over a WebSocket (ws:// in RPC_URL), against a
  * scripted JSON-RPC node: calls and batches on one connection, answers matched by id, the same
  * failures as over HTTP (a dropped connection, a timeout, an answer too large, one error for the
  * whole request), failover to an HTTP endpoint, and the newHeads subscription.
@@ -11,9 +11,8 @@ import { expect } from "chai";
 import { Wallet, isError } from "ethers";
 
 import { RpcProvider, type RpcRequestRecord } from "../../../adapters/chain/index.js";
-import { isChainUnreachable, isDefiniteRefusal } from "../../../adapters/chain/chain-errors.js";
-import { signEip1559 } from "../../../adapters/chain/eip1559.js";
-import type { PushedHead } from "../../../adapters/chain/head-subscription.js";
+import { isChainUnreachable, isDefiniteRefusal, type PushedHead } from "../../../adapters/chain/rpc/index.js";
+import { signEip1559 } from "../../../adapters/chain/tx/index.js";
 import { FakeRpcNode } from "../../helpers/fake-rpc.js";
 import { acceptWebSockets, type WsPeer } from "../../helpers/ws-server.js";
 

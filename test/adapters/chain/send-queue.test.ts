@@ -1,5 +1,5 @@
 /**
- * SendQueue (adapters/chain/send-queue.ts) against a scripted JSON-RPC node: group commit,
+ * SendQueue (adapters/chain/send/send-queue.ts) against a scripted JSON-RPC node: group commit,
  * ordered batches, no nonce gaps whatever fails, and the gap filler.
  */
 import * as http from "node:http";
@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { Wallet, keccak256 } from "ethers";
 
 import { RpcProvider, toSigner, type TransactionSigner } from "../../../adapters/chain/index.js";
-import { SendQueue, type Outgoing } from "../../../adapters/chain/send-queue.js";
+import { SendQueue, type Outgoing } from "../../../adapters/chain/send/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import {
   InsufficientFundsError,

@@ -1,5 +1,5 @@
 /**
- * The signer port (adapters/chain/signer.ts): keystores as other tools write them (the Web3
+ * The signer port (adapters/chain/tx/signer.ts): keystores as other tools write them (the Web3
  * Secret Storage definition's own test vectors, and ethers'), and the same signatures as
  * the raw key's.
  */
@@ -13,7 +13,7 @@ import {
   toSigner,
   type TransactionSigner,
 } from "../../../adapters/chain/index.js";
-import { signEip1559, signEip1559With } from "../../../adapters/chain/eip1559.js";
+import { signEip1559, signEip1559With } from "../../../adapters/chain/tx/index.js";
 import { remoteSigner, withHighS } from "../../helpers/remote-signer.js";
 
 /** https://ethereum.org/developers/docs/data-structures-and-encoding/web3-secret-storage/#test-vectors */

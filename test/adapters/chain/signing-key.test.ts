@@ -2,7 +2,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { SigningKey, Transaction, Wallet, hexlify, recoverAddress } from "ethers";
 
-import { WasmSigningKey } from "../../../adapters/chain/signing-key.js";
+import { WasmSigningKey } from "../../../adapters/chain/tx/index.js";
 
 /** secp256k1's group order: private keys are 1 … n − 1. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;

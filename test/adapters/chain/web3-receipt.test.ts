@@ -1,8 +1,8 @@
-/** toWeb3Receipt (adapters/chain/web3-receipt.ts): a node's receipt in web3.js 1.x shape. */
+/** toWeb3Receipt (adapters/chain/blocks/web3-receipt.ts): a node's receipt in web3.js 1.x shape. */
 import { expect } from "chai";
 import { getAddress, keccak256, toUtf8Bytes } from "ethers";
 
-import { toWeb3Receipt, type RpcReceipt } from "../../../adapters/chain/web3-receipt.js";
+import { toWeb3Receipt, type RpcReceipt } from "../../../adapters/chain/blocks/index.js";
 import { RECEIPT_KEYS } from "../../helpers/web3-receipt-shape.js";
 
 const BLOCK = `0x${"ab".repeat(32)}`;

@@ -6,10 +6,9 @@ import { expect } from "chai";
 import { Wallet } from "ethers";
 
 import { createRpcProvider, toSigner, type RpcProvider } from "../../../../adapters/chain/index.js";
-import { FeeOracle } from "../../../../adapters/chain/fees.js";
-import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/monitor.js";
-import { Receipts } from "../../../../adapters/chain/receipts.js";
-import { WasmSigningKey } from "../../../../adapters/chain/signing-key.js";
+import { FeeOracle, Receipts } from "../../../../adapters/chain/blocks/index.js";
+import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/index.js";
+import { WasmSigningKey } from "../../../../adapters/chain/tx/index.js";
 import { MemoryJournal } from "../../../../adapters/journal/index.js";
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { startAnvil, type Anvil } from "../../../helpers/anvil.js";

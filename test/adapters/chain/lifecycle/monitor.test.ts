@@ -8,11 +8,10 @@ import { expect } from "chai";
 import { Wallet } from "ethers";
 
 import { RpcProvider, toSigner } from "../../../../adapters/chain/index.js";
-import type { FeeOracle } from "../../../../adapters/chain/fees.js";
-import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/monitor.js";
-import { Receipts } from "../../../../adapters/chain/receipts.js";
-import { signEip1559With } from "../../../../adapters/chain/eip1559.js";
-import { DEFAULT_TRADE_SETTINGS } from "../../../../adapters/chain/trade.adapter.js";
+import { Receipts, type FeeOracle } from "../../../../adapters/chain/blocks/index.js";
+import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/index.js";
+import { signEip1559With } from "../../../../adapters/chain/tx/index.js";
+import { DEFAULT_TRADE_SETTINGS } from "../../../../adapters/chain/trade/index.js";
 import { MemoryJournal } from "../../../../adapters/journal/index.js";
 import { FakeRpcNode } from "../../../helpers/fake-rpc.js";
 

@@ -1,0 +1,215 @@
+/**
+ * EIP-1559 fees: what a new trade offers, what a replacement at the same nonce offers, and the
+ * cap above which the service sends no trade.
+ *
+ * - New trade: maxFeePerGas = 2 × the next block's base fee + the priority fee, which survives
+ *   about six full blocks of base-fee rises (12.5 % each) before the transaction is priced out.
+ *   The next base fee is computed from the latest header (nextBaseFee); the priority fee is the
+ *   node's `eth_maxPriorityFeePerGas`, else the median tip of recent blocks (FeeOracle).
+ * - Replacement (same nonce, not mined in time): each field is the higher of the market's and the
+ *   last attempt's + 10 % + 1 wei. Nodes (geth's txpool rule) refuse a replacement that does not
+ *   raise both fields by at least 10 %; taking the market's when it is higher lets a trade caught
+ *   by a fee spike catch up in one replacement, as OpenZeppelin Defender does.
+ * - Cap: no trade is sent while the next base fee is above it, and no replacement offers more
+ *   than it. The no-op that frees an expired trade's nonce may go above it by the 10 % bump, so
+ *   that a cap can never wedge the wallet (OpenZeppelin Relayer issue #808).
+ */
+import type { JsonRpcApiProvider } from "ethers";
+
+import { ChainUnavailableError, FeesTooHighError } from "../../../core/index.js";
+import type { HeadBlock } from "../rpc/index.js";
+
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** The fee market now: the next block's base fee, and a priority fee that gets a transaction included. */
+export interface Market {
+  baseFee: bigint;
+  priorityFee: bigint;
+}
+
+/** The chain as last read: its fee market and its latest block. */
+export interface ChainState extends Market {
+  /** The latest block's number, hash and timestamp (unix seconds). */
+  head: { number: number; hash: string; timestamp: number };
+}
+
+const GWEI = 10n ** 9n;
+
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/** Fees for a new transaction in this market (not capped). */
+export function marketFees(market: Market): Fees {
+  return { maxFeePerGas: 2n * market.baseFee + market.priorityFee, maxPriorityFeePerGas: market.priorityFee };
+}
+
+/** The least a replacement must offer: each field + 10 % + 1 wei (rounded down, then + 1, so always more than 10 %). */
+export function bumped(last: Fees): Fees {
+  return {
+    maxFeePerGas: last.maxFeePerGas + last.maxFeePerGas / 10n + 1n,
+    maxPriorityFeePerGas: last.maxPriorityFeePerGas + last.maxPriorityFeePerGas / 10n + 1n,
+  };
+}
+
+/**
+ * Fees for a replacement of `last` at the same nonce: each field the higher of the market's and
+ * bumped(last), then capped. Null when the cap leaves no room for a replacement nodes accept.
+ */
+export function replacementFees(last: Fees, market: Fees, cap: bigint): Fees | null {
+  const least = bumped(last);
+  if (least.maxFeePerGas > cap) return null;
+  const maxFeePerGas = min(max(market.maxFeePerGas, least.maxFeePerGas), cap);
+  const maxPriorityFeePerGas = min(max(market.maxPriorityFeePerGas, least.maxPriorityFeePerGas), maxFeePerGas);
+  if (maxPriorityFeePerGas < least.maxPriorityFeePerGas) return null;
+  return { maxFeePerGas, maxPriorityFeePerGas };
+}
+
+/**
+ * Fees for the no-op that takes an expired trade's nonce: the market's up to the cap, and never
+ * less than bumped(last), even above the cap, so that nodes accept it in place of `last`.
+ */
+export function noopFees(last: Fees, market: Fees, cap: bigint): Fees {
+  const least = bumped(last);
+  const maxFeePerGas = max(least.maxFeePerGas, min(market.maxFeePerGas, cap));
+  const maxPriorityFeePerGas = max(least.maxPriorityFeePerGas, min(market.maxPriorityFeePerGas, maxFeePerGas));
+  return { maxFeePerGas, maxPriorityFeePerGas };
+}
+
+/** Fees for a new trade, or FeesTooHighError when the next base fee is above the cap. */
+export function tradeFees(market: Market, cap: bigint): Fees {
+  if (market.baseFee > cap) {
+    throw new FeesTooHighError(
+      `the chain's base fee is ${gwei(market.baseFee)} gwei, above this service's cap of ${gwei(cap)} gwei; ` +
+        "nothing was sent: retry once fees fall",
+    );
+  }
+  const fees = marketFees(market);
+  const maxFeePerGas = min(fees.maxFeePerGas, cap);
+  return { maxFeePerGas, maxPriorityFeePerGas: min(fees.maxPriorityFeePerGas, maxFeePerGas - market.baseFee) };
+}
+
+/** Wei as gwei, decimal text (e.g. 2240000000n → "2.24"). */
+export function gwei(wei: bigint): string {
+  const whole = wei / GWEI;
+  const fraction = (wei % GWEI).toString().padStart(9, "0").replace(/0+$/, "");
+  return fraction === "" ? whole.toString() : `${whole}.${fraction}`;
+}
+
+/** Where the latest head block comes from when someone read it lately (the block watcher does, about once per block). */
+export interface HeadSource {
+  /** The latest head block read, and when (ms), if any. */
+  lastHead(): { block: HeadBlock; at: number } | undefined;
+}
+
+export interface FeeOracleOptions {
+  /** How long a head block read is reused, in ms (every send of a burst pays the same). Default 1000. */
+  cacheMs?: number;
+  /** How long the priority fee is reused, in ms. Default 30,000. */
+  tipCacheMs?: number;
+  /** Heads someone else reads anyway (the block watcher's): used while younger than `cacheMs`. */
+  heads?: HeadSource;
+}
+
+/**
+ * The next block's base fee, from its parent's header, by EIP-1559's rule (elasticity 2, change
+ * at most 1/8 per block): exact on Ethereum and on the chains that keep its parameters (anvil,
+ * EDR, geth); an estimate elsewhere, which the 2× in `marketFees` absorbs.
+ */
+export function nextBaseFee(head: { baseFee: bigint; gasUsed: bigint; gasLimit: bigint }): bigint {
+  const { baseFee, gasUsed } = head;
+  const target = head.gasLimit / 2n;
+  if (target === 0n || gasUsed === target) return baseFee;
+  if (gasUsed > target) {
+    const rise = (baseFee * (gasUsed - target)) / target / 8n;
+    return baseFee + (rise > 1n ? rise : 1n);
+  }
+  return baseFee - (baseFee * (target - gasUsed)) / target / 8n;
+}
+
+/**
+ * Reads the fee market and the latest block. The base fee comes from the latest block's header
+ * (nextBaseFee): the head the block watcher read within `cacheMs`, else one eth_getBlockByNumber,
+ * shared by every caller within `cacheMs`. The priority fee (eth_maxPriorityFeePerGas, else the
+ * median tip of recent blocks from eth_feeHistory) moves slowly and is reused for `tipCacheMs`:
+ * a trade caught by a rise is re-priced by the lifecycle monitor (replacementFees takes the
+ * market's when it is higher). So sequential trades pay no call of their own for fees while the
+ * watcher is looking, and a burst pays at most one head read.
+ */
+export class FeeOracle {
+  readonly #provider: JsonRpcApiProvider;
+  readonly #cacheMs: number;
+  readonly #tipCacheMs: number;
+  readonly #heads: HeadSource | undefined;
+  #head: { at: number; block: Promise<HeadBlock> } | undefined;
+  #tip: { at: number; value: Promise<bigint> } | undefined;
+
+  constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
+    this.#provider = provider;
+    this.#cacheMs = options.cacheMs ?? 1000;
+    this.#tipCacheMs = options.tipCacheMs ?? 30_000;
+    this.#heads = options.heads;
+  }
+
+  /** The chain's state, from a head read at most `cacheMs` ago (or now, when `fresh`). */
+  async read(fresh = false): Promise<ChainState> {
+    const [block, priorityFee] = await Promise.all([this.#latest(fresh), this.#priorityFee()]);
+    if (block === null || block.baseFeePerGas === undefined)
+      throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
+    return {
+      baseFee: nextBaseFee({
+        baseFee: BigInt(block.baseFeePerGas),
+        gasUsed: BigInt(block.gasUsed),
+        gasLimit: BigInt(block.gasLimit),
+      }),
+      priorityFee,
+      head: { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) },
+    };
+  }
+
+  #latest(fresh: boolean): Promise<HeadBlock | null> {
+    const now = Date.now();
+    const watched = this.#heads?.lastHead();
+    const cached = this.#head;
+    // The newer of the watcher's head and this oracle's own read, if young enough.
+    if (
+      !fresh &&
+      watched !== undefined &&
+      now - watched.at <= this.#cacheMs &&
+      (cached === undefined || watched.at >= cached.at)
+    )
+      return Promise.resolve(watched.block);
+    if (!fresh && cached !== undefined && now - cached.at <= this.#cacheMs) return cached.block;
+    const block = this.#provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<HeadBlock>;
+    const entry = { at: now, block };
+    block.catch(() => {
+      if (this.#head === entry) this.#head = undefined; // a failed read is not reused
+    });
+    this.#head = entry;
+    return block;
+  }
+
+  #priorityFee(): Promise<bigint> {
+    const now = Date.now();
+    if (this.#tip !== undefined && now - this.#tip.at <= this.#tipCacheMs) return this.#tip.value;
+    const value = (this.#provider.send("eth_maxPriorityFeePerGas", []) as Promise<string>).then(BigInt, async () =>
+      medianTip(
+        ((await this.#provider.send("eth_feeHistory", ["0x5", "latest", [50]])) as { reward?: string[][] }).reward,
+      ),
+    );
+    const entry = { at: now, value };
+    value.catch(() => {
+      if (this.#tip === entry) this.#tip = undefined;
+    });
+    this.#tip = entry;
+    return value;
+  }
+}
+
+/** The median of recent blocks' median tips; 1 wei when the blocks were empty. */
+function medianTip(rewards: string[][] | undefined): bigint {
+  const tips = (rewards ?? []).map((r) => BigInt(r[0] ?? "0x0")).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return max(tips[Math.floor(tips.length / 2)] ?? 0n, 1n);
+}

@@ -1,0 +1,88 @@
+/**
+ * A new transaction at a nonce nothing is mined at yet, in place of its last broadcast: the same
+ * call re-priced (replacementFees: the market's, or the last + 10 % + 1 wei, up to the cap), or a
+ * no-op (noopFees). Signed, recorded in the ledger, then broadcast.
+ */
+import { Transaction } from "ethers";
+
+import type { Broadcast, NonceSlot } from "../../../core/index.js";
+import { gwei, noopFees, replacementFees, type Fees } from "../blocks/index.js";
+import { isAlreadyKnown } from "../rpc/index.js";
+import { FILLER_GAS as NOOP_GAS } from "../send/index.js";
+import { signEip1559With } from "../tx/index.js";
+import type { MonitorContext } from "./options.js";
+
+/** What a re-pricing needs of the monitor: also the replacements the cap stopped, logged once each (`${nonce}:${broadcasts}`). */
+export interface ReplaceContext extends MonitorContext {
+  readonly capped: Set<string>;
+}
+
+/** Replaces the slot's last broadcast with higher fees, unless the fee cap leaves no room for a higher bid (logged once). */
+export async function reprice(
+  context: ReplaceContext,
+  slot: NonceSlot,
+  last: Broadcast,
+  market: Fees,
+  message: string,
+): Promise<void> {
+  const cap = context.opts.settings.feeCap;
+  const fees = last.noop ? noopFees(last, market, cap) : replacementFees(last, market, cap);
+  if (fees === null) {
+    const key = `${slot.nonce}:${slot.broadcasts.length}`;
+    if (!context.capped.has(key)) {
+      context.capped.add(key);
+      context.opts.log.warn(
+        {
+          tradeId: slot.tradeId,
+          wallet: context.wallet,
+          nonce: slot.nonce,
+          hash: last.hash,
+          maxFeePerGasGwei: gwei(last.maxFeePerGas),
+          capGwei: gwei(cap),
+        },
+        "not replacing a transaction: the fee cap leaves no room for a higher bid; it waits for fees to fall",
+      );
+    }
+    return;
+  }
+  await replace(context, slot, last, fees, last.noop, message);
+}
+
+/** Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced, or a no-op. */
+export async function replace(
+  context: MonitorContext,
+  slot: NonceSlot,
+  last: Broadcast,
+  fees: Fees,
+  noop: boolean,
+  message: string,
+): Promise<void> {
+  const { signer, chainId, journal, provider, log } = context.opts;
+  const call = noop ? { to: context.wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
+  const { rawTx, txHash } = await signEip1559With(signer, { ...call, ...fees, chainId, nonce: slot.nonce });
+  await journal.recordBroadcast(context.wallet, slot.nonce, { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() });
+  const details = {
+    tradeId: slot.tradeId,
+    wallet: context.wallet,
+    nonce: slot.nonce,
+    previousHash: last.hash,
+    hash: txHash,
+    maxFeePerGasGwei: gwei(fees.maxFeePerGas),
+    maxPriorityFeePerGasGwei: gwei(fees.maxPriorityFeePerGas),
+  };
+  try {
+    await provider.send("eth_sendRawTransaction", [rawTx]);
+    log.warn(details, message);
+  } catch (error) {
+    if (isAlreadyKnown(error)) return;
+    // Recorded, so it is re-sent or re-priced at a later look.
+    log.warn({ ...details, err: error }, `${message}: the node refused it for now`);
+  }
+}
+
+/** The call a signed transaction makes, to sign it again with other fees. */
+function decodeCall(rawTx: string): { to: string; data: string; gasLimit: bigint; value: bigint } {
+  const tx = Transaction.from(rawTx);
+  if (tx.to === null) throw new TypeError("a recorded transaction has no recipient");
+  return { to: tx.to, data: tx.data, gasLimit: tx.gasLimit, value: tx.value };
+}

@@ -1,0 +1,125 @@
+/**
+ * What the service's readiness probe and its metrics read of the chain adapter
+ * (create-chain-adapter.ts): whether the node answers, the swap runs, every exchange wallet holds
+ * gas money and none has a nonce stuck unmined; and each wallet's unconfirmed nonces and balances.
+ */
+import { Contract, formatUnits, type JsonRpcApiProvider } from "ethers";
+
+import type { NonceLedger, StableCoin } from "../../core/index.js";
+import { isChainUnreachable, RpcProvider } from "./rpc/index.js";
+import type { ChainTradeAdapter } from "./trade/index.js";
+import { ERC20_ABI, type TransactionSigner } from "./tx/index.js";
+
+/** What the metrics' wallet gauges read at each scrape. */
+export interface WalletSource {
+  /** Each wallet's unconfirmed nonces: how many, and since when the oldest waits. */
+  unconfirmed(): Promise<Array<{ wallet: string; count: number; oldestSince?: Date }>>;
+  /** Each wallet's balances, in whole units, by asset symbol. */
+  balances(): Promise<Array<{ wallet: string; asset: string; amount: number }>>;
+  /** The latest block's timestamp, in unix seconds. */
+  headTimestamp(): Promise<number>;
+}
+
+/** What readiness looks at: the wallets' oldest unmined nonces, the swap, the wallets' gas money, the endpoints. */
+export interface ReadinessParts {
+  trade: ChainTradeAdapter;
+  stuckAfterMs: number;
+  swap: Contract;
+  wallets: readonly TransactionSigner[];
+  provider: JsonRpcApiProvider;
+}
+
+/** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
+export async function readiness(parts: ReadinessParts): Promise<{ ready: boolean; detail: string }> {
+  const { trade, stuckAfterMs, swap, wallets, provider } = parts;
+  // With several JSON-RPC endpoints, readiness says which are up ("; endpoints: 1/2 up, https://b… down (ECONNREFUSED)").
+  const endpoints = () => {
+    if (!(provider instanceof RpcProvider)) return "";
+    const all = provider.endpoints();
+    if (all.length < 2) return "";
+    const down = all.filter((e) => !e.up).map((e) => `${e.url} down (${e.reason ?? "failing"})`);
+    return `; endpoints: ${all.length - down.length}/${all.length} up${down.length > 0 ? `, ${down.join(", ")}` : ""}`;
+  };
+  const stuck = trade.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
+  if (stuck.length > 0) {
+    const detail = stuck.map(
+      ({ wallet, nonce, since }) =>
+        `${wallet} has nonce ${nonce} unmined for ${Math.round((Date.now() - since.getTime()) / 1000)} s`,
+    );
+    return { ready: false, detail: `stuck: ${detail.join("; ")}` };
+  }
+  try {
+    const [paused, ...balances] = await Promise.all([
+      swap.getFunction("paused")() as Promise<boolean>,
+      ...wallets.map((w) => provider.getBalance(w.address)),
+    ]);
+    const empty = wallets.filter((_, i) => balances[i] === 0n).map((w) => w.address);
+    if (empty.length > 0) return { ready: false, detail: `no gas money in ${empty.join(", ")}` };
+    if (paused) return { ready: false, detail: `the swap is paused${endpoints()}` };
+    return { ready: true, detail: `chain reachable, wallets funded${endpoints()}` };
+  } catch (error) {
+    return {
+      ready: false,
+      detail: `${isChainUnreachable(error) ? "chain unreachable" : "deployment unreadable"}${endpoints()}`,
+    };
+  }
+}
+
+/** What the wallet gauges read: the wallets, their assets (the token and the stable coins), the journal's open nonces. */
+export interface WalletSourceParts {
+  trade: ChainTradeAdapter;
+  wallets: readonly TransactionSigner[];
+  provider: JsonRpcApiProvider;
+  journal: NonceLedger;
+  token: string;
+  tokenSymbol: string;
+  stableCoins: StableCoin[];
+}
+
+/** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/observability/metrics.ts). */
+export function walletSource(parts: WalletSourceParts): WalletSource {
+  const { trade, wallets, provider, journal, token, tokenSymbol, stableCoins } = parts;
+  const assets = [
+    { symbol: tokenSymbol, address: token, decimals: 18 },
+    ...stableCoins.map((coin) => ({
+      symbol: coin.symbol,
+      address: coin.address as string,
+      decimals: coin.decimals,
+    })),
+  ].map((asset) => ({
+    ...asset,
+    balanceOf: new Contract(asset.address, ERC20_ABI, provider).getFunction("balanceOf"),
+  }));
+  return {
+    async unconfirmed() {
+      const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
+      return Promise.all(
+        wallets.map(async (w) => {
+          const since = oldest.get(w.address.toLowerCase());
+          return {
+            wallet: w.address,
+            count: (await journal.openSlots(w.address)).length,
+            ...(since === undefined ? {} : { oldestSince: since }),
+          };
+        }),
+      );
+    },
+    async balances() {
+      const rows = await Promise.all(
+        wallets.flatMap((w) => [
+          provider
+            .getBalance(w.address)
+            .then((wei) => ({ wallet: w.address, asset: "ETH", amount: Number(formatUnits(wei, 18)) })),
+          ...assets.map(async (asset) => {
+            const units = (await asset.balanceOf(w.address)) as bigint;
+            return { wallet: w.address, asset: asset.symbol, amount: Number(formatUnits(units, asset.decimals)) };
+          }),
+        ]),
+      );
+      return rows;
+    },
+    async headTimestamp() {
+      return (await provider.getBlock("latest"))?.timestamp ?? 0;
+    },
+  };
+}

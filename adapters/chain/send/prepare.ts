@@ -1,0 +1,74 @@
+/**
+ * A chunk of a send-queue round made ready to send (send-queue.ts): signed with consecutive
+ * nonces, then journalled all at once by each transaction's own `onSigned`.
+ */
+import type { NonceLedger } from "../../../core/index.js";
+import type { Fees } from "../blocks/index.js";
+import { signEip1559With, type SignedTransaction, type TransactionSigner } from "../tx/index.js";
+import type { Queued, Signed } from "./queued.js";
+
+/** What signing needs of the send queue: its wallet, its chain, and the wallet's nonce ledger. */
+export interface SignContext {
+  signer: TransactionSigner;
+  chainId: bigint;
+  ledger: NonceLedger;
+}
+
+/**
+ * Signs `items` with consecutive nonces from `first`, then lets them all journal themselves
+ * at once (one group commit in the journal). A trade whose signing or journal write fails is
+ * refused and takes no nonce: those signed after a failed write come back in `again`, to be
+ * signed with the next nonces (their records are rewritten before anything of theirs is sent).
+ */
+export async function prepare(
+  context: SignContext,
+  items: readonly Queued[],
+  first: number,
+  fees: Fees,
+  refuse: (item: Queued, error: unknown) => void,
+): Promise<{ ready: Signed[]; again: Queued[] }> {
+  const wallet = context.signer.address;
+  const chunk: Signed[] = [];
+  for (const item of items) {
+    try {
+      const nonce = first + chunk.length;
+      const { rawTx, txHash } = await sign(
+        context,
+        { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
+        nonce,
+        fees,
+      );
+      chunk.push({ item, nonce, rawTx, txHash });
+    } catch (error) {
+      refuse(item, error); // not sent, and its nonce goes to the next one
+    }
+  }
+  const written = await Promise.allSettled(
+    chunk.map(({ item, nonce, txHash, rawTx }) =>
+      item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...fees, deadline: item.tx.deadline ?? 0 }),
+    ),
+  );
+  const failed = written.findIndex((result) => result.status === "rejected");
+  if (failed < 0) return { ready: chunk, again: [] };
+  refuse(chunk[failed]!.item, (written[failed] as PromiseRejectedResult).reason);
+  // Those after it are signed again with the next nonces: the slots they recorded go first.
+  const again = chunk.slice(failed + 1);
+  await Promise.all(
+    again.map(({ nonce, txHash }, i) =>
+      written[failed + 1 + i]!.status === "fulfilled"
+        ? context.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {})
+        : undefined,
+    ),
+  );
+  return { ready: chunk.slice(0, failed), again: again.map((s) => s.item) };
+}
+
+/** One transaction of the chunk, signed by the queue's wallet for its chain. */
+function sign(
+  context: SignContext,
+  tx: { to: string; data: string; gasLimit: bigint; value: bigint },
+  nonce: number,
+  fees: Fees,
+): Promise<SignedTransaction> {
+  return signEip1559With(context.signer, { ...tx, ...fees, chainId: context.chainId, nonce });
+}

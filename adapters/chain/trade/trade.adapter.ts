@@ -1,0 +1,385 @@
+/**
+ * TradePort on the chain: signs swap calls with the exchange wallets' keys.
+ *
+ * A trade, in order:
+ * 1. fees (fees.ts): refused at once while the chain's base fee is above the cap;
+ * 2. calldata (calldata.ts): the swap call with a deadline (now + the trade's lifetime) and a
+ *    minimum output (the preflight's output less the slippage), so a trade that is not mined
+ *    in time can never execute late, or at a worse price; a trade under a quote (TradeOrder.quote)
+ *    takes the quote's minOut, a deadline no later than its expiry, and is refused before signing
+ *    when the preflight's output is already below that minOut (QuoteSlippageError);
+ * 3. preflight (preflight.ts) alongside the balance and allowance reservation (allowances.ts)
+ *    and the feed policy (feed-policy.ts: the token feed's age and bounds, the L2 sequencer):
+ *    refused with a domain error before anything is signed; and the native coin's USD price,
+ *    read once per block, which the journal keeps with the trade for its gas in USD. What these
+ *    ask of the latest block goes out in one eth_call per tick (call-batcher.ts);
+ * 4. the wallet's SendQueue (send-queue.ts) assigns the nonce, signs, journals and broadcasts,
+ *    batching whatever arrives meanwhile;
+ * 5. the receipt (receipts.ts) of whatever is mined at that nonce with the required
+ *    confirmations: the transaction, or a replacement, or the no-op of an expired trade. The
+ *    wallet's lifecycle monitor (lifecycle/monitor.ts) re-sends, re-prices and replaces in the
+ *    background, and settles in the journal what the call did not wait for.
+ */
+import { Interface } from "ethers";
+
+import {
+  ChainUnavailableError,
+  QuoteSlippageError,
+  RecordedTradeError,
+  TradeDroppedError,
+  TradeExpiredError,
+  TradePendingError,
+  TradeRevertedError,
+  UnknownWalletError,
+  type DomainError,
+  type SignedTradeTx,
+  type TradeHooks,
+  type TradeKind,
+  type TradeOnChain,
+  type TradeOrder,
+  type TradePort,
+  type TradeResolution,
+  type TransactionReceipt,
+} from "../../../core/index.js";
+import {
+  BlockWatcher,
+  FeeOracle,
+  Receipts,
+  headsOf,
+  toWeb3Receipt,
+  tradeFees,
+  type NonceLookup,
+  type Outcome,
+} from "../blocks/index.js";
+import { WalletMonitor, type LifecycleLog } from "../lifecycle/index.js";
+import { DEFAULT_FEED_POLICY, FeedGuard } from "../price/index.js";
+import { CallBatcher, revertName, toDomainError } from "../rpc/index.js";
+import { SendQueue } from "../send/index.js";
+import { ERC20_ABI, SWAP_ABI, staticCallEncoder, toSigner, type TransactionSigner } from "../tx/index.js";
+import { Allowances, type Asset, type Holding } from "./allowances.js";
+import { tradeGasLimit } from "./gas-limits.js";
+import { DEFAULT_TRADE_SETTINGS, type TradeAdapterOptions, type TradeSettings } from "./options.js";
+import { Preflight, minimumOut } from "./preflight.js";
+
+const swapInterface = new Interface(SWAP_ABI);
+const erc20Interface = new Interface(ERC20_ABI);
+/** Calldata of each trade's TokenSwap call: (stable, amount, destinatary, minimum out, deadline). */
+const SWAP_CALL = {
+  sell: staticCallEncoder(swapInterface, "sell"),
+  buy: staticCallEncoder(swapInterface, "buy"),
+  remittance: staticCallEncoder(swapInterface, "remit"),
+} as const satisfies Record<TradeKind, unknown>;
+
+/** An exchange wallet: its key, its queue for nonces, signing, journalling and sending, and its lifecycle monitor. */
+interface ExchangeWallet {
+  signer: TransactionSigner;
+  queue: SendQueue;
+  monitor: WalletMonitor;
+}
+
+/** A trade its wallet's queue sent: the transaction, its deadline, and what the trade holds reserved until it ends. */
+interface SentTrade {
+  sent: Awaited<ReturnType<SendQueue["send"]>>;
+  deadline: number;
+  reservation: Awaited<ReturnType<Allowances["reserve"]>>;
+  payout: { holding: Holding; amount: bigint } | undefined;
+}
+
+/**
+ * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: one round is
+ * mined while the next is signed, rather than every trade in flight moving in one wave that
+ * leaves the chain idle while it collects its receipts.
+ */
+export const DEFAULT_SEND_BATCH_MAX = 16;
+
+const SILENT: LifecycleLog = { warn() {}, info() {} };
+
+export class ChainTradeAdapter implements TradePort {
+  readonly #opts: TradeAdapterOptions;
+  readonly #settings: TradeSettings;
+  readonly #fees: FeeOracle;
+  readonly #receipts: Receipts;
+  readonly #watcher: BlockWatcher;
+  readonly #preflight: Preflight;
+  readonly #allowances: Allowances;
+  readonly #feeds: FeedGuard;
+  /** Every read and proof a tick asks of the latest block, in one eth_call (call-batcher.ts). */
+  readonly #calls: CallBatcher;
+  readonly #gasLimits: Record<TradeKind, bigint> | null;
+  /** The exchange wallets, by lower-case address. */
+  readonly #wallets = new Map<string, ExchangeWallet>();
+
+  constructor(options: TradeAdapterOptions) {
+    this.#opts = options;
+    const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.settings };
+    this.#settings = settings;
+    const { provider, journal } = options;
+    // Heads pushed over a WebSocket endpoint when there is one (eth_subscribe newHeads), else polled.
+    this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs, heads: headsOf(provider) });
+    // Fees from the head the watcher reads anyway, while it is young (fees.ts).
+    this.#fees = new FeeOracle(provider, { heads: this.#watcher });
+    this.#receipts = new Receipts({
+      watcher: this.#watcher,
+      provider,
+      confirmations: settings.confirmations,
+      timeoutMs: options.receiptTimeoutMs ?? 120_000,
+      journalAfterMs: settings.minAgeMs,
+    });
+    this.#calls = new CallBatcher({ provider });
+    this.#preflight = new Preflight({
+      provider,
+      gasHeadroomPercent: options.gasHeadroomPercent ?? 20n,
+      calls: this.#calls,
+    });
+    this.#gasLimits =
+      options.gasLimits === undefined
+        ? { sell: tradeGasLimit("sell"), buy: tradeGasLimit("buy"), remittance: tradeGasLimit("remittance") }
+        : options.gasLimits;
+    this.#feeds = options.feeds ?? new FeedGuard({ provider, swap: options.swap, policy: DEFAULT_FEED_POLICY });
+    this.#allowances = new Allowances({
+      provider,
+      swap: options.swap,
+      approve: (owner, asset, value) => this.#approve(owner, asset, value),
+      calls: this.#calls,
+    });
+    for (const signer of options.wallets.map(toSigner)) {
+      const queue = new SendQueue({
+        signer,
+        chainId: options.chainId,
+        provider,
+        nonces: journal,
+        ledger: journal,
+        fees: async () => tradeFees(await this.#fees.read(), settings.feeCap),
+        maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
+        watcher: this.#watcher,
+      });
+      const monitor = new WalletMonitor({
+        signer,
+        chainId: options.chainId,
+        provider,
+        journal,
+        fees: this.#fees,
+        receipts: this.#receipts,
+        settings,
+        log: options.log ?? SILENT,
+        holder: options.instanceId ?? "this-instance",
+        sends: queue,
+      });
+      this.#wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
+    }
+  }
+
+  /** Starts every wallet's lifecycle monitor: from now on, every nonce the journal holds is seen through to its end. */
+  start(): void {
+    for (const { monitor } of this.#wallets.values()) monitor.start();
+  }
+
+  /** Stops the monitors (giving their leases up). */
+  async stop(): Promise<void> {
+    await Promise.all([...this.#wallets.values()].map(({ monitor }) => monitor.stop()));
+    this.#watcher.stop();
+  }
+
+  /** Each wallet's oldest nonce nothing is mined at yet, as its monitor last saw it. */
+  oldestPending(): Array<{ wallet: string; nonce: number; since: Date }> {
+    return [...this.#wallets.values()].flatMap(({ monitor }) => {
+      const oldest = monitor.oldestPending();
+      return oldest ? [{ wallet: monitor.wallet, ...oldest }] : [];
+    });
+  }
+
+  /** The wallets' monitors, for tests that drive them a look at a time. */
+  monitors(): WalletMonitor[] {
+    return [...this.#wallets.values()].map(({ monitor }) => monitor);
+  }
+
+  sell(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("sell", order, hooks);
+  }
+
+  buy(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("buy", order, hooks);
+  }
+
+  remittance(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    return this.#trade("remittance", order, hooks);
+  }
+
+  /**
+   * Looks a journalled trade's transactions up without sending anything: the one of them mined
+   * in the canonical chain now, if any. One read never decides that another transaction took
+   * the nonce (an endpoint may lag, or have lost an answer): that is the lifecycle monitor's
+   * verdict, after several looks apart in time across every endpoint, recorded as a lost slot.
+   * Until then a trade with nothing mined is pending.
+   */
+  async resolve(trade: TradeOnChain): Promise<TradeResolution> {
+    const { confirmations } = this.#settings;
+    try {
+      const found = await this.#receipts.find(trade.broadcasts);
+      if (found !== undefined) {
+        const confirmed = found.confirmations >= confirmations;
+        if (found.noop) return confirmed ? { state: "expired" } : { state: "pending" };
+        return { state: "mined", receipt: toWeb3Receipt(found.receipt), confirmations: found.confirmations, confirmed };
+      }
+      const slot = await this.#opts.journal.slot(trade.wallet, trade.nonce);
+      return slot?.state === "lost" ? { state: "dropped" } : { state: "pending" };
+    } catch (error) {
+      throw toDomainError(error);
+    }
+  }
+
+  async #trade(kind: TradeKind, order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+    const wallet = this.#wallets.get(order.wallet.toLowerCase());
+    if (!wallet) throw new UnknownWalletError(order.wallet);
+    const { signer } = wallet;
+    const { sent, deadline, reservation, payout } = await this.#send(kind, order, wallet, hooks);
+    try {
+      if (sent.receipt === null && sent.known) hooks?.onSubmitted?.();
+      const outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(signer.address, sent.nonce));
+      if (outcome.noop) throw new TradeExpiredError(deadline, sent.nonce);
+      const receipt = toWeb3Receipt(outcome.receipt);
+      if (!receipt.status) throw new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
+      return receipt;
+    } finally {
+      this.#watcher.release([sent.hash]); // wait() did, unless a hook threw before it
+      this.#allowances.release(reservation.holding, order.amount);
+      if (payout) this.#allowances.release(payout.holding, payout.amount);
+    }
+  }
+
+  /**
+   * A trade up to its broadcast: fees and the cap, the feed policy, the proof alongside the
+   * balance and allowance reservation, then the wallet's queue signs, journals and sends it. If
+   * anything fails, what it reserved is released, and the error is the domain's.
+   */
+  async #send(kind: TradeKind, order: TradeOrder, wallet: ExchangeWallet, hooks?: TradeHooks): Promise<SentTrade> {
+    const { signer, queue } = wallet;
+    const { lifetimeS, slippageBps, feeCap } = this.#settings;
+    // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
+    const spent: Asset =
+      kind === "sell"
+        ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
+        : order.stable;
+
+    let sent: Awaited<ReturnType<SendQueue["send"]>>;
+    let deadline = 0;
+    let reservation: Awaited<ReturnType<Allowances["reserve"]>> | undefined;
+    let payout: { holding: Holding; amount: bigint } | undefined;
+    try {
+      let state = await this.#fees.read();
+      tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
+      // Nothing is signed at a price the feed policy refuses (read once per block for every trade).
+      const fed = this.#feeds.forTrade(state.head, this.#calls);
+      fed.catch(() => {}); // awaited below, unless something fails first
+      // The native coin's USD price, kept with the trade for its gas in USD (read once per block; never rejects).
+      const nativeUsd = this.#feeds.nativeUsdForTrade(state.head, this.#calls);
+      const shape = `${kind}:${order.stable.address}`.toLowerCase();
+      const encode = (minOut: bigint) =>
+        SWAP_CALL[kind]([order.stable.address, order.amount, order.destinatary, minOut, BigInt(deadline)]);
+      const prove = () => {
+        // By the later of this machine's clock and the chain's: the contract checks the chain's.
+        const now = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp);
+        deadline = now + lifetimeS;
+        // Under a quote, no later than its expiry: what is left of it, counted from the same "now".
+        if (order.quote !== undefined)
+          deadline = Math.min(deadline, now + Math.max(0, Math.floor((order.quote.expiresAt - Date.now()) / 1000)));
+        return this.#preflight.check(
+          shape,
+          { from: signer.address, to: this.#opts.swap, data: encode(0n) },
+          this.#gasLimits?.[kind],
+        );
+      };
+      // The proof runs alongside the balance and allowance reads, the feeds' and (for a sell) the
+      // swap's reserves: one eth_call (call-batcher.ts), shared with the trades arriving alongside.
+      const checked = prove();
+      checked.catch(() => {}); // awaited below, unless the reservation fails first
+      if (kind === "sell") this.#allowances.prefetchReserves(order.stable);
+      reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
+      await fed;
+      // A check made before an allowance top-up may have failed for want of it: made again.
+      const proof = await (reservation.toppedUp ? prove() : checked).catch(async (error: unknown) => {
+        // Another trade's top-up landed between this proof and the reservation's read (a fresh
+        // wallet's first trades, together): the allowance now suffices, so prove once more.
+        if (revertName(error) === "ERC20InsufficientAllowance" && !reservation!.toppedUp) return prove();
+        if (revertName(error) !== "SwapDeadlineExpired") throw error;
+        // The chain's clock is ahead of the head last read: read it now, and prove once more.
+        state = await this.#fees.read(true);
+        return prove();
+      });
+      // Under a quote, the price may have moved past its slippage since: refused before anything is signed.
+      if (order.quote !== undefined && proof.output < order.quote.minOut)
+        throw new QuoteSlippageError(proof.output, order.quote.minOut);
+      // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
+      // accepted together never pay out more than the swap holds (none reverts for want of it).
+      if (kind === "sell")
+        payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
+      const onSigned = hooks?.onSigned ?? ((tx: SignedTradeTx) => this.#recordUnjournalled(tx, "trade"));
+      const price = await nativeUsd;
+      sent = await queue.send({
+        to: this.#opts.swap,
+        // A quote's minOut is what it promised the caller; else the preflight's output less the slippage.
+        data: encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps)),
+        gasLimit: proof.gasLimit,
+        deadline,
+        onSigned: price === null ? onSigned : (tx) => onSigned({ ...tx, nativeUsd: price }),
+      });
+    } catch (error) {
+      if (reservation) this.#allowances.release(reservation.holding, order.amount);
+      if (payout) this.#allowances.release(payout.holding, payout.amount);
+      throw toDomainError(error, { stableDecimals: order.stable.decimals });
+    }
+    return { sent, deadline, reservation: reservation!, payout };
+  }
+
+  /** What the ledger and the journal hold for a nonce now: its broadcasts, or the error its trade ended with. */
+  #lookup(wallet: string, nonce: number): NonceLookup {
+    const { journal } = this.#opts;
+    return async () => {
+      const slot = await journal.slot(wallet, nonce);
+      if (slot === undefined) return {};
+      if (slot.state === "lost") return { error: new TradeDroppedError(wallet, nonce) };
+      if (slot.tradeId !== null) {
+        const record = await journal.get(slot.tradeId);
+        if ((record?.status === "failed" || record?.status === "expired") && record.error) {
+          return { error: new RecordedTradeError(record.error.code as DomainError["code"], record.error.message) };
+        }
+      }
+      return { broadcasts: slot.broadcasts };
+    };
+  }
+
+  /** A transaction no trade record carries (an approval, or a trade sent without a journal): its own slot. */
+  #recordUnjournalled(tx: SignedTradeTx, purpose: "trade" | "approval"): Promise<void> {
+    const { wallet, nonce, txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas } = tx;
+    return this.#opts.journal.recordSlot(
+      { wallet, nonce, purpose, deadline: purpose === "trade" ? tx.deadline : null },
+      { hash: txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas, noop: false, sentAt: new Date() },
+    );
+  }
+
+  /** Sets the swap's allowance (allowances.ts), through the wallet's queue like any transaction, and waits until it is mined. */
+  async #approve(owner: string, asset: string, value: bigint): Promise<void> {
+    const { queue } = this.#wallets.get(owner.toLowerCase())!;
+    const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
+    const gas = BigInt(
+      (await this.#opts.provider.send("eth_estimateGas", [{ from: owner, to: asset, data }, "latest"])) as string,
+    );
+    const sent = await queue.send({
+      to: asset,
+      data,
+      gasLimit: (gas * 12n) / 10n,
+      deadline: null,
+      onSigned: (tx) => this.#recordUnjournalled(tx, "approval"),
+    });
+    let outcome: Outcome;
+    try {
+      outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(owner, sent.nonce));
+    } catch (error) {
+      if (error instanceof TradePendingError)
+        throw new ChainUnavailableError(`the allowance update ${sent.hash} is not mined yet; retry later`);
+      throw error;
+    }
+    if (BigInt(outcome.receipt.status) !== 1n || outcome.noop)
+      throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
+  }
+}
