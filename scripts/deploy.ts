@@ -44,6 +44,10 @@ export const PAUSER_ROLE = id("PAUSER_ROLE");
  * production deployment leaves them: the swap alone holds the token's MINTER_ROLE (the deployer
  * holds it only while it funds the wallets), the deployer is both contracts' admin and holds
  * the swap's PAUSER_ROLE.
+ *
+ * The steps run in this order on purpose: a contract's address follows from the deployer's
+ * nonce, so the same chain gets the same addresses every time (tests and .dev/deployment.json
+ * rely on it).
  */
 export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOptions) {
   const deployer = options.deployer ?? (await ethers.getSigners())[0];
@@ -53,33 +57,13 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     ? (options.exchangeWallet as readonly Signer[])
     : [options.exchangeWallet as Signer];
   const prices = { ...DEFAULT_PRICES, ...options.prices };
-  const feedAnswer = (value: string) => parseUnits(value, FEED_DECIMALS);
   const adminDelay = options.adminDelay ?? 0n;
 
-  const dai = await ethers.deployContract("MockStableCoin", ["Dai Stablecoin", "DAI", 18], deployer);
-  const usdt = await ethers.deployContract("MockUSDT", [], deployer);
-  const usdc = await ethers.deployContract("MockStableCoin", ["USD Coin", "USDC", 6], deployer);
-  const tokenUsdFeed = await ethers.deployContract(
-    "MockAggregator",
-    [FEED_DECIMALS, `${options.token?.symbol ?? "TTK"} / USD`, feedAnswer(prices.tokenUsd)],
-    deployer,
-  );
-  const eurUsdFeed = await ethers.deployContract(
-    "MockAggregator",
-    [FEED_DECIMALS, "EUR / USD", feedAnswer(prices.eurUsd)],
-    deployer,
-  );
-  const chfUsdFeed = await ethers.deployContract(
-    "MockAggregator",
-    [FEED_DECIMALS, "CHF / USD", feedAnswer(prices.chfUsd)],
-    deployer,
-  );
-  const token = await ethers.deployContract(
-    "TradedToken",
-    [options.token?.name ?? "Trade Token", options.token?.symbol ?? "TTK", adminDelay, owner],
-    deployer,
-  );
-  const stableCoins = { DAI: dai, USDT: usdt, USDC: usdc };
+  const stableCoins = await deployStableCoins(ethers, deployer);
+  const tokenUsdFeed = await deployFeed(ethers, deployer, `${options.token?.symbol ?? "TTK"} / USD`, prices.tokenUsd);
+  const eurUsdFeed = await deployFeed(ethers, deployer, "EUR / USD", prices.eurUsd);
+  const chfUsdFeed = await deployFeed(ethers, deployer, "CHF / USD", prices.chfUsd);
+  const token = await deployToken(ethers, deployer, options.token, adminDelay, owner);
   const swap = await ethers.deployContract(
     "TokenSwap",
     [
@@ -96,12 +80,86 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
   await (await token.connect(deployer).grantRole(MINTER_ROLE, swapAddress)).wait();
   await (await swap.connect(deployer).grantRole(PAUSER_ROLE, owner)).wait();
 
-  const reserves = options.reservesPerStable ?? "1000000";
-  const funding = options.walletFunding ?? "1000000";
+  await seedReserves(stableCoins, deployer, swapAddress, options.reservesPerStable ?? "1000000");
+  const funded = { token, stableCoins, deployer, owner, swapAddress };
+  await fundWallets(funded, wallets, options.walletFunding ?? "1000000");
+  // The native coin's USD price, for the gas in USD of quotes and the trade history. Deployed
+  // last, so every other contract keeps the address it had before this feed existed.
+  const nativeUsdFeed = await deployFeed(ethers, deployer, "ETH / USD", prices.nativeUsd);
+
+  const feeds = { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed, nativeUsd: nativeUsdFeed };
+  const addresses: DeploymentAddresses = {
+    token: await token.getAddress(),
+    swap: swapAddress,
+    stableCoins: {
+      DAI: await stableCoins.DAI.getAddress(),
+      USDT: await stableCoins.USDT.getAddress(),
+      USDC: await stableCoins.USDC.getAddress(),
+    },
+    feeds: {
+      tokenUsd: await tokenUsdFeed.getAddress(),
+      eurUsd: await eurUsdFeed.getAddress(),
+      chfUsd: await chfUsdFeed.getAddress(),
+      nativeUsd: await nativeUsdFeed.getAddress(),
+    },
+  };
+  return { addresses, contracts: { token, swap, stableCoins, feeds } };
+}
+
+/** The three mock stable coins, DAI and USDC as plain ERC-20s, USDT with its non-standard returns. */
+async function deployStableCoins(ethers: HardhatEthers, deployer: Signer) {
+  const dai = await ethers.deployContract("MockStableCoin", ["Dai Stablecoin", "DAI", 18], deployer);
+  const usdt = await ethers.deployContract("MockUSDT", [], deployer);
+  const usdc = await ethers.deployContract("MockStableCoin", ["USD Coin", "USDC", 6], deployer);
+  return { DAI: dai, USDT: usdt, USDC: usdc };
+}
+
+type StableCoins = Awaited<ReturnType<typeof deployStableCoins>>;
+
+/** The traded token, its admin `owner` (who may hand the role on after `adminDelay` seconds). */
+function deployToken(
+  ethers: HardhatEthers,
+  deployer: Signer,
+  token: DeploySuiteOptions["token"],
+  adminDelay: bigint,
+  owner: string,
+) {
+  return ethers.deployContract(
+    "TradedToken",
+    [token?.name ?? "Trade Token", token?.symbol ?? "TTK", adminDelay, owner],
+    deployer,
+  );
+}
+
+type Token = Awaited<ReturnType<typeof deployToken>>;
+
+/** A mock Chainlink feed answering `value` (a decimal string) at FEED_DECIMALS. */
+function deployFeed(ethers: HardhatEthers, deployer: Signer, description: string, value: string) {
+  return ethers.deployContract(
+    "MockAggregator",
+    [FEED_DECIMALS, description, parseUnits(value, FEED_DECIMALS)],
+    deployer,
+  );
+}
+
+/** Mints `reserves` whole coins of each stable coin to the swap, which pays them out for tokens. */
+async function seedReserves(stableCoins: StableCoins, deployer: Signer, swapAddress: string, reserves: string) {
   for (const coin of Object.values(stableCoins)) {
     const decimals = Number(await coin.decimals());
     await (await coin.connect(deployer).mint(swapAddress, parseUnits(reserves, decimals))).wait();
   }
+}
+
+/**
+ * Gives every exchange wallet `funding` tokens and whole coins of each stable coin, each
+ * approved for the swap. The deployer holds the token's MINTER_ROLE only for this step.
+ */
+async function fundWallets(
+  suite: { token: Token; stableCoins: StableCoins; deployer: Signer; owner: string; swapAddress: string },
+  wallets: readonly Signer[],
+  funding: string,
+) {
+  const { token, stableCoins, deployer, owner, swapAddress } = suite;
   await (await token.connect(deployer).grantRole(MINTER_ROLE, owner)).wait();
   for (const wallet of wallets) {
     const address = await wallet.getAddress();
@@ -115,34 +173,6 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
     }
   }
   await (await token.connect(deployer).renounceRole(MINTER_ROLE, owner)).wait();
-  // The native coin's USD price, for the gas in USD of quotes and the trade history. Deployed
-  // last, so every other contract keeps the address it had before this feed existed.
-  const nativeUsdFeed = await ethers.deployContract(
-    "MockAggregator",
-    [FEED_DECIMALS, "ETH / USD", feedAnswer(prices.nativeUsd)],
-    deployer,
-  );
-
-  const addresses: DeploymentAddresses = {
-    token: await token.getAddress(),
-    swap: swapAddress,
-    stableCoins: { DAI: await dai.getAddress(), USDT: await usdt.getAddress(), USDC: await usdc.getAddress() },
-    feeds: {
-      tokenUsd: await tokenUsdFeed.getAddress(),
-      eurUsd: await eurUsdFeed.getAddress(),
-      chfUsd: await chfUsdFeed.getAddress(),
-      nativeUsd: await nativeUsdFeed.getAddress(),
-    },
-  };
-  return {
-    addresses,
-    contracts: {
-      token,
-      swap,
-      stableCoins,
-      feeds: { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed, nativeUsd: nativeUsdFeed },
-    },
-  };
 }
 
 export type DeployedSuite = Awaited<ReturnType<typeof deploySuite>>;
