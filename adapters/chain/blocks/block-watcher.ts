@@ -32,9 +32,10 @@
  * the interval (a header pushed sooner waits for it, and the latest one then is looked at). A
  * look with a pushed head asks for nothing unless a transaction is missing, so headers pushed
  * while nothing is expected are looked at too: the head, the ring and `lastHead` stay current at
- * no cost. While subscribed, the head is asked for only when no header came for MAX_DELAY_MS (a
- * node that stopped pushing); while the subscription is down (not yet made, connection lost), the
- * watcher polls as above.
+ * no cost. While subscribed, the head is asked for only when no header came for `safetyPollMs` (a
+ * node that stopped pushing); one that finds a block the subscription did not push puts the
+ * watcher back on polling at block time until a pushed header catches up. While the subscription
+ * is down (not yet made, connection lost), the watcher polls as above.
  *
  * Waiters (receipts.ts) ask `next`: it answers after the next new block, with the receipts of
  * their transactions found so far. A receipt is answered only from the latest look, read from the
@@ -57,6 +58,8 @@ export interface BlockWatcherOptions {
   keepMs?: number;
   /** Heads pushed by the node (RpcProvider.heads with a WebSocket endpoint; `headsOf`); unset: polled. */
   heads?: PushedHeads | undefined;
+  /** While subscribed, how long without a pushed header before the head is asked for, in ms. Default 30,000. */
+  safetyPollMs?: number;
 }
 
 /** The heads `provider` pushes: RpcProvider's with a WebSocket endpoint, else none (the watcher polls). */
@@ -127,6 +130,17 @@ export class BlockWatcher implements HeadSource {
   #stopHearing: (() => void) | undefined;
   /** The latest header pushed and not looked at yet. */
   #pushed: PushedHead | undefined;
+  /** The number of the last header pushed; -1 before one. */
+  #pushedHead = -1;
+  /**
+   * A poll while subscribed found a head above the last one pushed: the node keeps the connection
+   * but stopped pushing (or pushes late). Heads are polled at block time again until a pushed
+   * header catches up.
+   */
+  #pushesBehind = false;
+  /** When the subscription was last seen to start (ms): one that pushed nothing for `safetyPollMs` since is behind too. */
+  #subscribedAt = 0;
+  readonly #safetyPollMs: number;
   /** Reads the receipts of the blocks a look finds new (receipt-reader.ts). */
   readonly #reader: ReceiptReader;
 
@@ -134,6 +148,7 @@ export class BlockWatcher implements HeadSource {
     this.#provider = options.provider;
     this.#intervalMs = options.intervalMs ?? 1_000;
     this.#keepMs = options.keepMs ?? 600_000;
+    this.#safetyPollMs = options.safetyPollMs ?? MAX_DELAY_MS;
     this.#heads = options.heads;
     this.#reader = new ReceiptReader({
       provider: options.provider,
@@ -266,14 +281,18 @@ export class BlockWatcher implements HeadSource {
 
   /** Whether pushed heads stand for the head poll now. */
   get #subscribed(): boolean {
-    return this.#stopHearing !== undefined && this.#heads?.subscribed === true;
+    return this.#stopHearing !== undefined && this.#heads?.subscribed === true && !this.#pushesBehind;
   }
 
   #listen(): void {
     if (this.#heads === undefined || this.#stopHearing !== undefined) return;
+    this.#subscribedAt = Date.now();
     this.#stopHearing = this.#heads.onHead(
       (head) => this.#push(head),
       (subscribed) => {
+        this.#pushesBehind = false;
+        this.#pushedHead = -1;
+        this.#subscribedAt = Date.now();
         // Lost: polled from the next due time (the safety poll set while subscribed is far off).
         if (!subscribed && !this.#looking && (this.#expected.size > 0 || this.#waiters.length > 0))
           this.#schedule(Math.max(0, this.#nextDelay()));
@@ -284,13 +303,15 @@ export class BlockWatcher implements HeadSource {
   /** A header pushed: looked at once the interval since the last look is over (the latest one by then). */
   #push(head: PushedHead): void {
     this.#pushed = head;
+    this.#pushedHead = Number(head.number);
+    if (this.#pushedHead >= this.#head) this.#pushesBehind = false;
     if (!this.#looking) this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
   }
 
   #wake(): void {
     if (this.#timer !== undefined || this.#looking) return;
     // Subscribed: the next header pushed looks; a poll only if none comes.
-    if (this.#subscribed && this.#pushed === undefined) this.#schedule(MAX_DELAY_MS);
+    if (this.#subscribed && this.#pushed === undefined) this.#schedule(this.#safetyPollMs);
     else this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
   }
 
@@ -331,6 +352,14 @@ export class BlockWatcher implements HeadSource {
         pushed ?? ((await this.#provider.send("eth_getBlockByNumber", ["latest", false])) as RpcBlock | null);
       if (latest === null || typeof latest !== "object") return; // asked again at the next due time
       const head = Number(latest.number);
+      // A poll while subscribed that finds a block the subscription did not push: it is behind.
+      if (
+        pushed === undefined &&
+        this.#heads?.subscribed === true &&
+        head > this.#pushedHead &&
+        (this.#pushedHead >= 0 || Date.now() - this.#subscribedAt >= this.#safetyPollMs)
+      )
+        this.#pushesBehind = true;
       // The latest block as of now (a lagging node's lower head is not).
       if (head >= this.#head) this.#lastHead = { block: latest, at: Date.now() };
       const [hash, parentHash] = [latest.hash.toLowerCase(), latest.parentHash.toLowerCase()];
@@ -387,7 +416,7 @@ export class BlockWatcher implements HeadSource {
       this.#looking = false;
       const busy = this.#expected.size > 0 || this.#waiters.length > 0;
       if (this.#pushed !== undefined) this.#schedule(Math.max(0, this.#lastLookAt + this.#intervalMs - Date.now()));
-      else if (busy && this.#subscribed) this.#schedule(MAX_DELAY_MS);
+      else if (busy && this.#subscribed) this.#schedule(this.#safetyPollMs);
       else if (busy) this.#schedule(Math.max(0, this.#nextDelay()));
       if (!busy) this.#sampleFrom = undefined; // idle: the next gap measured would span the idle spell
     }

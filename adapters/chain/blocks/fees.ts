@@ -158,12 +158,13 @@ export class FeeOracle {
     const [block, priorityFee] = await Promise.all([this.#latest(fresh), this.#priorityFee()]);
     if (block === null || block.baseFeePerGas === undefined)
       throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
+    const latest = BigInt(block.baseFeePerGas);
+    const next = nextBaseFee({ baseFee: latest, gasUsed: BigInt(block.gasUsed), gasLimit: BigInt(block.gasLimit) });
     return {
-      baseFee: nextBaseFee({
-        baseFee: BigInt(block.baseFeePerGas),
-        gasUsed: BigInt(block.gasUsed),
-        gasLimit: BigInt(block.gasLimit),
-      }),
+      // Never below the latest block's own: EIP-1559's rule with Ethereum's parameters predicts a
+      // fall that chains with other parameters (OP stack, Arbitrum) do not make, and the cap's
+      // refusal must not let through a trade the next block would price out.
+      baseFee: next > latest ? next : latest,
       priorityFee,
       head: { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) },
     };
@@ -173,10 +174,12 @@ export class FeeOracle {
     const now = Date.now();
     const watched = this.#heads?.lastHead();
     const cached = this.#head;
-    // The newer of the watcher's head and this oracle's own read, if young enough.
+    // The newer of the watcher's head and this oracle's own read, if young enough (and a header
+    // with a base fee: a pushed one without it is not read here).
     if (
       !fresh &&
       watched !== undefined &&
+      watched.block.baseFeePerGas !== undefined &&
       now - watched.at <= this.#cacheMs &&
       (cached === undefined || watched.at >= cached.at)
     )

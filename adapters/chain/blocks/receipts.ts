@@ -54,11 +54,16 @@ export class Receipts {
   }
 
   /**
-   * The head block's number: the watcher's when it read it within its interval (a head at most
-   * that old counts confirmations short, never long), else the node's.
+   * The head block's number, to count `anchor`'s confirmations (or how deep it is): the watcher's
+   * when it read it within its interval and vouches for `anchor` (read by it, every head since
+   * linked to it: the head is on `anchor`'s chain, and at most that old, so it counts short, never
+   * long); else the node's, as the receipt's own endpoint answers it. A head pushed or polled from
+   * another node (a fork, a lagging endpoint) is never set against a receipt it does not vouch for.
    */
-  async head(): Promise<number> {
-    return this.#opts.watcher?.recentHead() ?? Number(await this.#opts.provider.send("eth_blockNumber", []));
+  async head(anchor?: { number: number; hash: string }): Promise<number> {
+    const { watcher, provider } = this.#opts;
+    const vouched = anchor !== undefined && watcher?.canonical(anchor.number, anchor.hash) === true;
+    return (vouched ? watcher.recentHead() : undefined) ?? Number(await provider.send("eth_blockNumber", []));
   }
 
   /**
@@ -78,8 +83,8 @@ export class Receipts {
     const receipts = await Promise.all(hashes.map(({ hash }) => this.receipt(hash)));
     const index = receipts.findIndex((receipt) => receipt !== null);
     if (index < 0) return undefined;
-    const head = await this.head();
     const receipt = receipts[index]!;
+    const head = await this.head({ number: Number(receipt.blockNumber), hash: receipt.blockHash });
     return { receipt, noop: hashes[index]!.noop, confirmations: Math.max(0, head - Number(receipt.blockNumber) + 1) };
   }
 

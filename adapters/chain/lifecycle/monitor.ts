@@ -127,7 +127,12 @@ export class WalletMonitor {
     if (pending.length === 0) {
       // Only mined nonces, watched for reorgs: the head's number is all this look needs (no fees,
       // no nonce count: nothing below a mined nonce can be a gap).
-      await this.#watchMined(mined, await this.#opts.receipts.head());
+      // The watcher's head serves when it vouches for the highest mined block, else the node's.
+      const top = mined.at(-1)?.mined ?? undefined;
+      await this.#watchMined(
+        mined,
+        await this.#opts.receipts.head(top && { number: top.blockNumber, hash: top.blockHash }),
+      );
       return;
     }
     if (!pending.some((slot) => this.#due(slot))) {

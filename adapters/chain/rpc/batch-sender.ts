@@ -7,6 +7,7 @@
  */
 import type { JsonRpcApiProvider } from "ethers";
 
+import { isAlreadyKnown } from "./chain-errors.js";
 import type { RpcOutcome } from "./rpc-provider.js";
 
 export interface BatchSender {
@@ -39,7 +40,8 @@ export function batchSenderOf(provider: JsonRpcApiProvider): BatchSender {
           outcomes.push({ result: await provider.send(method, params) });
         } catch (error) {
           outcomes.push({ error: error as Error });
-          if (isSend) failed = true;
+          // "already known": the node has it; the sends after it go on, as over a batch.
+          if (isSend && !isAlreadyKnown(error)) failed = true;
         }
       }
       return outcomes;

@@ -1,6 +1,7 @@
 /**
- * New heads pushed by the node: `eth_subscribe ["newHeads"]` on the first healthy WebSocket
- * endpoint (ws:// or wss:// in RPC_URL), each header handed to the listeners (the block watcher,
+ * New heads pushed by the node: `eth_subscribe ["newHeads"]` on the endpoint calls go to, when
+ * it is a WebSocket one (ws:// or wss:// in RPC_URL; never on another endpoint: its heads would
+ * be set against another node's receipts and state), each header handed to the listeners (the block watcher,
  * which then need not ask for the head). A notification is not a call: it costs nothing.
  *
  * The subscription lives on one connection: when that closes, listeners are told it is lost
@@ -125,6 +126,28 @@ export class HeadSubscription implements PushedHeads {
       const endpoint = this.#options.endpoints().find((candidate) => candidate.transport === current.transport);
       endpoint?.call("eth_unsubscribe", [current.id]).catch(() => {});
     };
+  }
+
+  /**
+   * The endpoint calls go to changed (one went down, or came back): a subscription on another
+   * endpoint's connection is dropped (listeners are told, and poll meanwhile), and one is made on
+   * the new first endpoint when it is a WebSocket one.
+   */
+  reconsider(): void {
+    const first = this.#options.endpoints()[0];
+    const current = this.#current;
+    if (current !== undefined && first?.transport !== current.transport) {
+      this.#current = undefined;
+      current.stop();
+      const endpoint = this.#options.endpoints().find((candidate) => candidate.transport === current.transport);
+      endpoint?.call("eth_unsubscribe", [current.id]).catch(() => {});
+      for (const listener of this.#listeners) listener.onChange?.(false);
+    }
+    if (this.#current === undefined) {
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = undefined;
+      this.#subscribe();
+    }
   }
 
   /** Stops for good (the provider is destroyed). */

@@ -123,8 +123,11 @@ export class RpcProvider extends JsonRpcApiProvider {
         : new HeadSubscription(
             sockets.map((endpoint) => endpoint.ws!),
             {
+              // Only the endpoint calls go to: heads from another node (a fork, a lagging one)
+              // would be set against receipts and state read from this one.
               endpoints: () =>
                 this.#order()
+                  .slice(0, 1)
                   .filter((endpoint) => endpoint.ws !== undefined)
                   .map((endpoint) => ({
                     transport: endpoint.ws!,
@@ -255,6 +258,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     if (!wasUp) return; // already resting, its probe is scheduled
     endpoint.restMs = this.#restMs;
     this.#onEndpointChange?.(endpoint.status());
+    this.#heads?.reconsider(); // calls go elsewhere now: so do the heads
     this.#scheduleProbe(endpoint);
   }
 
@@ -289,6 +293,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     endpoint.up = true;
     endpoint.reason = undefined;
     this.#onEndpointChange?.(endpoint.status());
+    this.#heads?.reconsider();
   }
 
   /**

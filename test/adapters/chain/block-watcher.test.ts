@@ -666,3 +666,75 @@ describe("BlockWatcher with pushed heads (eth_subscribe newHeads over a WebSocke
     expect(chain.count(HEAD)).to.be.greaterThan(polls);
   });
 });
+
+describe("BlockWatcher and Receipts with heads that are not the receipts' node's", function () {
+  let chain: FakeChain;
+  let heads: FakeHeads;
+  let watcher: BlockWatcher | undefined;
+
+  beforeEach(function () {
+    chain = new FakeChain();
+    heads = new FakeHeads();
+    heads.subscribed = true;
+  });
+
+  afterEach(function () {
+    chain.stop();
+    watcher?.stop();
+  });
+
+  it("counts a receipt's confirmations from its own node's head unless the watcher vouches for its block", async function () {
+    // The watcher's heads come from a fork (11' and 12' on fork 1); the receipt is in block 11 of
+    // the chain the calls go to, whose head is 11: one confirmation, not two.
+    const tx = hash(0x71);
+    chain.mine([receiptOf(tx, 11)]);
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 1_000, heads });
+    const fork = new FakeChain();
+    fork.fork = 1;
+    fork.reorg(11, 1);
+    fork.mine();
+    fork.mine();
+    heads.push(fork); // 12' on fork 1
+    await sleep(20);
+    expect(watcher.recentHead()).to.equal(12);
+    const receipts = new Receipts({
+      provider: chain.provider,
+      confirmations: 2,
+      timeoutMs: 1_000,
+      journalAfterMs: 0,
+      watcher,
+    });
+    expect((await receipts.find([{ hash: tx, noop: false }]))?.confirmations).to.equal(1);
+    expect(chain.count("eth_blockNumber")).to.equal(1);
+    fork.stop();
+  });
+
+  it("polls at block time again when a safety poll finds a block the subscription did not push", async function () {
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 30, heads, safetyPollMs: 150 });
+    heads.push(chain); // 10
+    const tx = hash(0x72);
+    let look = await watcher.next([tx], 2_000);
+    // The node keeps the connection and stops pushing; blocks go on.
+    chain.mineEvery(40);
+    look = await watcher.next([tx], 2_000, look.head); // found by the safety poll
+    const polledAt = chain.count(HEAD);
+    expect(polledAt).to.be.at.least(1);
+    chain.fill(look.head, []);
+    // From now on it polls at block time, not once per safetyPollMs.
+    const started = Date.now();
+    let looks = 0;
+    while (Date.now() - started < 400) {
+      look = await watcher.next([tx], 2_000, look.head);
+      looks += 1;
+    }
+    expect(looks).to.be.at.least(4);
+    // A pushed header that catches up puts it back on the subscription.
+    chain.stop();
+    const before = chain.count(HEAD);
+    chain.mine();
+    heads.push(chain);
+    look = await watcher.next([tx], 2_000, look.head);
+    await sleep(100);
+    expect(chain.count(HEAD) - before).to.be.at.most(1);
+  });
+});

@@ -8,7 +8,7 @@ import { expect } from "chai";
 import type { JsonRpcApiProvider } from "ethers";
 import { network } from "hardhat";
 
-import { FeeOracle, nextBaseFee } from "../../../adapters/chain/blocks/index.js";
+import { FeeOracle, nextBaseFee, tradeFees } from "../../../adapters/chain/blocks/index.js";
 import type { HeadBlock } from "../../../adapters/chain/rpc/index.js";
 import { startAnvil } from "../../helpers/anvil.js";
 
@@ -53,14 +53,23 @@ describe("nextBaseFee", function () {
       try {
         const [from] = (await node.rpc("eth_accounts")) as string[];
         // A 21,000-gas transfer per block: over the target of a 30,000 limit, at that of 42,000, under that of 1,000,000.
+        await node.rpc("evm_mine"); // past the genesis block, whose next base fee nodes special-case
         for (const limit of [30_000, 30_000, 42_000, 1_000_000, 30_000, 0]) {
+          let block = "latest";
           if (limit === 0) await node.rpc("evm_mine");
           else {
             await node.rpc("evm_setBlockGasLimit", [`0x${limit.toString(16)}`]);
-            await node.rpc("eth_sendTransaction", [{ from, to: from, value: "0x0", gas: "0x5208" }]);
+            const hash = await node.rpc("eth_sendTransaction", [{ from, to: from, value: "0x0", gas: "0x5208" }]);
+            // The block that mined it (a node may mine it a moment after answering).
+            for (let receipt = null as { blockNumber: string } | null; receipt === null; ) {
+              receipt = (await node.rpc("eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
+              if (receipt === null) await new Promise((resolve) => setTimeout(resolve, 20));
+              else block = receipt.blockNumber;
+            }
           }
-          const head = (await node.rpc("eth_getBlockByNumber", ["latest", false])) as HeadBlock;
-          const history = (await node.rpc("eth_feeHistory", ["0x1", "latest", []])) as { baseFeePerGas: string[] };
+          const head = (await node.rpc("eth_getBlockByNumber", [block, false])) as HeadBlock;
+          // Asked for that very block: a block mined meanwhile must not be compared with it.
+          const history = (await node.rpc("eth_feeHistory", ["0x1", head.number, []])) as { baseFeePerGas: string[] };
           const expected = BigInt(history.baseFeePerGas.at(-1)!);
           const got = nextBaseFee({
             baseFee: BigInt(head.baseFeePerGas!),
@@ -108,7 +117,9 @@ describe("FeeOracle", function () {
     for (let i = 0; i < 5; i++) {
       const state = await oracle.read();
       expect(state.head.number).to.equal(9);
-      expect(state.baseFee).to.equal(7n * GWEI); // the empty block 9's base fee, less 1/8
+      // The empty block 9's own base fee: EIP-1559's rule would predict 1/8 less, which a chain
+      // with other parameters does not make, so the fall is never counted on.
+      expect(state.baseFee).to.equal(8n * GWEI);
       expect(state.priorityFee).to.equal(GWEI);
     }
     expect(calls).to.deep.equal(["eth_maxPriorityFeePerGas"]);
@@ -121,6 +132,31 @@ describe("FeeOracle", function () {
     // `fresh` always reads the head.
     await oracle.read(true);
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(2);
+  });
+
+  it("refuses a trade while the latest base fee is above the cap, though Ethereum's rule predicts a fall the chain does not make (OP stack)", async function () {
+    // OP stack after Canyon: target = limit / 6, change denominator 250: an empty block lowers the
+    // base fee by 0.4 % (to 0.996 gwei), where Ethereum's parameters say 12.5 % (0.875 gwei).
+    const base = GWEI;
+    const provider = {
+      send: async (method: string) => {
+        if (method === "eth_getBlockByNumber") return { ...block(100), baseFeePerGas: `0x${base.toString(16)}` };
+        if (method === "eth_maxPriorityFeePerGas") return "0xf4240";
+        throw new Error(`not scripted: ${method}`);
+      },
+    } as unknown as JsonRpcApiProvider;
+    const cap = (99n * GWEI) / 100n; // below the node's next base fee
+    const state = await new FeeOracle(provider).read();
+    expect(state.baseFee >= 996_000_000n, `base fee checked: ${state.baseFee}`).to.equal(true);
+    expect(() => tradeFees(state, cap)).to.throw(/above this service's cap/);
+  });
+
+  it("does not take the watcher's head when it carries no base fee: reads its own", async function () {
+    const { calls, provider } = fakeNode();
+    const { baseFeePerGas: _, ...withoutFee } = block(9);
+    const oracle = new FeeOracle(provider, { heads: { lastHead: () => ({ block: withoutFee, at: Date.now() }) } });
+    expect((await oracle.read()).head.number).to.equal(7);
+    expect(calls).to.include("eth_getBlockByNumber");
   });
 
   it("refuses a chain without EIP-1559 base fees", async function () {

@@ -350,6 +350,34 @@ describe("RpcProvider over a WebSocket", function () {
       expect(seen[0]!.number).to.equal("0x14");
     });
 
+    it("subscribes only on the endpoint calls go to: never while an HTTP endpoint comes first, and not on one resting", async function () {
+      const httpNode = await FakeRpcNode.start();
+      try {
+        // HTTP first: calls go there, so heads are not taken from the WebSocket endpoint's node.
+        provider = new RpcProvider([httpNode.url, node.url], { chainId: 31337n, restMs: 60_000 });
+        provider.heads!.onHead(() => {});
+        await sleep(200);
+        expect(provider.heads!.subscribed).to.equal(false);
+        expect(node.calls("eth_subscribe")).to.have.length(0);
+        provider.destroy();
+        // WebSocket first: subscribed there, until a failure rests it and calls go to HTTP.
+        provider = new RpcProvider([node.url, httpNode.url], { chainId: 31337n, restMs: 60_000 });
+        const changes: boolean[] = [];
+        provider.heads!.onHead(
+          () => {},
+          (up) => changes.push(up),
+        );
+        await until("the subscription", () => provider!.heads!.subscribed);
+        node.answer = () =>
+          JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "rate limited" } });
+        expect(await provider.send("eth_blockNumber", [])).to.equal("0x10"); // answered by the HTTP endpoint
+        await until("the subscription dropped", () => !provider!.heads!.subscribed);
+        expect(changes).to.deep.equal([true, false]);
+      } finally {
+        await httpNode.close();
+      }
+    });
+
     it("says when the subscription is lost, and subscribes again after reconnecting", async function () {
       provider = new RpcProvider(node.url, { chainId: 31337n, restMs: 50 });
       const heads = provider.heads!;
