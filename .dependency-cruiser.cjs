@@ -3,6 +3,33 @@
  * `npm run lint:deps` (part of `npm run lint`); any "error" fails the build.
  * @type {import('dependency-cruiser').IConfiguration}
  */
+/**
+ * The chain adapter's folders and, for each, the folders it may import: the layering written at
+ * the top of adapters/chain/index.ts (tx ← rpc ← blocks ← send ← lifecycle ← trade, and
+ * blocks ← price ← trade). trade/ may import every other folder, so it has no rule of its own.
+ */
+const CHAIN_LAYERS = {
+  tx: [],
+  rpc: ["tx"],
+  blocks: ["tx", "rpc"],
+  send: ["tx", "rpc", "blocks"],
+  price: ["tx", "rpc", "blocks"],
+  lifecycle: ["tx", "rpc", "blocks", "send"],
+};
+
+/**
+ * The transport adapter's folders and, for each, the folders it may import: the layering written
+ * at the top of adapters/transport/index.ts (request ← rpc ← json ← http, docs between request and
+ * json; grpc-services stands alone). http/ may import every other folder, so it has no rule of its own.
+ */
+const TRANSPORT_LAYERS = {
+  request: [],
+  "grpc-services": [],
+  docs: ["request"],
+  rpc: ["request"],
+  json: ["request", "rpc", "docs"],
+};
+
 module.exports = {
   forbidden: [
     {
@@ -53,6 +80,111 @@ module.exports = {
       severity: "error",
       from: { path: "^adapters/shared/" },
       to: { path: "^adapters/", pathNot: "^adapters/shared/" },
+    },
+    {
+      name: "transport-folders-through-their-doors",
+      comment:
+        "Inside adapters/transport/, each folder is a job (request, http, json, rpc, grpc-services, docs): " +
+        "it reaches another folder only through that folder's index.ts.",
+      severity: "error",
+      from: { path: "^adapters/transport/([^/]+)/" },
+      to: {
+        path: "^adapters/transport/",
+        pathNot: ["^adapters/transport/$1/", "^adapters/transport/[^/]+/index\\.ts$"],
+      },
+    },
+    {
+      name: "transport-door-opens-on-folder-doors",
+      comment:
+        "The transport area's own index.ts (its door for the composition root) re-exports the folders' " +
+        "index.ts files, never a file behind them.",
+      severity: "error",
+      from: { path: "^adapters/transport/[^/]+$" },
+      to: { path: "^adapters/transport/", pathNot: "^adapters/transport/[^/]+/index\\.ts$" },
+    },
+    ...Object.entries(TRANSPORT_LAYERS).map(([folder, below]) => ({
+      name: `transport-${folder}-imports-only-below`,
+      comment:
+        `adapters/transport/${folder}/ imports ${below.length === 0 ? "no other folder of the transport adapter" : `only ${below.join("/, ")}/ of its other folders`}: ` +
+        "the layering at the top of adapters/transport/index.ts, which keeps the folders free of cycles.",
+      severity: "error",
+      from: { path: `^adapters/transport/${folder}/` },
+      to: {
+        path: "^adapters/transport/[^/]+/",
+        pathNot: `^adapters/transport/(${[folder, ...below].join("|")})/`,
+      },
+    })),
+    {
+      name: "transport-entered-through-its-door",
+      comment:
+        "Outside the transport adapter, production code (the composition root, config/, scripts/) reaches " +
+        "it through adapters/transport/index.ts only.",
+      severity: "error",
+      from: { pathNot: "^(adapters/transport|test)/" },
+      to: { path: "^adapters/transport/", pathNot: "^adapters/transport/index\\.ts$" },
+    },
+    {
+      name: "transport-tested-through-its-doors",
+      comment:
+        "Tests reach the transport adapter through its index.ts, or, for a unit test of one folder's " +
+        "mechanism, through that folder's index.ts.",
+      severity: "error",
+      from: { path: "^test/" },
+      to: {
+        path: "^adapters/transport/",
+        pathNot: ["^adapters/transport/index\\.ts$", "^adapters/transport/[^/]+/index\\.ts$"],
+      },
+    },
+    {
+      name: "chain-folders-through-their-doors",
+      comment:
+        "Inside adapters/chain/, each folder is a job (tx, rpc, blocks, send, price, lifecycle, trade): " +
+        "it reaches another folder only through that folder's index.ts, and never the area's own files.",
+      severity: "error",
+      from: { path: "^adapters/chain/([^/]+)/" },
+      to: {
+        path: "^adapters/chain/",
+        pathNot: ["^adapters/chain/$1/", "^adapters/chain/[^/]+/index\\.ts$"],
+      },
+    },
+    {
+      name: "chain-door-opens-on-folder-doors",
+      comment:
+        "The chain area's own files (index.ts, its door; create-chain-adapter.ts and what it reads at " +
+        "start and for readiness) reach the folders through their index.ts files, never a file behind them.",
+      severity: "error",
+      from: { path: "^adapters/chain/[^/]+$" },
+      to: { path: "^adapters/chain/[^/]+/", pathNot: "^adapters/chain/[^/]+/index\\.ts$" },
+    },
+    ...Object.entries(CHAIN_LAYERS).map(([folder, below]) => ({
+      name: `chain-${folder}-imports-only-below`,
+      comment:
+        `adapters/chain/${folder}/ imports ${below.length === 0 ? "no other folder of the chain adapter" : `only ${below.join("/, ")}/ of its other folders`}: ` +
+        "the layering at the top of adapters/chain/index.ts, which keeps the folders free of cycles.",
+      severity: "error",
+      from: { path: `^adapters/chain/${folder}/` },
+      to: { path: "^adapters/chain/[^/]+/", pathNot: `^adapters/chain/(${[folder, ...below].join("|")})/` },
+    })),
+    {
+      name: "chain-entered-through-its-door",
+      comment:
+        "Outside the chain adapter, production code (the composition root, config/, observability/, " +
+        "scripts/) reaches it through adapters/chain/index.ts only.",
+      severity: "error",
+      from: { pathNot: "^(adapters/chain|test)/" },
+      to: { path: "^adapters/chain/", pathNot: "^adapters/chain/index\\.ts$" },
+    },
+    {
+      name: "chain-tested-through-its-doors",
+      comment:
+        "Tests reach the chain adapter through its index.ts, or, for a unit test of one folder's " +
+        "mechanism, through that folder's index.ts.",
+      severity: "error",
+      from: { path: "^test/" },
+      to: {
+        path: "^adapters/chain/",
+        pathNot: ["^adapters/chain/index\\.ts$", "^adapters/chain/[^/]+/index\\.ts$"],
+      },
     },
     {
       name: "no-cycles",

@@ -10,7 +10,7 @@ import * as net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 
-import { TrustedProxies } from "../../../adapters/transport/client-address.js";
+import { TrustedProxies } from "../../../adapters/transport/index.js";
 import { API_KEY, grpcCall, grpcClient, startTestServer, type TestServer } from "./helpers.js";
 
 const ATTACKER = "127.0.0.1";

@@ -1,5 +1,5 @@
 /**
- * CORS (adapters/transport/cors.ts): off by default, as before; with CORS_ORIGINS, preflights
+ * CORS (adapters/transport/http/steps/cors.ts): off by default, as before; with CORS_ORIGINS, preflights
  * of the JSON routes, Connect and gRPC-Web from an allowed origin are answered and every answer
  * to that origin exposes what gRPC-Web clients read. The browser's own view is in
  * test/browser/.

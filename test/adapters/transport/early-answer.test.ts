@@ -10,8 +10,8 @@ import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
 
-import { DISCARD_LIMIT_BYTES, LINGER_MS } from "../../../adapters/transport/json-http.js";
-import { DEFAULT_BODY_LIMIT_BYTES } from "../../../adapters/transport/json-routes.js";
+import { DISCARD_LIMIT_BYTES, LINGER_MS } from "../../../adapters/transport/request/index.js";
+import { DEFAULT_BODY_LIMIT_BYTES } from "../../../adapters/transport/json/index.js";
 import { API_KEY, startTestServer, tradeBody, type TestServer } from "./helpers.js";
 import { selfSignedCertificate, type SelfSigned } from "../../helpers/tls.js";
 

@@ -1,5 +1,5 @@
 /**
- * The lean gRPC path (adapters/transport/grpc-unary.ts) against Connect's own: the same calls,
+ * The lean gRPC path (adapters/transport/rpc/grpc-unary.ts) against Connect's own: the same calls,
  * sent as raw HTTP/2 to a server with the path and to one without, must be answered the same on
  * the wire: status, headers, whether the answer is trailers-only, the data bytes, the trailers.
  */
@@ -17,9 +17,8 @@ import {
   TradeRequestSchema,
   TradeSchema,
 } from "../../../gen/tokentrade/v1/token_pb.js";
-import { grpcUnary } from "../../../adapters/transport/grpc-unary.js";
-import { bindRequestContext } from "../../../adapters/transport/request-context.js";
-import { tokenCalls } from "../../../adapters/transport/token.service.js";
+import { bindRequestContext } from "../../../adapters/transport/request/index.js";
+import { grpcUnary, tokenCalls } from "../../../adapters/transport/rpc/index.js";
 import { MemoryJournal } from "../../helpers/memory-journal.js";
 import {
   API_KEY,

@@ -36,13 +36,17 @@ import {
 } from "../../../core/index.js";
 import { loadConfig } from "../../../adapters/config/env.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
-import { createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
-import { createHttpHandler } from "../../../adapters/transport/http-handler.js";
-import type { Readiness } from "../../../adapters/transport/json-routes.js";
+import {
+  TrustedProxies,
+  createApiKeyVerifier,
+  createHttpHandler,
+  startServer,
+  type ApiServer,
+  type RateLimitOptions,
+  type Readiness,
+  type ServerLimits,
+} from "../../../adapters/transport/index.js";
 import { REDACT_PATHS } from "../../../adapters/shared/logger.js";
-import type { RateLimitOptions } from "../../../adapters/transport/rate-limit.js";
-import { TrustedProxies } from "../../../adapters/transport/client-address.js";
-import { startServer, type ApiServer, type ServerLimits } from "../../../adapters/transport/server.js";
 
 export const DAI: StableCoin = { symbol: "DAI", address: "0x6B175474E89094C44Da98b954EedeAC495271d0F", decimals: 18 };
 export const USDT: StableCoin = { symbol: "USDT", address: "0xdAC17F958D2ee523a2206206994597C13D831ec7", decimals: 6 };

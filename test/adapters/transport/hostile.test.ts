@@ -11,7 +11,7 @@ import * as net from "node:net";
 
 import { expect } from "chai";
 
-import { DEFAULT_LIMITS } from "../../../adapters/transport/server.js";
+import { DEFAULT_LIMITS } from "../../../adapters/transport/index.js";
 import { API_KEY, getJson, startTestServer, tradeBody, type TestServer } from "./helpers.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (adapters/transport/openapi.ts) against the service's real answers on the
+ * The OpenAPI document (adapters/transport/docs/openapi.ts) against the service's real answers on the
  * embedded chain: every answer below is validated with Ajv (JSON Schema 2020-12, as OpenAPI 3.1
  * uses it) against the schema the document gives for its path, method and status, so the
  * document cannot drift from the routes. A status the document does not list fails too.
@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 
-import { OPENAPI_DOCUMENT } from "../../../adapters/transport/openapi.js";
+import { OPENAPI_DOCUMENT } from "../../../adapters/transport/docs/index.js";
 import { startEmbeddedService, type EmbeddedService } from "./chain-helpers.js";
 import { API_KEY } from "./helpers.js";
 

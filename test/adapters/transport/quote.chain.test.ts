@@ -14,7 +14,7 @@ import { Contract, Interface, JsonRpcProvider, Wallet } from "ethers";
 import { pino } from "pino";
 
 import { SWAP_ABI, type DeploymentAddresses } from "../../../adapters/chain/index.js";
-import { TYPICAL_TRADE_GAS } from "../../../adapters/chain/quote.adapter.js";
+import { TYPICAL_TRADE_GAS } from "../../../adapters/chain/price/index.js";
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil } from "../../helpers/anvil.js";

@@ -1,5 +1,5 @@
 /**
- * Rate limits (adapters/transport/rate-limit.ts): the token bucket itself with a fake clock,
+ * Rate limits (adapters/transport/http/rate-limit.ts): the token bucket itself with a fake clock,
  * then through the real handler, over JSON, gRPC (grpc-js) and gRPC-Web: a key over its rate
  * gets 429 with Retry-After or RESOURCE_EXHAUSTED, and nothing is traded; an address that keeps
  * presenting wrong keys is refused, but for a valid key (client-address.test.ts: two addresses,
@@ -9,7 +9,7 @@ import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 
 import { loadConfig } from "../../../adapters/config/env.js";
-import { TokenBuckets } from "../../../adapters/transport/rate-limit.js";
+import { TokenBuckets } from "../../../adapters/transport/http/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import {
   API_KEY,

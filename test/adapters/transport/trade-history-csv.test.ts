@@ -1,7 +1,7 @@
 import { expect } from "chai";
 
 import type { TradeView } from "../../../core/index.js";
-import { TRADE_CSV_COLUMNS, tradesCsv } from "../../../adapters/transport/trade-history-csv.js";
+import { TRADE_CSV_COLUMNS, tradesCsv } from "../../../adapters/transport/json/index.js";
 
 const trade = (error: { code: string; message: string } | null): TradeView => ({
   id: "t1",

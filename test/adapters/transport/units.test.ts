@@ -30,23 +30,29 @@ import {
   type DomainErrorCode,
 } from "../../../core/index.js";
 import { TokenService, TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
-import { apiKeyInterceptor } from "../../../adapters/transport/api-key.interceptor.js";
-import { MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE, createApiKeyVerifier } from "../../../adapters/transport/api-key.js";
-import { errorInterceptor } from "../../../adapters/transport/error.interceptor.js";
+import {
+  MISSING_KEY_MESSAGE,
+  WRONG_KEY_MESSAGE,
+  createApiKeyVerifier,
+  newRequestId,
+  requestPath,
+} from "../../../adapters/transport/request/index.js";
 import {
   DOMAIN_HTTP_STATUS,
   DOMAIN_TO_CONNECT_CODE,
   INTERNAL_MESSAGE,
+  TokenServiceImpl,
+  apiKeyInterceptor,
   codeName,
+  errorInterceptor,
+  grpcPercentEncode,
   httpStatusFor,
+  priceMessage,
+  receiptMessage,
   toConnectError,
-} from "../../../adapters/transport/error-map.js";
-import { grpcPercentEncode } from "../../../adapters/transport/grpc-message.js";
-import { priceMessage, receiptMessage, tradeInputFromMessage } from "../../../adapters/transport/proto-mapping.js";
-import { newRequestId } from "../../../adapters/transport/request-context.js";
-import { requestPath } from "../../../adapters/transport/request-path.js";
-import { tokenRoutes } from "../../../adapters/transport/rpc-routes.js";
-import { TokenServiceImpl } from "../../../adapters/transport/token.service.js";
+  tokenRoutes,
+  tradeInputFromMessage,
+} from "../../../adapters/transport/rpc/index.js";
 import {
   API_KEY,
   CONFIG,
