@@ -187,6 +187,36 @@ module.exports = {
       },
     },
     {
+      name: "journal-entered-through-its-door",
+      comment:
+        "Outside the journal adapter, production code reaches it through adapters/journal/index.ts only " +
+        "(openJournal and the journals' types): which storage holds the trades is its business.",
+      severity: "error",
+      from: { pathNot: "^(adapters/journal|test)/" },
+      to: { path: "^adapters/journal/", pathNot: "^adapters/journal/index\\.ts$" },
+    },
+    {
+      name: "journal-storages-apart",
+      comment:
+        "postgres/, sqlite/ and memory/ each implement every port on their own storage, side by side: " +
+        "none imports another's files; what they share is in adapters/journal/ (parts.ts, webhook-events.ts).",
+      severity: "error",
+      from: { path: "^adapters/journal/(postgres|sqlite|memory)/" },
+      to: { path: "^adapters/journal/(postgres|sqlite|memory)/", pathNot: "^adapters/journal/$1/" },
+    },
+    {
+      name: "journal-tested-through-its-door",
+      comment:
+        "Tests reach the journals through adapters/journal/index.ts, and a storage's migrations.ts for " +
+        "the tests of its schema history.",
+      severity: "error",
+      from: { path: "^test/" },
+      to: {
+        path: "^adapters/journal/",
+        pathNot: ["^adapters/journal/index\\.ts$", "^adapters/journal/(postgres|sqlite)/migrations\\.ts$"],
+      },
+    },
+    {
       name: "no-cycles",
       comment: "No import cycles, in production code or tests.",
       severity: "error",
