@@ -3,7 +3,7 @@
  * embedded chain (started through an injected function, so adapters/ never imports Hardhat or
  * scripts/), a journal that lives as long as that chain, an api key when none was given, and
  * .dev/deployment.json for the developer's own scripts and wallets. The composition root
- * (main.ts) calls these only in embedded mode.
+ * (main.ts, and its steps in startup/) calls these only in embedded mode.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";

@@ -1,6 +1,6 @@
 /**
  * Domain errors. Each has a stable `code` that the transports map to a Connect/gRPC
- * code and an HTTP status (adapters/transport/error-map.ts). Messages name the
+ * code and an HTTP status (adapters/transport/rpc/error-map.ts). Messages name the
  * field or the condition and never carry secrets.
  */
 export type DomainErrorCode =

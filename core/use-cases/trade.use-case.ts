@@ -163,7 +163,7 @@ async function forget(journal: TradeJournal, id: string, release?: () => Promise
 /**
  * Forgets a trade that signed nothing, so its key works again. A journal failing for a moment is
  * asked again, 4 times in all over about 0.35 s; one that keeps failing leaves the record to
- * forgetUnsigned (adapters/main.ts).
+ * forgetUnsigned (adapters/startup/journal.ts).
  */
 async function discard(journal: TradeJournal, id: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {

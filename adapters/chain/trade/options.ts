@@ -18,7 +18,7 @@ export interface TradeSettings extends LifecycleSettings {
   slippageBps: number;
 }
 
-/** Defaults of TradeSettings (the README's "On a real chain" explains each). */
+/** Defaults of TradeSettings (docs/operations.md, "On a real chain", explains each). */
 export const DEFAULT_TRADE_SETTINGS: TradeSettings = {
   lifetimeS: 300,
   slippageBps: 100,

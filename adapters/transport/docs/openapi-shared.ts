@@ -1,6 +1,6 @@
 /**
  * What the OpenAPI document's sections share: the address and hash shapes, references to its
- * schemas, and the error answers of a trade (README "Errors"), which the other operations pick from.
+ * schemas, and the error answers of a trade (docs/api.md, "Errors"), which the other operations pick from.
  */
 
 export const ADDRESS = {
@@ -17,7 +17,7 @@ export const errorResponse = (description: string) => ({
   content: { "application/json": { schema: ref("Error") } },
 });
 
-/** The error answers a trade can get (README "Errors"). */
+/** The error answers a trade can get (docs/api.md, "Errors"). */
 export const TRADE_ERRORS = {
   "400": errorResponse(
     "invalid_argument (a field, named in the message) or failed_precondition (funds, allowance, reserves, a revert, an expired or dropped trade). Nothing was sent.",

@@ -249,7 +249,7 @@ export interface TestServer {
 
 /**
  * The real handler and one-port server over fake ports, on 127.0.0.1 port 0, as `npm start`
- * composes them by default: metrics on (the trade port and the journal wrapped as main.ts wraps
+ * composes them by default: metrics on (the trade port and the journal wrapped as adapters/startup/ wraps
  * them), access lines logged, and the refused-key throttle on (unless `rateLimits` says otherwise).
  */
 export async function startTestServer(
@@ -271,7 +271,10 @@ export async function startTestServer(
     tls?: { cert: Buffer; key: Buffer };
     /** How long a connection may stay silent before the server drops it. */
     sniffTimeoutMs?: number;
-    /** TRUSTED_PROXIES, as main.ts gives them to the handler and the server alike. Default: none. */
+    /**
+     * TRUSTED_PROXIES, as adapters/startup/transports.ts gives them to the handler and the server alike.
+     * Default: none.
+     */
     trustedProxies?: string[];
   } = {},
 ): Promise<TestServer> {
@@ -286,7 +289,8 @@ export async function startTestServer(
   const closing = new AbortController();
   const metrics = new ServiceMetrics();
   const trustedProxies = new TrustedProxies(options.trustedProxies ?? loadConfig({}).trustedProxies);
-  // Quotes live in the journal, as main.ts gives them (a journal that keeps them: all three do).
+  // Quotes live in the journal, as adapters/startup/use-cases.ts gives them (a journal that keeps them: all
+  // three do).
   const quotes =
     options.journal !== undefined && "saveQuote" in options.journal
       ? metrics.meteredJournal(options.journal as TradeJournal & QuoteStore)

@@ -2,7 +2,7 @@
  * What a client without a key (or with one, misbehaving) could hold or stall, each reproduced
  * on the real one-port server: idle HTTP/2 connections, half-closed sockets, connections from
  * one address, pipelining and HEADERS+RST_STREAM floods, and streams whose body never comes.
- * The limits are lowered for the tests (the defaults are in server.ts's DEFAULT_LIMITS).
+ * The limits are lowered for the tests (the defaults are in server-limits.ts's DEFAULT_LIMITS).
  */
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
