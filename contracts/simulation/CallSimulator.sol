@@ -2,7 +2,7 @@
 pragma solidity ^0.8.24;
 
 /// @title CallSimulator
-/// @notice Never deployed. The service (adapters/chain/call-batcher.ts) places this runtime code,
+/// @notice Never deployed. The service (adapters/chain/rpc/call-batcher.ts) places this runtime code,
 /// through an eth_call state override, at SIMULATOR and at each exchange wallet that has a trade
 /// to prove, then calls SIMULATOR.simulate: the reads and the trade proofs of a tick, in one
 /// eth_call against the latest block.
