@@ -30,6 +30,57 @@ const TRANSPORT_LAYERS = {
   json: ["request", "rpc", "docs"],
 };
 
+/**
+ * The rules of an adapter area organised in folders by job (chain/, transport/): inside it, a
+ * folder reaches another only through that folder's index.ts, and only the folders below it in
+ * `layers` (the one at the top, absent from `layers`, may import all); the area's own files reach
+ * the folders through their index.ts too; outside it, production code (`outside`) comes in
+ * through the area's index.ts only, and tests through that or a folder's index.ts.
+ */
+function foldersByJob(area, layers, outside) {
+  const root = `adapters/${area}`;
+  const doors = `^${root}/[^/]+/index\\.ts$`;
+  return [
+    {
+      name: `${area}-folders-through-their-doors`,
+      comment: `Inside ${root}/, each folder is a job: it reaches another folder only through that folder's index.ts.`,
+      severity: "error",
+      from: { path: `^${root}/([^/]+)/` },
+      to: { path: `^${root}/`, pathNot: [`^${root}/$1/`, doors] },
+    },
+    {
+      name: `${area}-door-opens-on-folder-doors`,
+      comment: `The ${area} area's own files (index.ts, its door, and what sits beside it) reach the folders through their index.ts, never a file behind them.`,
+      severity: "error",
+      from: { path: `^${root}/[^/]+$` },
+      to: { path: `^${root}/[^/]+/`, pathNot: doors },
+    },
+    ...Object.entries(layers).map(([folder, below]) => ({
+      name: `${area}-${folder}-imports-only-below`,
+      comment:
+        `${root}/${folder}/ imports ${below.length === 0 ? `no other folder of the ${area} adapter` : `only ${below.join("/, ")}/ of its other folders`}: ` +
+        `the layering at the top of ${root}/index.ts, which keeps the folders free of cycles.`,
+      severity: "error",
+      from: { path: `^${root}/${folder}/` },
+      to: { path: `^${root}/[^/]+/`, pathNot: `^${root}/(${[folder, ...below].join("|")})/` },
+    })),
+    {
+      name: `${area}-entered-through-its-door`,
+      comment: `Outside the ${area} adapter, ${outside} reaches it through ${root}/index.ts only.`,
+      severity: "error",
+      from: { pathNot: `^(${root}|test)/` },
+      to: { path: `^${root}/`, pathNot: `^${root}/index\\.ts$` },
+    },
+    {
+      name: `${area}-tested-through-its-doors`,
+      comment: `Tests reach the ${area} adapter through its index.ts, or, for a unit test of one folder's mechanism, through that folder's index.ts.`,
+      severity: "error",
+      from: { path: "^test/" },
+      to: { path: `^${root}/`, pathNot: [`^${root}/index\\.ts$`, doors] },
+    },
+  ];
+}
+
 module.exports = {
   forbidden: [
     {
@@ -81,111 +132,8 @@ module.exports = {
       from: { path: "^adapters/shared/" },
       to: { path: "^adapters/", pathNot: "^adapters/shared/" },
     },
-    {
-      name: "transport-folders-through-their-doors",
-      comment:
-        "Inside adapters/transport/, each folder is a job (request, http, json, rpc, grpc-services, docs): " +
-        "it reaches another folder only through that folder's index.ts.",
-      severity: "error",
-      from: { path: "^adapters/transport/([^/]+)/" },
-      to: {
-        path: "^adapters/transport/",
-        pathNot: ["^adapters/transport/$1/", "^adapters/transport/[^/]+/index\\.ts$"],
-      },
-    },
-    {
-      name: "transport-door-opens-on-folder-doors",
-      comment:
-        "The transport area's own index.ts (its door for the composition root) re-exports the folders' " +
-        "index.ts files, never a file behind them.",
-      severity: "error",
-      from: { path: "^adapters/transport/[^/]+$" },
-      to: { path: "^adapters/transport/", pathNot: "^adapters/transport/[^/]+/index\\.ts$" },
-    },
-    ...Object.entries(TRANSPORT_LAYERS).map(([folder, below]) => ({
-      name: `transport-${folder}-imports-only-below`,
-      comment:
-        `adapters/transport/${folder}/ imports ${below.length === 0 ? "no other folder of the transport adapter" : `only ${below.join("/, ")}/ of its other folders`}: ` +
-        "the layering at the top of adapters/transport/index.ts, which keeps the folders free of cycles.",
-      severity: "error",
-      from: { path: `^adapters/transport/${folder}/` },
-      to: {
-        path: "^adapters/transport/[^/]+/",
-        pathNot: `^adapters/transport/(${[folder, ...below].join("|")})/`,
-      },
-    })),
-    {
-      name: "transport-entered-through-its-door",
-      comment:
-        "Outside the transport adapter, production code (the composition root, config/, scripts/) reaches " +
-        "it through adapters/transport/index.ts only.",
-      severity: "error",
-      from: { pathNot: "^(adapters/transport|test)/" },
-      to: { path: "^adapters/transport/", pathNot: "^adapters/transport/index\\.ts$" },
-    },
-    {
-      name: "transport-tested-through-its-doors",
-      comment:
-        "Tests reach the transport adapter through its index.ts, or, for a unit test of one folder's " +
-        "mechanism, through that folder's index.ts.",
-      severity: "error",
-      from: { path: "^test/" },
-      to: {
-        path: "^adapters/transport/",
-        pathNot: ["^adapters/transport/index\\.ts$", "^adapters/transport/[^/]+/index\\.ts$"],
-      },
-    },
-    {
-      name: "chain-folders-through-their-doors",
-      comment:
-        "Inside adapters/chain/, each folder is a job (tx, rpc, blocks, send, price, lifecycle, trade): " +
-        "it reaches another folder only through that folder's index.ts, and never the area's own files.",
-      severity: "error",
-      from: { path: "^adapters/chain/([^/]+)/" },
-      to: {
-        path: "^adapters/chain/",
-        pathNot: ["^adapters/chain/$1/", "^adapters/chain/[^/]+/index\\.ts$"],
-      },
-    },
-    {
-      name: "chain-door-opens-on-folder-doors",
-      comment:
-        "The chain area's own files (index.ts, its door; create-chain-adapter.ts and what it reads at " +
-        "start and for readiness) reach the folders through their index.ts files, never a file behind them.",
-      severity: "error",
-      from: { path: "^adapters/chain/[^/]+$" },
-      to: { path: "^adapters/chain/[^/]+/", pathNot: "^adapters/chain/[^/]+/index\\.ts$" },
-    },
-    ...Object.entries(CHAIN_LAYERS).map(([folder, below]) => ({
-      name: `chain-${folder}-imports-only-below`,
-      comment:
-        `adapters/chain/${folder}/ imports ${below.length === 0 ? "no other folder of the chain adapter" : `only ${below.join("/, ")}/ of its other folders`}: ` +
-        "the layering at the top of adapters/chain/index.ts, which keeps the folders free of cycles.",
-      severity: "error",
-      from: { path: `^adapters/chain/${folder}/` },
-      to: { path: "^adapters/chain/[^/]+/", pathNot: `^adapters/chain/(${[folder, ...below].join("|")})/` },
-    })),
-    {
-      name: "chain-entered-through-its-door",
-      comment:
-        "Outside the chain adapter, production code (the composition root, config/, observability/, " +
-        "scripts/) reaches it through adapters/chain/index.ts only.",
-      severity: "error",
-      from: { pathNot: "^(adapters/chain|test)/" },
-      to: { path: "^adapters/chain/", pathNot: "^adapters/chain/index\\.ts$" },
-    },
-    {
-      name: "chain-tested-through-its-doors",
-      comment:
-        "Tests reach the chain adapter through its index.ts, or, for a unit test of one folder's " +
-        "mechanism, through that folder's index.ts.",
-      severity: "error",
-      from: { path: "^test/" },
-      to: {
-        path: "^adapters/chain/",
-        pathNot: ["^adapters/chain/index\\.ts$", "^adapters/chain/[^/]+/index\\.ts$"],
-      },
-    },
+    ...foldersByJob("transport", TRANSPORT_LAYERS, "production code (the composition root, config/, scripts/)"),
+    ...foldersByJob("chain", CHAIN_LAYERS, "production code (the composition root, config/, observability/, scripts/)"),
     {
       name: "journal-entered-through-its-door",
       comment:
