@@ -62,6 +62,7 @@ import autocannon from "autocannon";
 import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, keccak256, parseUnits } from "ethers";
 
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
+import type { RunningService } from "../adapters/main.js";
 import { flood, measureFlood } from "./bench-flood.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
@@ -207,6 +208,25 @@ async function serve(): Promise<void> {
     if (process.env[name]) config[name] = name === "JOURNAL_URL" ? "(set)" : process.env[name]!;
   }
 
+  answerDriver(service, defaultLevel, dir);
+  send({
+    type: "ready",
+    apiUrl: service.apiUrl,
+    rpcUrl: service.rpcUrl,
+    chainId: service.chainId,
+    wallet: exchange.address,
+    privateKey: exchange.privateKey,
+    addresses: service.addresses,
+    config,
+  });
+}
+
+/**
+ * The server process's answers to the driver: the service's usage so far, a log level set
+ * (`defaultLevel` for "default"), and stop (the service closed, its data directory `dir` removed).
+ */
+function answerDriver(service: RunningService, defaultLevel: string, dir: string): void {
+  const send = (message: FromServer) => process.send!(message);
   let elu = performance.eventLoopUtilization();
   process.on("message", (message: ToServer) => {
     if (message.type === "usage") {
@@ -237,16 +257,6 @@ async function serve(): Promise<void> {
           process.disconnect();
         });
     }
-  });
-  send({
-    type: "ready",
-    apiUrl: service.apiUrl,
-    rpcUrl: service.rpcUrl,
-    chainId: service.chainId,
-    wallet: exchange.address,
-    privateKey: exchange.privateKey,
-    addresses: service.addresses,
-    config,
   });
 }
 

@@ -28,7 +28,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 import {
   DomainError,
@@ -41,9 +41,9 @@ import {
   type UseCases,
 } from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
+import { PREFIX } from "./prefix.js";
 import { RequestMetrics } from "./request-metrics.js";
-
-const PREFIX = "token_service_";
+import { type WebhookOutboxStats, watchWalletSource, watchWebhookOutbox } from "./scrape-gauges.js";
 
 /** An error's `outcome` label: the domain's codes only; a driver's or Node's (SQLSTATEs, E…) would each make a new series. */
 const outcomeOf = (error: unknown): string => (error instanceof DomainError ? error.code : "internal");
@@ -266,38 +266,8 @@ export class ServiceMetrics {
   }
 
   /** The webhook outbox's depth and the age of its oldest pending event, read at each scrape. */
-  watchWebhooks(outbox: { webhookStats(): Promise<{ pending: number; oldestPendingAt: Date | null }> }): void {
-    let last: { at: number; stats: ReturnType<typeof outbox.webhookStats> } | undefined;
-    const stats = () => {
-      const now = performance.now();
-      if (last === undefined || now - last.at > 1000) last = { at: now, stats: outbox.webhookStats() };
-      return last.stats;
-    };
-    new Gauge({
-      name: `${PREFIX}webhook_queue_depth`,
-      help: "Webhook events waiting to be delivered (pending).",
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        await stats().then(
-          (s) => this.set(s.pending),
-          () => {},
-        );
-      },
-    });
-    new Gauge({
-      name: `${PREFIX}webhook_oldest_pending_age_seconds`,
-      help: "How long the oldest pending webhook event has waited (0 when none waits).",
-      registers: [this.registry],
-      async collect() {
-        this.reset();
-        const now = Date.now();
-        await stats().then(
-          (s) => this.set(s.oldestPendingAt === null ? 0 : (now - s.oldestPendingAt.getTime()) / 1000),
-          () => {},
-        );
-      },
-    });
+  watchWebhooks(outbox: WebhookOutboxStats): void {
+    watchWebhookOutbox(this.registry, outbox);
   }
 
   /** `log` (the lifecycle monitor's), counting the events its warnings report. */
@@ -315,79 +285,11 @@ export class ServiceMetrics {
   }
 
   /**
-   * Gauges read from `source` at each scrape: unconfirmed nonces, balances, the head's age. A
-   * read that fails (the chain unreachable) leaves its gauges empty for that scrape; the rest
-   * of the metrics are still served.
+   * Gauges read from `source` at each scrape: unconfirmed nonces, balances, the head's age
+   * (scrape-gauges.ts).
    */
   watch(source: WalletSource): void {
-    const registers = [this.registry];
-    // Both nonce gauges come from one journal read per scrape (reused for a second).
-    let unconfirmed: { at: number; rows: ReturnType<WalletSource["unconfirmed"]> } | undefined;
-    const readUnconfirmed = () => {
-      const now = performance.now();
-      if (unconfirmed === undefined || now - unconfirmed.at > 1000)
-        unconfirmed = { at: now, rows: source.unconfirmed() };
-      return unconfirmed.rows;
-    };
-    const read = async <T>(gauge: Gauge, fetch: () => Promise<T>, fill: (value: T) => void) => {
-      gauge.reset();
-      try {
-        fill(await fetch());
-      } catch {
-        // left empty: the scrape shows the gauge without samples
-      }
-    };
-    new Gauge({
-      name: `${PREFIX}wallet_unconfirmed_nonces`,
-      help: "Nonces sent and not yet confirmed, by wallet.",
-      labelNames: ["wallet"],
-      registers,
-      async collect() {
-        await read(this, readUnconfirmed, (rows) => {
-          for (const { wallet, count } of rows) this.set({ wallet }, count);
-        });
-      },
-    });
-    new Gauge({
-      name: `${PREFIX}wallet_oldest_unconfirmed_age_seconds`,
-      help: "How long the oldest unconfirmed nonce has waited, by wallet (0 when none waits).",
-      labelNames: ["wallet"],
-      registers,
-      async collect() {
-        const now = Date.now();
-        await read(this, readUnconfirmed, (rows) => {
-          for (const { wallet, oldestSince } of rows)
-            this.set({ wallet }, oldestSince === undefined ? 0 : (now - oldestSince.getTime()) / 1000);
-        });
-      },
-    });
-    new Gauge({
-      name: `${PREFIX}wallet_balance`,
-      help: "Exchange wallets' balances in whole units (ether, tokens, stable coins), by wallet and asset.",
-      labelNames: ["wallet", "asset"],
-      registers,
-      async collect() {
-        await read(
-          this,
-          () => source.balances(),
-          (rows) => {
-            for (const { wallet, asset, amount } of rows) this.set({ wallet, asset }, amount);
-          },
-        );
-      },
-    });
-    new Gauge({
-      name: `${PREFIX}chain_head_age_seconds`,
-      help: "Age of the latest block the node reports.",
-      registers,
-      async collect() {
-        await read(
-          this,
-          () => source.headTimestamp(),
-          (timestamp) => this.set(Math.max(0, Date.now() / 1000 - timestamp)),
-        );
-      },
-    });
+    watchWalletSource(this.registry, source);
   }
 
   /** Serves /metrics on `host`:`port` (0 = a free port). */

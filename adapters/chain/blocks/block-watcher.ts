@@ -40,11 +40,13 @@
  * Waiters (receipts.ts) ask `next`: it answers after the next new block, with the receipts of
  * their transactions found so far. A receipt is answered only from the latest look, read from the
  * head or one of its ancestors; one kept from an older look is fetched again first (its block may
- * have left the chain since), and not answered if its block is not the one read at its number.
+ * have left the chain since), and not answered if its block is not the one read at its number
+ * (answer.ts).
  */
 import type { JsonRpcApiProvider } from "ethers";
 
 import { RpcProvider, type HeadBlock, type PushedHead, type PushedHeads } from "../rpc/index.js";
+import { answerAt, type Expected } from "./answer.js";
 import type { HeadSource } from "./fees.js";
 import { ReceiptReader } from "./receipt-reader.js";
 import { forgetReplaced } from "./reorg.js";
@@ -76,14 +78,6 @@ interface RpcBlock extends HeadBlock {
 export interface Look {
   head: number;
   receipts: Map<string, RpcReceipt>;
-}
-
-interface Expected {
-  /** Its receipt, and the look (its sequence number, #looks) it was read at. */
-  found?: { receipt: RpcReceipt; at: number } | undefined;
-  until: number;
-  /** Its last lookup failed: it is asked for by transaction at the next look (a block read meanwhile may hold it). */
-  recheck?: boolean;
 }
 
 /** Hashes of the blocks read kept, by number (to tell a replaced block). */
@@ -207,33 +201,9 @@ export class BlockWatcher implements HeadSource {
       });
     }
     // The look this answer is about: a receipt read at it counts its confirmations from this head,
-    // not from one a look made while the stale ones below were fetched again.
+    // not from one a look made while the stale ones were fetched again (answer.ts).
     const [head, look] = [this.#head, this.#looks];
-    const receipts = new Map<string, RpcReceipt>();
-    const stale: Array<{ hash: string; was: Expected["found"] }> = [];
-    for (const hash of hashes) {
-      const found = this.#expected.get(hash.toLowerCase())?.found;
-      if (found === undefined) continue;
-      if (found.at === look) receipts.set(hash, found.receipt);
-      else stale.push({ hash, was: found });
-    }
-    // Kept from an older look: its block may have left the chain since; asked again. Fetched after
-    // `head` was seen, so it is in the canonical chain of a head at least that high; one in
-    // another block than the one read at its number is not (the node moved to another chain
-    // since): not answered, and asked for again (the reader's byTransaction counts it failed).
-    if (stale.length > 0) {
-      const { found: fresh, failed } = await this.#reader.byTransaction(stale.map(({ hash }) => hash));
-      for (const { hash, was } of stale) {
-        const key = hash.toLowerCase();
-        if (failed.has(key)) continue; // not answered: kept as it was (not reported), asked again next time
-        const receipt = fresh.get(key);
-        const entry = this.#expected.get(key);
-        // Unless a look changed it meanwhile.
-        if (entry !== undefined && entry.found === was)
-          entry.found = receipt === undefined ? undefined : { receipt, at: look };
-        if (receipt !== undefined) receipts.set(hash, receipt);
-      }
-    }
+    const receipts = await answerAt(hashes, look, this.#expected, this.#reader);
     return { head, receipts };
   }
 

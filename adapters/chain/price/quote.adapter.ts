@@ -170,7 +170,30 @@ export class ChainQuoteAdapter implements QuotePort {
       });
     }
 
-    const deadline = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp) + this.#opts.lifetimeS;
+    const gas = await this.#gas(order, state.head.timestamp, expectedOut, minOut);
+    return {
+      expectedOut,
+      price: { answer, decimals, roundId, updatedAt: Number(updatedAt) },
+      gas,
+      gasPriceWei: state.baseFee + state.priorityFee,
+      nativeUsd: feeds.nativeUsdOf(native, state.head.timestamp),
+      issues,
+    };
+  }
+
+  /**
+   * The gas the trade would use: eth_estimateGas on its calldata (with the quote's minOut of
+   * `expectedOut` and a deadline from the head's time), or TYPICAL_TRADE_GAS when that call cannot
+   * succeed now.
+   */
+  async #gas(
+    order: TradeOrder,
+    headTimestamp: number,
+    expectedOut: bigint,
+    minOut: (expectedOut: bigint) => bigint,
+  ): Promise<ChainQuote["gas"]> {
+    const { provider } = this.#opts;
+    const deadline = Math.max(Math.floor(Date.now() / 1000), headTimestamp) + this.#opts.lifetimeS;
     const data = SWAP_CALL[order.kind]([
       order.stable.address,
       order.amount,
@@ -181,17 +204,9 @@ export class ChainQuoteAdapter implements QuotePort {
     const estimated = await (
       provider.send("eth_estimateGas", [{ from: order.wallet, to: this.#opts.swap, data }, "latest"]) as Promise<string>
     ).then(BigInt, () => undefined);
-    return {
-      expectedOut,
-      price: { answer, decimals, roundId, updatedAt: Number(updatedAt) },
-      gas:
-        estimated === undefined
-          ? { units: TYPICAL_TRADE_GAS[order.kind], estimated: false }
-          : { units: estimated, estimated: true },
-      gasPriceWei: state.baseFee + state.priorityFee,
-      nativeUsd: feeds.nativeUsdOf(native, state.head.timestamp),
-      issues,
-    };
+    return estimated === undefined
+      ? { units: TYPICAL_TRADE_GAS[order.kind], estimated: false }
+      : { units: estimated, estimated: true };
   }
 
   /** The feed policy's verdict on the token feed (and the sequencer), as issues with their numbers. */

@@ -25,6 +25,7 @@ export {
 } from "./chain-errors.js";
 export { redactUrl, type EndpointStatus } from "./endpoint.js";
 export type { HeadBlock, PushedHead, PushedHeads } from "./head-subscription.js";
+export type { RpcOutcome } from "./outcomes.js";
 export type { RpcProviderOptions } from "./provider-options.js";
 export type { RpcRequestRecord } from "./request.js";
-export { RpcProvider, type RpcOutcome } from "./rpc-provider.js";
+export { RpcProvider } from "./rpc-provider.js";

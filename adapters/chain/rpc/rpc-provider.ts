@@ -50,14 +50,12 @@ import {
 
 import { Endpoint, EndpointFailure, MAX_REST_MS, describe, type EndpointStatus } from "./endpoint.js";
 import { HeadSubscription, type PushedHeads } from "./head-subscription.js";
+import { outcomesOf, type RpcOutcome } from "./outcomes.js";
 import type { RpcProviderOptions } from "./provider-options.js";
 import { post, sendRequest, type RequestLimits, type RpcRequestRecord } from "./request.js";
 
 /** Far above any answer the service asks for (a batch of receipts), far below what would hurt the process. */
 const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
-
-/** One answer of `sendBatch`, in the order of the calls. */
-export type RpcOutcome = { result: unknown } | { error: Error };
 
 /** What a call gets once the provider is destroyed: ethers' own error for it. */
 function destroyedError(method: string): Error {
@@ -176,7 +174,8 @@ export class RpcProvider extends JsonRpcApiProvider {
       for (const call of calls) call.reject(error);
       return;
     }
-    const outcomes = this.#outcomes(
+    const outcomes = outcomesOf(
+      this,
       calls.map((call) => call.payload),
       answers,
     );
@@ -310,7 +309,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     for (let start = 0; start < payloads.length; start += this.#batchMaxCount) {
       const chunk = payloads.slice(start, start + this.#batchMaxCount);
       try {
-        outcomes.push(...this.#outcomes(chunk, await this._send(chunk)));
+        outcomes.push(...outcomesOf(this, chunk, await this._send(chunk)));
       } catch (error) {
         if (start === 0) throw error;
         for (let i = start; i < payloads.length; i++) outcomes.push({ error: error as Error });
@@ -334,7 +333,7 @@ export class RpcProvider extends JsonRpcApiProvider {
     return Promise.all(
       this.#endpoints.map(async (endpoint) => {
         try {
-          return this.#outcomes(payloads, await this.#request(endpoint, payloads, body));
+          return outcomesOf(this, payloads, await this.#request(endpoint, payloads, body));
         } catch (error) {
           if (!(error instanceof EndpointFailure)) return error as Error;
           this.#markDown(endpoint, error.cause);
@@ -360,7 +359,7 @@ export class RpcProvider extends JsonRpcApiProvider {
       this.#markDown(endpoint, error.cause);
       throw error.cause;
     }
-    const [outcome] = this.#outcomes([payload], answers);
+    const [outcome] = outcomesOf(this, [payload], answers);
     if ("error" in outcome!) throw outcome.error;
     return outcome!.result;
   }
@@ -368,20 +367,6 @@ export class RpcProvider extends JsonRpcApiProvider {
   /** `calls` as JSON-RPC payloads, each with a fresh id. */
   #payloads(calls: ReadonlyArray<{ method: string; params: unknown[] }>): JsonRpcPayload[] {
     return calls.map(({ method, params }) => ({ jsonrpc: "2.0", id: this.#nextId++, method, params }));
-  }
-
-  /** Each call's answer, matched by id: its result, or its error as ethers would throw it. */
-  #outcomes(payloads: readonly JsonRpcPayload[], answers: ReadonlyArray<JsonRpcResult | JsonRpcError>): RpcOutcome[] {
-    const byId = new Map(answers.map((answer) => [answer.id, answer]));
-    return payloads.map((payload) => {
-      const answer = byId.get(payload.id);
-      if (answer === undefined)
-        return {
-          error: makeError("the node did not answer this call of the batch", "BAD_DATA", { value: payload.method }),
-        };
-      if ("error" in answer) return { error: this.getRpcError(payload, answer) };
-      return { result: answer.result };
-    });
   }
 
   override destroy(): void {
