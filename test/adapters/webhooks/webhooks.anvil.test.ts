@@ -6,7 +6,6 @@
  * told `trade.replaced` and `trade.reorged`, then the final state, each event carrying the trade
  * as GET /api/v1/trades/{hash} shows it.
  */
-import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +16,7 @@ import { pino } from "pino";
 import { startService, type RunningService } from "../../../adapters/main.js";
 import { hardhatAccount } from "../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../helpers/anvil.js";
+import { anvilServiceEnv, writeWebhooksFile } from "../../helpers/anvil-service.js";
 import { freePort } from "../../helpers/service-defaults.js";
 import { startWebhookReceiver, type ReceivedEvent, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { LogSink, getJson, postJson, type JsonBody } from "../transport/helpers.js";
@@ -49,28 +49,15 @@ async function setUp(env: Record<string, string> = {}): Promise<Setup> {
   const addresses = await deployOnAnvil(anvil, 1000);
   const dir = mkdtempSync(join(tmpdir(), "anvil-webhooks-"));
   writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
-  const apiKeyId = createHash("sha256").update(KEY).digest("hex").slice(0, 32);
-  writeFileSync(
-    join(dir, "webhooks.json"),
-    JSON.stringify({ endpoints: [{ apiKeyId, url: receiver.url, secrets: [receiver.secret] }] }),
-  );
+  const webhooks = writeWebhooksFile(dir, KEY, receiver);
   const logs = new LogSink();
   const service = await startService({
     env: {
-      RPC_URL: anvil.url,
-      DEPLOYMENT_FILE: join(dir, "deployment.json"),
-      EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
-      API_KEYS: KEY,
-      PORT: "0",
+      ...anvilServiceEnv(anvil, dir, KEY, EXCHANGE.privateKey),
+      ...webhooks,
       METRICS_PORT: String(await freePort()),
       DATA_DIR: join(dir, "data"),
-      RECEIPT_TIMEOUT_MS: "1000",
-      IDEMPOTENCY_WAIT_MS: "0",
-      MONITOR_INTERVAL_MS: "250",
       RESUBMIT_AFTER_MS: "2000",
-      WEBHOOKS_FILE: join(dir, "webhooks.json"),
-      WEBHOOK_ALLOW_INSECURE: "true",
-      WEBHOOK_ALLOW_PRIVATE: "true",
       ...env,
     },
     log: pino({ level: "info" }, logs),

@@ -5,53 +5,28 @@
  * delivered once, in order per trade, both deliverers deliver, and no webhook-id is ever in
  * flight twice at once (FOR UPDATE SKIP LOCKED and the lease, docs/decisions/0010).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
 import pg from "pg";
 
 import { hardhatAccount } from "../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../helpers/anvil.js";
+import { anvilServiceEnv, startInstance, type Instance, writeWebhooksFile } from "../../helpers/anvil-service.js";
 import { startPostgres, type TestPostgres } from "../../helpers/postgres.js";
 import { freePort } from "../../helpers/service-defaults.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { postJson } from "../transport/helpers.js";
 import { waitFor } from "../../helpers/wait.js";
 
-const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const KEY = "instances-webhooks-key-0123456789ab";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const EXCHANGE = hardhatAccount(1);
 const TRADES_PER_INSTANCE = 6;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Instance {
-  child: ChildProcess;
-  apiUrl: string;
-  output: () => string;
-}
-
-/** `npm start`'s entry point in production mode, as its own process. */
-async function startInstance(env: Record<string, string>): Promise<Instance> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  await waitFor("the service to start", async () => out.includes("is ready") || child.exitCode !== null);
-  const apiUrl = /API: +(http\S+)/.exec(out)?.[1];
-  if (!apiUrl) throw new Error(`the service did not start:\n${out}`);
-  return { child, apiUrl, output: () => out };
-}
 
 describe("webhooks from two instances on one PostgreSQL journal (anvil)", function () {
   this.timeout(240_000);
@@ -74,24 +49,11 @@ describe("webhooks from two instances on one PostgreSQL journal (anvil)", functi
     const addresses = await deployOnAnvil(anvil, 1000);
     usdc = addresses.stableCoins.USDC;
     writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
-    const apiKeyId = createHash("sha256").update(KEY).digest("hex").slice(0, 32);
-    writeFileSync(
-      join(dir, "webhooks.json"),
-      JSON.stringify({ endpoints: [{ apiKeyId, url: receiver.url, secrets: [receiver.secret] }] }),
-    );
     const env = {
-      RPC_URL: anvil.url,
-      DEPLOYMENT_FILE: join(dir, "deployment.json"),
-      EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
-      API_KEYS: KEY,
-      PORT: "0",
+      ...anvilServiceEnv(anvil, dir, KEY, EXCHANGE.privateKey),
+      ...writeWebhooksFile(dir, KEY, receiver),
       JOURNAL_URL: postgres.url,
       RECEIPT_TIMEOUT_MS: "30000",
-      IDEMPOTENCY_WAIT_MS: "0",
-      MONITOR_INTERVAL_MS: "250",
-      WEBHOOKS_FILE: join(dir, "webhooks.json"),
-      WEBHOOK_ALLOW_INSECURE: "true",
-      WEBHOOK_ALLOW_PRIVATE: "true",
       // Each delivery is logged ("webhook delivered"), so each instance's share can be counted.
       LOG_LEVEL: "debug",
     };

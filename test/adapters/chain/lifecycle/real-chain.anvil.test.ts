@@ -18,6 +18,7 @@ import { SWAP_ABI } from "../../../../adapters/chain/index.js";
 import { startService, type RunningService } from "../../../../adapters/main.js";
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
+import { anvilServiceEnv } from "../../../helpers/anvil-service.js";
 import { freePort } from "../../../helpers/service-defaults.js";
 import { LogSink, getJson, postJson } from "../../transport/helpers.js";
 import { waitFor } from "../../../helpers/wait.js";
@@ -55,16 +56,9 @@ async function realChain(env: Record<string, string> = {}, anvilOptions: { state
   const logs = new LogSink();
   const service = await startService({
     env: {
-      RPC_URL: anvil.url,
-      DEPLOYMENT_FILE: join(dir, "deployment.json"),
-      EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
-      API_KEYS: KEY,
-      PORT: "0",
+      ...anvilServiceEnv(anvil, dir, KEY, EXCHANGE.privateKey),
       METRICS_PORT: String(await freePort()),
       DATA_DIR: join(dir, "data"),
-      RECEIPT_TIMEOUT_MS: "1000",
-      IDEMPOTENCY_WAIT_MS: "0",
-      MONITOR_INTERVAL_MS: "250",
       RESUBMIT_AFTER_MS: "2000",
       ...env,
     },
@@ -180,6 +174,9 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
       const block = await chain!.anvil.rpc<{ baseFeePerGas: string }>("eth_getBlockByNumber", ["latest", false]);
       return BigInt(block.baseFeePerGas) >= 50n * GWEI;
     });
+    // The service's fees come from a head read at most a second ago (fees.ts, cacheMs): one read
+    // just before the spiked block may still serve. A second later, the spike is what it sees.
+    await sleep(1_100);
     const refused = await chain.sell();
     expect(refused.status, refused.text).to.equal(503);
     expect(refused.body.code).to.equal("unavailable");

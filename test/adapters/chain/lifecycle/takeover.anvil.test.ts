@@ -4,50 +4,26 @@
  * trade of the wallet needs sending again, the other takes the wallet over and sees the trade
  * through.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { expect } from "chai";
 import pg from "pg";
 
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
+import { anvilServiceEnv, startInstance, type Instance } from "../../../helpers/anvil-service.js";
 import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
 import { freePort } from "../../../helpers/service-defaults.js";
 import { postJson } from "../../transport/helpers.js";
 import { waitFor } from "../../../helpers/wait.js";
 
-const ROOT = fileURLToPath(new URL("../../../..", import.meta.url));
 const KEY = "takeover-key-0123456789abcdef";
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const EXCHANGE = hardhatAccount(1);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Instance {
-  child: ChildProcess;
-  apiUrl: string;
-  output: () => string;
-}
-
-/** `npm start`'s entry point in production mode, as its own process. */
-async function startInstance(env: Record<string, string>): Promise<Instance> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  await waitFor("the service to start", async () => out.includes("is ready") || child.exitCode !== null);
-  const apiUrl = /API: +(http\S+)/.exec(out)?.[1];
-  if (!apiUrl) throw new Error(`the service did not start:\n${out}`);
-  return { child, apiUrl, output: () => out };
-}
 
 describe("two instances on one PostgreSQL journal (anvil)", function () {
   this.timeout(240_000);
@@ -62,15 +38,8 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
     const addresses = await deployOnAnvil(anvil, 1000);
     writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
     const env = {
-      RPC_URL: anvil.url,
-      DEPLOYMENT_FILE: join(dir, "deployment.json"),
-      EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
-      API_KEYS: KEY,
-      PORT: "0",
+      ...anvilServiceEnv(anvil, dir, KEY, EXCHANGE.privateKey),
       JOURNAL_URL: postgres.url,
-      RECEIPT_TIMEOUT_MS: "1000",
-      IDEMPOTENCY_WAIT_MS: "0",
-      MONITOR_INTERVAL_MS: "250",
       MONITOR_LEASE_MS: "2000",
     };
     for (let i = 0; i < 2; i++) instances.push(await startInstance({ ...env, METRICS_PORT: String(await freePort()) }));
