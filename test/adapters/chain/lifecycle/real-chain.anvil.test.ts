@@ -167,25 +167,39 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     const before = await chain.nonce();
     await chain.pause();
     const hash = pendingHash(await chain.sell("spike-1"));
-    await chain.anvil.rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(100n * GWEI).toString(16)}`]);
-    await chain.resume();
-    // The base fee is 100 gwei now, above the trade's maxFeePerGas and the cap: it waits.
-    await waitFor("a block at the spiked base fee", async () => {
-      const block = await chain!.anvil.rpc<{ baseFeePerGas: string }>("eth_getBlockByNumber", ["latest", false]);
-      return BigInt(block.baseFeePerGas) >= 50n * GWEI;
-    });
-    const refused = await chain.sell();
-    expect(refused.status, refused.text).to.equal(503);
-    expect(refused.body.code).to.equal("unavailable");
-    expect(refused.body.message).to.match(
-      /base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/,
-    );
-    await sleep(5_000); // the monitor re-prices up to the cap, then waits
-    expect(await chain.nonce("latest")).to.equal(before);
-    const during = await chain.trade(hash);
-    expect(during.body.status).to.be.oneOf(["signed", "submitted"]);
-    const cap = during.body.transactions.at(-1);
-    expect(BigInt(cap.maxFeePerGas)).to.be.at.most(50n * GWEI);
+    // A spike that lasts: anvil_setNextBlockBaseFeePerGas sets one block's base fee, and the
+    // blocks after it fall 12.5 % each (below the 50 gwei cap by the sixth), so it is set again
+    // every 200 ms, before each block, until the spike ends.
+    const spike = () => chain!.anvil.rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(100n * GWEI).toString(16)}`]);
+    await spike();
+    let setting: Promise<unknown> = Promise.resolve();
+    const spiking = setInterval(() => (setting = spike().catch(() => {})), 200);
+    try {
+      await chain.resume();
+      // The base fee is 100 gwei now, above the trade's maxFeePerGas and the cap: it waits.
+      await waitFor("a block at the spiked base fee", async () => {
+        const block = await chain!.anvil.rpc<{ baseFeePerGas: string }>("eth_getBlockByNumber", ["latest", false]);
+        return BigInt(block.baseFeePerGas) >= 50n * GWEI;
+      });
+      // The service prices a trade from the head its block watcher read, at most a second ago
+      // (blocks/fees.ts), so the refusal is asked for once that head is the spiked block's.
+      await sleep(1_500);
+      const refused = await chain.sell();
+      expect(refused.status, refused.text).to.equal(503);
+      expect(refused.body.code).to.equal("unavailable");
+      expect(refused.body.message).to.match(
+        /base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/,
+      );
+      await sleep(5_000); // the monitor re-prices up to the cap, then waits
+      expect(await chain.nonce("latest")).to.equal(before);
+      const during = await chain.trade(hash);
+      expect(during.body.status).to.be.oneOf(["signed", "submitted"]);
+      const cap = during.body.transactions.at(-1);
+      expect(BigInt(cap.maxFeePerGas)).to.be.at.most(50n * GWEI);
+    } finally {
+      clearInterval(spiking);
+      await setting; // none lands after the spike's end
+    }
 
     // The spike ends.
     await chain.anvil.rpc("anvil_setNextBlockBaseFeePerGas", [`0x${GWEI.toString(16)}`]);
