@@ -86,7 +86,8 @@ describe("a hostile or unlucky client", function () {
     console.log(
       `      a paused h2c client's socket let go after ${elapsed} ms (idle ${limits.http2IdleMs} ms + grace ${limits.closeGraceMs} ms)`,
     );
-    expect(elapsed).to.be.below(limits.http2IdleMs + limits.closeGraceMs + 500);
+    // The timers' own sum and up to 2 s of a loaded machine's lag: the point is that it goes, not the 60 s default.
+    expect(elapsed).to.be.below(limits.http2IdleMs + limits.closeGraceMs + 2_000);
     // The kernel lets the socket go when it is destroyed; the server counts it gone at the
     // socket's "close" event, a turn of the event loop later, so the count is waited for.
     await waitFor("the server to count the connection gone", () => t!.server.connections() === 0, 1_000);

@@ -230,9 +230,12 @@ describe("webhooks on a real chain (anvil, 1 s blocks)", function () {
       async () => Number(await s.anvil.rpc<string>("eth_blockNumber")) > first.body.blockNumber,
     );
     const raw = await s.anvil.rpc<string>("eth_getRawTransactionByHash", [first.body.transactionHash]);
+    // No block between reading the head and the reorg, whose depth is counted from anvil's head.
+    await s.pause();
     const head = Number(await s.anvil.rpc<string>("eth_blockNumber"));
     // The new chain holds the same transaction, in its first block: the receipt changes, the status does not.
     await s.anvil.rpc("anvil_reorg", [head - first.body.blockNumber + 1, [[raw, 0]]]);
+    await s.resume();
     await s.receiver.until(() => s.eventsOf(id).some((event) => event.type === "trade.reorged"), 30_000);
     await s.receiver.until(() => s.eventsOf(id).at(-1)?.type === "trade.confirmed", 30_000);
     await sleep(1_000); // nothing follows the final state

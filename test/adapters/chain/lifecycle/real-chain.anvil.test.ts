@@ -228,8 +228,11 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
       "a block on top",
       async () => Number(await chain!.anvil.rpc<string>("eth_blockNumber")) > first.body.blockNumber,
     );
+    // No block between reading the head and the reorg, whose depth is counted from anvil's head.
+    await chain.pause();
     const head = Number(await chain.anvil.rpc<string>("eth_blockNumber"));
     await chain.anvil.rpc("anvil_reorg", [head - first.body.blockNumber + 1, []]);
+    await chain.resume();
 
     const canonical = await waitFor("a canonical receipt", async () => {
       const answer = await chain!.sell("reorg-1");
