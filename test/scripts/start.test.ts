@@ -356,12 +356,17 @@ describe("npm start stopped as systemd, Docker and Kubernetes stop it", function
       expect(existsSync(journal)).to.equal(true);
       const wallet = /Wallet: +(0x[0-9a-fA-F]{40})/.exec(err)![1]!;
       const dai = /DAI: +(0x[0-9a-fA-F]{40})/.exec(err)![1]!;
+      const chain = new JsonRpcProvider(/Chain: +(http\S+)/.exec(err)![1]!, undefined, { staticNetwork: true });
+      const pending = () => chain.getTransactionCount(wallet, "pending");
+      const before = await pending();
       const sell = fetch(`${apiUrl}/api/v1/token/sell`, {
         method: "POST",
         headers: { api_key: KEY, "content-type": "application/json" },
         body: JSON.stringify({ userAddress: wallet, destinatary: EXAMPLE_CUSTOMER, amount: "1", usdAddress: dai }),
       });
-      await new Promise((resolve) => setTimeout(resolve, 150)); // in flight: the next block is up to a second away
+      // In flight: sent to the chain, whose next block is up to a second away.
+      await waitFor(async () => (await pending()) > before, "the sell to reach the chain", 10_000);
+      chain.destroy();
       process.kill(-child.pid!, "SIGTERM");
       const answer = await sell;
       expect(answer.status).to.equal(200);

@@ -257,11 +257,12 @@ describe("the one-port server", function () {
   describe("graceful shutdown", function () {
     it("lets in-flight HTTP/1.1 and HTTP/2 trades finish, then refuses new connections", async function () {
       t = await startTestServer();
-      t.trade.delayMs = 400;
+      t.trade.delayMs = 1_000;
       const client = grpcClient(t.url);
       const json = postJson(`${t.url}/api/v1/token/sell`, tradeBody());
       const rpc = grpcCall(client, "Buy", grpcTrade("2"), API_KEY);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      // Both trades started (and held for a second), however long the gRPC channel took to connect.
+      while (t.trade.calls.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(t.server.inFlight()).to.equal(2);
       const started = Date.now();
       const closing = t.server.close();
@@ -292,7 +293,7 @@ describe("the one-port server", function () {
       socket.on("data", (d) => (answer += d.toString()));
       const closed = new Promise((resolve) => socket.once("close", resolve));
       socket.write(trade); // the first is in flight when the shutdown begins…
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      while (t.trade.calls.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
       const closing = t.server.close();
       socket.write(trade + trade); // …and two more arrive on its connection, pipelined
       await closed;

@@ -132,8 +132,16 @@ describe("webhooks from two instances on one PostgreSQL journal (anvil)", functi
       ).to.deep.equal(written);
       expect(arrived.at(-1)!.type).to.equal("trade.confirmed");
     }
-    // Both deliverers delivered.
-    const delivered = instances.map((instance) => instance.output().match(/"msg":"webhook delivered"/g)?.length ?? 0);
+    // Both deliverers delivered. Each logs a delivery after its journal write, through a log
+    // buffer and a pipe, so the lines are waited for.
+    const deliveredLines = () =>
+      instances.map((instance) => instance.output().match(/"msg":"webhook delivered"/g)?.length ?? 0);
+    await waitFor(
+      "a log line for each delivery",
+      async () => deliveredLines().reduce((a, b) => a + b) >= events.length || undefined,
+      10_000,
+    ).catch(() => {}); // the count is asserted below either way
+    const delivered = deliveredLines();
     console.log(`      ${events.length} events for ${sells.length} trades, delivered ${delivered.join(" + ")}`);
     expect(delivered.reduce((a, b) => a + b)).to.equal(events.length);
     for (const count of delivered) expect(count).to.be.greaterThan(0);
