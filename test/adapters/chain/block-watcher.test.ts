@@ -517,6 +517,9 @@ describe("BlockWatcher.canonical: what the lifecycle monitor need not ask the no
   });
 
   it("lends its head to Receipts within an interval of the look, so confirmations cost no eth_blockNumber", async function () {
+    // An interval of 200 ms, not 20: a pause of the machine between the look and the read must not end it.
+    watcher.stop();
+    watcher = new BlockWatcher({ provider: chain.provider, intervalMs: 200 });
     const tx = hash(0x54);
     chain.fill(10, [receiptOf(tx, 10)]);
     const look = await watcher.next([tx], 1_000);
@@ -531,7 +534,7 @@ describe("BlockWatcher.canonical: what the lifecycle monitor need not ask the no
     expect((await receipts.find([{ hash: tx, noop: false }]))?.confirmations).to.equal(1);
     expect(chain.count("eth_blockNumber")).to.equal(0);
     watcher.release([tx]);
-    await sleep(60); // older than the interval: the node is asked
+    await sleep(260); // older than the interval: the node is asked
     expect(watcher.recentHead()).to.equal(undefined);
     await receipts.find([{ hash: tx, noop: false }]);
     expect(chain.count("eth_blockNumber")).to.equal(1);

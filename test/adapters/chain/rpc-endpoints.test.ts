@@ -144,7 +144,9 @@ describe("RpcProvider with several endpoints", function () {
   });
 
   it("brings a rested endpoint back only once a probe of its chain id succeeds", async function () {
-    provider = make({ restMs: 50 });
+    // Rests long enough that the probe cannot come before the assertion (the fallback's own
+    // request to the second endpoint may take a while on a loaded machine).
+    provider = make({ restMs: 500 });
     first.nextRaw = (res) => {
       res.writeHead(503);
       res.end();

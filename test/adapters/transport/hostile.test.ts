@@ -404,7 +404,7 @@ describe("a hostile or unlucky client", function () {
 
   it("is refused unstarted, not queued, when the service holds too many requests", async function () {
     t = await startTestServer({ limits: { requestsInFlight: 2 } });
-    t.trade.delayMs = 300;
+    t.trade.delayMs = 2_000; // the third arrives while the first two are held, however slow the machine
     const body = {
       userAddress: "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
       destinatary: "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",

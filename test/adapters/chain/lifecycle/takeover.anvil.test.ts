@@ -94,10 +94,12 @@ describe("two instances on one PostgreSQL journal (anvil)", function () {
     await sleep(1_000);
     expect(await leaseHolder(), "the lease changed hands while its holder lived").to.equal(holder);
 
-    // The node forgets the trade, and the instance that would send it again dies.
-    await anvil.rpc("anvil_dropTransaction", [hash]);
+    // The instance that would send it again dies, then the node forgets the trade (in this
+    // order, so that the dying instance cannot send it again in between).
+    const exited = new Promise((resolve) => monitoring.child.once("exit", resolve));
     monitoring.child.kill("SIGKILL");
-    await new Promise((resolve) => monitoring.child.once("exit", resolve));
+    await exited;
+    await anvil.rpc("anvil_dropTransaction", [hash]);
     await anvil.rpc("evm_setIntervalMining", [1]);
 
     const taken = await waitFor("the survivor to take the lease", async () => {
