@@ -74,11 +74,14 @@ contract CallSimulator {
     /// @param proofs the calls to make from the wallets
     /// @return readResults each read's outcome, in order
     /// @return proofResults each proof's outcome, in order
+    /// @return blockNumber the number of the block the call ran on (the service checks its fees
+    /// against that block's, when it is newer than the head it priced the trade from)
     function simulate(
         Read[] calldata reads,
         Proof[] calldata proofs
-    ) external returns (ReadResult[] memory readResults, ProofResult[] memory proofResults) {
+    ) external returns (ReadResult[] memory readResults, ProofResult[] memory proofResults, uint256 blockNumber) {
         if (address(this) != SIMULATOR) _returnNothing();
+        blockNumber = block.number;
         proofResults = new ProofResult[](proofs.length);
         for (uint256 i = 0; i < proofs.length; ++i) proofResults[i] = _proofResult(proofs[i]);
         readResults = new ReadResult[](reads.length);

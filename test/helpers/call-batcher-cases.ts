@@ -189,6 +189,26 @@ export function callBatcherCases(chain: () => Promise<BatcherChain>): void {
     });
   });
 
+  it("names the block a proof ran on: the latest, as eth_blockNumber gives it", async function () {
+    const { provider, addresses, exchange, customer } = await chain();
+    const until = await deadline(provider);
+    const data = swap.encodeFunctionData("sell", [
+      addresses.stableCoins.USDC,
+      parseUnits("1", 18),
+      customer,
+      0n,
+      until,
+    ]);
+    const latest = Number(await provider.send("eth_blockNumber", []));
+    const outcome = await new CallBatcher({ provider }).prove(exchange, addresses.swap, data, tradeGasLimit("sell"));
+    expect(outcome.ok).to.equal(true);
+    const block = outcome.ok ? outcome.block : undefined;
+    // The latest block, or one mined since eth_blockNumber answered (anvil mines on its own).
+    expect(block).to.be.a("number");
+    expect(block! - latest).to.be.within(0, 1);
+    expect(block).to.be.at.most(Number(await provider.send("eth_blockNumber", [])));
+  });
+
   it("runs each proof on the block's state: none sees another's effects", async function () {
     const { provider, addresses, exchange, customer } = await chain();
     const held = BigInt(

@@ -64,10 +64,13 @@ const SUCCEEDED = 1n;
 
 /**
  * A proof's outcome. `ok`: the call returns `output` within the gas limit (with `gasUsed`, as the
- * simulation measured it around the call, when it was proven in a batch). Otherwise it reverted,
- * or ran out of the gas, with `revertData` ("0x" when it carries none).
+ * simulation measured it around the call, and `block`, the number of the block it ran on, when it
+ * was proven in a batch). Otherwise it reverted, or ran out of the gas, with `revertData` ("0x"
+ * when it carries none).
  */
-export type ProofOutcome = { ok: true; output: string; gasUsed?: bigint } | { ok: false; revertData: string };
+export type ProofOutcome =
+  | { ok: true; output: string; gasUsed?: bigint; block?: number }
+  | { ok: false; revertData: string };
 
 export interface CallBatcherOptions {
   provider: JsonRpcApiProvider;
@@ -221,10 +224,12 @@ export class CallBatcher {
 
     let readResults: Array<{ success: boolean; returnData: string }>;
     let proofResults: Array<{ status: bigint; returnData: string; gasUsed: bigint }>;
+    let blockNumber: bigint;
     try {
-      [readResults, proofResults] = simulator.decodeFunctionResult("simulate", answer) as unknown as [
+      [readResults, proofResults, blockNumber] = simulator.decodeFunctionResult("simulate", answer) as unknown as [
         typeof readResults,
         typeof proofResults,
+        bigint,
       ];
       if (readResults.length !== reads.length || proofResults.length !== proofs.length) throw new Error("miscounted");
     } catch {
@@ -242,7 +247,7 @@ export class CallBatcher {
     proofs.forEach(({ entry }, i) => {
       const { returnData, gasUsed } = proofResults[i]!;
       const status = BigInt(proofResults[i]!.status);
-      if (status === SUCCEEDED) entry.resolve({ ok: true, output: returnData, gasUsed });
+      if (status === SUCCEEDED) entry.resolve({ ok: true, output: returnData, gasUsed, block: Number(blockNumber) });
       else if (status === FAILED) entry.resolve({ ok: false, revertData: returnData });
       // UNPROVEN: the simulation could not give it all of its gas; an eth_call of its own can.
       else this.#settleProof(entry, this.#proveAlone(entry.from, entry.to, entry.data, entry.gasLimit));

@@ -21,6 +21,8 @@ export interface Proof {
   gasLimit: bigint;
   /** The call's return value: what the trade pays out at the latest block. */
   output: bigint;
+  /** The number of the block the proof ran on, when the batcher proved it (its simulator says). */
+  block?: number | undefined;
 }
 
 export class Preflight {
@@ -47,8 +49,8 @@ export class Preflight {
     const known = this.#limits.get(shape) ?? initialLimit;
     const provider = this.#opts.provider;
     if (known !== undefined) {
-      const output = await this.#callWithLimit(tx, known).catch(() => undefined);
-      if (output !== undefined) return { gasLimit: known, output: uint(output) };
+      const proven = await this.#callWithLimit(tx, known).catch(() => undefined);
+      if (proven !== undefined) return { gasLimit: known, output: uint(proven.output), block: proven.block };
     }
     const [gas, output] = await Promise.all([
       this.#estimateGas(tx),
@@ -60,16 +62,24 @@ export class Preflight {
   }
 
   /**
-   * The trade's eth_call at the latest block with `gas` as its limit: its output, or undefined
-   * when it fails (reverts, or runs out of that gas). Through the batcher when there is one: the
-   * same answer, in the tick's one eth_call.
+   * The trade's eth_call at the latest block with `gas` as its limit: its output (and the block it
+   * ran on, when the batcher knows it), or undefined when it fails (reverts, or runs out of that
+   * gas). Through the batcher when there is one: the same answer, in the tick's one eth_call.
    */
-  async #callWithLimit(tx: { from: string; to: string; data: string }, gas: bigint): Promise<string | undefined> {
+  async #callWithLimit(
+    tx: { from: string; to: string; data: string },
+    gas: bigint,
+  ): Promise<{ output: string; block?: number | undefined } | undefined> {
     const calls = this.#opts.calls;
-    if (calls === undefined)
-      return (await this.#opts.provider.send("eth_call", [{ ...tx, gas: toQuantity(gas) }, "latest"])) as string;
+    if (calls === undefined) {
+      const output = (await this.#opts.provider.send("eth_call", [
+        { ...tx, gas: toQuantity(gas) },
+        "latest",
+      ])) as string;
+      return { output };
+    }
     const proof = await calls.prove(tx.from, tx.to, tx.data, gas);
-    return proof.ok ? proof.output : undefined;
+    return proof.ok ? { output: proof.output, block: proof.block } : undefined;
   }
 
   /**
