@@ -145,6 +145,8 @@ export class FeeOracle {
   readonly #heads: HeadSource | undefined;
   #head: { at: number; block: Promise<HeadBlock> } | undefined;
   #tip: { at: number; value: Promise<bigint> } | undefined;
+  /** The read of the head that the callers of `readFrom` who found theirs too old share. */
+  #catchingUp: Promise<ChainState> | undefined;
 
   constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
     this.#provider = provider;
@@ -170,18 +172,38 @@ export class FeeOracle {
     };
   }
 
+  /**
+   * The chain's state from a head no older than `block` (the block a trade's proof ran on, which
+   * may be newer than the head `read` reuses): the reused head when it is that new, else one read
+   * of the head, shared by every caller that finds the reused one behind at the same time.
+   */
+  async readFrom(block: number): Promise<ChainState> {
+    const state = await this.read();
+    if (state.head.number >= block) return state;
+    if (this.#catchingUp === undefined) {
+      const read = this.read(true);
+      this.#catchingUp = read;
+      const done = () => {
+        if (this.#catchingUp === read) this.#catchingUp = undefined;
+      };
+      read.then(done, done);
+    }
+    return this.#catchingUp;
+  }
+
   #latest(fresh: boolean): Promise<HeadBlock | null> {
     const now = Date.now();
     const watched = this.#heads?.lastHead();
     const cached = this.#head;
     // The newer of the watcher's head and this oracle's own read, if young enough (and a header
-    // with a base fee: a pushed one without it is not read here).
+    // with a base fee: a pushed one without it is not read here). A tie in time goes to this
+    // oracle's own read, which a caller asked for because the watcher's was behind (readFrom).
     if (
       !fresh &&
       watched !== undefined &&
       watched.block.baseFeePerGas !== undefined &&
       now - watched.at <= this.#cacheMs &&
-      (cached === undefined || watched.at >= cached.at)
+      (cached === undefined || watched.at > cached.at)
     )
       return Promise.resolve(watched.block);
     if (!fresh && cached !== undefined && now - cached.at <= this.#cacheMs) return cached.block;

@@ -306,6 +306,13 @@ export class ChainTradeAdapter implements TradePort {
         state = await this.#fees.read(true);
         return prove();
       });
+      // The proof ran on a block newer than the head the fees came from (the block watcher's, up
+      // to a second old): the cap is checked against that block's fees before anything is signed,
+      // so a trade in the second after a fee spike is refused, not sent to wait above the cap.
+      if (proof.block !== undefined && proof.block > state.head.number) {
+        state = await this.#fees.readFrom(proof.block);
+        tradeFees(state, feeCap);
+      }
       // Under a quote, the price may have moved past its slippage since: refused before anything is signed.
       if (order.quote !== undefined && proof.output < order.quote.minOut)
         throw new QuoteSlippageError(proof.output, order.quote.minOut);

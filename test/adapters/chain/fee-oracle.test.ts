@@ -134,6 +134,23 @@ describe("FeeOracle", function () {
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(2);
   });
 
+  it("reads from a head no older than a given block: the reused one when it is, else one read shared by the callers behind", async function () {
+    const { calls, provider } = fakeNode(); // its head: block 7
+    const watched = { block: block(5), at: Date.now() };
+    const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000 });
+    // The watcher's block 5 is new enough for a proof that ran on block 5: nothing is read.
+    expect((await oracle.readFrom(5)).head.number).to.equal(5);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(0);
+    // Three trades whose proofs ran on block 6 at once: one read of the head, shared.
+    const states = await Promise.all([oracle.readFrom(6), oracle.readFrom(6), oracle.readFrom(6)]);
+    expect(states.map((state) => state.head.number)).to.deep.equal([7, 7, 7]);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
+    // That read is now the newest head: later reads reuse it, with no call.
+    expect((await oracle.readFrom(7)).head.number).to.equal(7);
+    expect((await oracle.read()).head.number).to.equal(7);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
+  });
+
   it("refuses a trade while the latest base fee is above the cap, though Ethereum's rule predicts a fall the chain does not make (OP stack)", async function () {
     // OP stack after Canyon: target = limit / 6, change denominator 250: an empty block lowers the
     // base fee by 0.4 % (to 0.996 gwei), where Ethereum's parameters say 12.5 % (0.875 gwei).

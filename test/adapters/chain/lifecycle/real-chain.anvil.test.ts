@@ -219,6 +219,26 @@ describe("on a real chain (anvil, 1 s blocks)", function () {
     expect(caughtUpMs).to.be.below(15_000);
   });
 
+  it("refuses a trade whose proof ran on a block above the cap, though the head its fees came from was below it", async function () {
+    chain = await realChain({ MAX_FEE_PER_GAS_GWEI: "50" });
+    // A sell mined: the block watcher has just read the head (under the cap), which fees come
+    // from for the next second.
+    const first = await chain.sell();
+    expect(first.status, first.text).to.equal(200);
+    await chain.pause();
+    const before = await chain.nonce("pending");
+    // Within that second, a block above the cap...
+    await chain.anvil.rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(100n * GWEI).toString(16)}`]);
+    await chain.anvil.rpc("evm_mine", []);
+    // ...on which the next trade's proof runs: refused, not priced from the head before it.
+    const refused = await chain.sell();
+    expect(refused.status, refused.text).to.equal(503);
+    expect(refused.body.message).to.match(
+      /base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/,
+    );
+    expect(await chain.nonce("pending"), "nothing was signed").to.equal(before);
+  });
+
   it("answers a retry after a reorg with the canonical receipt, never the orphaned one", async function () {
     chain = await realChain();
     const before = await chain.nonce();
