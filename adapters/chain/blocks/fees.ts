@@ -143,10 +143,13 @@ export class FeeOracle {
   readonly #cacheMs: number;
   readonly #tipCacheMs: number;
   readonly #heads: HeadSource | undefined;
-  #head: { at: number; block: Promise<HeadBlock> } | undefined;
+  /** This oracle's own last read of the head: when it was asked for, and its number once answered. */
+  #head: { at: number; block: Promise<HeadBlock>; number?: number } | undefined;
   #tip: { at: number; value: Promise<bigint> } | undefined;
   /** The read of the head that the callers of `readFrom` who found theirs too old share. */
   #catchingUp: Promise<ChainState> | undefined;
+  /** The highest block a read for `readFrom` did not reach: not read for again. */
+  #unreached = -1;
 
   constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
     this.#provider = provider;
@@ -175,11 +178,14 @@ export class FeeOracle {
   /**
    * The chain's state from a head no older than `block` (the block a trade's proof ran on, which
    * may be newer than the head `read` reuses): the reused head when it is that new, else one read
-   * of the head, shared by every caller that finds the reused one behind at the same time.
+   * of the head, shared by every caller that finds the reused one behind at the same time. Never
+   * an older head than the reused one; and a block that one read did not reach (a node whose
+   * calls run ahead of its head, or a lagging backend) is not read for again, so a node that
+   * answers so costs at most a read per block.
    */
   async readFrom(block: number): Promise<ChainState> {
     const state = await this.read();
-    if (state.head.number >= block) return state;
+    if (state.head.number >= block || block <= this.#unreached) return state;
     if (this.#catchingUp === undefined) {
       const read = this.read(true);
       this.#catchingUp = read;
@@ -188,30 +194,41 @@ export class FeeOracle {
       };
       read.then(done, done);
     }
-    return this.#catchingUp;
+    const caught = await this.#catchingUp;
+    if (caught.head.number < block) this.#unreached = Math.max(this.#unreached, block);
+    return caught.head.number >= state.head.number ? caught : state;
   }
 
   #latest(fresh: boolean): Promise<HeadBlock | null> {
     const now = Date.now();
+    const young = (at: number) => now - at <= this.#cacheMs;
     const watched = this.#heads?.lastHead();
     const cached = this.#head;
     // The newer of the watcher's head and this oracle's own read, if young enough (and a header
-    // with a base fee: a pushed one without it is not read here). A tie in time goes to this
-    // oracle's own read, which a caller asked for because the watcher's was behind (readFrom).
-    if (
-      !fresh &&
-      watched !== undefined &&
-      watched.block.baseFeePerGas !== undefined &&
-      now - watched.at <= this.#cacheMs &&
-      (cached === undefined || watched.at > cached.at)
-    )
-      return Promise.resolve(watched.block);
-    if (!fresh && cached !== undefined && now - cached.at <= this.#cacheMs) return cached.block;
+    // with a base fee: a pushed one without it is not read here): by block number once both are
+    // known, since either may come from a lagging node; while this oracle's read is on its way,
+    // by when each was asked for (a read asked for after the watcher's is waited for).
+    const watchedYoung =
+      watched !== undefined && watched.block.baseFeePerGas !== undefined && young(watched.at) ? watched : undefined;
+    const cachedYoung = cached !== undefined && young(cached.at) ? cached : undefined;
+    if (!fresh && watchedYoung !== undefined) {
+      const watchedNumber = Number(watchedYoung.block.number);
+      const newer =
+        cachedYoung === undefined ||
+        (cachedYoung.number === undefined ? watchedYoung.at > cachedYoung.at : watchedNumber > cachedYoung.number);
+      if (newer) return Promise.resolve(watchedYoung.block);
+    }
+    if (!fresh && cachedYoung !== undefined) return cachedYoung.block;
     const block = this.#provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<HeadBlock>;
-    const entry = { at: now, block };
-    block.catch(() => {
-      if (this.#head === entry) this.#head = undefined; // a failed read is not reused
-    });
+    const entry: { at: number; block: Promise<HeadBlock>; number?: number } = { at: now, block };
+    block.then(
+      (read) => {
+        if (read !== null && typeof read === "object") entry.number = Number(read.number);
+      },
+      () => {
+        if (this.#head === entry) this.#head = undefined; // a failed read is not reused
+      },
+    );
     this.#head = entry;
     return block;
   }

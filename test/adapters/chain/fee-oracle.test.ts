@@ -151,6 +151,31 @@ describe("FeeOracle", function () {
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
   });
 
+  it("never goes back to an older head: a read that answers a lower block than the watcher's is not taken, nor read for again", async function () {
+    const heads = [7, 7];
+    const calls: string[] = [];
+    const provider = {
+      send: async (method: string) => {
+        calls.push(method);
+        if (method === "eth_getBlockByNumber") return block(heads.shift() ?? 7);
+        if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
+        throw new Error(`not scripted: ${method}`);
+      },
+    } as unknown as JsonRpcApiProvider;
+    let watched = { block: block(8), at: Date.now() };
+    const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000 });
+    // A proof on block 9; the node's head read answers 7 (a lagging backend): the watcher's 8 stays.
+    expect((await oracle.readFrom(9)).head.number).to.equal(8);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
+    // Block 9 is not read for again (a node whose calls run ahead of its head would cost a read a trade).
+    expect((await oracle.readFrom(9)).head.number).to.equal(8);
+    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
+    // The watcher reads its head again later, from a backend that lags (block 6): its being later
+    // in time does not make it newer than the oracle's own block 7 (which lost to 8 above).
+    watched = { block: block(6), at: Date.now() + 1 };
+    expect((await oracle.read()).head.number).to.equal(7);
+  });
+
   it("refuses a trade while the latest base fee is above the cap, though Ethereum's rule predicts a fall the chain does not make (OP stack)", async function () {
     // OP stack after Canyon: target = limit / 6, change denominator 250: an empty block lowers the
     // base fee by 0.4 % (to 0.996 gwei), where Ethereum's parameters say 12.5 % (0.875 gwei).
