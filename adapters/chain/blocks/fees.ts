@@ -98,6 +98,13 @@ export function gwei(wei: bigint): string {
   return fraction === "" ? whole.toString() : `${whole}.${fraction}`;
 }
 
+/** This oracle's own read of the head: when it was asked for, and its number once answered. */
+interface HeadRead {
+  at: number;
+  block: Promise<HeadBlock>;
+  number?: number;
+}
+
 /** Where the latest head block comes from when someone read it lately (the block watcher does, about once per block). */
 export interface HeadSource {
   /** The latest head block read, and when (ms), if any. */
@@ -143,8 +150,7 @@ export class FeeOracle {
   readonly #cacheMs: number;
   readonly #tipCacheMs: number;
   readonly #heads: HeadSource | undefined;
-  /** This oracle's own last read of the head: when it was asked for, and its number once answered. */
-  #head: { at: number; block: Promise<HeadBlock>; number?: number } | undefined;
+  #head: HeadRead | undefined;
   #tip: { at: number; value: Promise<bigint> } | undefined;
   /** The read of the head that the callers of `readFrom` who found theirs too old share. */
   #catchingUp: Promise<ChainState> | undefined;
@@ -220,7 +226,7 @@ export class FeeOracle {
     }
     if (!fresh && cachedYoung !== undefined) return cachedYoung.block;
     const block = this.#provider.send("eth_getBlockByNumber", ["latest", false]) as Promise<HeadBlock>;
-    const entry: { at: number; block: Promise<HeadBlock>; number?: number } = { at: now, block };
+    const entry: HeadRead = { at: now, block };
     block.then(
       (read) => {
         if (read !== null && typeof read === "object") entry.number = Number(read.number);

@@ -97,12 +97,13 @@ describe("FeeOracle", function () {
     gasUsed: "0x0",
     gasLimit: "0x1c9c380",
   });
-  function fakeNode() {
+  /** A node whose head reads answer `heads` in turn, then block 7. */
+  function fakeNode(heads: number[] = []) {
     const calls: string[] = [];
     const provider = {
       send: async (method: string) => {
         calls.push(method);
-        if (method === "eth_getBlockByNumber") return block(7);
+        if (method === "eth_getBlockByNumber") return block(heads.shift() ?? 7);
         if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
         throw new Error(`not scripted: ${method}`);
       },
@@ -152,16 +153,7 @@ describe("FeeOracle", function () {
   });
 
   it("never goes back to an older head: a read that answers a lower block than the watcher's is not taken, nor read for again", async function () {
-    const heads = [7, 7];
-    const calls: string[] = [];
-    const provider = {
-      send: async (method: string) => {
-        calls.push(method);
-        if (method === "eth_getBlockByNumber") return block(heads.shift() ?? 7);
-        if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
-        throw new Error(`not scripted: ${method}`);
-      },
-    } as unknown as JsonRpcApiProvider;
+    const { calls, provider } = fakeNode(); // its head: block 7, behind the watcher's
     let watched = { block: block(8), at: Date.now() };
     const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000 });
     // A proof on block 9; the node's head read answers 7 (a lagging backend): the watcher's 8 stays.

@@ -14,6 +14,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
+import { waitFor } from "../../helpers/wait.js";
 import { MemoryJournal } from "../../helpers/memory-journal.js";
 import {
   API_KEY,
@@ -143,8 +144,7 @@ for (const grpcFastPath of [true, false]) {
         // long before the trade does.
         const { error } = await grpcJs(t.url, "Sell", snakeTrade(), { deadlineMs: 200, idempotencyKey: "late-1" });
         expect(error?.code).to.equal(grpc.status.DEADLINE_EXCEEDED);
-        const until = Date.now() + 5_000;
-        while (t.trade.nonce === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitFor("the trade to reach its outcome", async () => t.trade.nonce > 0, 5_000, 20).catch(() => {});
         expect(t.trade.nonce).to.equal(1);
         t.trade.delayMs = 0;
         const retry = await grpcJs(t.url, "Sell", snakeTrade(), { idempotencyKey: "late-1" });

@@ -24,6 +24,7 @@ import {
   type TestServer,
 } from "./helpers.js";
 import { selfSignedCertificate, type SelfSigned } from "../../helpers/tls.js";
+import { waitFor } from "../../helpers/wait.js";
 
 /** A TCP proxy that delivers the client's first chunk in two pieces, 30 ms apart. */
 async function splittingProxy(targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
@@ -262,7 +263,7 @@ describe("the one-port server", function () {
       const json = postJson(`${t.url}/api/v1/token/sell`, tradeBody());
       const rpc = grpcCall(client, "Buy", grpcTrade("2"), API_KEY);
       // Both trades started (and held for a second), however long the gRPC channel took to connect.
-      while (t.trade.calls.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor("both trades to start", async () => t!.trade.calls.length >= 2, 10_000, 10);
       expect(t.server.inFlight()).to.equal(2);
       const started = Date.now();
       const closing = t.server.close();
@@ -293,7 +294,7 @@ describe("the one-port server", function () {
       socket.on("data", (d) => (answer += d.toString()));
       const closed = new Promise((resolve) => socket.once("close", resolve));
       socket.write(trade); // the first is in flight when the shutdown begins…
-      while (t.trade.calls.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor("the first trade to start", async () => t!.trade.calls.length >= 1, 10_000, 10);
       const closing = t.server.close();
       socket.write(trade + trade); // …and two more arrive on its connection, pipelined
       await closed;
