@@ -6,120 +6,34 @@
  * restart, and an instance killed while it monitors the wallet (the last with PostgreSQL).
  * Each ends definite: confirmed, failed or expired, never paid twice, never after its deadline.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { expect } from "chai";
 import { Interface, Wallet } from "ethers";
-import { pino } from "pino";
 
 import { SWAP_ABI } from "../../../../adapters/chain/index.js";
-import { startService, type RunningService } from "../../../../adapters/main.js";
-import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
-import { deployOnAnvil, startAnvil, type Anvil } from "../../../helpers/anvil.js";
-import { anvilServiceEnv } from "../../../helpers/anvil-service.js";
-import { freePort } from "../../../helpers/service-defaults.js";
-import { LogSink, getJson, postJson } from "../../transport/helpers.js";
+import { getJson } from "../../transport/helpers.js";
+import {
+  CUSTOMER,
+  EXCHANGE,
+  GWEI,
+  balanceOf,
+  outcome as outcomeOf,
+  pendingHash,
+  realChain,
+  sleep,
+  type RealChain,
+} from "../../../helpers/real-chain.js";
 import { waitFor } from "../../../helpers/wait.js";
 
-const KEY = "anvil-test-key-0123456789abcdef";
-const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
-const EXCHANGE = hardhatAccount(1);
-const GWEI = 10n ** 9n;
 const swapInterface = new Interface(SWAP_ABI);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Retries the sell with the key until the answer is not 504 (pending). */
+const outcome = (chain: RealChain, key: string, ms?: number) => outcomeOf(() => chain.sell(key), key, ms);
 
-interface RealChain {
-  anvil: Anvil;
-  service: RunningService;
-  logs: LogSink;
-  addresses: Awaited<ReturnType<typeof deployOnAnvil>>;
-  dir: string;
-  nonce(tag?: "latest" | "pending"): Promise<number>;
-  /** Stops making blocks (transactions wait in the pool). */
-  pause(): Promise<void>;
-  /** A block every second again. */
-  resume(): Promise<void>;
-  sell(idempotencyKey?: string): ReturnType<typeof postJson>;
-  trade(hash: string): ReturnType<typeof getJson>;
-  close(): Promise<void>;
-}
-
-/** anvil with the suite deployed, and the service on it as an operator runs it, with quick timings. */
-async function realChain(env: Record<string, string> = {}, anvilOptions: { state?: string } = {}): Promise<RealChain> {
-  const anvil = await startAnvil({ blockTime: 1, ...anvilOptions });
-  const addresses = await deployOnAnvil(anvil, 1000);
-  const dir = mkdtempSync(join(tmpdir(), "anvil-service-"));
-  writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
-  const logs = new LogSink();
-  const service = await startService({
-    env: {
-      ...anvilServiceEnv(anvil, dir, KEY, EXCHANGE.privateKey),
-      METRICS_PORT: String(await freePort()),
-      DATA_DIR: join(dir, "data"),
-      RESUBMIT_AFTER_MS: "2000",
-      ...env,
-    },
-    log: pino({ level: "info" }, logs),
-  });
-  const body = {
-    userAddress: EXCHANGE.address,
-    destinatary: CUSTOMER,
-    amount: "2",
-    usdAddress: addresses.stableCoins.USDC,
-  };
-  return {
-    anvil,
-    service,
-    logs,
-    addresses,
-    dir,
-    nonce: async (tag = "latest") =>
-      Number(await anvil.rpc<string>("eth_getTransactionCount", [EXCHANGE.address, tag])),
-    pause: async () => {
-      await anvil.rpc("evm_setAutomine", [false]);
-      await anvil.rpc("evm_setIntervalMining", [0]);
-    },
-    resume: async () => void (await anvil.rpc("evm_setIntervalMining", [1])),
-    sell: (idempotencyKey) =>
-      postJson(`${service.apiUrl}/api/v1/token/sell`, body, {
-        apiKey: KEY,
-        headers: idempotencyKey ? { "idempotency-key": idempotencyKey } : {},
-      }),
-    trade: (hash) => getJson(`${service.apiUrl}/api/v1/trades/${hash}`, { apiKey: KEY }),
-    async close() {
-      await service.close();
-      await anvil.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** The hash a 504 "trade pending" names. */
-function pendingHash(answer: { status: number; body: { code?: string; message?: string } }): string {
-  expect(answer.status, JSON.stringify(answer.body)).to.equal(504);
-  expect(answer.body.code).to.equal("deadline_exceeded");
-  return /transaction (0x[0-9a-f]{64})/.exec(answer.body.message ?? "")![1]!;
-}
-
-/** Retries with the key until the answer is not 504 (pending). */
-async function outcome(chain: RealChain, key: string, ms = 60_000) {
-  return waitFor(
-    `the outcome of ${key}`,
-    async () => {
-      const answer = await chain.sell(key);
-      return answer.status === 504 ? undefined : answer;
-    },
-    ms,
-  );
-}
-
-async function usdcOf(chain: RealChain, owner: string): Promise<bigint> {
-  const data = `0x70a08231${owner.slice(2).toLowerCase().padStart(64, "0")}`;
-  return BigInt(await chain.anvil.rpc<string>("eth_call", [{ to: chain.addresses.stableCoins.USDC, data }, "latest"]));
-}
+const usdcOf = (chain: RealChain, owner: string) => balanceOf(chain.anvil, chain.addresses.stableCoins.USDC, owner);
 
 describe("on a real chain (anvil, 1 s blocks)", function () {
   this.timeout(180_000);

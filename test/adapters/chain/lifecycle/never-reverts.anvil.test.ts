@@ -1,0 +1,384 @@
+/**
+ * Nothing the exchange wallet sends can revert, on an independent node (anvil): every scenario
+ * here once sent a transaction that could not succeed (gas burned), stalled a trade behind
+ * someone else's transaction, or signed a trade again while its first transaction could still
+ * be mined. Each ends with the wallet's mined transactions checked: none reverted.
+ *
+ * - what a pending trade spends stays reserved after its 504, across a restart and across
+ *   instances on one PostgreSQL journal, for the wallet's balance and the swap's reserves;
+ * - an allowance top-up never lands between a proven trade and its execution;
+ * - a quote too close to its expiry for the chain's block time is refused, never signed;
+ * - a transaction of someone else's pending at the wallet's next nonce costs a trade a block or
+ *   two, not its receipt timeout;
+ * - an endpoint that does not answer keeps a trade's nonce "unknown": never signed again.
+ */
+import { expect } from "chai";
+import { Interface, JsonRpcProvider, Wallet, id, parseUnits } from "ethers";
+
+import { createRpcProvider, rawKeySigner } from "../../../../adapters/chain/index.js";
+import { DEFAULT_FEED_POLICY, FeedGuard } from "../../../../adapters/chain/price/index.js";
+import { ChainTradeAdapter } from "../../../../adapters/chain/trade/index.js";
+import { MemoryJournal } from "../../../../adapters/journal/index.js";
+import type { Address, TradeOrder } from "../../../../core/index.js";
+import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
+import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
+import {
+  EXCHANGE,
+  GWEI,
+  balanceOf,
+  outcome,
+  pendingHash,
+  realChain,
+  sleep,
+  type RealChain,
+} from "../../../helpers/real-chain.js";
+import { startRpcProxy, type RpcCall, type RpcProxy } from "../../../helpers/rpc-proxy.js";
+import { waitFor } from "../../../helpers/wait.js";
+
+const erc20 = new Interface(["function transfer(address,uint256)", "function approve(address,uint256)"]);
+/** The swap's paid-out events: Sold, Bought and Remitted. */
+const PAID_TOPICS = ["Sold", "Bought", "Remitted"].map((name) =>
+  id(`${name}(address,address,address,uint256,uint256,uint256)`),
+);
+const DEPLOYER = hardhatAccount(0);
+const USDC = (whole: string) => parseUnits(whole, 6);
+
+/** Sends `data` to `to` from `key`'s account (the exchange wallet's key, or the deployer's), mined. */
+async function sendAs(chain: RealChain, key: string, to: string, data: string): Promise<void> {
+  const provider = new JsonRpcProvider(chain.anvil.url, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  try {
+    const tx = await new Wallet(key, provider).sendTransaction({ to, data });
+    const receipt = await tx.wait();
+    expect(receipt?.status, "the test's own transaction").to.equal(1);
+  } finally {
+    provider.destroy();
+  }
+}
+
+/** Leaves the exchange wallet `whole` USDC (the rest goes to the deployer), before any trade. */
+async function leaveWalletUsdc(chain: RealChain, whole: string): Promise<void> {
+  const usdc = chain.addresses.stableCoins.USDC;
+  const extra = (await balanceOf(chain.anvil, usdc, EXCHANGE.address)) - USDC(whole);
+  await sendAs(chain, EXCHANGE.privateKey, usdc, erc20.encodeFunctionData("transfer", [DEPLOYER.address, extra]));
+}
+
+/** Leaves the swap `whole` USDC of reserves (the admin withdraws the rest). */
+async function leaveSwapUsdc(chain: RealChain, whole: string): Promise<void> {
+  const usdc = chain.addresses.stableCoins.USDC;
+  const extra = (await balanceOf(chain.anvil, usdc, chain.addresses.swap)) - USDC(whole);
+  const data = new Interface(["function withdrawReserves(address,address,uint256)"]).encodeFunctionData(
+    "withdrawReserves",
+    [usdc, DEPLOYER.address, extra],
+  );
+  await sendAs(chain, DEPLOYER.privateKey, chain.addresses.swap, data);
+}
+
+/** A feed guard whose first trade check waits until `open()`: holds a trade between its reservation and its proof's use. */
+class GatedFeeds extends FeedGuard {
+  #enter: () => void = () => {};
+  readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
+  open: () => void = () => {};
+  readonly #gate = new Promise<void>((resolve) => (this.open = resolve));
+  #calls = 0;
+
+  override async forTrade(...args: Parameters<FeedGuard["forTrade"]>): Promise<void> {
+    if (this.#calls++ === 0) {
+      this.#enter();
+      await this.#gate;
+    }
+    return super.forTrade(...args);
+  }
+}
+
+/** How many of the swap's paid-out events (Sold, Bought, Remitted) name `destinatary` since the test began. */
+async function paymentsTo(chain: RealChain, destinatary: string): Promise<number> {
+  const logs = await chain.anvil.rpc<Array<{ topics: string[] }>>("eth_getLogs", [
+    {
+      fromBlock: `0x${chain.startBlock.toString(16)}`,
+      toBlock: "latest",
+      address: chain.addresses.swap,
+      topics: [PAID_TOPICS],
+    },
+  ]);
+  return logs.filter((log) => `0x${log.topics[2]!.slice(26)}`.toLowerCase() === destinatary.toLowerCase()).length;
+}
+
+/** The nonce a mined or pending transaction was signed at. */
+async function nonceOf(chain: RealChain, hash: string): Promise<number> {
+  const tx = await chain.anvil.rpc<{ nonce: string }>("eth_getTransactionByHash", [hash]);
+  return Number(tx.nonce);
+}
+
+describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () {
+  this.timeout(180_000);
+  let chain: RealChain | undefined;
+  let postgres: TestPostgres | undefined;
+  const proxies: RpcProxy[] = [];
+
+  afterEach(async function () {
+    await chain?.close();
+    chain = undefined;
+    for (const proxy of proxies.splice(0)) await proxy.close();
+  });
+
+  after(async function () {
+    await postgres?.stop();
+  });
+
+  describe("what a pending trade spends stays reserved until it is final", function () {
+    /**
+     * Buy A (80 of the wallet's 100 USDC) left pending, its 504 answered; then buy B (80) on the
+     * service `next` gives (default: the same one).
+     */
+    async function pendingThenSecond(
+      env: Record<string, string> = {},
+      next: () => Promise<RealChain["service"]> = async () => chain!.service,
+    ) {
+      chain = await realChain(env);
+      await leaveWalletUsdc(chain, "100");
+      await chain.pause();
+      const first = pendingHash(await chain.post("token/buy", { amount: "80" }, { "idempotency-key": "buy-a" }));
+      const service = await next();
+      const pending = await chain.nonce("pending");
+      const second = await chain.post("token/buy", { amount: "80" }, {}, service);
+      return { first, pending, second, service };
+    }
+
+    /** Buy A is mined once blocks resume, and answered on `service`; nothing the wallet sent reverted. */
+    async function firstIsMined(firstHash: string, service: RealChain["service"]) {
+      await chain!.resume();
+      const done = await outcome(
+        () => chain!.post("token/buy", { amount: "80" }, { "idempotency-key": "buy-a" }, service),
+        "buy A",
+      );
+      expect(done.status, done.text).to.equal(200);
+      expect(done.body.transactionHash).to.equal(firstHash);
+      expect(await chain!.reverted(), "reverted transactions of the wallet").to.deep.equal([]);
+    }
+
+    it("refuses a buy the wallet's balance covers only without a buy still pending after its 504", async function () {
+      const { first, pending, second, service } = await pendingThenSecond();
+      expect(second.status, second.text).to.equal(400);
+      expect(second.body.code).to.equal("failed_precondition");
+      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\), the trade needs 80/);
+      expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
+      await firstIsMined(first, service);
+    });
+
+    it("keeps the pending buy's reservation across a restart of the service", async function () {
+      const { first, pending, second, service } = await pendingThenSecond({}, async () => {
+        await chain!.service.close();
+        return chain!.another();
+      });
+      expect(second.status, second.text).to.equal(400);
+      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\)/);
+      expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
+      await firstIsMined(first, service);
+    });
+
+    it("counts another instance's pending buy on one PostgreSQL journal", async function () {
+      postgres ??= await startPostgres();
+      const { first, pending, second, service } = await pendingThenSecond({ JOURNAL_URL: postgres.url }, () =>
+        chain!.another(),
+      );
+      expect(second.status, second.text).to.equal(400);
+      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\)/);
+      expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
+      await firstIsMined(first, service);
+    });
+
+    it("refuses a sell the swap's reserves cover only without a sell still pending after its 504", async function () {
+      chain = await realChain();
+      await leaveSwapUsdc(chain, "100");
+      await chain.pause();
+      // 64 tokens at 1.25 USD pay out 80 USDC.
+      const first = pendingHash(await chain.sell("sell-a", { amount: "64" }));
+      const pending = await chain.nonce("pending");
+      const second = await chain.sell(undefined, { amount: "64" });
+      expect(second.status, second.text).to.equal(400);
+      expect(second.body.message).to.match(/the swap's reserves hold 100 USDC \(80 already committed/);
+      expect(await chain.nonce("pending"), "nothing was signed").to.equal(pending);
+      await chain.resume();
+      const done = await outcome(() => chain!.sell("sell-a", { amount: "64" }), "sell A");
+      expect(done.status, done.text).to.equal(200);
+      expect(done.body.transactionHash).to.equal(first);
+      expect(await chain.reverted()).to.deep.equal([]);
+    });
+  });
+
+  for (const coin of ["DAI", "USDT"] as const) {
+    it(`tops a short ${coin} allowance up without a proven trade executing behind a reset`, async function () {
+      // The trade adapter on anvil, so that trade A can be held between its reservation and its
+      // signing (its feed check waits on a gate) while trade B tops the allowance up.
+      chain = await realChain();
+      await chain.service.close();
+      const stable = chain.addresses.stableCoins[coin];
+      const decimals = coin === "DAI" ? 18 : 6;
+      const unit = parseUnits("1", decimals);
+      // The swap may spend 100 of the wallet's coin: buys of 60 and 60 need a top-up.
+      if (coin === "USDT")
+        await sendAs(
+          chain,
+          EXCHANGE.privateKey,
+          stable,
+          erc20.encodeFunctionData("approve", [chain.addresses.swap, 0n]),
+        );
+      await sendAs(
+        chain,
+        EXCHANGE.privateKey,
+        stable,
+        erc20.encodeFunctionData("approve", [chain.addresses.swap, 100n * unit]),
+      );
+      const provider = createRpcProvider(chain.anvil.url);
+      const feeds = new GatedFeeds({ provider, swap: chain.addresses.swap, policy: DEFAULT_FEED_POLICY });
+      const adapter = new ChainTradeAdapter({
+        provider,
+        chainId: BigInt(await chain.anvil.rpc<string>("eth_chainId")),
+        wallets: [rawKeySigner(EXCHANGE.privateKey)],
+        swap: chain.addresses.swap,
+        token: { address: chain.addresses.token, symbol: "TTK" },
+        journal: new MemoryJournal(),
+        receiptTimeoutMs: 20_000,
+        feeds,
+      });
+      try {
+        const order = (destinatary: Address): TradeOrder => ({
+          kind: "buy" as const,
+          wallet: EXCHANGE.address as Address,
+          destinatary,
+          amount: 60n * unit,
+          stable: { symbol: coin, address: stable as Address, decimals },
+        });
+        await chain.pause();
+        const nonce = await chain.nonce("pending");
+        // A reserves 60 of the 100 and waits before its proof is used.
+        const a = adapter.buy(order("0x00000000000000000000000000000000000000a1"));
+        a.catch(() => {});
+        await feeds.entered;
+        await sleep(500);
+        // B finds the allowance short and tops it up: its approval(s) wait in the pool.
+        const b = adapter.buy(order("0x00000000000000000000000000000000000000b2"));
+        b.catch(() => {});
+        await waitFor("the top-up in the pool", async () => (await chain!.nonce("pending")) > nonce);
+        await sleep(500);
+        feeds.open();
+        await sleep(1_000);
+        await chain.resume();
+        const [doneA, doneB] = await Promise.allSettled([a, b]);
+        expect(doneA.status, String((doneA as PromiseRejectedResult).reason)).to.equal("fulfilled");
+        expect(doneB.status, String((doneB as PromiseRejectedResult).reason)).to.equal("fulfilled");
+        expect(await chain.reverted(), "reverted transactions of the wallet").to.deep.equal([]);
+      } finally {
+        await adapter.stop();
+        provider.destroy();
+      }
+    });
+  }
+
+  it("refuses a quote with less time left than two of the chain's blocks, and signs nothing", async function () {
+    chain = await realChain({ QUOTE_TTL_MS: "20000", RECEIPT_TIMEOUT_MS: "15000" });
+    // Blocks every 6 s from now on: the service measures the chain's block time from its heads.
+    await chain.anvil.rpc("evm_setIntervalMining", [6]);
+    await sleep(20_000);
+    const quote = async () => {
+      const answer = await chain!.post("token/quote", { kind: "buy", amount: "5" });
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.body as { quoteId: string; expiresAt: string };
+    };
+    const early = await quote();
+    // Redeemed with 15 s left, more than two blocks: it is mined before its deadline.
+    const mined = await chain.post("token/buy", { amount: "5" }, { "quote-id": early.quoteId });
+    expect(mined.status, mined.text).to.equal(200);
+
+    const late = await quote();
+    const pending = await chain.nonce("pending");
+    // 8 s before its expiry: more than the fixed 3 s, less than two 6 s blocks.
+    await sleep(Date.parse(late.expiresAt) - Date.now() - 8_000);
+    const refused = await chain.post("token/buy", { amount: "5" }, { "quote-id": late.quoteId });
+    expect(refused.status, refused.text).to.equal(400);
+    expect(refused.body.message).to.match(/\(quote_expired\)/);
+    expect(await chain.nonce("pending"), "nothing was signed").to.equal(pending);
+    expect(await chain.reverted()).to.deep.equal([]);
+  });
+
+  it("signs a trade again at the next nonce a block after someone else's pending transaction at its nonce is mined", async function () {
+    chain = await realChain({ RECEIPT_TIMEOUT_MS: "12000" });
+    const first = await chain.post("token/buy", { amount: "1" });
+    expect(first.status, first.text).to.equal(200); // the service now holds the next nonce
+    await chain.pause();
+    const nonce = await chain.nonce("pending");
+    // The wallet's key used elsewhere: a transfer at that nonce, with a tip the service does not match.
+    const outsider = await new Wallet(EXCHANGE.privateKey).signTransaction({
+      type: 2,
+      chainId: Number(await chain.anvil.rpc<string>("eth_chainId")),
+      nonce,
+      to: EXCHANGE.address,
+      value: 0n,
+      gasLimit: 21_000n,
+      maxFeePerGas: 200n * GWEI,
+      maxPriorityFeePerGas: 50n * GWEI,
+    });
+    const outsiderHash = await chain.anvil.rpc<string>("eth_sendRawTransaction", [outsider]);
+    const started = Date.now();
+    const buy = chain.post("token/buy", { amount: "2" });
+    await sleep(500);
+    await chain.resume();
+    const answer = await buy;
+    const tookMs = Date.now() - started;
+    expect(answer.status, answer.text).to.equal(200);
+    expect(await nonceOf(chain, outsiderHash)).to.equal(nonce);
+    expect(await nonceOf(chain, answer.body.transactionHash), "signed again at the next nonce").to.equal(nonce + 1);
+    console.log(`      a trade behind someone else's transaction at its nonce: answered in ${tookMs} ms`);
+    expect(await chain.reverted()).to.deep.equal([]);
+  });
+
+  it("never signs a trade again while an endpoint that may hold it is silent, though another says its nonce is taken", async function () {
+    // Two endpoints on one anvil. The first takes the send and loses its answer, then answers
+    // nothing; the second takes it too and answers 502, and is wrong: its chain is a nonce ahead
+    // and knows none of the trade's hashes.
+    const base = await realChain(); // the suite deployed; the service on it is not used
+    const { anvil } = base;
+    const first = await startRpcProxy(anvil.url);
+    const wrong = await startRpcProxy(anvil.url);
+    proxies.push(first, wrong);
+    await base.service.close();
+    chain = base;
+    const service = await chain.another({ RPC_URL: `${first.url},${wrong.url}`, RECEIPT_TIMEOUT_MS: "20000" });
+    const destinatary = "0x00000000000000000000000000000000000d1ce5";
+    const warm = await chain.post("token/buy", { amount: "1" }, {}, service);
+    expect(warm.status, warm.text).to.equal(200);
+
+    await chain.pause();
+    const nonce = await chain.nonce("pending");
+    let lost = false;
+    const sends = (calls: RpcCall[]) => calls.some((call) => call.method === "eth_sendRawTransaction");
+    const probe = (calls: RpcCall[]) => calls.length === 1 && calls[0]!.method === "eth_chainId";
+    first.intercept((calls) => {
+      if (sends(calls) && !lost) {
+        lost = true;
+        return "drop"; // forwarded: anvil holds it; the answer never comes
+      }
+      return lost && !probe(calls) ? "502" : "pass";
+    });
+    wrong.intercept((calls) => (sends(calls) ? "502" : "pass"));
+    wrong.rewrite((call, result) => {
+      if (call.method === "eth_getTransactionCount") return `0x${(Number(result) + 1).toString(16)}`;
+      if (call.method === "eth_getTransactionByHash" || call.method === "eth_getTransactionReceipt") return null;
+      return result;
+    });
+    const buy = chain.post("token/buy", { amount: "3", destinatary }, {}, service);
+    await waitFor("the send's answer lost", async () => lost);
+    await sleep(4_000); // time for two "taken" looks a second apart, and a new round
+    first.intercept(() => "pass");
+    wrong.intercept(() => "pass");
+    wrong.rewrite((_, result) => result);
+    await chain.resume();
+    const answer = await buy;
+    expect(answer.status, answer.text).to.equal(200);
+    expect(await nonceOf(chain, answer.body.transactionHash)).to.equal(nonce);
+    await sleep(2_000); // a second transaction, if one was signed, is mined by now
+    expect(await paymentsTo(chain, destinatary), "payments to the destinatary").to.equal(1);
+    expect(await chain.nonce("latest")).to.equal(nonce + 1);
+    expect(await chain.reverted()).to.deep.equal([]);
+  });
+});
