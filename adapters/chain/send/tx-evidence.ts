@@ -17,7 +17,11 @@ export type Evidence =
   | { state: "mined"; hash: string; receipt: RpcReceipt }
   /** A node holds one of them in its pool: it may still be mined. */
   | { state: "known"; hash: string }
-  /** An endpoint has mined past the nonce and knows none of the hashes: another transaction may have taken it. */
+  /**
+   * Every endpoint answered every lookup, none knows the hashes, and one has mined past the
+   * nonce: another transaction may have taken it. An endpoint that did not answer may be the one
+   * holding ours, so with one silent the answer is `unknown`, never `taken`.
+   */
   | { state: "taken" }
   /** Every endpoint answered every lookup: none knows the hashes, none has mined past the nonce. */
   | { state: "absent" }
@@ -72,8 +76,8 @@ export async function lookUpOwn(
     if (typeof count === "string" && Number(BigInt(count)) > nonce) taken = true;
   }
   if (known !== undefined) return { state: "known", hash: known };
-  if (taken) return { state: "taken" };
-  return silent || answers.length === 0 ? { state: "unknown" } : { state: "absent" };
+  if (silent || answers.length === 0) return { state: "unknown" };
+  return taken ? { state: "taken" } : { state: "absent" };
 }
 
 /** `calls` to every endpoint (RpcProvider), or to the one endpoint of any other provider. */

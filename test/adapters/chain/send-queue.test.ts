@@ -599,6 +599,32 @@ describe("SendQueue", function () {
     }
   });
 
+  it("never signs a trade again while an endpoint that may hold it does not answer, though another says its nonce is taken", async function () {
+    // The first endpoint has mined past the nonce and knows none of the trade's hashes; the
+    // second, which may be the one holding the transaction, answers nothing.
+    const gone = http.createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    const both = new RpcProvider([node.url, `http://127.0.0.1:${(gone.address() as AddressInfo).port}`], {
+      chainId: 31337n,
+      batchStallMs: 0,
+    });
+    const careful = queueOn(both);
+    node.onSend = (tx, n) => {
+      n.latestNonce = tx.nonce + 1;
+      return { error: { code: -32000, message: "nonce too low" } };
+    };
+    try {
+      const sent = await careful.send(trade(0));
+      expect(sent).to.deep.include({ nonce: 7, known: false });
+      expect(node.calls("eth_sendRawTransaction"), "signed once").to.have.length(1);
+      expect((await nonces.slot(wallet.address, 7))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+    } finally {
+      both.destroy();
+      gone.closeAllConnections();
+      await new Promise((resolve) => gone.close(resolve));
+    }
+  });
+
   describe("with a signer that is not the local key (KMS, Vault)", function () {
     const queueWith = (signer: TransactionSigner) => queueOn(provider, signer);
 
