@@ -28,7 +28,7 @@ import {SwapMath} from "./libraries/SwapMath.sol";
  *   (3) stable-coin `Transfer` swap -> destinatary, (4) {Sold}.
  *   Log (0) is emitted when the caller's allowance is finite; an infinite allowance is not
  *   decremented and leaves four logs.
- * - buy and remit, three logs: (0) stable-coin `Transfer` caller -> swap,
+ * - buy and buyAndRemit (a remittance), three logs: (0) stable-coin `Transfer` caller -> swap,
  *   (1) token `Transfer` 0 -> destinatary (mint), (2) {Bought} or {Remitted}.
  * Access control only reads roles during a trade; it adds no log.
  *
@@ -144,7 +144,7 @@ contract TokenSwap is ITokenSwap, AccessControlDefaultAdminRules, Pausable, Reen
     }
 
     /// @inheritdoc ITokenSwap
-    function remit(
+    function buyAndRemit(
         address stable,
         uint256 stableAmount,
         address destinatary,

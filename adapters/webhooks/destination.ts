@@ -6,65 +6,75 @@
  * to a public address when checked and a private one when connecting (DNS rebinding) gains nothing.
  */
 import { lookup } from "node:dns/promises";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
 
-const internal = new BlockList();
-for (const [net, prefix] of [
-  ["0.0.0.0", 8], // "this network"
-  ["10.0.0.0", 8], // private
-  ["100.64.0.0", 10], // carrier-grade NAT
-  ["127.0.0.0", 8], // loopback
-  ["169.254.0.0", 16], // link-local (cloud metadata services)
-  ["172.16.0.0", 12], // private
-  ["192.0.0.0", 24], // IETF protocol assignments
-  ["192.168.0.0", 16], // private
-  ["198.18.0.0", 15], // benchmarking
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-] as const)
-  internal.addSubnet(net, prefix, "ipv4");
-for (const [net, prefix] of [
-  ["::", 128], // unspecified
-  ["::1", 128], // loopback
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["ff00::", 8], // multicast
-] as const)
-  internal.addSubnet(net, prefix, "ipv6");
+import ipaddr from "ipaddr.js";
 
-/** Whether `address` (an IP literal) is loopback, private, link-local or otherwise internal. */
+type IPv4 = ipaddr.IPv4;
+type IPv6 = ipaddr.IPv6;
+
+/** Global unicast: the only IPv6 space IANA allocates from (IANA IPv6 Address Space, RFC 4291). */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3");
+/** IPv4-compatible, ::a.b.c.d (RFC 4291 §2.5.5.1, deprecated). */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
+/** The local-use NAT64 prefix (RFC 8215), which ipaddr.js names "rfc6052" with the well-known 64:ff9b::/96. */
+const LOCAL_USE_NAT64 = ipaddr.IPv6.parseCIDR("64:ff9b:1::/48");
+
+/**
+ * Whether `address` (an IP literal) is loopback, private, link-local or otherwise internal or
+ * special-purpose. A string that is not an IP literal counts as internal.
+ *
+ * The blocks come from ipaddr.js's `range()`, which follows IANA's special-purpose registries:
+ * anything but "unicast" is refused, including the globally reachable anycast services (AS112, AMT,
+ * PCP, TURN) that no webhook receiver lives at. An IPv6 address that carries an IPv4 address is
+ * classified by the IPv4 address it reaches. IPv6 outside 2000::/3 is refused: IANA allocates none
+ * of it, and its newest special-purpose blocks come from there before libraries list them (the one
+ * block of the registry ipaddr.js 2.5.0 lacks, 100:0:0:1::/64, RFC 9780, is refused by this rule).
+ */
 export function isInternalAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return internal.check(address, "ipv4");
-  if (family !== 6) return true;
-  if (internal.check(address, "ipv6")) return true;
-  // An IPv4 address carried inside IPv6 is checked as that IPv4 address.
-  const words = ipv6Words(address);
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
-  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible)
-  if (zero(0, 5) && (words[5] === 0xffff || words[5] === 0)) return internal.check(v4(words[6]!, words[7]!), "ipv4");
-  // 64:ff9b::a.b.c.d (NAT64, RFC 6052): the gateway would connect to a.b.c.d
-  if (words[0] === 0x64 && words[1] === 0xff9b && zero(2, 6)) return internal.check(v4(words[6]!, words[7]!), "ipv4");
-  // 2002:AABB:CCDD::/48 (6to4, RFC 3056)
-  if (words[0] === 0x2002) return internal.check(v4(words[1]!, words[2]!), "ipv4");
-  // 2001:0::/32 (Teredo, RFC 4380): a tunnel to a client behind a NAT, never a webhook endpoint
-  return words[0] === 0x2001 && words[1] === 0;
+  if (family === 4) return isInternalIPv4(ipaddr.IPv4.parse(address));
+  if (family === 6) return isInternalIPv6(ipaddr.IPv6.parse(address));
+  return true;
 }
 
-/** The eight 16-bit words of an IPv6 address (isIP said 6), an embedded dotted quad included. */
-function ipv6Words(address: string): number[] {
-  let text = address.toLowerCase().split("%")[0]!;
-  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (quad) {
-    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+function isInternalIPv4(ip: IPv4): boolean {
+  return ip.range() !== "unicast";
+}
+
+function isInternalIPv6(ip: IPv6): boolean {
+  switch (ip.range()) {
+    case "ipv4Mapped": // ::ffff:a.b.c.d (RFC 4291 §2.5.5.2): a dual-stack socket connects to a.b.c.d
+    case "rfc6145": // ::ffff:0:a.b.c.d (RFC 2765 §2.1): a stateless translator delivers to a.b.c.d
+      return isInternalIPv4(carried(ip, 6));
+    case "rfc6052":
+      // 64:ff9b::a.b.c.d (RFC 6052): a NAT64 gateway connects to a.b.c.d. In 64:ff9b:1::/48 the
+      // network that uses it places the IPv4 address (RFC 6052 §2.2), so it reaches that network's own
+      // translator, and whatever it maps to: internal
+      return ip.match(LOCAL_USE_NAT64) || isInternalIPv4(carried(ip, 6));
+    case "6to4": // 2002:AABB:CCDD::/48 (RFC 3056): a 6to4 relay tunnels to AA.BB.CC.DD
+      return isInternalIPv4(carried(ip, 1));
+    case "teredo": {
+      // 2001:0:<server>:<flags>:<port>:<client> (RFC 4380): a relay sends to the client's NAT
+      // mapping, stored inverted bit by bit; a private server means a private Teredo deployment
+      const client = new ipaddr.IPv4(carried(ip, 6).octets.map((octet) => octet ^ 255));
+      return isInternalIPv4(carried(ip, 2)) || isInternalIPv4(client);
+    }
+    case "unicast":
+      if (ip.match(IPV4_COMPATIBLE)) return isInternalIPv4(carried(ip, 6));
+      return !ip.match(GLOBAL_UNICAST);
+    default:
+      // every other range: loopback, unspecified, link-local, unique local, site-local (fec0::/10,
+      // RFC 3879: it reaches the site's own network), multicast, discard, documentation, ...
+      return true;
   }
-  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const middle = tail === undefined ? [] : Array(8 - left.length - right.length).fill("0");
-  return [...left, ...middle, ...right].map((word) => Number.parseInt(word, 16));
+}
+
+/** The IPv4 address in the two 16-bit words of `ip` from `word`. */
+function carried(ip: IPv6, word: number): IPv4 {
+  const high = ip.parts[word] ?? 0;
+  const low = ip.parts[word + 1] ?? 0;
+  return new ipaddr.IPv4([high >> 8, high & 255, low >> 8, low & 255]);
 }
 
 /** The host of a URL without IPv6 brackets. */

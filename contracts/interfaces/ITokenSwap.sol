@@ -14,7 +14,7 @@ import {ITradedToken} from "./ITradedToken.sol";
  *
  * - {sell}: the caller (an exchange wallet) gives tokens, which are burnt; the destinatary
  *   receives stable coin from the swap's reserves.
- * - {buy} and {remit}: the caller pays a USD amount in a stable coin, which joins the reserves;
+ * - {buy} and {buyAndRemit}: the caller pays a USD amount in a stable coin, which joins the reserves;
  *   the destinatary receives newly minted tokens.
  *
  * Every conversion rounds down, so the caller never receives more than the exact value of what it pays.
@@ -176,6 +176,10 @@ interface ITokenSwap {
     /**
      * @notice A remittance: same request and result as {buy}, recorded with its own event.
      * @dev Emits three logs: stable `Transfer` caller -> swap, token `Transfer` 0 -> destinatary, {Remitted}.
+     * The name sets the selector, 0x8333540b, the first after {buy}'s (0x800fe083): the dispatcher
+     * compares a call's selector with the swap's in ascending order, 22 gas each, so a remittance
+     * costs a buy's gas and 22. A function whose selector sorts between the two would cost every
+     * remittance 22 more (docs/gas.md, "Where a trade enters the swap").
      * @param stable Allow-listed stable coin to pay with.
      * @param stableAmount USD amount in the stable coin's decimals.
      * @param destinatary Receiver of the tokens.
@@ -183,7 +187,7 @@ interface ITokenSwap {
      * @param deadline Latest block timestamp accepted (`type(uint256).max` for none).
      * @return tokensOut Tokens minted, 18 decimals, rounded down.
      */
-    function remit(
+    function buyAndRemit(
         address stable,
         uint256 stableAmount,
         address destinatary,
@@ -203,7 +207,7 @@ interface ITokenSwap {
     function quoteSell(address stable, uint256 tokenAmount) external view returns (uint256 stableOut);
 
     /**
-     * @notice Tokens that {buy} or {remit} would mint now for `stableAmount`.
+     * @notice Tokens that {buy} or {buyAndRemit} would mint now for `stableAmount`.
      * @dev Reverts as {buy} does for an unsupported stable coin or a bad price.
      * @param stable Allow-listed stable coin.
      * @param stableAmount USD amount in the stable coin's decimals.

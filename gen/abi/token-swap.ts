@@ -739,6 +739,45 @@ export const tokenSwapAbi = [
     "type": "function"
   },
   {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "stable",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "stableAmount",
+        "type": "uint256"
+      },
+      {
+        "internalType": "address",
+        "name": "destinatary",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "minTokensOut",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "deadline",
+        "type": "uint256"
+      }
+    ],
+    "name": "buyAndRemit",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "tokensOut",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
     "inputs": [],
     "name": "cancelDefaultAdminTransfer",
     "outputs": [],
@@ -1036,45 +1075,6 @@ export const tokenSwapAbi = [
       }
     ],
     "stateMutability": "view",
-    "type": "function"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "address",
-        "name": "stable",
-        "type": "address"
-      },
-      {
-        "internalType": "uint256",
-        "name": "stableAmount",
-        "type": "uint256"
-      },
-      {
-        "internalType": "address",
-        "name": "destinatary",
-        "type": "address"
-      },
-      {
-        "internalType": "uint256",
-        "name": "minTokensOut",
-        "type": "uint256"
-      },
-      {
-        "internalType": "uint256",
-        "name": "deadline",
-        "type": "uint256"
-      }
-    ],
-    "name": "remit",
-    "outputs": [
-      {
-        "internalType": "uint256",
-        "name": "tokensOut",
-        "type": "uint256"
-      }
-    ],
-    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

@@ -484,7 +484,8 @@ async function chainEvidence(run: ChaosRun, destinataries: Set<string>): Promise
     for (const tx of transactions.filter((t) => t.from.toLowerCase() === wallet)) {
       const receipt = await run.rpc<{ status: string }>("eth_getTransactionReceipt", [tx.hash]);
       const parsed = tx.input === "0x" ? null : swapInterface.parseTransaction({ data: tx.input });
-      const destinatary = parsed && ["sell", "buy", "remit"].includes(parsed.name) ? String(parsed.args[2]) : undefined;
+      const destinatary =
+        parsed && ["sell", "buy", "buyAndRemit"].includes(parsed.name) ? String(parsed.args[2]) : undefined;
       mined.set(Number(tx.nonce), {
         hash: tx.hash,
         to: tx.to,

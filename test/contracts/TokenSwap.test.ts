@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { Interface, MaxUint256, ZeroAddress, ZeroHash, id, parseUnits } from "ethers";
+import { type FunctionFragment, Interface, MaxUint256, ZeroAddress, ZeroHash, id, parseUnits } from "ethers";
 import { artifacts, network } from "hardhat";
 
 import { DEFAULT_MAX_PRICE_AGE } from "../../scripts/deploy.js";
@@ -107,7 +107,7 @@ describe("TokenSwap", function () {
       });
     });
 
-    for (const operation of ["buy", "remit"] as const) {
+    for (const operation of ["buy", "buyAndRemit"] as const) {
       const eventName = operation === "buy" ? "Bought" : "Remitted";
 
       describe(`when ${operation === "buy" ? "buying" : "remitting"} with ${symbol}`, function () {
@@ -155,6 +155,30 @@ describe("TokenSwap", function () {
     }
   }
 
+  describe("gas", function () {
+    it("a remittance costs a buy's gas and one selector comparison (22 gas): no function of the swap sorts between them", async function () {
+      const destinatary = "0x1111111111111111111111111111111111111111"; // fresh, no zero byte
+      const used: bigint[] = [];
+      for (const operation of ["buy", "buyAndRemit"] as const) {
+        const { swap, stableCoins, exchange } = await loadFixture(deploy); // the same state for both
+        const usd = parseUnits("100", 18);
+        const tx = await swap.connect(exchange)[operation](stableCoins.DAI, usd, destinatary, 0, MaxUint256);
+        used.push((await tx.wait())!.gasUsed);
+      }
+      // The IR pipeline dispatches by comparing the selector with each of the swap's, in ascending
+      // order: DUP1 PUSH4 EQ PUSH2 JUMPI, 22 gas each. Both calls carry the same calldata cost.
+      const { abi } = await artifacts.readArtifact("TokenSwap");
+      const selectors = new Interface(abi).fragments
+        .flatMap((f) =>
+          f.type === "function" ? [[(f as FunctionFragment).selector, (f as FunctionFragment).name]] : [],
+        )
+        .sort(([a], [b]) => (a! < b! ? -1 : 1));
+      const at = (name: string) => selectors.findIndex(([, n]) => n === name);
+      const between = selectors.slice(at("buy") + 1, at("buyAndRemit")).map(([, n]) => n);
+      expect(used[1]! - used[0]!, `between buy and the remittance: ${between.join(", ")}`).to.equal(22n);
+    });
+  });
+
   describe("quotes", function () {
     it("quoteSell and quoteBuy give what sell and buy then pay", async function () {
       const { swap, token, stableCoins, exchange, customer } = await loadFixture(deploy);
@@ -192,7 +216,7 @@ describe("TokenSwap", function () {
     it("reverts for a stable coin that is not allowed, naming it", async function () {
       const { swap, token, exchange, customer } = await loadFixture(deploy);
       const unknown = await ethers.deployContract("MockStableCoin", ["Fake", "FAKE", 6]);
-      for (const op of ["sell", "buy", "remit"] as const) {
+      for (const op of ["sell", "buy", "buyAndRemit"] as const) {
         await expect(swap.connect(exchange)[op](unknown, 1000n, customer, 0, MaxUint256))
           .to.be.revertedWithCustomError(swap, "SwapUnsupportedStable")
           .withArgs(unknown.target);
@@ -202,7 +226,7 @@ describe("TokenSwap", function () {
 
     it("reverts for a zero amount or zero destinatary", async function () {
       const { swap, stableCoins, exchange, customer } = await loadFixture(deploy);
-      for (const op of ["sell", "buy", "remit"] as const) {
+      for (const op of ["sell", "buy", "buyAndRemit"] as const) {
         await expect(
           swap.connect(exchange)[op](stableCoins.DAI, 0n, customer, 0, MaxUint256),
         ).to.be.revertedWithCustomError(swap, "SwapZeroAmount");
@@ -279,7 +303,7 @@ describe("TokenSwap", function () {
       const { swap, feeds, stableCoins, exchange, customer } = await loadFixture(deploy);
       for (const answer of [0n, -1n, -PRICE]) {
         await feeds.tokenUsd.updateAnswer(answer);
-        for (const op of ["sell", "buy", "remit"] as const) {
+        for (const op of ["sell", "buy", "buyAndRemit"] as const) {
           await expect(swap.connect(exchange)[op](stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256))
             .to.be.revertedWithCustomError(swap, "SwapInvalidPrice")
             .withArgs(answer);
@@ -292,7 +316,7 @@ describe("TokenSwap", function () {
       const { swap, feeds, stableCoins, exchange, customer } = await loadFixture(deploy);
       const [, , , updatedAt] = await feeds.tokenUsd.latestRoundData();
       await time.increase(DEFAULT_MAX_PRICE_AGE + 1n);
-      for (const op of ["sell", "buy", "remit"] as const) {
+      for (const op of ["sell", "buy", "buyAndRemit"] as const) {
         await expect(swap.connect(exchange)[op](stableCoins.USDC, 10n ** 6n, customer, 0, MaxUint256))
           .to.be.revertedWithCustomError(swap, "SwapStalePrice")
           .withArgs(updatedAt, DEFAULT_MAX_PRICE_AGE);
@@ -317,7 +341,7 @@ describe("TokenSwap", function () {
     it("refuses every trade until unpaused", async function () {
       const { swap, stableCoins, owner, exchange, customer } = await loadFixture(deploy);
       await expect(swap.connect(owner).pause()).to.emit(swap, "Paused").withArgs(owner.address);
-      for (const op of ["sell", "buy", "remit"] as const) {
+      for (const op of ["sell", "buy", "buyAndRemit"] as const) {
         await expect(
           swap.connect(exchange)[op](stableCoins.DAI, 10n ** 18n, customer, 0, MaxUint256),
         ).to.be.revertedWithCustomError(swap, "EnforcedPause");

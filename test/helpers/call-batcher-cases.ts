@@ -146,7 +146,7 @@ export function callBatcherCases(chain: () => Promise<BatcherChain>): void {
   it("proves trades as eth_calls with their gas limit do: the output, or the same revert by name", async function () {
     const { provider, addresses, exchange, customer } = await chain();
     const until = await deadline(provider);
-    const trade = (kind: "sell" | "buy" | "remit", stable: string, amount: bigint) => ({
+    const trade = (kind: "sell" | "buy" | "buyAndRemit", stable: string, amount: bigint) => ({
       from: exchange,
       to: addresses.swap,
       data: swap.encodeFunctionData(kind, [stable, amount, customer, 0n, until]),
@@ -156,7 +156,7 @@ export function callBatcherCases(chain: () => Promise<BatcherChain>): void {
       { label: "buy", tx: trade("buy", addresses.stableCoins.DAI, parseUnits("10", 18)), expected: undefined },
       {
         label: "remittance",
-        tx: trade("remit", addresses.stableCoins.USDT, parseUnits("2.5", 6)),
+        tx: trade("buyAndRemit", addresses.stableCoins.USDT, parseUnits("2.5", 6)),
         expected: undefined,
       },
       {

@@ -48,7 +48,7 @@ const swapInterface = new Interface(SWAP_ABI);
 const SWAP_CALL = {
   sell: staticCallEncoder(swapInterface, "sell"),
   buy: staticCallEncoder(swapInterface, "buy"),
-  remittance: staticCallEncoder(swapInterface, "remit"),
+  remittance: staticCallEncoder(swapInterface, "buyAndRemit"),
 } as const;
 
 export interface QuoteAdapterOptions {

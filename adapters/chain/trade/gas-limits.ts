@@ -24,7 +24,7 @@ import type { TradeKind } from "../../../core/index.js";
 export const SNAPSHOT_GAS_USED = {
   sell: 107_000n,
   buy: 100_000n,
-  remittance: 101_000n,
+  remittance: 100_000n,
 } as const satisfies Record<TradeKind, bigint>;
 
 /** The margin over the snapshot, as a fraction: see above. */

@@ -67,7 +67,7 @@ const erc20Interface = new Interface(ERC20_ABI);
 const SWAP_CALL = {
   sell: staticCallEncoder(swapInterface, "sell"),
   buy: staticCallEncoder(swapInterface, "buy"),
-  remittance: staticCallEncoder(swapInterface, "remit"),
+  remittance: staticCallEncoder(swapInterface, "buyAndRemit"),
 } as const satisfies Record<TradeKind, unknown>;
 
 /** An exchange wallet: its key, its queue for nonces, signing, journalling and sending, and its lifecycle monitor. */

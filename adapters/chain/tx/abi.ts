@@ -28,7 +28,7 @@ export const SWAP_ABI = [
   ...pickAbi(tokenSwapAbi, [
     "sell",
     "buy",
-    "remit",
+    "buyAndRemit",
     "quoteSell",
     "quoteBuy",
     "currentPrice",

@@ -41,7 +41,7 @@ describe("the ABI the chain adapter uses", function () {
       [
         "sell(address,uint256,address,uint256,uint256)",
         "buy(address,uint256,address,uint256,uint256)",
-        "remit(address,uint256,address,uint256,uint256)",
+        "buyAndRemit(address,uint256,address,uint256,uint256)",
         "quoteSell(address,uint256)",
         "quoteBuy(address,uint256)",
         "currentPrice()",
