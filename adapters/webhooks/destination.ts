@@ -54,12 +54,10 @@ function isInternalIPv6(ip: IPv6): boolean {
       return ip.match(LOCAL_USE_NAT64) || isInternalIPv4(carried(ip, 6));
     case "6to4": // 2002:AABB:CCDD::/48 (RFC 3056): a 6to4 relay tunnels to AA.BB.CC.DD
       return isInternalIPv4(carried(ip, 1));
-    case "teredo": {
-      // 2001:0:<server>:<flags>:<port>:<client> (RFC 4380): a relay sends to the client's NAT
-      // mapping, stored inverted bit by bit; a private server means a private Teredo deployment
-      const client = new ipaddr.IPv4(carried(ip, 6).octets.map((octet) => octet ^ 255));
-      return isInternalIPv4(carried(ip, 2)) || isInternalIPv4(client);
-    }
+    case "teredo":
+      // 2001::/32 (RFC 4380): a tunnel to a client behind a NAT, never a webhook receiver; refused
+      // whole, whatever server and client it names
+      return true;
     case "unicast":
       if (ip.match(IPV4_COMPATIBLE)) return isInternalIPv4(carried(ip, 6));
       return !ip.match(GLOBAL_UNICAST);

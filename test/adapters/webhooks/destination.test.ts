@@ -58,9 +58,6 @@ const IPV4: Block[] = [
   { cidr: "224.0.0.0/4", name: "Multicast", rfc: "RFC 5771" },
 ];
 
-/** 65.54.227.120, RFC 4380's example Teredo server. */
-const TEREDO_SERVER = "4136:e378";
-
 /**
  * IANA IPv6 Special-Purpose Address Registry, every entry; the IPv6 forms of an IPv4 address that
  * are not in it; and every block of the IPv6 Address Space Registry outside 2000::/3 (global
@@ -91,21 +88,9 @@ const IPV6: Block[] = [
   { cidr: "100::/64", name: "Discard-Only Address Block", rfc: "RFC 6666" },
   { cidr: "100:0:0:1::/64", name: "Dummy IPv6 Prefix", rfc: "RFC 9780" },
   { cidr: "2001::/23", name: "IETF Protocol Assignments", rfc: "RFC 2928" },
-  {
-    cidr: "2001::/32",
-    name: "TEREDO",
-    rfc: "RFC 4380, RFC 8190",
-    // 2001:0:<server>:<flags>:<port>:<client>, the client's address and port inverted bit by bit
-    carries: {
-      internal: [
-        "2001:0:4136:e378:8000:63bf:3fff:fdd2", // RFC 4380's example: client 192.0.2.45, documentation
-        `2001:0:${TEREDO_SERVER}:8000:63bf:80ff:fffe`, // client 127.0.0.1
-        `2001:0:${TEREDO_SERVER}:8000:63bf:f5fe:fdfc`, // client 10.1.2.3
-        "2001:0:a00:1:8000:63bf:f7f7:f7f7", // server 10.0.0.1, client 8.8.8.8
-      ],
-      public: [`2001:0:${TEREDO_SERVER}:8000:63bf:f7f7:f7f7`], // client 8.8.8.8
-    },
-  },
+  // A tunnel to a client behind a NAT, never a webhook receiver: refused whole, whatever it carries
+  // (2001:0:<server>:<flags>:<port>:<client>, this one to client 8.8.8.8 through RFC 4380's server).
+  { cidr: "2001::/32", name: "TEREDO", rfc: "RFC 4380, RFC 8190" },
   { cidr: "2001:1::1/128", name: "Port Control Protocol Anycast", rfc: "RFC 7723" },
   { cidr: "2001:1::2/128", name: "Traversal Using Relays around NAT Anycast", rfc: "RFC 8155" },
   { cidr: "2001:1::3/128", name: "DNS-SD Service Registration Protocol Anycast", rfc: "RFC 9665" },
