@@ -130,6 +130,18 @@ export function isNonceConflict(error: unknown): boolean {
   );
 }
 
+/**
+ * The node holds another transaction at this nonce, and this one does not pay enough more to
+ * replace it (geth's txpool rule: 10 % more of each fee). For a first broadcast, when the service
+ * signed nothing else at that nonce, someone else's transaction holds it.
+ */
+export function isReplacementUnderpriced(error: unknown): boolean {
+  if (isError(error, "REPLACEMENT_UNDERPRICED")) return true;
+  return /replacement (transaction )?underpriced|replacement fee too low|ReplacementUnderpriced/i.test(
+    messageOf(error),
+  );
+}
+
 /** The node already holds this very transaction: sending it again is a success. */
 export function isAlreadyKnown(error: unknown): boolean {
   return /already known|known transaction|already imported|transaction already exists|AlreadyKnown/i.test(

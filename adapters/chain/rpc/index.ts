@@ -17,6 +17,7 @@ export {
   isChainUnreachable,
   isDefiniteRefusal,
   isNonceConflict,
+  isReplacementUnderpriced,
   isPlainRefusal,
   isUnderpriced,
   nodeMessage,

@@ -20,6 +20,12 @@
  *   low" for our own mined transaction, a lost answer, a gateway's 502);
  * - its nonce used on chain by another transaction: the slot goes, and the trade is signed
  *   again once at a nonce past it (a second time, it fails with nothing paid);
+ * - its nonce held in the pools by another transaction (a first broadcast refused as an
+ *   underpriced replacement, which no endpoint knows): the trade keeps its slot, out of the
+ *   lifecycle monitor's way, until that transaction is mined; then the slot goes and the trade is
+ *   signed again past it, within a block or two, never while its own bytes may be mined. If it is
+ *   not mined within `heldWaitMs`, the trade waits for its receipt like any other, and the
+ *   monitor sees it through;
  * - known nowhere after an answer that may hide a send (no answer, a timeout, "nonce too low",
  *   "underpriced", …): the trade keeps its slot and its journalled bytes, waits for its receipt
  *   like any other, and the lifecycle monitor sees it through. It is never signed again at
@@ -47,6 +53,7 @@ import { Broadcaster } from "./broadcast.js";
 import { sendFiller } from "./filler.js";
 import { prepare } from "./prepare.js";
 import type { Outcome, Outgoing, Queued, Sent, Signed } from "./queued.js";
+import { lookUpOwn } from "./tx-evidence.js";
 import { verify, type Verified } from "./verify.js";
 
 export interface SendQueueOptions {
@@ -60,6 +67,11 @@ export interface SendQueueOptions {
   /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
   maxBatch: number;
   /**
+   * How long a transaction whose nonce someone else's transaction holds in the pools waits for
+   * that one to be mined before it is left to the lifecycle monitor, in ms. Default 120,000.
+   */
+  heldWaitMs?: number;
+  /**
    * Told of each transaction before it is broadcast, so the blocks that may hold it are read
    * (block-watcher.ts); and of those nobody will wait for (refused, never sent, signed again),
    * so it stops reading blocks for them. An accepted one is released by its waiter.
@@ -69,6 +81,11 @@ export interface SendQueueOptions {
 
 /** Transactions per request within a round (see #signAndSend). */
 const SEND_CHUNK = 8;
+
+/** How often a transaction whose nonce someone else's holds looks again whether that one was mined, in ms. */
+const HELD_LOOK_MS = 1_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Answers a queued transaction's sender, once: sent, or failed. */
 type Settle = (item: Queued, outcome: { sent: Sent } | { error: unknown }) => void;
@@ -283,6 +300,13 @@ export class SendQueue {
         return;
       }
       if (firstFailure < 0) firstFailure = index;
+      if ("held" in outcome) {
+        // Out of the round, and of the lifecycle monitor's way (a send on its way is its sender's).
+        settled.add(item);
+        this.#sends.set(nonce, null);
+        void this.#awaitHeld(item, nonce, txHash);
+        return;
+      }
       if (freed[index]) {
         this.#sends.delete(nonce);
         if ("refused" in outcome) settle(item, { error: outcome.error });
@@ -309,6 +333,46 @@ export class SendQueue {
       await this.#fillGaps(signed[lastAccepted]!.nonce, fees);
     }
     return { clean: firstFailure < 0, sent: signed.length };
+  }
+
+  /**
+   * A transaction whose nonce someone else's holds in the pools: looked up every HELD_LOOK_MS
+   * until that one is mined (taken, on every endpoint, on two looks a second apart), then its slot
+   * goes and it is queued again, to be signed past it. Its own hash found after all: it is the
+   * send it is. Neither within `heldWaitMs`: answered as sent, unknown to the nodes, for the
+   * lifecycle monitor to see through.
+   */
+  async #awaitHeld(item: Queued, nonce: number, hash: string): Promise<void> {
+    const { provider, signer, ledger } = this.#opts;
+    const wallet = signer.address;
+    const look = () => lookUpOwn(provider, wallet, nonce, [hash]);
+    const until = Date.now() + (this.#opts.heldWaitMs ?? 120_000);
+    let known = false;
+    while (Date.now() < until) {
+      await sleep(HELD_LOOK_MS);
+      const evidence = await look();
+      if (evidence.state === "mined" || evidence.state === "known") {
+        known = true;
+        break;
+      }
+      if (evidence.state !== "taken") continue;
+      await sleep(HELD_LOOK_MS);
+      const again = await look();
+      if (again.state !== "taken") continue;
+      this.#floor = Math.max(this.#floor, nonce + 1);
+      if (await ledger.releaseSlot(wallet, nonce, hash).catch(() => false)) {
+        this.#sends.delete(nonce);
+        item.retried = true; // found taken: a second time, the monitor decides
+        this.#forget(item); // signed again with another nonce: this hash is nobody's
+        this.#queue.unshift(item);
+        if (!this.#running) void this.#run();
+        return;
+      }
+      break; // the ledger holds more at the nonce by now: seen through like any other
+    }
+    this.#sends.set(nonce, Date.now());
+    item.expected = []; // its waiter releases it (receipts.ts)
+    item.resolve({ hash, nonce, receipt: null, known });
   }
 
   /** What each failed send means (verify.ts); a nonce found taken moves the floor past it. */

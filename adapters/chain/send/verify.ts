@@ -5,22 +5,25 @@
  */
 import type { JsonRpcApiProvider } from "ethers";
 
-import { DomainError, TransactionRefusedError, type NonceLedger } from "../../../core/index.js";
+import { DomainError, TransactionRefusedError, type NonceLedger, type NonceSlot } from "../../../core/index.js";
 import type { RpcReceipt } from "../blocks/index.js";
-import { isPlainRefusal, nodeMessage, toDomainError } from "../rpc/index.js";
+import { isPlainRefusal, isReplacementUnderpriced, nodeMessage, toDomainError } from "../rpc/index.js";
 import type { TransactionSigner } from "../tx/index.js";
 import type { Outcome, Queued, Signed } from "./queued.js";
 import { lookUpOwn } from "./tx-evidence.js";
 
 /**
  * What a send's outcome means once a failure was looked up (verify): accepted after all;
- * `pending` (nobody can say it went nowhere: it keeps its slot); `refused` (a plain refusal of
- * a transaction no endpoint knows); or never tried.
+ * `pending` (nobody can say it went nowhere: it keeps its slot); `taken` (another transaction
+ * was mined at its nonce, twice over: it is signed again past it); `held` (another transaction
+ * holds its nonce in the pools, unmined); `refused` (a plain refusal of a transaction no endpoint
+ * knows); or never tried.
  */
 export type Verified =
   | { accepted: true; receipt: RpcReceipt | null }
   | { pending: true }
   | { taken: true }
+  | { held: true }
   | { refused: true; error: Error }
   | { unsent: true };
 
@@ -40,12 +43,19 @@ export interface LookUpContext {
  * - Mined or known somewhere: accepted after all. The answer was lost on the way, or "nonce
  *   too low" / "already known" / "underpriced" came for this very transaction. Its receipt is
  *   then waited for from the service's own endpoint, not taken from whichever one had it.
+ * - Taken: every endpoint answered, none knows its hashes, and one has mined past its nonce.
+ *   Looked up again a second later (takenAgain): still so, and the trade was not signed again
+ *   before, it is `taken` (the slot goes and the trade is signed once more, at a nonce past it);
+ *   otherwise `pending`, and the verdict is the lifecycle monitor's after several looks.
+ * - "Replacement transaction underpriced" for the first and only transaction the ledger holds
+ *   at its nonce, which every endpoint answered it does not know, while none has mined past the
+ *   nonce: `held`. Someone else's transaction (the wallet's key used elsewhere) holds the nonce in
+ *   the pools; the send queue waits until it is mined, then signs the trade again past it.
  * - A plain refusal (isPlainRefusal: the wallet cannot pay the gas, the gas fits no block…)
  *   of a transaction that every endpoint answered it does not know: `refused`, and the trade
  *   fails with nothing paid.
- * - Anything else, its nonce taken by another transaction included: `pending`. A lagging or
- *   load-balanced endpoint can make our own mined transaction look like someone else's, so
- *   that verdict is the lifecycle monitor's, after several looks apart in time.
+ * - Anything else, an endpoint that did not answer included: `pending`. The trade keeps its
+ *   slot and its bytes; the lifecycle monitor sees it through.
  */
 export async function verify(
   context: LookUpContext,
@@ -71,11 +81,22 @@ export async function verify(
         case "absent":
           if (outcome.definite && isPlainRefusal(outcome.error))
             return { refused: true, error: refusal(outcome.error) };
+          // The ledger holds this transaction alone at the nonce (its first broadcast), so the
+          // transaction the node would not replace is someone else's.
+          if (outcome.definite && isReplacementUnderpriced(outcome.error) && onlyOwn(slot, txHash))
+            return { held: true };
           return { pending: true };
         case "unknown":
           return { pending: true };
       }
     }),
+  );
+}
+
+/** Whether the ledger holds `hash` and nothing else at the slot. */
+function onlyOwn(slot: NonceSlot | undefined, hash: string): boolean {
+  return (
+    slot !== undefined && slot.broadcasts.length === 1 && slot.broadcasts[0]!.hash.toLowerCase() === hash.toLowerCase()
   );
 }
 

@@ -152,6 +152,7 @@ export class ChainTradeAdapter implements TradePort {
         fees: async () => tradeFees(await this.#fees.read(), settings.feeCap),
         maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
         watcher: this.#watcher,
+        heldWaitMs: options.receiptTimeoutMs ?? 120_000,
       });
       const monitor = new WalletMonitor({
         signer,

@@ -599,6 +599,47 @@ describe("SendQueue", function () {
     }
   });
 
+  it("signs a trade again past a nonce someone else's pending transaction holds, once that one is mined, and not before", async function () {
+    await queue.send(trade(0)); // stores 8 as the next nonce
+    // Someone else's transaction holds nonce 8 in the pool, with higher fees.
+    node.pendingNonce = 9;
+    node.latestNonce = 8;
+    node.onSend = (tx, n) =>
+      tx.nonce === 8
+        ? { error: { code: -32000, message: "replacement transaction underpriced" } }
+        : tx.nonce === n.pendingNonce
+          ? { accept: true }
+          : { error: { code: -32000, message: "nonce too high" } };
+    const sending = queue.send(trade(1));
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(node.calls("eth_sendRawTransaction"), "nothing signed again while it is unmined").to.have.length(2);
+    expect((await nonces.slot(wallet.address, 8))?.state, "its slot kept meanwhile").to.equal("pending");
+    node.latestNonce = 9; // mined
+    const sent = await sending;
+    expect(sent).to.deep.include({ nonce: 9, known: true });
+    expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 9]);
+    expect(await nonces.slot(wallet.address, 8)).to.equal(undefined);
+  });
+
+  it("leaves a trade whose nonce someone else's transaction holds to the lifecycle monitor when that one is never mined", async function () {
+    const patient = new SendQueue({
+      signer: toSigner(wallet),
+      chainId: 31337n,
+      provider,
+      nonces,
+      ledger: nonces,
+      fees: async () => FEES,
+      maxBatch: 50,
+      heldWaitMs: 1_500,
+    });
+    node.onSend = () => ({ error: { code: -32000, message: "replacement transaction underpriced" } });
+    const sent = await patient.send(trade(0));
+    expect(sent).to.deep.include({ nonce: 7, known: false });
+    expect(node.calls("eth_sendRawTransaction")).to.have.length(1);
+    expect(patient.sentAt(7)).to.be.a("number"); // the monitor's from now on
+    expect((await nonces.slot(wallet.address, 7))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+  });
+
   it("never signs a trade again while an endpoint that may hold it does not answer, though another says its nonce is taken", async function () {
     // The first endpoint has mined past the nonce and knows none of the trade's hashes; the
     // second, which may be the one holding the transaction, answers nothing.
