@@ -14,10 +14,11 @@
  *   than it. The no-op that frees an expired trade's nonce may go above it by the 10 % bump, so
  *   that a cap can never wedge the wallet (OpenZeppelin Relayer issue #808).
  */
-import type { JsonRpcApiProvider } from "ethers";
+import { type JsonRpcApiProvider, toQuantity } from "ethers";
 
 import { ChainUnavailableError, FeesTooHighError } from "../../../core/index.js";
 import type { HeadBlock } from "../rpc/index.js";
+import type { BlockTimes } from "./block-times.js";
 
 export interface Fees {
   maxFeePerGas: bigint;
@@ -37,6 +38,12 @@ export interface ChainState extends Market {
 }
 
 const GWEI = 10n ** 9n;
+
+/** How many of the latest blocks trades were proven on readFrom keeps the state of. */
+const KEPT_BLOCKS = 8;
+
+/** How long readFrom waits before asking a node again for a block it did not have. */
+const BLOCK_RETRY_MS = 250;
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 const min = (a: bigint, b: bigint) => (a < b ? a : b);
@@ -118,6 +125,8 @@ export interface FeeOracleOptions {
   tipCacheMs?: number;
   /** Heads someone else reads anyway (the block watcher's): used while younger than `cacheMs`. */
   heads?: HeadSource;
+  /** Where each head this oracle reads itself is recorded, for the chain's block time (block-times.ts). */
+  times?: BlockTimes;
 }
 
 /**
@@ -150,59 +159,63 @@ export class FeeOracle {
   readonly #cacheMs: number;
   readonly #tipCacheMs: number;
   readonly #heads: HeadSource | undefined;
+  readonly #times: BlockTimes | undefined;
   #head: HeadRead | undefined;
   #tip: { at: number; value: Promise<bigint> } | undefined;
-  /** The read of the head that the callers of `readFrom` who found theirs too old share. */
-  #catchingUp: Promise<ChainState> | undefined;
-  /** The highest block a read for `readFrom` did not reach: not read for again. */
-  #unreached = -1;
+  /** The chain's state at each block a trade was proven on beyond the reused head (readFrom), by number: a few recent ones. */
+  readonly #blocks = new Map<number, Promise<ChainState>>();
 
   constructor(provider: JsonRpcApiProvider, options: FeeOracleOptions = {}) {
     this.#provider = provider;
     this.#cacheMs = options.cacheMs ?? 1000;
     this.#tipCacheMs = options.tipCacheMs ?? 30_000;
     this.#heads = options.heads;
+    this.#times = options.times;
   }
 
   /** The chain's state, from a head read at most `cacheMs` ago (or now, when `fresh`). */
   async read(fresh = false): Promise<ChainState> {
     const [block, priorityFee] = await Promise.all([this.#latest(fresh), this.#priorityFee()]);
-    if (block === null || block.baseFeePerGas === undefined)
-      throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
-    const latest = BigInt(block.baseFeePerGas);
-    const next = nextBaseFee({ baseFee: latest, gasUsed: BigInt(block.gasUsed), gasLimit: BigInt(block.gasLimit) });
-    return {
-      // Never below the latest block's own: EIP-1559's rule with Ethereum's parameters predicts a
-      // fall that chains with other parameters (OP stack, Arbitrum) do not make, and the cap's
-      // refusal must not let through a trade the next block would price out.
-      baseFee: next > latest ? next : latest,
-      priorityFee,
-      head: { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) },
-    };
+    return stateOf(block, priorityFee);
   }
 
   /**
-   * The chain's state from a head no older than `block` (the block a trade's proof ran on, which
-   * may be newer than the head `read` reuses): the reused head when it is that new, else one read
-   * of the head, shared by every caller that finds the reused one behind at the same time. Never
-   * an older head than the reused one; and a block that one read did not reach (a node whose
-   * calls run ahead of its head, or a lagging backend) is not read for again, so a node that
-   * answers so costs at most a read per block.
+   * The chain's state as of the block a trade's proof ran on (`block`), or a later one: the
+   * reused head when it is that new, else that very block's header, read by number once for
+   * every trade proven on it. A node that does not have it yet (a lagging backend) is asked again
+   * a moment later; still without it, the trade is refused: it is never checked against the fees
+   * of a block older than the one it was proven on.
+   * @throws ChainUnavailableError when the node has no such block
    */
   async readFrom(block: number): Promise<ChainState> {
     const state = await this.read();
-    if (state.head.number >= block || block <= this.#unreached) return state;
-    if (this.#catchingUp === undefined) {
-      const read = this.read(true);
-      this.#catchingUp = read;
-      const done = () => {
-        if (this.#catchingUp === read) this.#catchingUp = undefined;
-      };
-      read.then(done, done);
+    if (state.head.number >= block) return state;
+    let read = this.#blocks.get(block);
+    if (read === undefined) {
+      const made = this.#readBlock(block);
+      read = made;
+      this.#blocks.set(block, made);
+      made.catch(() => {
+        if (this.#blocks.get(block) === made) this.#blocks.delete(block); // not kept: asked again next time
+      });
+      for (const number of this.#blocks.keys()) if (number <= block - KEPT_BLOCKS) this.#blocks.delete(number);
     }
-    const caught = await this.#catchingUp;
-    if (caught.head.number < block) this.#unreached = Math.max(this.#unreached, block);
-    return caught.head.number >= state.head.number ? caught : state;
+    return read;
+  }
+
+  async #readBlock(number: number): Promise<ChainState> {
+    for (let attempt = 1; ; attempt++) {
+      const [block, priorityFee] = await Promise.all([
+        this.#provider.send("eth_getBlockByNumber", [toQuantity(number), false]) as Promise<HeadBlock | null>,
+        this.#priorityFee(),
+      ]);
+      if (block !== null && typeof block === "object") return stateOf(block, priorityFee);
+      if (attempt === 2)
+        throw new ChainUnavailableError(
+          `the node has no block ${number}, which the trade was proven on, to check its fees against the cap; nothing was sent: retry`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, BLOCK_RETRY_MS));
+    }
   }
 
   #latest(fresh: boolean): Promise<HeadBlock | null> {
@@ -229,7 +242,9 @@ export class FeeOracle {
     const entry: HeadRead = { at: now, block };
     block.then(
       (read) => {
-        if (read !== null && typeof read === "object") entry.number = Number(read.number);
+        if (read === null || typeof read !== "object") return;
+        entry.number = Number(read.number);
+        this.#times?.record(entry.number, Number(read.timestamp));
       },
       () => {
         if (this.#head === entry) this.#head = undefined; // a failed read is not reused
@@ -254,6 +269,22 @@ export class FeeOracle {
     this.#tip = entry;
     return value;
   }
+}
+
+/** The chain's state from a header (its base fee gives the next one) and the priority fee. */
+function stateOf(block: HeadBlock | null, priorityFee: bigint): ChainState {
+  if (block === null || block.baseFeePerGas === undefined)
+    throw new ChainUnavailableError("the node reports no EIP-1559 base fee");
+  const latest = BigInt(block.baseFeePerGas);
+  const next = nextBaseFee({ baseFee: latest, gasUsed: BigInt(block.gasUsed), gasLimit: BigInt(block.gasLimit) });
+  return {
+    // Never below the block's own: EIP-1559's rule with Ethereum's parameters predicts a fall
+    // that chains with other parameters (OP stack, Arbitrum) do not make, and the cap's refusal
+    // must not let through a trade the next block would price out.
+    baseFee: next > latest ? next : latest,
+    priorityFee,
+    head: { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) },
+  };
 }
 
 /** The median of recent blocks' median tips; 1 wei when the blocks were empty. */

@@ -9,6 +9,7 @@ import type { JsonRpcApiProvider } from "ethers";
 import { network } from "hardhat";
 
 import { FeeOracle, nextBaseFee, tradeFees } from "../../../adapters/chain/blocks/index.js";
+import { ChainUnavailableError } from "../../../core/index.js";
 import type { HeadBlock } from "../../../adapters/chain/rpc/index.js";
 import { startAnvil } from "../../helpers/anvil.js";
 
@@ -97,18 +98,27 @@ describe("FeeOracle", function () {
     gasUsed: "0x0",
     gasLimit: "0x1c9c380",
   });
-  /** A node whose head reads answer `heads` in turn, then block 7. */
+  /**
+   * A node whose head reads ("latest") answer `heads` in turn, then block 7; a block asked for by
+   * number is answered up to its latest head (7), and is null above it (`byNumber` lists those asked).
+   */
   function fakeNode(heads: number[] = []) {
     const calls: string[] = [];
+    const byNumber: number[] = [];
     const provider = {
-      send: async (method: string) => {
+      send: async (method: string, params: unknown[] = []) => {
         calls.push(method);
+        if (method === "eth_getBlockByNumber" && params[0] !== "latest") {
+          const number = Number(params[0]);
+          byNumber.push(number);
+          return number <= 7 ? block(number) : null;
+        }
         if (method === "eth_getBlockByNumber") return block(heads.shift() ?? 7);
         if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
         throw new Error(`not scripted: ${method}`);
       },
     } as unknown as JsonRpcApiProvider;
-    return { calls, provider };
+    return { calls, byNumber, provider };
   }
 
   it("reads no head of its own while the block watcher's is young, and the priority fee once per tipCacheMs", async function () {
@@ -135,37 +145,65 @@ describe("FeeOracle", function () {
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(2);
   });
 
-  it("reads from a head no older than a given block: the reused one when it is, else one read shared by the callers behind", async function () {
-    const { calls, provider } = fakeNode(); // its head: block 7
+  it("reads from a head no older than a given block: the reused one when it is, else that block's own header, once for every trade proven on it", async function () {
+    const { calls, byNumber, provider } = fakeNode(); // its head: block 7
     const watched = { block: block(5), at: Date.now() };
     const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000 });
     // The watcher's block 5 is new enough for a proof that ran on block 5: nothing is read.
     expect((await oracle.readFrom(5)).head.number).to.equal(5);
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(0);
-    // Three trades whose proofs ran on block 6 at once: one read of the head, shared.
+    // Three trades whose proofs ran on block 6 at once: block 6 read once, by number, for all three.
     const states = await Promise.all([oracle.readFrom(6), oracle.readFrom(6), oracle.readFrom(6)]);
-    expect(states.map((state) => state.head.number)).to.deep.equal([7, 7, 7]);
-    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
-    // That read is now the newest head: later reads reuse it, with no call.
-    expect((await oracle.readFrom(7)).head.number).to.equal(7);
-    expect((await oracle.read()).head.number).to.equal(7);
+    expect(states.map((state) => state.head.number)).to.deep.equal([6, 6, 6]);
+    expect(byNumber).to.deep.equal([6]);
+    // Another trade proven on block 6 later: no call.
+    expect((await oracle.readFrom(6)).head.number).to.equal(6);
     expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
   });
 
-  it("never goes back to an older head: a read that answers a lower block than the watcher's is not taken, nor read for again", async function () {
-    const { calls, provider } = fakeNode(); // its head: block 7, behind the watcher's
-    let watched = { block: block(8), at: Date.now() };
+  it("checks a trade proven on a spiked block against that block's fees, though a head read on its way answers the block before", async function () {
+    // Block 10 at 1 gwei, block 11 at 500 gwei. The head read ("latest") started before block 11
+    // existed answers block 10, late; the trades proven on block 11 get block 11's fees.
+    const header = (number: number, baseFee: bigint) => ({
+      ...block(number),
+      baseFeePerGas: `0x${baseFee.toString(16)}`,
+    });
+    const provider = {
+      send: async (method: string, params: unknown[] = []) => {
+        if (method === "eth_maxPriorityFeePerGas") return "0x3b9aca00";
+        if (method !== "eth_getBlockByNumber") throw new Error(`not scripted: ${method}`);
+        if (params[0] === "latest") {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return header(10, GWEI);
+        }
+        return Number(params[0]) === 11 ? header(11, 500n * GWEI) : header(Number(params[0]), GWEI);
+      },
+    } as unknown as JsonRpcApiProvider;
+    const oracle = new FeeOracle(provider, {
+      heads: { lastHead: () => ({ block: header(10, GWEI), at: Date.now() }) },
+    });
+    const early = oracle.read(true); // the head read on its way
+    const states = await Promise.all([oracle.readFrom(11), oracle.readFrom(11), oracle.readFrom(11)]);
+    await early;
+    for (const state of states) {
+      expect(state.head.number).to.equal(11);
+      expect(() => tradeFees(state, 100n * GWEI)).to.throw(/above this service's cap of 100 gwei/);
+    }
+  });
+
+  it("refuses a trade proven on a block the node does not have, after asking again, rather than check an older block's fees", async function () {
+    const { byNumber, provider } = fakeNode(); // its head: block 7, behind the watcher's
+    const watched = { block: block(8), at: Date.now() };
     const oracle = new FeeOracle(provider, { heads: { lastHead: () => watched }, cacheMs: 1_000 });
-    // A proof on block 9; the node's head read answers 7 (a lagging backend): the watcher's 8 stays.
-    expect((await oracle.readFrom(9)).head.number).to.equal(8);
-    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
-    // Block 9 is not read for again (a node whose calls run ahead of its head would cost a read a trade).
-    expect((await oracle.readFrom(9)).head.number).to.equal(8);
-    expect(calls.filter((c) => c === "eth_getBlockByNumber")).to.have.length(1);
-    // The watcher reads its head again later, from a backend that lags (block 6): its being later
-    // in time does not make it newer than the oracle's own block 7 (which lost to 8 above).
-    watched = { block: block(6), at: Date.now() + 1 };
-    expect((await oracle.read()).head.number).to.equal(7);
+    // A proof on block 9, which this node (a lagging backend) does not have.
+    let refusal: unknown;
+    await oracle.readFrom(9).catch((error: unknown) => (refusal = error));
+    expect(refusal).to.be.instanceOf(ChainUnavailableError);
+    expect(String(refusal)).to.match(/no block 9, which the trade was proven on.*nothing was sent/);
+    expect(byNumber, "asked twice, a moment apart").to.deep.equal([9, 9]);
+    // Not kept: the next trade proven on block 9 asks again.
+    await oracle.readFrom(9).catch(() => {});
+    expect(byNumber).to.deep.equal([9, 9, 9, 9]);
   });
 
   it("refuses a trade while the latest base fee is above the cap, though Ethereum's rule predicts a fall the chain does not make (OP stack)", async function () {
