@@ -211,14 +211,25 @@ export class QuoteNotFoundError extends DomainError {
   }
 }
 
-/** The quote the trade names expired before the trade: nothing was sent. */
+/**
+ * The quote the trade names expired before the trade, or has too little time left for the trade
+ * to be mined before it (`neededMs`, at `now`): nothing was sent.
+ */
 export class QuoteExpiredError extends DomainError {
   readonly code = "quote_expired";
   constructor(
     quoteId: string,
     readonly expiresAt: Date,
+    tooSoon?: { now: number; neededMs: number },
   ) {
-    super(`Quote-Id: quote ${quoteId} expired at ${expiresAt.toISOString()} (quote_expired); ask for a new one`);
+    super(
+      tooSoon === undefined || expiresAt.getTime() <= tooSoon.now
+        ? `Quote-Id: quote ${quoteId} expired at ${expiresAt.toISOString()} (quote_expired); ask for a new one`
+        : `Quote-Id: quote ${quoteId} expires at ${expiresAt.toISOString()}, ` +
+            `${((expiresAt.getTime() - tooSoon.now) / 1000).toFixed(1)} s from now: a trade needs at least ` +
+            `${(tooSoon.neededMs / 1000).toFixed(1)} s to be mined before it (two of the chain's blocks, and never ` +
+            "less than 3 s) (quote_expired); ask for a new one",
+    );
     this.name = "QuoteExpiredError";
   }
 }

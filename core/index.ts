@@ -28,6 +28,8 @@ export type {
   SlotState,
   Broadcast,
   MinedTx,
+  Reservation,
+  SlotReservation,
 } from "./ports/nonce.port.js";
 export type { PricePort } from "./ports/price.port.js";
 export {
@@ -66,6 +68,7 @@ export {
   redeemQuote,
   DEFAULT_QUOTE_TTL_MS,
   QUOTE_MIN_LEFT_MS,
+  minTimeLeftMs,
   type QuoteUseCase,
   type QuoteView,
   type QuoteAmount,

@@ -42,6 +42,8 @@ export interface TradeOrder {
 
 /** A quote's promise, as a trade that names it executes under it. */
 export interface QuoteTerms {
+  /** The quote's id (Quote-Id), for the refusals that name it. */
+  quoteId: string;
   /** The least the trade may pay out, in the output's base units: the contract's minimum out. */
   minOut: bigint;
   /** When the quote expires, in ms since the epoch: the trade's deadline is no later. */

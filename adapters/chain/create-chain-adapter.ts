@@ -59,6 +59,8 @@ export interface ChainAdapterOptions {
   priceCacheMs?: number;
   /** The price feeds' maximum ages, bounds and the L2 sequencer (feed-policy.ts; default DEFAULT_FEED_POLICY). */
   feedPolicy?: FeedPolicy;
+  /** The chain's block time in ms when it is known (the embedded chain's; 0 under automine); unset: measured. */
+  blockTimeMs?: number;
 }
 
 /** Default of `stuckAfterMs`: ten minutes, twice the default trade lifetime. */
@@ -115,6 +117,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     ...(options.receiptTimeoutMs === undefined ? {} : { receiptTimeoutMs: options.receiptTimeoutMs }),
     ...(options.log === undefined ? {} : { log: options.log }),
     ...(options.instanceId === undefined ? {} : { instanceId: options.instanceId }),
+    ...(options.blockTimeMs === undefined ? {} : { blockTimeMs: options.blockTimeMs }),
   });
   const stuckAfterMs = options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS;
   const chainPrice = new ChainPriceAdapter({

@@ -192,6 +192,7 @@ export class ServiceMetrics {
       buy: (order, hooks) => meter("buy", order, hooks),
       remittance: (order, hooks) => meter("remittance", order, hooks),
       resolve: (trade) => port.resolve(trade),
+      blockTimeMs: () => port.blockTimeMs(),
     };
     return metered;
   }

@@ -59,6 +59,8 @@ export async function startChainAdapter(
       trade: config.trade,
       stuckAfterMs: config.stuckAfterMs,
       feedPolicy: config.feedPolicy,
+      // The embedded chain's block time is its setting (automine: a block with each transaction).
+      ...(config.chain.mode === "embedded" ? { blockTimeMs: config.chain.blockTimeMs ?? 0 } : {}),
       log:
         metrics === undefined
           ? log.child({ component: "lifecycle" })

@@ -1,5 +1,5 @@
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
-import type { Broadcast } from "./nonce.port.js";
+import type { Broadcast, Reservation } from "./nonce.port.js";
 
 /**
  * Lifecycle of a journalled trade:
@@ -70,6 +70,8 @@ export interface SignedTradeTx {
    * (no native-coin feed, or its answer failed the feed policy).
    */
   nativeUsd?: bigint;
+  /** What it holds back until it is final (NonceLedger.reservations), kept with its slot. */
+  reserves?: readonly Reservation[];
 }
 
 /** Where a trade stands in the history's order: its creation time in microseconds since the epoch, then its id. */

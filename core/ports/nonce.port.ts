@@ -39,6 +39,26 @@ export interface Broadcast {
   sentAt: Date;
 }
 
+/**
+ * What a transaction holds back of an account's asset until it is final, in base units: a
+ * trade's spend from its wallet (the token for a sell, the stable coin for a buy), and a sell's
+ * payout from the swap's reserves. A balance read on chain does not show it while the
+ * transaction is unmined, so the trades that come after count it (the chain adapter's allowances).
+ */
+export interface Reservation {
+  /** Lower-case address of the account that pays: the wallet, or the swap. */
+  holder: string;
+  /** Lower-case address of the ERC-20. */
+  asset: string;
+  amount: bigint;
+}
+
+/** A reservation, with the slot that holds it (lower-case wallet, and nonce). */
+export interface SlotReservation extends Reservation {
+  wallet: string;
+  nonce: number;
+}
+
 /** What a nonce is used for. */
 export type SlotPurpose = "trade" | "approval" | "filler";
 
@@ -86,9 +106,22 @@ export interface NonceLedger {
    * its trade; this one has none.)
    */
   recordSlot(
-    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    slot: {
+      wallet: string;
+      nonce: number;
+      purpose: SlotPurpose;
+      deadline: number | null;
+      reserves?: readonly Reservation[];
+    },
     first: Broadcast,
   ): Promise<void>;
+  /**
+   * What the transactions that may still spend hold back, across every wallet and every instance
+   * sharing the journal: the reservations of the slots that are `pending`, and of those mined in
+   * a block after `minedAfter` (a balance read at that block does not show their spend yet). A
+   * slot that is lost, released or mined at or before `minedAfter` holds nothing back.
+   */
+  reservations(minedAfter: number): Promise<SlotReservation[]>;
   /** Records another broadcast at an open slot's nonce (a replacement or a no-op), durable before it is broadcast. */
   recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void>;
   /** The slot of a wallet's nonce, in any state. */

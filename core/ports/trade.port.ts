@@ -46,4 +46,9 @@ export interface TradePort {
   remittance(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt>;
   /** Looks a journalled trade's transactions up on the chain, without sending anything. */
   resolve(trade: TradeOnChain): Promise<TradeResolution>;
+  /**
+   * The chain's block time as measured lately, in ms (undefined while unknown): a trade under a
+   * quote needs two of them left before the quote's expiry (minTimeLeftMs).
+   */
+  blockTimeMs(): number | undefined;
 }

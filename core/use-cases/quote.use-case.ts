@@ -137,8 +137,22 @@ export function quoteUseCase(
   };
 }
 
-/** A quote with less than this left (ms) is expired for trading: its trade would have too little time to be mined. */
+/**
+ * A quote with less than this left (ms) is expired for trading, on any chain: its trade would
+ * have too little time to be mined. On a chain with blocks slower than 1.5 s the least is two of
+ * its blocks (minTimeLeftMs).
+ */
 export const QUOTE_MIN_LEFT_MS = 3_000;
+
+/**
+ * The least time a quote must have left when its trade is accepted, and again when it is signed:
+ * two of the chain's blocks (`blockTimeMs`, as the chain adapter measures it), and never less than
+ * QUOTE_MIN_LEFT_MS. A trade signed with its deadline at the quote's expiry is then mined before
+ * it even when it misses the next block.
+ */
+export function minTimeLeftMs(blockTimeMs: number | undefined): number {
+  return Math.max(QUOTE_MIN_LEFT_MS, 2 * (blockTimeMs ?? 0));
+}
 
 /**
  * The quote a trade names, checked against the trade and used (consumeQuote) for `tradeId`.
@@ -152,6 +166,7 @@ export async function redeemQuote(
   scope: string,
   tradeId: string,
   now: number,
+  minLeftMs = QUOTE_MIN_LEFT_MS,
 ): Promise<NonNullable<TradeOrder["quote"]>> {
   const quote = await store.getQuote(quoteId);
   if (quote === undefined || quote.scope !== scope) throw new QuoteNotFoundError(quoteId);
@@ -168,14 +183,14 @@ export async function redeemQuote(
   if (quote.tradeId !== null) throw new QuoteUsedError(quoteId);
   // Its trade's deadline is no later than its expiry: too close to it, the trade could not be
   // mined in time, and would only spend gas and a nonce on a no-op. Expired for trading.
-  const usableUntil = quote.expiresAt.getTime() - QUOTE_MIN_LEFT_MS;
-  if (usableUntil <= now) throw new QuoteExpiredError(quoteId, quote.expiresAt);
-  if (!(await store.consumeQuote(quoteId, scope, tradeId, new Date(now + QUOTE_MIN_LEFT_MS)))) {
+  const usableUntil = quote.expiresAt.getTime() - minLeftMs;
+  if (usableUntil <= now) throw new QuoteExpiredError(quoteId, quote.expiresAt, { now, neededMs: minLeftMs });
+  if (!(await store.consumeQuote(quoteId, scope, tradeId, new Date(now + minLeftMs)))) {
     // Another trade won the race, or the quote expired meanwhile: read again to say which.
     const after = await store.getQuote(quoteId);
     if (after === undefined) throw new QuoteNotFoundError(quoteId);
     if (after.tradeId !== null && after.tradeId !== tradeId) throw new QuoteUsedError(quoteId);
     throw new QuoteExpiredError(quoteId, after.expiresAt);
   }
-  return { minOut: quote.minOut, expiresAt: quote.expiresAt.getTime() };
+  return { quoteId, minOut: quote.minOut, expiresAt: quote.expiresAt.getTime() };
 }

@@ -17,7 +17,7 @@ import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
 import { parseQuoteId } from "../validation/quote-request.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
-import { redeemQuote } from "./quote.use-case.js";
+import { minTimeLeftMs, redeemQuote } from "./quote.use-case.js";
 import { mayBeCorrected, settle } from "./settlement.js";
 
 /** Who is asking, and the key that makes a retry safe. */
@@ -133,7 +133,9 @@ async function executeQuoted(
   const release = () => quotes.releaseQuote(quoteId, id);
   let terms: NonNullable<TradeOrder["quote"]>;
   try {
-    terms = await redeemQuote(quotes, quoteId, order, scope, id, Date.now());
+    // At least two of the chain's blocks left (minTimeLeftMs), checked again when it is signed.
+    const minLeft = minTimeLeftMs(trade.blockTimeMs());
+    terms = await redeemQuote(quotes, quoteId, order, scope, id, Date.now(), minLeft);
   } catch (error) {
     // The quote may have been taken and the answer lost: given back, since nothing was signed.
     await forget(journalling.journal, id, release);

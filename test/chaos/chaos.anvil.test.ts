@@ -9,6 +9,7 @@
  * journal. Once everything has settled, the chain is asked whether the service kept its promise:
  * - every destinatary is paid at most once per trade, and each 200 exactly once;
  * - each keyed request executes at most once;
+ * - nothing the wallet sent reverted (a trade, an approval or a no-op): no gas was burned;
  * - the wallet's nonces are consecutive, with nothing stuck or queued behind a gap;
  * - every trade is definite within its lifetime: confirmed, or failed or expired with nothing paid;
  * - no answer is a 500 (a bug), and no refusal paid anything;
@@ -624,6 +625,13 @@ async function check(
     if (broken.length > 0) violations.push(`trade #${trade.n}: ${broken.join("; ")}\n${evidenceOf(trade, payments)}`);
   }
 
+  // Gas is the operator's money: nothing the wallet sent may revert, trade, approval or no-op.
+  const reverted = [...evidence.mined].filter(([, tx]) => tx.status !== 1);
+  if (reverted.length > 0)
+    violations.push(
+      `no transaction from the exchange wallet reverted: ${reverted.map(([nonce, tx]) => `${tx.hash} (nonce ${nonce}, ${tx.call})`).join(", ")}`,
+    );
+
   const pending = await run.nonce("pending");
   if (pending !== (await run.nonce("latest")) || evidence.queued.length > 0)
     violations.push(
@@ -743,7 +751,7 @@ async function chaosRun(options: RunOptions): Promise<RunResult> {
         `(${calls.filter((c) => c.destinatary && c.status !== 1).length} reverted), ` +
         `${calls.filter((c) => c.call === "no-op").length} no-ops, ${calls.filter((c) => !c.destinatary && c.call !== "no-op").length} other`,
       violations.length === 0
-        ? "invariants held: paid at most once, each 200 once, keyed at most once, no 500, no paid refusal, nonces consecutive, every trade definite, trades afterwards"
+        ? "invariants held: paid at most once, each 200 once, keyed at most once, no 500, no paid refusal, none reverted, nonces consecutive, every trade definite, trades afterwards"
         : `${violations.length} violations: ${violations.map((v) => v.split("\n")[0]).join(" | ")}`,
     ].join("\n      ");
     failed = violations.length > 0;

@@ -29,6 +29,9 @@ const noPrice: PricePort = { getPrice: () => Promise.reject(new Error("not used"
  * `sent` counts broadcast transactions: a retry must never add one.
  */
 class ScriptedChain implements TradePort {
+  blockTimeMs() {
+    return undefined;
+  }
   sent: SignedTradeTx[] = [];
   nonce = 0;
   /** What happens to the next trades. */
@@ -193,6 +196,7 @@ describe("trades with a journal and Idempotency-Key", function () {
     // Signed and journalled, then its slot released (never sent), then the next round fails.
     const port: TradePort = {
       ...chain,
+      blockTimeMs: () => undefined,
       resolve: (trade) => chain.resolve(trade),
       sell: (order, hooks) => chain.sell(order, hooks),
       remittance: (order, hooks) => chain.remittance(order, hooks),

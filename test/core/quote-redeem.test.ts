@@ -54,7 +54,13 @@ function chain(signed: string[]): TradePort {
     signed.push(tx.txHash);
     return { ...fakeReceipt(order), transactionHash: tx.txHash };
   };
-  return { sell: run, buy: run, remittance: run, resolve: async () => ({ state: "pending" }) };
+  return {
+    sell: run,
+    buy: run,
+    remittance: run,
+    resolve: async () => ({ state: "pending" }),
+    blockTimeMs: () => undefined,
+  };
 }
 
 describe("a quote named by a trade", () => {

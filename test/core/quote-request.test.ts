@@ -195,6 +195,7 @@ describe("redeemQuote", () => {
     const quote = stored();
     await journal.saveQuote(quote);
     expect(await redeemQuote(journal, quote.id, order, "s", "t1", Date.now())).to.deep.equal({
+      quoteId: quote.id,
       minOut: 1_240_000n,
       expiresAt: quote.expiresAt.getTime(),
     });

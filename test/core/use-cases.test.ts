@@ -24,6 +24,9 @@ const PRICE: PriceRecord = {
 
 /** A trade port that records its calls and answers with a receipt, or with `failure`. */
 class FakeTradePort implements TradePort {
+  blockTimeMs() {
+    return undefined;
+  }
   readonly calls: Array<{ method: TradeKind; order: TradeOrder }> = [];
   failure: Error | undefined;
 

@@ -42,7 +42,7 @@ export interface RealChain {
   nonce(tag?: "latest" | "pending"): Promise<number>;
   /** Stops making blocks (transactions wait in the pool). */
   pause(): Promise<void>;
-  /** A block every second again. */
+  /** A block every `blockTimeMs` again (a second by default). */
   resume(): Promise<void>;
   /** A sell of 2 tokens for USDC to CUSTOMER (the body's fields may be changed). */
   sell(idempotencyKey?: string, body?: Record<string, unknown>): Promise<Answer>;
@@ -61,13 +61,14 @@ export interface RealChain {
   close(): Promise<void>;
 }
 
-/** anvil with the suite deployed, and the service on it as an operator runs it, with quick timings. */
+/** anvil with the suite deployed, mining a block every `blockTimeMs` (1000), and the service on it as an operator runs it, with quick timings. */
 export async function realChain(
   env: Record<string, string> = {},
-  anvilOptions: { state?: string } = {},
+  anvilOptions: { state?: string; blockTimeMs?: number } = {},
 ): Promise<RealChain> {
-  const anvil = await startAnvil({ blockTime: 1, ...anvilOptions });
-  const addresses = await deployOnAnvil(anvil, 1000);
+  const { blockTimeMs = 1000, ...options } = anvilOptions;
+  const anvil = await startAnvil({ blockTime: 1, ...options });
+  const addresses = await deployOnAnvil(anvil, blockTimeMs);
   const dir = mkdtempSync(join(tmpdir(), "anvil-service-"));
   writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
   const logs = new LogSink();
@@ -105,7 +106,7 @@ export async function realChain(
       await anvil.rpc("evm_setAutomine", [false]);
       await anvil.rpc("evm_setIntervalMining", [0]);
     },
-    resume: async () => void (await anvil.rpc("evm_setIntervalMining", [1])),
+    resume: async () => void (await anvil.rpc("evm_setIntervalMining", [blockTimeMs / 1000])),
     sell: (idempotencyKey, body = {}) =>
       post("token/sell", { amount: "2", ...body }, idempotencyKey ? { "idempotency-key": idempotencyKey } : {}),
     post,

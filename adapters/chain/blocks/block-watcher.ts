@@ -47,6 +47,7 @@ import type { JsonRpcApiProvider } from "ethers";
 
 import { RpcProvider, type HeadBlock, type PushedHead, type PushedHeads } from "../rpc/index.js";
 import { answerAt, type Expected } from "./answer.js";
+import type { BlockTimes } from "./block-times.js";
 import type { HeadSource } from "./fees.js";
 import { ReceiptReader } from "./receipt-reader.js";
 import { forgetReplaced } from "./reorg.js";
@@ -62,6 +63,8 @@ export interface BlockWatcherOptions {
   heads?: PushedHeads | undefined;
   /** While subscribed, how long without a pushed header before the head is asked for, in ms. Default 30,000. */
   safetyPollMs?: number;
+  /** Where each head looked at is recorded, for the chain's block time (block-times.ts). */
+  times?: BlockTimes;
 }
 
 /** The heads `provider` pushes: RpcProvider's with a WebSocket endpoint, else none (the watcher polls). */
@@ -137,9 +140,11 @@ export class BlockWatcher implements HeadSource {
   readonly #safetyPollMs: number;
   /** Reads the receipts of the blocks a look finds new (receipt-reader.ts). */
   readonly #reader: ReceiptReader;
+  readonly #times: BlockTimes | undefined;
 
   constructor(options: BlockWatcherOptions) {
     this.#provider = options.provider;
+    this.#times = options.times;
     this.#intervalMs = options.intervalMs ?? 1_000;
     this.#keepMs = options.keepMs ?? 600_000;
     this.#safetyPollMs = options.safetyPollMs ?? MAX_DELAY_MS;
@@ -332,6 +337,7 @@ export class BlockWatcher implements HeadSource {
         this.#pushesBehind = true;
       // The latest block as of now (a lagging node's lower head is not).
       if (head >= this.#head) this.#lastHead = { block: latest, at: Date.now() };
+      this.#times?.record(head, Number(latest.timestamp));
       const [hash, parentHash] = [latest.hash.toLowerCase(), latest.parentHash.toLowerCase()];
       const known = this.#ring.get(head);
       // Not yet, or a lagging node's older head on the same chain: asked again at the next due time.

@@ -4,6 +4,7 @@
  * shape). The send queue, the price and quote adapters, the lifecycle monitor and the trade
  * adapter read the chain through it; it reads the node through rpc/.
  */
+export { BlockTimes, measureBlockTime } from "./block-times.js";
 export { BlockWatcher, headsOf, type BlockWatcherOptions, type Look } from "./block-watcher.js";
 export {
   FeeOracle,

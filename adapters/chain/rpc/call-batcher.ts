@@ -72,6 +72,12 @@ export type ProofOutcome =
   | { ok: true; output: string; gasUsed?: bigint; block?: number }
   | { ok: false; revertData: string };
 
+/** A read's answer, and the number of the block it was read at when it was read in a batch. */
+export interface ReadAnswer {
+  data: string;
+  block?: number;
+}
+
 export interface CallBatcherOptions {
   provider: JsonRpcApiProvider;
   /** Most reads and proofs in one eth_call. Default DEFAULT_MAX_ENTRIES. */
@@ -89,7 +95,7 @@ interface ReadEntry {
   to: string;
   data: string;
   /** Every caller of the same read in the batch. */
-  waiters: Waiter<string>[];
+  waiters: Waiter<ReadAnswer>[];
 }
 
 interface ProofEntry extends Waiter<ProofOutcome> {
@@ -128,7 +134,15 @@ export class CallBatcher {
 
   /** What `data` returns from `to` at the latest block: an eth_call's answer. Rejects as an eth_call of it would. */
   read(to: string, data: string): Promise<string> {
-    if (this.#plain) return this.#readAlone(to, data);
+    return this.readAt(to, data).then((answer) => answer.data);
+  }
+
+  /**
+   * `read`, with the number of the block it was read at when the batch's eth_call told it (the
+   * simulator returns it); without it when the read was a plain eth_call of its own.
+   */
+  readAt(to: string, data: string): Promise<ReadAnswer> {
+    if (this.#plain) return this.#readAlone(to, data).then((answer) => ({ data: answer }));
     return new Promise((resolve, reject) => {
       const key = `${to}:${data}`.toLowerCase();
       let entry = this.#queuedReads.get(key);
@@ -241,7 +255,7 @@ export class CallBatcher {
 
     reads.forEach((read, i) => {
       const { success, returnData } = readResults[i]!;
-      if (success) for (const waiter of read.waiters) waiter.resolve(returnData);
+      if (success) for (const waiter of read.waiters) waiter.resolve({ data: returnData, block: Number(blockNumber) });
       else this.#runAlone([read]); // its error is the node's own, as an eth_call of it would give
     });
     proofs.forEach(({ entry }, i) => {
@@ -267,7 +281,7 @@ export class CallBatcher {
         this.#settleProof(entry, this.#proveAlone(entry.from, entry.to, entry.data, entry.gasLimit));
         continue;
       }
-      const answer = this.#readAlone(entry.to, entry.data);
+      const answer = this.#readAlone(entry.to, entry.data).then((data): ReadAnswer => ({ data }));
       for (const waiter of entry.waiters) answer.then(waiter.resolve, waiter.reject);
     }
   }

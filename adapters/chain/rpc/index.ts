@@ -11,6 +11,7 @@ export {
   executionGas,
   type CallBatcherOptions,
   type ProofOutcome,
+  type ReadAnswer,
 } from "./call-batcher.js";
 export {
   isAlreadyKnown,

@@ -1,18 +1,29 @@
 /**
  * What each exchange wallet holds of each asset, as its trades see it, and the swap's
- * allowance to spend it: reserved per trade, released when the trade is over, topped up when
- * it falls short. Allowances stay finite, so each sell emits its Approval log.
+ * allowance to spend it: reserved per trade until the trade is final, topped up when it falls
+ * short. Allowances stay finite, so each sell emits its Approval log.
  *
  * The swap's own reserves of each stable coin are booked the same way (`reserveBalance`):
  * the sells accepted together never pay out more than the swap holds, so none of them reverts
  * on chain for want of reserves.
+ *
+ * What is reserved, and for how long:
+ * - from the reservation until the trade is signed and journalled, in this process's memory
+ *   (`Holding.inFlight`);
+ * - from then until the trade is final, in the journal, with its nonce slot
+ *   (NonceLedger.reservations): while the slot is pending, and once mined, for a balance read at
+ *   a block before the one it was mined in. So a trade that answered 504 (pending) still holds
+ *   what it will spend, across a restart, and on every instance sharing a PostgreSQL journal;
+ *   one that failed, expired or was never sent holds nothing.
+ * A check counts both: the balance (or allowance) read at a block, less what the journal holds
+ * back beyond that block, less this process's trades not yet journalled.
  */
 import { Interface, type JsonRpcApiProvider, formatUnits } from "ethers";
 
-import { InsufficientFundsError } from "../../../core/index.js";
+import { InsufficientFundsError, type Reservation, type SlotReservation } from "../../../core/index.js";
 import { KeyedMutex } from "../../shared/keyed-mutex.js";
 import { ERC20_ABI } from "../tx/index.js";
-import type { CallBatcher } from "../rpc/index.js";
+import { isChainUnreachable, type CallBatcher, type ReadAnswer } from "../rpc/index.js";
 
 const erc20Interface = new Interface(ERC20_ABI);
 
@@ -23,21 +34,40 @@ export interface Asset {
   decimals: number;
 }
 
+/** A balance and allowance read: at the latest block, whose number it says when it is known. */
+interface ChainRead {
+  balance: bigint;
+  allowance: bigint;
+  block: number | undefined;
+}
+
 /**
- * One exchange wallet's holding of one asset, as its trades see it.
- * - `inFlight`: the amount of the trades reserved and not yet released (on their way, or
- *   sent and unmined), which the chain's balance and allowance may not show yet.
- * - `released`: the amount of all trades released so far. A read made when it stood lower
- *   may miss the trades released since, which no longer count as in flight: a check on that
- *   read counts them too.
- * - `read`: the balance and allowance read that trades arriving now share (one eth_call
- *   pair for a burst), with `released` as it stood when it was made.
+ * What the journal held back of a holding when asked, beyond the trades this process still counts
+ * itself, and its `released` as it stood when the journal was asked.
+ */
+interface Held {
+  amount: bigint;
+  released: bigint;
+}
+
+/**
+ * One exchange wallet's holding of one asset (or the swap's reserves of one coin), as its trades see it.
+ * - `inFlight`: the amount of this process's trades reserved and not yet released: on their way
+ *   to being signed, or signed and not yet answered by the send queue. The journal's reservations
+ *   of their slots are not counted meanwhile (Allowances.journalled).
+ * - `released`: the amount of all trades released so far (handed over to the journal's slots,
+ *   or refused). A journal read asked when it stood lower counts none of those released since
+ *   (it left their slots out as this process's own): a check on that read counts them too.
+ * - `read`: the chain read and what the journal holds back beyond its block, which trades
+ *   arriving now share (one eth_call for a burst), with `released` as it stood when it was made.
  */
 export interface Holding {
   key: string;
+  owner: string;
+  asset: string;
   inFlight: bigint;
   released: bigint;
-  read?: { released: bigint; value: Promise<[bigint, bigint]> } | undefined;
+  read?: { released: bigint; value: Promise<[ChainRead, Held]> } | undefined;
   /** Whether the swap's allowance matters (the wallets' holdings), or only the balance (the swap's reserves). */
   withAllowance: boolean;
   calls: { balanceOf: string; allowance: string };
@@ -47,8 +77,13 @@ export interface AllowancesOptions {
   provider: JsonRpcApiProvider;
   /** The spender: the swap. */
   swap: string;
-  /** Sets the swap's allowance of `asset` from `owner` to `value`, and waits until it is mined. */
-  approve: (owner: string, asset: string, value: bigint) => Promise<void>;
+  /**
+   * Sets the swap's allowance of `asset` from `owner` to `value`, and waits until it is mined;
+   * with `reset`, sets it to zero first, in the transaction just before (USDT-style tokens).
+   */
+  approve: (owner: string, asset: string, value: bigint, reset: boolean) => Promise<void>;
+  /** What the journal's slots hold back (every instance's): NonceLedger.reservations. */
+  reservations: (minedAfter: number) => Promise<SlotReservation[]>;
   /**
    * Where the reads go: the trade adapter's batcher (call-batcher.ts), one eth_call with the
    * trade's proof. Unset: an eth_call each.
@@ -61,6 +96,10 @@ export class Allowances {
   readonly #locks = new KeyedMutex();
   /** Per wallet and asset (lower-case "wallet:asset"): see Holding. */
   readonly #holdings = new Map<string, Holding>();
+  /** The slots of this process's trades still in flight (lower-case "wallet:nonce"), with how many trades hold each. */
+  readonly #ownSlots = new Map<string, number>();
+  /** Per token (lower-case): whether it refuses to change a non-zero allowance (#refusesChange). */
+  readonly #refuses = new Map<string, Promise<boolean>>();
 
   constructor(options: AllowancesOptions) {
     this.#opts = options;
@@ -68,8 +107,10 @@ export class Allowances {
 
   /**
    * Checks the wallet's balance and makes sure the swap may spend `amount` on top of what
-   * in-flight trades already spend, topping the allowance up to the wallet's balance when
-   * it falls short. USDT refuses to change a non-zero allowance, so it is reset to zero first.
+   * the trades not yet final spend (see the header), topping the allowance up to the wallet's
+   * balance when it falls short. A token that refuses to change a non-zero allowance (USDT) is
+   * reset to zero first, in the transaction just before the new approval, so no trade can be
+   * signed between the two.
    *
    * The balance and allowance are read outside the lock, so concurrent trades do not queue
    * behind each other's round trips, and one read serves the trades that arrive together
@@ -77,21 +118,25 @@ export class Allowances {
    * counts as unpaid: one that was mined before the read is then counted twice, which errs
    * on the safe side. Only when that check falls short is the chain read again, in the lock.
    *
-   * @returns the holding to release the amount from once the trade is over, and whether the
-   *   allowance was topped up (a check made before the top-up may have failed for want of it)
+   * @param head a block the chain had when the trade began: what is read is read at it or later
+   * @returns the holding to release the amount from once the trade is journalled (or refused),
+   *   and whether the allowance was topped up (a check made before the top-up may have failed
+   *   for want of it)
    */
-  async reserve(owner: string, asset: Asset, amount: bigint): Promise<{ holding: Holding; toppedUp: boolean }> {
+  async reserve(
+    owner: string,
+    asset: Asset,
+    amount: bigint,
+    head: number,
+  ): Promise<{ holding: Holding; toppedUp: boolean }> {
     const holding = this.#holding(owner, asset.address, true);
-    const shared = this.#sharedRead(holding, asset.address);
-    let [balance, allowance] = await shared.value;
+    let [{ balance, allowance }, held] = await this.#sharedRead(holding, head).value;
     return this.#locks.run(holding.key, async () => {
-      // Trades released since the read may not show in it: they still count.
-      let unpaid = holding.inFlight + (holding.released - shared.released);
+      let unpaid = this.#unpaid(holding, held);
       if (balance - unpaid < amount || allowance - unpaid < amount) {
-        // Short, or a top-up may be needed: look again. Counted before the read is made, so a
-        // trade released meanwhile still counts.
-        unpaid = holding.inFlight;
-        [balance, allowance] = await this.#read(holding, asset.address);
+        // Short, or a top-up may be needed: look again.
+        [{ balance, allowance }, held] = await this.#readWithHeld(holding, head);
+        unpaid = this.#unpaid(holding, held);
       }
       if (balance - unpaid < amount) {
         throw new InsufficientFundsError(
@@ -105,8 +150,8 @@ export class Allowances {
         // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max takes numbers only.
         const target = balance > unpaid + amount ? balance : unpaid + amount;
         try {
-          if (allowance !== 0n) await this.#opts.approve(owner, asset.address, 0n);
-          await this.#opts.approve(owner, asset.address, target);
+          const reset = allowance !== 0n && (await this.#refusesChange(owner, asset.address, target));
+          await this.#opts.approve(owner, asset.address, target, reset);
         } finally {
           holding.read = undefined; // it shows the allowance before the update: the next trade reads again
         }
@@ -119,18 +164,17 @@ export class Allowances {
 
   /**
    * Books `amount` of the swap's own balance of `asset` (its reserves) for a trade that pays it
-   * out, on top of what trades in flight pay out, or refuses the trade. Read and shared like a
-   * wallet's balance (see reserve); read again, in the lock, only when short.
+   * out, on top of what the sells not yet final pay out, or refuses the trade. Read and shared
+   * like a wallet's balance (see reserve); read again, in the lock, only when short.
    */
-  async reserveBalance(asset: Asset, amount: bigint): Promise<Holding> {
+  async reserveBalance(asset: Asset, amount: bigint, head: number): Promise<Holding> {
     const holding = this.#holding(this.#opts.swap, asset.address, false);
-    const shared = this.#sharedRead(holding, asset.address);
-    let [balance] = await shared.value;
+    let [{ balance }, held] = await this.#sharedRead(holding, head).value;
     return this.#locks.run(holding.key, async () => {
-      let unpaid = holding.inFlight + (holding.released - shared.released);
+      let unpaid = this.#unpaid(holding, held);
       if (balance - unpaid < amount) {
-        unpaid = holding.inFlight;
-        [balance] = await this.#read(holding, asset.address);
+        [{ balance }, held] = await this.#readWithHeld(holding, head);
+        unpaid = this.#unpaid(holding, held);
       }
       if (balance - unpaid < amount) {
         throw new InsufficientFundsError(
@@ -150,14 +194,37 @@ export class Allowances {
    * as safe as one started later: trades released after it began still count as unpaid (see
    * reserve).
    */
-  prefetchReserves(asset: Asset): void {
-    this.#sharedRead(this.#holding(this.#opts.swap, asset.address, false), asset.address);
+  prefetchReserves(asset: Asset, head: number): void {
+    this.#sharedRead(this.#holding(this.#opts.swap, asset.address, false), head);
   }
 
-  /** The trade is over (mined, or refused before it was sent): its amount no longer counts as in flight. */
-  release(holding: Holding, amount: bigint): void {
-    holding.inFlight -= amount;
-    holding.released += amount;
+  /**
+   * A trade's slot (`wallet`'s `nonce`) is journalled with its reservations, while the trade still
+   * counts here (until `release`): the journal's are left out meanwhile, so it is not counted twice.
+   * @returns the slot's key, for `release`
+   */
+  journalled(wallet: string, nonce: number): string {
+    const key = `${wallet}:${nonce}`.toLowerCase();
+    this.#ownSlots.set(key, (this.#ownSlots.get(key) ?? 0) + 1);
+    return key;
+  }
+
+  /**
+   * The trade no longer counts here: the send queue answered it, so its slot, when it has one,
+   * holds it back from now on until it is final (`slots`: what `journalled` gave it); or it was
+   * refused before anything of it could be mined. Its amount of each holding goes in one step
+   * with its slots, so it is never counted by neither.
+   */
+  release(parts: ReadonlyArray<{ holding: Holding; amount: bigint }>, slots: readonly string[] = []): void {
+    for (const { holding, amount } of parts) {
+      holding.inFlight -= amount;
+      holding.released += amount;
+    }
+    for (const key of slots) {
+      const count = (this.#ownSlots.get(key) ?? 1) - 1;
+      if (count > 0) this.#ownSlots.set(key, count);
+      else this.#ownSlots.delete(key);
+    }
   }
 
   /** The service's bookkeeping of one wallet's holding of one asset, made on first use. */
@@ -167,6 +234,8 @@ export class Allowances {
     if (!holding) {
       holding = {
         key,
+        owner: owner.toLowerCase(),
+        asset: asset.toLowerCase(),
         inFlight: 0n,
         released: 0n,
         withAllowance,
@@ -181,12 +250,12 @@ export class Allowances {
   }
 
   /**
-   * The balance and allowance read that a trade arriving now uses: the current one, unless a
-   * trade was released since it was made (then a new one, shared in turn).
+   * The read that a trade arriving now uses: the current one, unless a trade was released since
+   * it was made (then a new one, shared in turn).
    */
-  #sharedRead(holding: Holding, asset: string): NonNullable<Holding["read"]> {
+  #sharedRead(holding: Holding, head: number): NonNullable<Holding["read"]> {
     if (holding.read?.released !== holding.released) {
-      const read = { released: holding.released, value: this.#read(holding, asset) };
+      const read = { released: holding.released, value: this.#readWithHeld(holding, head) };
       read.value.catch(() => {
         if (holding.read === read) holding.read = undefined; // a failed read is not shared
       });
@@ -195,22 +264,94 @@ export class Allowances {
     return holding.read;
   }
 
+  /**
+   * What a check counts as unpaid: what the journal held back (beyond this process's own trades),
+   * this process's trades in flight, and those released since the journal was asked (which it
+   * left out as this process's own).
+   */
+  #unpaid(holding: Holding, held: Held): bigint {
+    return held.amount + holding.inFlight + (holding.released - held.released);
+  }
+
+  /**
+   * The holder's balance and allowance at the latest block, then what the journal holds back of
+   * them beyond that block (or beyond `head`, when the read cannot say its block: it was read at
+   * `head` or later), less the slots of this process's trades still in flight, which count
+   * here. Asked after the read, so a slot mined meanwhile is counted by one or both.
+   */
+  async #readWithHeld(holding: Holding, head: number): Promise<[ChainRead, Held]> {
+    const read = await this.#read(holding);
+    const released = holding.released;
+    const own = new Set(this.#ownSlots.keys());
+    const reservations = await this.#opts.reservations(read.block ?? head);
+    let amount = 0n;
+    for (const r of reservations)
+      if (r.holder === holding.owner && r.asset === holding.asset && !own.has(`${r.wallet}:${r.nonce}`))
+        amount += r.amount;
+    return [read, { amount, released }];
+  }
+
   /** The holder's balance and (for a wallet) the swap's allowance, read now (latest block). */
-  #read(holding: Holding, asset: string): Promise<[bigint, bigint]> {
-    if (!holding.withAllowance) return this.#readUint(asset, holding.calls.balanceOf).then((balance) => [balance, 0n]);
-    return Promise.all([
-      this.#readUint(asset, holding.calls.balanceOf),
-      this.#readUint(asset, holding.calls.allowance),
+  async #read(holding: Holding): Promise<ChainRead> {
+    if (!holding.withAllowance) {
+      const balance = await this.#readUint(holding.asset, holding.calls.balanceOf);
+      return { balance: balance.value, allowance: 0n, block: balance.block };
+    }
+    const [balance, allowance] = await Promise.all([
+      this.#readUint(holding.asset, holding.calls.balanceOf),
+      this.#readUint(holding.asset, holding.calls.allowance),
     ]);
+    const block =
+      balance.block === undefined || allowance.block === undefined
+        ? undefined
+        : Math.min(balance.block, allowance.block);
+    return { balance: balance.value, allowance: allowance.value, block };
   }
 
   /** An eth_call against the latest block answering one uint256 (through the batcher when there is one). */
-  async #readUint(to: string, data: string): Promise<bigint> {
+  async #readUint(to: string, data: string): Promise<{ value: bigint; block: number | undefined }> {
     const calls = this.#opts.calls;
-    const result =
+    const answer: ReadAnswer =
       calls === undefined
-        ? ((await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string)
-        : await calls.read(to, data);
-    return BigInt(result === "0x" ? "0x0" : result);
+        ? { data: (await this.#opts.provider.send("eth_call", [{ to, data }, "latest"])) as string }
+        : await calls.readAt(to, data);
+    return { value: BigInt(answer.data === "0x" ? "0x0" : answer.data), block: answer.block };
   }
+
+  /**
+   * Whether `asset` refuses to change `owner`'s non-zero allowance to the swap to another
+   * non-zero value (USDT's rule): its approve, called as the owner would call it, reverts. Known
+   * once per token.
+   */
+  async #refusesChange(owner: string, asset: string, value: bigint): Promise<boolean> {
+    const key = asset.toLowerCase();
+    let known = this.#refuses.get(key);
+    if (known === undefined) {
+      const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
+      known = this.#opts.provider.send("eth_call", [{ from: owner, to: asset, data }, "latest"]).then(
+        () => false,
+        (error: unknown) => {
+          if (isChainUnreachable(error)) {
+            this.#refuses.delete(key); // not known: asked again next time
+            throw error;
+          }
+          return true;
+        },
+      );
+      this.#refuses.set(key, known);
+    }
+    return known;
+  }
+}
+
+/**
+ * What a trade holds back with its slot until it is final: what its wallet spends, and, for a
+ * sell (`payout`: the swap, and the stable coin and amount it pays), the swap's reserves it pays out.
+ */
+export function reservesOf(
+  trade: { wallet: string; spent: Asset; amount: bigint },
+  payout: { swap: string; stable: string; amount: bigint } | undefined,
+): Reservation[] {
+  const spend = { holder: trade.wallet, asset: trade.spent.address, amount: trade.amount };
+  return payout === undefined ? [spend] : [spend, { holder: payout.swap, asset: payout.stable, amount: payout.amount }];
 }

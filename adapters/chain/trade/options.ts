@@ -58,4 +58,9 @@ export interface TradeAdapterOptions {
   instanceId?: string;
   /** The feed policy's guard, shared with the price (default: DEFAULT_FEED_POLICY on the swap's token feed). */
   feeds?: FeedGuard;
+  /**
+   * The chain's block time in ms, when it is known rather than measured: the embedded chain's
+   * (0 under automine, where a block comes with each transaction). Unset: measured (block-times.ts).
+   */
+  blockTimeMs?: number;
 }

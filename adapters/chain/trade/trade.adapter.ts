@@ -23,15 +23,11 @@
 import { Interface } from "ethers";
 
 import {
-  ChainUnavailableError,
   QuoteSlippageError,
-  RecordedTradeError,
-  TradeDroppedError,
   TradeExpiredError,
-  TradePendingError,
   TradeRevertedError,
   UnknownWalletError,
-  type DomainError,
+  type Reservation,
   type SignedTradeTx,
   type TradeHooks,
   type TradeKind,
@@ -42,27 +38,29 @@ import {
   type TransactionReceipt,
 } from "../../../core/index.js";
 import {
+  BlockTimes,
   BlockWatcher,
+  measureBlockTime,
   FeeOracle,
   Receipts,
   headsOf,
   toWeb3Receipt,
   tradeFees,
-  type NonceLookup,
-  type Outcome,
 } from "../blocks/index.js";
 import { WalletMonitor, type LifecycleLog } from "../lifecycle/index.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "../price/index.js";
 import { CallBatcher, revertName, toDomainError } from "../rpc/index.js";
 import { SendQueue } from "../send/index.js";
-import { ERC20_ABI, SWAP_ABI, staticCallEncoder, toSigner, type TransactionSigner } from "../tx/index.js";
-import { Allowances, type Asset, type Holding } from "./allowances.js";
+import { SWAP_ABI, staticCallEncoder, toSigner, type TransactionSigner } from "../tx/index.js";
+import { Allowances, reservesOf, type Asset, type Holding } from "./allowances.js";
+import { approveSwap } from "./approvals.js";
 import { tradeGasLimit } from "./gas-limits.js";
 import { DEFAULT_TRADE_SETTINGS, type TradeAdapterOptions, type TradeSettings } from "./options.js";
 import { Preflight, minimumOut } from "./preflight.js";
+import { quoteLeftMs } from "./quote-deadline.js";
+import { markMined, nonceLookup, recordSlotOf } from "./slots.js";
 
 const swapInterface = new Interface(SWAP_ABI);
-const erc20Interface = new Interface(ERC20_ABI);
 /** Calldata of each trade's TokenSwap call: (stable, amount, destinatary, minimum out, deadline). */
 const SWAP_CALL = {
   sell: staticCallEncoder(swapInterface, "sell"),
@@ -77,12 +75,10 @@ interface ExchangeWallet {
   monitor: WalletMonitor;
 }
 
-/** A trade its wallet's queue sent: the transaction, its deadline, and what the trade holds reserved until it ends. */
+/** A trade its wallet's queue sent: the transaction, and its deadline. */
 interface SentTrade {
   sent: Awaited<ReturnType<SendQueue["send"]>>;
   deadline: number;
-  reservation: Awaited<ReturnType<Allowances["reserve"]>>;
-  payout: { holding: Holding; amount: bigint } | undefined;
 }
 
 /**
@@ -100,6 +96,7 @@ export class ChainTradeAdapter implements TradePort {
   readonly #fees: FeeOracle;
   readonly #receipts: Receipts;
   readonly #watcher: BlockWatcher;
+  readonly #times: BlockTimes;
   readonly #preflight: Preflight;
   readonly #allowances: Allowances;
   readonly #feeds: FeedGuard;
@@ -114,10 +111,17 @@ export class ChainTradeAdapter implements TradePort {
     const settings = { ...DEFAULT_TRADE_SETTINGS, ...options.settings };
     this.#settings = settings;
     const { provider, journal } = options;
+    // The chain's block time, from the heads the watcher and the fees read (block-times.ts).
+    this.#times = new BlockTimes(options.blockTimeMs);
     // Heads pushed over a WebSocket endpoint when there is one (eth_subscribe newHeads), else polled.
-    this.#watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs, heads: headsOf(provider) });
+    this.#watcher = new BlockWatcher({
+      provider,
+      intervalMs: settings.intervalMs,
+      heads: headsOf(provider),
+      times: this.#times,
+    });
     // Fees from the head the watcher reads anyway, while it is young (fees.ts).
-    this.#fees = new FeeOracle(provider, { heads: this.#watcher });
+    this.#fees = new FeeOracle(provider, { heads: this.#watcher, times: this.#times });
     this.#receipts = new Receipts({
       watcher: this.#watcher,
       provider,
@@ -139,7 +143,8 @@ export class ChainTradeAdapter implements TradePort {
     this.#allowances = new Allowances({
       provider,
       swap: options.swap,
-      approve: (owner, asset, value) => this.#approve(owner, asset, value),
+      approve: (owner, asset, value, reset) => this.#approve(owner, asset, value, reset),
+      reservations: (minedAfter) => journal.reservations(minedAfter),
       calls: this.#calls,
     });
     for (const signer of options.wallets.map(toSigner)) {
@@ -170,9 +175,19 @@ export class ChainTradeAdapter implements TradePort {
     }
   }
 
-  /** Starts every wallet's lifecycle monitor: from now on, every nonce the journal holds is seen through to its end. */
+  /**
+   * Starts every wallet's lifecycle monitor: from now on, every nonce the journal holds is seen
+   * through to its end. Reads the chain's block time once (block-times.ts), so the first quote
+   * redeemed knows it.
+   */
   start(): void {
     for (const { monitor } of this.#wallets.values()) monitor.start();
+    void measureBlockTime(this.#opts.provider, this.#times).catch(() => {}); // else from the heads read later
+  }
+
+  /** The chain's block time as measured lately, in ms (block-times.ts); undefined while unknown. */
+  blockTimeMs(): number | undefined {
+    return this.#times.blockTimeMs();
   }
 
   /** Stops the monitors (giving their leases up). */
@@ -233,39 +248,44 @@ export class ChainTradeAdapter implements TradePort {
     const wallet = this.#wallets.get(order.wallet.toLowerCase());
     if (!wallet) throw new UnknownWalletError(order.wallet);
     const { signer } = wallet;
-    const { sent, deadline, reservation, payout } = await this.#send(kind, order, wallet, hooks);
+    const { sent, deadline } = await this.#send(kind, order, wallet, hooks);
     try {
       if (sent.receipt === null && sent.known) hooks?.onSubmitted?.();
-      const outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(signer.address, sent.nonce));
+      const outcome = await this.#receipts.wait(
+        sent.hash,
+        sent.receipt,
+        nonceLookup(this.#opts.journal, signer.address, sent.nonce),
+      );
+      // A trade without a record of its own (no hooks): its slot is marked mined at once, so that
+      // what it held back stops counting once the chain shows it (allowances.ts); a journalled
+      // trade's record does that (markConfirmed), and the monitor for what no call waited for.
+      if (hooks?.onSigned === undefined) await markMined(this.#opts.journal, signer.address, sent.nonce, outcome);
       if (outcome.noop) throw new TradeExpiredError(deadline, sent.nonce);
       const receipt = toWeb3Receipt(outcome.receipt);
       if (!receipt.status) throw new TradeRevertedError(`transaction ${receipt.transactionHash} reverted when mined`);
       return receipt;
     } finally {
       this.#watcher.release([sent.hash]); // wait() did, unless a hook threw before it
-      this.#allowances.release(reservation.holding, order.amount);
-      if (payout) this.#allowances.release(payout.holding, payout.amount);
     }
   }
 
   /**
    * A trade up to its broadcast: fees and the cap, the feed policy, the proof alongside the
-   * balance and allowance reservation, then the wallet's queue signs, journals and sends it. If
-   * anything fails, what it reserved is released, and the error is the domain's.
+   * balance and allowance reservation, then the wallet's queue signs, journals and sends it. What
+   * it reserved counts here until the queue answers, and its slot holds it back from then on until
+   * it is final (allowances.ts). The error, if any, is the domain's.
    */
   async #send(kind: TradeKind, order: TradeOrder, wallet: ExchangeWallet, hooks?: TradeHooks): Promise<SentTrade> {
     const { signer, queue } = wallet;
     const { lifetimeS, slippageBps, feeCap } = this.#settings;
-    // A sell spends the wallet's tokens; a buy or remittance spends its stable coin.
-    const spent: Asset =
-      kind === "sell"
-        ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
-        : order.stable;
-
+    const spent = this.#spent(kind, order);
     let sent: Awaited<ReturnType<SendQueue["send"]>>;
     let deadline = 0;
     let reservation: Awaited<ReturnType<Allowances["reserve"]>> | undefined;
-    let payout: { holding: Holding; amount: bigint } | undefined;
+    /** What it holds reserved here until the queue answers. */
+    const held: Array<{ holding: Holding; amount: bigint }> = [];
+    /** The slots it was journalled at (one, or more when it was signed again at another nonce). */
+    const slots: string[] = [];
     try {
       let state = await this.#fees.read();
       tradeFees(state, feeCap); // nothing is sent while the base fee is above the cap
@@ -281,9 +301,10 @@ export class ChainTradeAdapter implements TradePort {
         // By the later of this machine's clock and the chain's: the contract checks the chain's.
         const now = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp);
         deadline = now + lifetimeS;
-        // Under a quote, no later than its expiry: what is left of it, counted from the same "now".
+        // Under a quote, no later than its expiry: what is left of it, counted from the same "now",
+        // and refused (never clamped) when that is too little to be mined.
         if (order.quote !== undefined)
-          deadline = Math.min(deadline, now + Math.max(0, Math.floor((order.quote.expiresAt - Date.now()) / 1000)));
+          deadline = Math.min(deadline, now + Math.floor(quoteLeftMs(order.quote, this.#times.blockTimeMs()) / 1000));
         return this.#preflight.check(
           shape,
           { from: signer.address, to: this.#opts.swap, data: encode(0n) },
@@ -294,8 +315,9 @@ export class ChainTradeAdapter implements TradePort {
       // swap's reserves: one eth_call (call-batcher.ts), shared with the trades arriving alongside.
       const checked = prove();
       checked.catch(() => {}); // awaited below, unless the reservation fails first
-      if (kind === "sell") this.#allowances.prefetchReserves(order.stable);
-      reservation = await this.#allowances.reserve(signer.address, spent, order.amount);
+      if (kind === "sell") this.#allowances.prefetchReserves(order.stable, state.head.number);
+      reservation = await this.#allowances.reserve(signer.address, spent, order.amount, state.head.number);
+      held.push({ holding: reservation.holding, amount: order.amount });
       await fed;
       // A check made before an allowance top-up may have failed for want of it: made again.
       const proof = await (reservation.toppedUp ? prove() : checked).catch(async (error: unknown) => {
@@ -319,9 +341,9 @@ export class ChainTradeAdapter implements TradePort {
         throw new QuoteSlippageError(proof.output, order.quote.minOut);
       // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
       // accepted together never pay out more than the swap holds (none reverts for want of it).
-      if (kind === "sell")
-        payout = { holding: await this.#allowances.reserveBalance(order.stable, proof.output), amount: proof.output };
-      const onSigned = hooks?.onSigned ?? ((tx: SignedTradeTx) => this.#recordUnjournalled(tx, "trade"));
+      const paid =
+        kind === "sell" ? await this.#reservePayout(order, proof.output, state.head.number, held) : undefined;
+      const reserves = reservesOf({ wallet: signer.address, spent, amount: order.amount }, paid);
       const price = await nativeUsd;
       sent = await queue.send({
         to: this.#opts.swap,
@@ -329,65 +351,68 @@ export class ChainTradeAdapter implements TradePort {
         data: encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps)),
         gasLimit: proof.gasLimit,
         deadline,
-        onSigned: price === null ? onSigned : (tx) => onSigned({ ...tx, nativeUsd: price }),
+        onSigned: this.#journalling(order, hooks, { reserves, price, slots }),
       });
     } catch (error) {
-      if (reservation) this.#allowances.release(reservation.holding, order.amount);
-      if (payout) this.#allowances.release(payout.holding, payout.amount);
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
+    } finally {
+      // Answered by the queue: its slot holds it back from now on until it is final, or it was
+      // refused; no longer this process's to count (allowances.ts).
+      this.#allowances.release(held, slots);
     }
-    return { sent, deadline, reservation: reservation!, payout };
+    return { sent, deadline };
   }
 
-  /** What the ledger and the journal hold for a nonce now: its broadcasts, or the error its trade ended with. */
-  #lookup(wallet: string, nonce: number): NonceLookup {
-    const { journal } = this.#opts;
-    return async () => {
-      const slot = await journal.slot(wallet, nonce);
-      if (slot === undefined) return {};
-      if (slot.state === "lost") return { error: new TradeDroppedError(wallet, nonce) };
-      if (slot.tradeId !== null) {
-        const record = await journal.get(slot.tradeId);
-        if ((record?.status === "failed" || record?.status === "expired") && record.error) {
-          return { error: new RecordedTradeError(record.error.code as DomainError["code"], record.error.message) };
-        }
-      }
-      return { broadcasts: slot.broadcasts };
+  /**
+   * How a trade's signed transaction is journalled (the hook's onSigned, with the native coin's
+   * price and what it holds back), once its quote, if any, is checked again as it is signed: a
+   * trade whose quote has too little left is refused there, unsent.
+   */
+  #journalling(
+    order: TradeOrder,
+    hooks: TradeHooks | undefined,
+    { reserves, price, slots }: { reserves: Reservation[]; price: bigint | null; slots: string[] },
+  ): (tx: SignedTradeTx) => Promise<void> {
+    const onSigned = hooks?.onSigned ?? ((tx: SignedTradeTx) => recordSlotOf(this.#opts.journal, tx, "trade"));
+    return async (tx) => {
+      if (order.quote !== undefined) quoteLeftMs(order.quote, this.#times.blockTimeMs());
+      // Counted here until the queue answers, so the journal's count leaves its slot out.
+      slots.push(this.#allowances.journalled(tx.wallet, tx.nonce));
+      await onSigned(price === null ? { ...tx, reserves } : { ...tx, nativeUsd: price, reserves });
     };
   }
 
-  /** A transaction no trade record carries (an approval, or a trade sent without a journal): its own slot. */
-  #recordUnjournalled(tx: SignedTradeTx, purpose: "trade" | "approval"): Promise<void> {
-    const { wallet, nonce, txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas } = tx;
-    return this.#opts.journal.recordSlot(
-      { wallet, nonce, purpose, deadline: purpose === "trade" ? tx.deadline : null },
-      { hash: txHash, rawTx, maxFeePerGas, maxPriorityFeePerGas, noop: false, sentAt: new Date() },
-    );
+  /** What a trade spends from its wallet: a sell, the wallet's tokens; a buy or remittance, its stable coin. */
+  #spent(kind: TradeKind, order: TradeOrder): Asset {
+    return kind === "sell"
+      ? { address: this.#opts.token.address, symbol: this.#opts.token.symbol, decimals: 18 }
+      : order.stable;
   }
 
-  /** Sets the swap's allowance (allowances.ts), through the wallet's queue like any transaction, and waits until it is mined. */
-  async #approve(owner: string, asset: string, value: bigint): Promise<void> {
+  /** Books a sell's payout of the swap's reserves (allowances.ts), held here until the queue answers. */
+  async #reservePayout(
+    order: TradeOrder,
+    amount: bigint,
+    head: number,
+    held: Array<{ holding: Holding; amount: bigint }>,
+  ): Promise<{ swap: string; stable: string; amount: bigint }> {
+    held.push({ holding: await this.#allowances.reserveBalance(order.stable, amount, head), amount });
+    return { swap: this.#opts.swap, stable: order.stable.address, amount };
+  }
+
+  /** Sets the swap's allowance (approvals.ts) through `owner`'s queue, and waits until it is mined. */
+  #approve(owner: string, asset: string, value: bigint, reset: boolean): Promise<void> {
     const { queue } = this.#wallets.get(owner.toLowerCase())!;
-    const data = erc20Interface.encodeFunctionData("approve", [this.#opts.swap, value]);
-    const gas = BigInt(
-      (await this.#opts.provider.send("eth_estimateGas", [{ from: owner, to: asset, data }, "latest"])) as string,
+    return approveSwap(
+      {
+        provider: this.#opts.provider,
+        swap: this.#opts.swap,
+        queue,
+        record: (tx) => recordSlotOf(this.#opts.journal, tx, "approval"),
+        mined: (sent) =>
+          this.#receipts.wait(sent.hash, sent.receipt, nonceLookup(this.#opts.journal, owner, sent.nonce)),
+      },
+      { owner, asset, value, reset },
     );
-    const sent = await queue.send({
-      to: asset,
-      data,
-      gasLimit: (gas * 12n) / 10n,
-      deadline: null,
-      onSigned: (tx) => this.#recordUnjournalled(tx, "approval"),
-    });
-    let outcome: Outcome;
-    try {
-      outcome = await this.#receipts.wait(sent.hash, sent.receipt, this.#lookup(owner, sent.nonce));
-    } catch (error) {
-      if (error instanceof TradePendingError)
-        throw new ChainUnavailableError(`the allowance update ${sent.hash} is not mined yet; retry later`);
-      throw error;
-    }
-    if (BigInt(outcome.receipt.status) !== 1n || outcome.noop)
-      throw new TradeRevertedError(`allowance update ${sent.hash} reverted`);
   }
 }

@@ -9,11 +9,13 @@ import type {
   NonceSlot,
   NonceStore,
   NoncesConsumed,
+  Reservation,
   SlotPurpose,
+  SlotReservation,
   SlotState,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
-import { type MemoryStore, type StoredSlot, slotKey, UNSIGNED } from "./store.js";
+import { copyReserves, type MemoryStore, type StoredSlot, slotKey, UNSIGNED } from "./store.js";
 
 export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease" | "releaseLease"> {
   readonly #store: MemoryStore;
@@ -42,7 +44,13 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
   }
 
   async recordSlot(
-    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    slot: {
+      wallet: string;
+      nonce: number;
+      purpose: SlotPurpose;
+      deadline: number | null;
+      reserves?: readonly Reservation[];
+    },
     first: Broadcast,
   ): Promise<void> {
     const wallet = slot.wallet.toLowerCase();
@@ -50,7 +58,10 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
     if (this.#store.slots.has(key)) throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
     const now = new Date();
     this.#store.slots.set(key, {
-      ...slot,
+      nonce: slot.nonce,
+      purpose: slot.purpose,
+      deadline: slot.deadline,
+      reserves: copyReserves(slot.reserves),
       wallet,
       tradeId: null,
       state: "pending",
@@ -60,6 +71,16 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       updatedAt: now,
     });
     this.#store.hashes.set(first.hash.toLowerCase(), key);
+  }
+
+  async reservations(minedAfter: number): Promise<SlotReservation[]> {
+    return [...this.#store.slots.values()]
+      .filter(
+        (slot) =>
+          slot.state === "pending" ||
+          ((slot.state === "mined" || slot.state === "final") && (slot.mined?.blockNumber ?? -1) > minedAfter),
+      )
+      .flatMap((slot) => copyReserves(slot.reserves).map((r) => ({ wallet: slot.wallet, nonce: slot.nonce, ...r })));
   }
 
   async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
@@ -140,5 +161,6 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
 }
 
 function copySlot(slot: StoredSlot): NonceSlot {
-  return structuredClone(slot);
+  const { reserves: _, ...read } = slot;
+  return structuredClone(read);
 }

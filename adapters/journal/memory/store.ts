@@ -3,7 +3,7 @@
  * are its slot's broadcasts, so both parts read and write both), and the webhook outbox that a
  * trade's change writes to in the same synchronous step, which is what a transaction is in memory.
  */
-import type { Broadcast, NonceSlot, TradeRecord } from "../../../core/index.js";
+import type { Broadcast, NonceSlot, Reservation, TradeRecord } from "../../../core/index.js";
 import { webhookEventType } from "../webhook-events.js";
 import { MemoryEvents } from "./webhooks.js";
 
@@ -11,6 +11,8 @@ export type StoredTrade = Omit<TradeRecord, "broadcasts">;
 
 export interface StoredSlot extends Omit<NonceSlot, "broadcasts"> {
   broadcasts: Broadcast[];
+  /** What it holds back until it is final (NonceLedger.reservations). */
+  reserves: readonly Reservation[];
 }
 
 /** A trade with nothing signed: accepted, with no wallet, nonce or transaction. */
@@ -22,6 +24,15 @@ export const UNSIGNED = {
   rawTx: null,
   deadline: null,
 } as const satisfies Partial<StoredTrade>;
+
+/** `reserves` lower-cased and copied (none: an empty list). */
+export function copyReserves(reserves: readonly Reservation[] | undefined): Reservation[] {
+  return (reserves ?? []).map(({ holder, asset, amount }) => ({
+    holder: holder.toLowerCase(),
+    asset: asset.toLowerCase(),
+    amount,
+  }));
+}
 
 export const slotKey = (wallet: string, nonce: number) => `${wallet.toLowerCase()}:${nonce}`;
 

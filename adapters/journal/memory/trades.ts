@@ -15,7 +15,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import { gasUsdOf, tradeAmounts } from "../../../core/index.js";
-import { type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
+import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
 
 export class MemoryTrades implements Omit<TradeJournal, "close"> {
   readonly #store: MemoryStore;
@@ -76,6 +76,7 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
       deadline: tx.deadline,
       state: "pending",
       broadcasts: [first],
+      reserves: copyReserves(tx.reserves),
       mined: null,
       createdAt: now,
       updatedAt: now,

@@ -17,10 +17,13 @@ import type {
   NonceSlot,
   NonceStore,
   NoncesConsumed,
+  Reservation,
   SlotPurpose,
+  SlotReservation,
   SlotState,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
+import { decodeReserves, encodeReserves } from "../reservations.js";
 import { BROADCAST_COLUMNS, type BroadcastRow, insertBroadcast, type SlotRow, toBroadcast, toSlot } from "./rows.js";
 import { type PostgresPools, transaction } from "./store.js";
 
@@ -90,17 +93,35 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
   }
 
   async recordSlot(
-    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    slot: {
+      wallet: string;
+      nonce: number;
+      purpose: SlotPurpose;
+      deadline: number | null;
+      reserves?: readonly Reservation[];
+    },
     first: Broadcast,
   ): Promise<void> {
     const wallet = slot.wallet.toLowerCase();
     await transaction(this.#pool, async (client) => {
       await client.query(
-        "INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state) VALUES ($1, $2, $3, $4, 'pending')",
-        [wallet, slot.nonce, slot.purpose, slot.deadline],
+        "INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state, reserves) VALUES ($1, $2, $3, $4, 'pending', $5)",
+        [wallet, slot.nonce, slot.purpose, slot.deadline, encodeReserves(slot.reserves)],
       );
       await insertBroadcast(client, wallet, slot.nonce, first);
     });
+  }
+
+  async reservations(minedAfter: number): Promise<SlotReservation[]> {
+    // Two index ranges of nonce_slots_reserving: the pending slots, and those mined after a block.
+    const { rows } = await this.#pool.query<{ wallet: string; nonce: string; reserves: string }>(
+      `SELECT wallet, nonce, reserves FROM nonce_slots WHERE reserves IS NOT NULL AND state = 'pending'
+       UNION ALL
+       SELECT wallet, nonce, reserves FROM nonce_slots
+       WHERE reserves IS NOT NULL AND state IN ('mined', 'final') AND block_number > $1`,
+      [minedAfter],
+    );
+    return rows.flatMap((row) => decodeReserves(row.reserves, row.wallet, Number(row.nonce)));
   }
 
   async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {

@@ -26,6 +26,7 @@ import {
   toRecord,
 } from "./rows.js";
 import { transaction } from "./store.js";
+import { encodeReserves } from "../reservations.js";
 
 export class PostgresTrades implements Omit<TradeJournal, "close"> {
   readonly #pool: pg.Pool;
@@ -94,8 +95,8 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
       );
       await client.query("DELETE FROM nonce_slots WHERE trade_id = $1", [id]);
       await client.query(
-        "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state) VALUES ($1, $2, 'trade', $3, $4, 'pending')",
-        [wallet, tx.nonce, id, tx.deadline],
+        "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, reserves) VALUES ($1, $2, 'trade', $3, $4, 'pending', $5)",
+        [wallet, tx.nonce, id, tx.deadline, encodeReserves(tx.reserves)],
       );
       await insertBroadcast(client, wallet, tx.nonce, {
         hash: tx.txHash,

@@ -130,6 +130,11 @@ export const MIGRATIONS = [
    ALTER TABLE trades ADD COLUMN gas_usd TEXT;`,
   // 7: the webhook outbox (webhooks.ts): its events, written by a trigger on trades.
   WEBHOOKS_MIGRATION,
+  // 8: what each slot holds back until it is final (NonceLedger.reservations): a trade's spend
+  // and a sell's payout, so that the trades after it count them whichever instance signed it, and
+  // after a restart. The index serves the two ranges read: pending, and mined after a block.
+  `ALTER TABLE nonce_slots ADD COLUMN reserves TEXT;  -- JSON [{holder, asset, amount}], amounts decimal text
+   CREATE INDEX nonce_slots_reserving ON nonce_slots (state, block_number) WHERE reserves IS NOT NULL;`,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

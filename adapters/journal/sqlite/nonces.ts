@@ -11,10 +11,13 @@ import type {
   NonceSlot,
   NonceStore,
   NoncesConsumed,
+  Reservation,
   SlotPurpose,
+  SlotReservation,
   SlotState,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
+import { decodeReserves, encodeReserves } from "../reservations.js";
 import { toBroadcast, toSlot } from "./rows.js";
 import type { SqliteStore } from "./store.js";
 
@@ -51,6 +54,13 @@ function statements(db: DatabaseSync) {
        WHERE id = ? AND status = 'signed' AND lower(wallet) = ? AND nonce = ?`,
     ),
     highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
+    // Two index ranges of nonce_slots_reserving: the pending slots, and those mined after a block.
+    reservations: db.prepare(
+      `SELECT wallet, nonce, reserves FROM nonce_slots WHERE reserves IS NOT NULL AND state = 'pending'
+       UNION ALL
+       SELECT wallet, nonce, reserves FROM nonce_slots
+       WHERE reserves IS NOT NULL AND state IN ('mined', 'final') AND block_number > ?`,
+    ),
     releaseBroadcast: db.prepare(
       "DELETE FROM broadcasts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ?)",
     ),
@@ -88,7 +98,13 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
   }
 
   recordSlot(
-    slot: { wallet: string; nonce: number; purpose: SlotPurpose; deadline: number | null },
+    slot: {
+      wallet: string;
+      nonce: number;
+      purpose: SlotPurpose;
+      deadline: number | null;
+      reserves?: readonly Reservation[];
+    },
     first: Broadcast,
   ): Promise<void> {
     return this.#store.write(() => {
@@ -98,8 +114,23 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       if (this.#sql.slot.get(wallet, slot.nonce))
         throw new Error(`nonce ${slot.nonce} of ${wallet} already has a slot`);
       this.#insertBroadcast(wallet, slot.nonce, first);
-      this.#sql.insertSlot.run(wallet, slot.nonce, slot.purpose, null, slot.deadline, now, now);
+      this.#sql.insertSlot.run(
+        wallet,
+        slot.nonce,
+        slot.purpose,
+        null,
+        slot.deadline,
+        now,
+        now,
+        encodeReserves(slot.reserves),
+      );
     });
+  }
+
+  async reservations(minedAfter: number): Promise<SlotReservation[]> {
+    return this.#sql.reservations
+      .all(minedAfter)
+      .flatMap((row) => decodeReserves(row.reserves as string, row.wallet as string, Number(row.nonce)));
   }
 
   recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {

@@ -27,8 +27,8 @@ interface QueuedWrite {
 function slotStatements(db: DatabaseSync) {
   return {
     insertSlot: db.prepare(
-      `INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
+      `INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, created_at, updated_at, reserves)
+       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
     ),
     insertBroadcast: db.prepare(
       `INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)

@@ -15,6 +15,7 @@ import type {
 } from "../../../core/index.js";
 import { gasUsdOf } from "../../../core/index.js";
 import { amountColumns, expectOne, type Row, toBroadcast, toRecord } from "./rows.js";
+import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
 
 /**
@@ -134,7 +135,7 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
       if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
       if (holder) this.#dropSlot(wallet, tx.nonce, id);
-      this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now);
+      this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now, encodeReserves(tx.reserves));
       this.#sql.insertBroadcast.run(
         tx.txHash.toLowerCase(),
         wallet,

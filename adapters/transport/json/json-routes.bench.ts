@@ -65,7 +65,13 @@ const CONFIG: TradeConfig = {
   limits: { maxSellTokens: 10n ** 21n, maxUsd: "10000" },
 };
 const noTrades = () => Promise.reject(new Error("the bench trades nothing"));
-const TRADES: TradePort = { sell: noTrades, buy: noTrades, remittance: noTrades, resolve: noTrades };
+const TRADES: TradePort = {
+  sell: noTrades,
+  buy: noTrades,
+  remittance: noTrades,
+  resolve: noTrades,
+  blockTimeMs: () => undefined,
+};
 /** The real use cases over a price port that holds a fresh record, as the cache does between refreshes. */
 const useCases = createUseCases({
   trade: TRADES,

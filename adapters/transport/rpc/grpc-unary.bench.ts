@@ -111,7 +111,13 @@ function receipt(): TransactionReceipt {
 }
 const RECEIPT = receipt();
 const sold = async () => RECEIPT;
-const TRADES: TradePort = { sell: sold, buy: sold, remittance: sold, resolve: async () => ({ state: "dropped" }) };
+const TRADES: TradePort = {
+  sell: sold,
+  buy: sold,
+  remittance: sold,
+  resolve: async () => ({ state: "dropped" }),
+  blockTimeMs: () => undefined,
+};
 const useCases = createUseCases({
   trade: TRADES,
   price: { getPrice: async () => PRICE, current: () => PRICE },

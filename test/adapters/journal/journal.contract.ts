@@ -620,6 +620,45 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         expect(await journal.get(record.id)).to.deep.include({ status: "failed", broadcasts: [] });
       });
 
+      it("holds back what slots reserve while pending or mined after the block asked about, on every instance", async function () {
+        const SWAP = "0x00000000000000000000000000000000000000aa";
+        const USDC = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+        const spend = (amount: bigint) => ({ holder: WALLET, asset: USDC, amount });
+        const { record } = await journal.open(trade());
+        // A sell: its spend and its payout from the swap's reserves, kept with its slot.
+        await journal.markSigned(record.id, {
+          ...signedTx(5),
+          reserves: [spend(10n ** 30n + 7n), { holder: SWAP, asset: USDC, amount: 3n }],
+        });
+        await journal.recordSlot(
+          { wallet: OTHER_WALLET, nonce: 1, purpose: "trade", deadline: null, reserves: [spend(20n)] },
+          broadcast(1),
+        );
+        await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "approval", deadline: null }, broadcast(6));
+        const other = await peer();
+        const held = async (minedAfter: number) =>
+          (await other.reservations(minedAfter))
+            .map(({ holder, asset, amount }) => `${holder}:${asset}:${amount}`)
+            .sort();
+        const lower = (address: string) => address.toLowerCase();
+        const all = [
+          `${lower(SWAP)}:${lower(USDC)}:3`,
+          `${lower(WALLET)}:${lower(USDC)}:1000000000000000000000000000007`,
+          `${lower(WALLET)}:${lower(USDC)}:20`,
+        ].sort();
+        expect(await held(100)).to.deep.equal(all);
+        // Mined at block 50: held back from a balance read at block 49, not from one at 50.
+        await journal.markSlot(OTHER_WALLET, 1, "mined", { hash: hashOf(1), blockNumber: 50, blockHash: hashOf(50) });
+        expect(await held(49)).to.deep.equal(all);
+        expect(await held(50)).to.deep.equal(all.filter((r) => !r.endsWith(":20")));
+        await journal.markSlot(OTHER_WALLET, 1, "final", { hash: hashOf(1), blockNumber: 50, blockHash: hashOf(50) });
+        expect(await held(49)).to.have.length(3);
+        // Released (nothing of it can be mined), or lost: nothing held back.
+        await journal.releaseSlot(WALLET, 5, hashOf(5));
+        await journal.markSlot(OTHER_WALLET, 1, "lost", null);
+        expect(await held(0)).to.deep.equal([]);
+      });
+
       it("answers the highest nonce that has a slot in any state, open, final or lost", async function () {
         expect(await journal.highestNonce(WALLET)).to.equal(undefined);
         await journal.recordSlot({ wallet: WALLET, nonce: 3, purpose: "approval", deadline: null }, broadcast(3));

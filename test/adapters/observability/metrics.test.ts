@@ -232,6 +232,9 @@ describe("the metrics' wrappers", function () {
 
   /** A port that, like ChainTradeAdapter, keeps its state in private fields. */
   class PrivatePort implements TradePort {
+    blockTimeMs() {
+      return undefined;
+    }
     readonly #receipt = receipt;
     readonly #resolution: TradeResolution = { state: "pending" };
     async sell() {

@@ -87,6 +87,11 @@ export const LOG_COUNT: Record<TradeKind, number> = { sell: 5, buy: 3, remittanc
  * everything; more than that is insufficient funds. Amount 13 (in any unit) reverts.
  */
 export class FakeTradePort implements TradePort, QuotePort {
+  /** The chain's block time as the port reports it; unset: unknown. */
+  chainBlockTimeMs: number | undefined;
+  blockTimeMs(): number | undefined {
+    return this.chainBlockTimeMs;
+  }
   nonce = 0;
   /** The token feed's answer (8 decimals): 1.25 USD; move it to move the price between a quote and its trade. */
   priceAnswer = 125_000_000n;

@@ -180,6 +180,7 @@ describe("quotes over JSON", function () {
       expect(res.status, res.text).to.equal(200);
       expect(api.trade.nonce).to.equal(1);
       expect(api.trade.calls[0]!.order.quote).to.deep.equal({
+        quoteId: q.quoteId,
         minOut: BigInt(q.minOut.baseUnits),
         expiresAt: Date.parse(q.expiresAt),
       });
@@ -246,6 +247,22 @@ describe("quotes over JSON", function () {
       const q = (await quote(quoteBody())).body;
       expectRefusal(await sell(q.quoteId), 410, "failed_precondition", "(quote_expired)");
       expect(api.trade.nonce).to.equal(0);
+    });
+
+    it("refuses, as expired and sending nothing, a quote with less than two of the chain's blocks left", async function () {
+      // 30 s left, and blocks of 20 s: its trade needs 40 s to be sure of being mined before it.
+      api.trade.chainBlockTimeMs = 20_000;
+      const q = (await quote(quoteBody())).body;
+      const refused = await sell(q.quoteId);
+      expectRefusal(refused, 410, "failed_precondition", "(quote_expired)");
+      expect(refused.body.message).to.match(
+        /expires at .*, \d+\.\d s from now: a trade needs at least 40\.0 s to be mined/,
+      );
+      expect(api.trade.nonce).to.equal(0);
+      // Blocks of 12 s: 24 s suffice, and the same quote is used.
+      api.trade.chainBlockTimeMs = 12_000;
+      expect((await sell(q.quoteId)).status).to.equal(200);
+      expect(api.trade.nonce).to.equal(1);
     });
 
     it("is refused before sending when the price moved past the slippage, and may use the quote once it is back", async function () {

@@ -160,7 +160,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
       const { first, pending, second, service } = await pendingThenSecond();
       expect(second.status, second.text).to.equal(400);
       expect(second.body.code).to.equal("failed_precondition");
-      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\), the trade needs 80/);
+      expect(second.body.message).to.match(/holds 100\.0 USDC \(80\.0 already committed\), the trade needs 80\.0/);
       expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
       await firstIsMined(first, service);
     });
@@ -171,7 +171,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         return chain!.another();
       });
       expect(second.status, second.text).to.equal(400);
-      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\)/);
+      expect(second.body.message).to.match(/holds 100\.0 USDC \(80\.0 already committed\)/);
       expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
       await firstIsMined(first, service);
     });
@@ -182,7 +182,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         chain!.another(),
       );
       expect(second.status, second.text).to.equal(400);
-      expect(second.body.message).to.match(/holds 100 USDC \(80 already committed\)/);
+      expect(second.body.message).to.match(/holds 100\.0 USDC \(80\.0 already committed\)/);
       expect(await chain!.nonce("pending"), "nothing was signed").to.equal(pending);
       await firstIsMined(first, service);
     });
@@ -196,7 +196,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
       const pending = await chain.nonce("pending");
       const second = await chain.sell(undefined, { amount: "64" });
       expect(second.status, second.text).to.equal(400);
-      expect(second.body.message).to.match(/the swap's reserves hold 100 USDC \(80 already committed/);
+      expect(second.body.message).to.match(/the swap's reserves hold 100\.0 USDC \(80\.0 already committed/);
       expect(await chain.nonce("pending"), "nothing was signed").to.equal(pending);
       await chain.resume();
       const done = await outcome(() => chain!.sell("sell-a", { amount: "64" }), "sell A");
@@ -276,17 +276,15 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
   }
 
   it("refuses a quote with less time left than two of the chain's blocks, and signs nothing", async function () {
-    chain = await realChain({ QUOTE_TTL_MS: "20000", RECEIPT_TIMEOUT_MS: "15000" });
-    // Blocks every 6 s from now on: the service measures the chain's block time from its heads.
-    await chain.anvil.rpc("evm_setIntervalMining", [6]);
-    await sleep(20_000);
+    // Blocks every 6 s: the service measures the chain's block time from the heads it reads.
+    chain = await realChain({ QUOTE_TTL_MS: "20000", RECEIPT_TIMEOUT_MS: "15000" }, { blockTimeMs: 6_000 });
     const quote = async () => {
       const answer = await chain!.post("token/quote", { kind: "buy", amount: "5" });
       expect(answer.status, answer.text).to.equal(200);
       return answer.body as { quoteId: string; expiresAt: string };
     };
     const early = await quote();
-    // Redeemed with 15 s left, more than two blocks: it is mined before its deadline.
+    // Redeemed at once, with 20 s left, more than two blocks: mined before its deadline.
     const mined = await chain.post("token/buy", { amount: "5" }, { "quote-id": early.quoteId });
     expect(mined.status, mined.text).to.equal(200);
 
@@ -295,8 +293,8 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
     // 8 s before its expiry: more than the fixed 3 s, less than two 6 s blocks.
     await sleep(Date.parse(late.expiresAt) - Date.now() - 8_000);
     const refused = await chain.post("token/buy", { amount: "5" }, { "quote-id": late.quoteId });
-    expect(refused.status, refused.text).to.equal(400);
-    expect(refused.body.message).to.match(/\(quote_expired\)/);
+    expect(refused.status, refused.text).to.equal(410);
+    expect(refused.body.message).to.match(/a trade needs at least 1\d\.\d s to be mined before it .*\(quote_expired\)/);
     expect(await chain.nonce("pending"), "nothing was signed").to.equal(pending);
     expect(await chain.reverted()).to.deep.equal([]);
   });
@@ -329,6 +327,43 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
     expect(await nonceOf(chain, outsiderHash)).to.equal(nonce);
     expect(await nonceOf(chain, answer.body.transactionHash), "signed again at the next nonce").to.equal(nonce + 1);
     console.log(`      a trade behind someone else's transaction at its nonce: answered in ${tookMs} ms`);
+    expect(await chain.reverted()).to.deep.equal([]);
+  });
+
+  it("refuses a trade proven on a block above the fee cap though its node's head reads still answer the block before", async function () {
+    // The service's endpoint answers its head reads from a stale view (the block before the
+    // latest), while its calls run on the latest block: the trade's proof runs on the spiked one.
+    const base = await realChain();
+    const stale = await startRpcProxy(base.anvil.url);
+    proxies.push(stale);
+    await base.service.close();
+    chain = base;
+    const service = await chain.another({ RPC_URL: stale.url, MAX_FEE_PER_GAS_GWEI: "50" });
+    const first = await chain.post("token/sell", { amount: "2" }, {}, service);
+    expect(first.status, first.text).to.equal(200);
+    await chain.pause();
+    // From now on the endpoint answers "latest" with the head as it is now.
+    let frozen: unknown;
+    stale.rewrite((call, result) => {
+      if (call.method !== "eth_getBlockByNumber" || call.params?.[0] !== "latest") return result;
+      frozen ??= result;
+      return frozen;
+    });
+    await fetch(stale.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["latest", false] }),
+    });
+    const pending = await chain.nonce("pending");
+    await chain.anvil.rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(100n * GWEI).toString(16)}`]);
+    await chain.anvil.rpc("evm_mine", []);
+    await sleep(1_100); // past the fee oracle's reuse of a head read (1 s)
+    const refused = await chain.post("token/sell", { amount: "2" }, {}, service);
+    expect(refused.status, refused.text).to.equal(503);
+    expect(refused.body.message).to.match(
+      /base fee is [\d.]+ gwei, above this service's cap of 50 gwei; nothing was sent/,
+    );
+    expect(await chain.nonce("pending"), "nothing was signed").to.equal(pending);
     expect(await chain.reverted()).to.deep.equal([]);
   });
 
