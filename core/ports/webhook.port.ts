@@ -100,11 +100,13 @@ export interface WebhookOutbox {
    */
   setWebhookScopes(scopes: readonly string[]): Promise<void>;
   /**
-   * Leases up to `limit` pending events due now to `holder` for `leaseMs`: for each trade, only
-   * its oldest pending event, and only if no other holder's lease on it is running. Of several
-   * deliverers claiming at once, each event goes to one.
+   * Leases to `holder` for `leaseMs` pending events due now of the scopes in `limits`, at most
+   * each scope's limit (oldest first): for each trade, only its oldest pending event, and only if
+   * no other holder's lease on it is running. Events of other scopes are left to the holders that
+   * ask for them (those with their endpoint). Of several deliverers claiming at once, each event
+   * goes to one.
    */
-  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]>;
+  claimWebhookEvents(holder: string, limits: ReadonlyMap<string, number>, leaseMs: number): Promise<WebhookEvent[]>;
   /**
    * Records an attempt and what it leaves the event as, and ends `holder`'s lease. Returns false
    * (and records nothing) when the lease is no longer `holder`'s.

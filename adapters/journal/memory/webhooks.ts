@@ -68,17 +68,24 @@ export class MemoryOutbox implements WebhookOutbox {
     this.#events.scopes = new Set(scopes);
   }
 
-  async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  async claimWebhookEvents(
+    holder: string,
+    limits: ReadonlyMap<string, number>,
+    leaseMs: number,
+  ): Promise<WebhookEvent[]> {
     const now = Date.now();
     const heads = new Map<string, StoredEvent>();
     for (const event of this.#events.list)
       if (event.status === "pending" && !heads.has(event.tradeId)) heads.set(event.tradeId, event);
+    const taken = new Map<string, number>();
     const claimed: WebhookEvent[] = [];
     for (const event of [...heads.values()].sort((a, b) => a.seq - b.seq)) {
-      if (claimed.length >= limit) break;
+      const count = taken.get(event.scope) ?? 0;
+      if (count >= (limits.get(event.scope) ?? 0)) continue;
       if (event.nextAttemptAt.getTime() > now || (event.leaseHolder !== null && event.leaseUntil > now)) continue;
       event.leaseHolder = holder;
       event.leaseUntil = now + leaseMs;
+      taken.set(event.scope, count + 1);
       claimed.push(view(event, false));
     }
     return claimed;

@@ -127,24 +127,33 @@ export class PostgresOutbox implements WebhookOutbox {
   }
 
   /**
-   * One statement: the due heads are locked as read, and those another claimer holds locked are
-   * skipped rather than waited for; the lease is set before the locks go at its commit. A head
-   * whose lease is running is not due, so no two holders have one event at once.
+   * One statement: each scope's due heads (up to its limit) are locked as read, and those
+   * another claimer holds locked are skipped rather than waited for; the lease is set before the
+   * locks go at its commit. A head whose lease is running is not due, so no two holders have one
+   * event at once.
    */
-  async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  async claimWebhookEvents(
+    holder: string,
+    limits: ReadonlyMap<string, number>,
+    leaseMs: number,
+  ): Promise<WebhookEvent[]> {
+    if (limits.size === 0) return [];
     const { rows } = await this.#pool.query<EventRow>(
       `WITH due AS (
-         SELECT e.seq FROM webhook_events e
-         WHERE e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
-         AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
-         AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
-         ORDER BY e.seq LIMIT $2
-         FOR UPDATE SKIP LOCKED
+         SELECT d.seq FROM unnest($2::text[], $3::int[]) AS wanted(scope, n)
+         CROSS JOIN LATERAL (
+           SELECT e.seq FROM webhook_events e
+           WHERE e.scope = wanted.scope AND e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
+           AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
+           AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+           ORDER BY e.seq LIMIT wanted.n
+           FOR UPDATE SKIP LOCKED
+         ) d
        )
-       UPDATE webhook_events w SET lease_holder = $1, lease_until = clock_timestamp() + make_interval(secs => $3 / 1000.0)
+       UPDATE webhook_events w SET lease_holder = $1, lease_until = clock_timestamp() + make_interval(secs => $4 / 1000.0)
        FROM due WHERE w.seq = due.seq
        RETURNING w.*`,
-      [holder, limit, leaseMs],
+      [holder, [...limits.keys()], [...limits.values()], leaseMs],
     );
     return rows.map(toEvent).sort((a, b) => a.seq - b.seq);
   }

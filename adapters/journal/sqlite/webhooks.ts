@@ -86,10 +86,11 @@ function statements(db: DatabaseSync) {
   return {
     clearScopes: db.prepare("DELETE FROM webhook_scopes"),
     addScope: db.prepare("INSERT OR IGNORE INTO webhook_scopes (scope) VALUES (?)"),
-    // For each trade only its oldest pending event: one trade's events go out in order.
+    // Of one scope, for each trade only its oldest pending event: one trade's events go out in order.
     due: db.prepare(
       `SELECT e.* FROM webhook_events e
-       WHERE e.status = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until <= ?)
+       WHERE e.scope = ? AND e.status = 'pending' AND e.next_attempt_at <= ?
+       AND (e.lease_until IS NULL OR e.lease_until <= ?)
        AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
        ORDER BY e.seq LIMIT ?`,
     ),
@@ -139,7 +140,7 @@ export class SqliteOutbox implements WebhookOutbox {
     });
   }
 
-  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  claimWebhookEvents(holder: string, limits: ReadonlyMap<string, number>, leaseMs: number): Promise<WebhookEvent[]> {
     return this.#write(() => {
       const sql = this.#statements;
       if (!this.#leasesDropped) {
@@ -147,9 +148,9 @@ export class SqliteOutbox implements WebhookOutbox {
         this.#leasesDropped = true;
       }
       const now = Date.now();
-      const rows = sql.due.all(now, now, limit);
+      const rows = [...limits].flatMap(([scope, limit]) => (limit > 0 ? sql.due.all(scope, now, now, limit) : []));
       for (const row of rows) sql.lease.run(holder, now + leaseMs, row.seq as number);
-      return rows.map(toEvent);
+      return rows.map(toEvent).sort((a, b) => a.seq - b.seq);
     });
   }
 

@@ -17,6 +17,9 @@ export interface WebhookContractContext {
 
 const OTHER_SCOPE = "fedcba9876543210fedcba9876543210";
 
+/** Claim limits: up to `n` of the webhook scope's events. */
+const mine = (n: number) => new Map([[WEBHOOK_SCOPE, n]]);
+
 export function describeWebhookContract(context: WebhookContractContext): void {
   describe("the webhook outbox", function () {
     let journal: Journal;
@@ -105,13 +108,13 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const first = await runTrade(journal);
       const second = await runTrade(journal);
       const peer = await context.peer();
-      const claimed = await journal.claimWebhookEvents("a", 10, 60_000);
+      const claimed = await journal.claimWebhookEvents("a", mine(10), 60_000);
       expect(claimed.map((e) => [e.tradeId, e.type])).to.deep.equal([
         [first, "trade.submitted"],
         [second, "trade.submitted"],
       ]);
       expect(claimed[0]!.trade.id).to.equal(first);
-      expect(await peer.claimWebhookEvents("b", 10, 60_000)).to.deep.equal([]);
+      expect(await peer.claimWebhookEvents("b", mine(10), 60_000)).to.deep.equal([]);
       expect(
         await peer.recordWebhookAttempt(
           claimed[0]!.id,
@@ -132,8 +135,24 @@ export function describeWebhookContract(context: WebhookContractContext): void {
           },
         ),
       ).to.equal(true);
-      const next = await peer.claimWebhookEvents("b", 10, 60_000);
+      const next = await peer.claimWebhookEvents("b", mine(10), 60_000);
       expect(next.map((e) => [e.tradeId, e.type])).to.deep.equal([[first, "trade.replaced"]]);
+    });
+
+    it("claims only the scopes asked for, each up to its own limit, oldest first", async function () {
+      await journal.setWebhookScopes([WEBHOOK_SCOPE, OTHER_SCOPE]);
+      const ours = [await runTrade(journal), await runTrade(journal), await runTrade(journal)];
+      const theirs = [await runTrade(journal, OTHER_SCOPE), await runTrade(journal, OTHER_SCOPE)];
+      const claimed = await journal.claimWebhookEvents("a", mine(10), 60_000);
+      expect(claimed.map((e) => [e.scope, e.tradeId])).to.deep.equal(ours.map((id) => [WEBHOOK_SCOPE, id]));
+      const peer = await context.peer();
+      const limits = new Map([
+        [WEBHOOK_SCOPE, 5],
+        [OTHER_SCOPE, 1],
+      ]);
+      const other = await peer.claimWebhookEvents("b", limits, 60_000);
+      expect(other.map((e) => [e.scope, e.tradeId])).to.deep.equal([[OTHER_SCOPE, theirs[0]]]);
+      expect(await peer.claimWebhookEvents("b", new Map(), 60_000)).to.deep.equal([]);
     });
 
     it("hands each event to one claimer at a time when several drain the outbox together", async function () {
@@ -143,7 +162,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const delivered: string[] = [];
       const drain = async (instance: Journal, holder: string) => {
         for (let idle = 0; idle < 50; ) {
-          const claimed = await instance.claimWebhookEvents(holder, 3, 60_000);
+          const claimed = await instance.claimWebhookEvents(holder, mine(3), 60_000);
           if (claimed.length === 0) {
             if ((await instance.webhookStats()).pending === 0) return;
             idle += 1;
@@ -177,10 +196,10 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     it("takes an event back once its lease runs out, with the same id", async function () {
       await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 50);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 50);
       await new Promise((resolve) => setTimeout(resolve, 80));
       const peer = await context.peer();
-      const [again] = await peer.claimWebhookEvents("b", 1, 60_000);
+      const [again] = await peer.claimWebhookEvents("b", mine(1), 60_000);
       expect(again!.id).to.equal(claimed!.id);
       expect(
         await journal.recordWebhookAttempt(
@@ -196,7 +215,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     it("does not give an event before its next attempt is due", async function () {
       await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       const at = new Date();
       await journal.recordWebhookAttempt(
         claimed!.id,
@@ -204,7 +223,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         { at, statusCode: 503, error: "answered HTTP 503" },
         { status: "pending", nextAttemptAt: new Date(Date.now() + 60_000) },
       );
-      expect(await journal.claimWebhookEvents("a", 10, 60_000)).to.deep.equal([]);
+      expect(await journal.claimWebhookEvents("a", mine(10), 60_000)).to.deep.equal([]);
       const [listed] = await events();
       expect(listed).to.include({ status: "pending", attempts: 1 });
       expect(listed!.history).to.deep.equal([{ at, statusCode: 503, error: "answered HTTP 503" }]);
@@ -215,7 +234,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     it("pages the scope's deliveries newest first, by status, and retries a failed one only", async function () {
       for (let i = 0; i < 3; i++) await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       await journal.recordWebhookAttempt(
         claimed!.id,
         "a",
@@ -242,7 +261,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const retried = await journal.retryWebhookDelivery(WEBHOOK_SCOPE, claimed!.id, now);
       expect(retried).to.include({ status: "pending", attempts: 1 });
       expect((retried as { windowStart: Date }).windowStart.getTime()).to.equal(now.getTime());
-      const [again] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [again] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       expect(again!.id).to.equal(claimed!.id);
     });
   });
