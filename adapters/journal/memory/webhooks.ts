@@ -17,6 +17,7 @@ import type {
   WebhookOutboxStats,
   WebhookOutcome,
 } from "../../../core/index.js";
+import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
 
 interface StoredEvent extends WebhookDelivery {
   leaseHolder: string | null;
@@ -28,15 +29,22 @@ export function webhookEventId(): string {
   return `msg_${randomBytes(16).toString("hex")}`;
 }
 
-/** The outbox's events, and the scopes that have them. */
+/** The outbox's events, and who registered which scopes for them. */
 export class MemoryEvents {
   readonly list: StoredEvent[] = [];
-  scopes = new Set<string>();
+  /** By scope: each holder's registration, live until then (ms since the epoch). */
+  readonly registrations = new Map<string, Map<string, number>>();
   #seq = 0;
 
-  /** Writes an event for `trade` (already changed) when its scope has webhooks. */
+  /** Whether some holder's registration of `scope` is live. */
+  registered(scope: string, now = Date.now()): boolean {
+    for (const until of this.registrations.get(scope)?.values() ?? []) if (until > now) return true;
+    return false;
+  }
+
+  /** Writes an event for `trade` (already changed) when a live registration holds its scope. */
   emit(trade: TradeRecord, type: WebhookEventType): void {
-    if (!this.scopes.has(trade.scope)) return;
+    if (!this.registered(trade.scope)) return;
     this.#seq += 1;
     this.list.push({
       seq: this.#seq,
@@ -64,8 +72,33 @@ export class MemoryOutbox implements WebhookOutbox {
     this.#events = events;
   }
 
-  async setWebhookScopes(scopes: readonly string[]): Promise<void> {
-    this.#events.scopes = new Set(scopes);
+  async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+    const now = Date.now();
+    const kept = new Set(scopes);
+    for (const [scope, holders] of this.#events.registrations) {
+      for (const [other, until] of holders)
+        if (other === holder ? !kept.has(scope) : until <= now) holders.delete(other);
+      if (holders.size === 0) this.#events.registrations.delete(scope);
+    }
+    for (const scope of scopes) {
+      const holders = this.#events.registrations.get(scope) ?? new Map<string, number>();
+      holders.set(holder, now + ttlMs);
+      this.#events.registrations.set(scope, holders);
+    }
+  }
+
+  async failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number> {
+    const now = Date.now();
+    let failed = 0;
+    for (const event of this.#events.list) {
+      if (failed >= limit) break;
+      if (event.status !== "pending" || event.windowStart >= windowStartBefore) continue;
+      if ((event.leaseHolder !== null && event.leaseUntil > now) || this.#events.registered(event.scope, now)) continue;
+      event.history.push({ at: new Date(now), statusCode: null, error: ORPHANED_EVENT_ERROR });
+      Object.assign(event, { status: "failed", attempts: event.attempts + 1, leaseHolder: null, leaseUntil: 0 });
+      failed += 1;
+    }
+    return failed;
   }
 
   async claimWebhookEvents(

@@ -6,7 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
  * request, receipt and error are `json`, not `jsonb`: json keeps the text as written, so the
@@ -119,6 +119,9 @@ export const MIGRATIONS = [
   `ALTER TABLE trades ADD COLUMN native_usd NUMERIC(78, 0), ADD COLUMN gas_usd NUMERIC(78, 0);`,
   // 6: the webhook outbox (webhooks.ts): its events, written by a trigger on trades.
   WEBHOOKS_MIGRATION,
+  // 7: webhook registrations (webhooks.ts): which scopes get events, held per instance and
+  // renewed while it runs, instead of one set each instance overwrote at start.
+  WEBHOOK_REGISTRATIONS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -6,7 +6,7 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 export const MIGRATIONS = [
@@ -130,6 +130,9 @@ export const MIGRATIONS = [
    ALTER TABLE trades ADD COLUMN gas_usd TEXT;`,
   // 7: the webhook outbox (webhooks.ts): its events, written by a trigger on trades.
   WEBHOOKS_MIGRATION,
+  // 8: webhook registrations (webhooks.ts): which scopes get events, held per process and
+  // renewed while it runs, instead of one set each start overwrote.
+  WEBHOOK_REGISTRATIONS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -99,6 +99,42 @@ describe("on a real PostgreSQL server", function () {
       }
     });
 
+    it("migrates a journal with the webhook outbox (version 6): events kept, scopes registered per instance from then on", async function () {
+      const url = await server.newDatabase();
+      await sql(
+        url,
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+      );
+      for (const migration of MIGRATIONS.slice(0, 6)) await sql(url, migration);
+      await sql(url, "INSERT INTO schema_version (version) SELECT generate_series(1, 6)");
+      // The one shared set of scopes, and an event its trigger wrote.
+      await sql(
+        url,
+        `INSERT INTO webhook_scopes VALUES ('s');
+         INSERT INTO trades (id, scope, request_hash, kind, request, status) VALUES
+           ('t1', 's', 'h', 'sell', '{}', 'signed'), ('t2', 's', 'h', 'sell', '{}', 'signed');
+         UPDATE trades SET status = 'submitted' WHERE id = 't1'`,
+      );
+      const journal = await openPostgresJournal(url);
+      try {
+        const listed = async () =>
+          (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+        expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
+        expect(await sql(url, "SELECT to_regclass('webhook_scopes') AS gone")).to.deep.equal([{ gone: null }]);
+        // Nobody registered 's' yet: no event.
+        await sql(url, "UPDATE trades SET status = 'submitted' WHERE id = 't2'");
+        expect(await listed()).to.have.length(1);
+        await journal.registerWebhookScopes("instance-a", ["s"], 60_000);
+        await sql(url, "UPDATE trades SET status = 'confirmed' WHERE id = 't2'");
+        expect(await listed()).to.deep.equal([
+          ["t2", "trade.confirmed"],
+          ["t1", "trade.submitted"],
+        ]);
+      } finally {
+        await journal.close();
+      }
+    });
+
     it("fills the history's amounts of the trades mined before version 3, a page of receipts at a time", async function () {
       this.timeout(60_000);
       const url = await server.newDatabase();

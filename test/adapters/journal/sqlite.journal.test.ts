@@ -131,6 +131,46 @@ describe("the SQLite trade journal file", function () {
     }
   });
 
+  it("migrates a journal with the webhook outbox (version 7): events kept, scopes registered per process from then on", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (const [i, migration] of MIGRATIONS.slice(0, 7).entries()) {
+      old.exec(migration);
+      old.prepare("INSERT INTO schema_version VALUES (?, 0)").run(i + 1);
+    }
+    // The one shared set of scopes, and an event its trigger wrote.
+    old.exec(`INSERT INTO webhook_scopes VALUES ('s');
+      INSERT INTO trades (id, scope, request_hash, kind, request, status, created_at, updated_at) VALUES
+        ('t1', 's', 'h', 'sell', '{}', 'signed', 1, 2), ('t2', 's', 'h', 'sell', '{}', 'signed', 1, 2);
+      UPDATE trades SET status = 'submitted', updated_at = 3 WHERE id = 't1'`);
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      const listed = async () =>
+        (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+      expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
+      // Nobody registered 's' yet: no event.
+      await journal.markSubmitted("t2");
+      expect(await listed()).to.have.length(1);
+      await journal.registerWebhookScopes("process-a", ["s"], 60_000);
+      await journal.markFailed("t2", { code: "reverted", message: "reverted" });
+      expect(await listed()).to.deep.equal([
+        ["t2", "trade.failed"],
+        ["t1", "trade.submitted"],
+      ]);
+    } finally {
+      await journal.close();
+    }
+    const after = new DatabaseSync(path);
+    try {
+      expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'webhook_scopes'").all()).to.deep.equal([]);
+    } finally {
+      after.close();
+    }
+  });
+
   it("sums a large history in batches, leaving the thread to other requests between them", async function () {
     // node:sqlite is synchronous: one pass over a million trades froze the service for seconds.
     const path = join(dataDir, "journal.sqlite");

@@ -17,6 +17,11 @@ export interface WebhookContractContext {
 
 const OTHER_SCOPE = "fedcba9876543210fedcba9876543210";
 
+/** The instance whose registration of the webhook scope each test starts with. */
+const HOLDER = "instance-a";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Claim limits: up to `n` of the webhook scope's events. */
 const mine = (n: number) => new Map([[WEBHOOK_SCOPE, n]]);
 
@@ -26,7 +31,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     beforeEach(async function () {
       journal = context.journal();
-      await journal.setWebhookScopes([WEBHOOK_SCOPE]);
+      await journal.registerWebhookScopes(HOLDER, [WEBHOOK_SCOPE], 60_000);
     });
 
     async function events(scope = WEBHOOK_SCOPE) {
@@ -90,12 +95,78 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       expect(written[1]!.trade.error).to.deep.equal({ code: "trade_expired", message: "expired" });
     });
 
-    it("writes nothing for a scope without webhooks, nor once a scope is taken off", async function () {
+    it("writes nothing for a scope nobody registered, nor once its holder drops it", async function () {
       await runTrade(journal, OTHER_SCOPE);
       expect(await events(OTHER_SCOPE)).to.deep.equal([]);
-      await journal.setWebhookScopes([]);
+      await journal.registerWebhookScopes(HOLDER, [], 60_000);
       await runTrade(journal);
       expect(await events()).to.deep.equal([]);
+    });
+
+    it("writes a scope's events while any holder's registration of it is live, whatever the others register", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      await peer.registerWebhookScopes("instance-c", [], 60_000); // an instance with no endpoints
+      const ours = await runTrade(peer);
+      const theirs = await runTrade(journal, OTHER_SCOPE);
+      expect((await events()).map((e) => e.tradeId)).to.deep.equal([ours, ours, ours]);
+      expect((await events(OTHER_SCOPE)).map((e) => e.tradeId)).to.deep.equal([theirs, theirs, theirs]);
+      // B drops its scope (a new file without it): only B's registration goes.
+      await peer.registerWebhookScopes("instance-b", [], 60_000);
+      await runTrade(peer, OTHER_SCOPE);
+      const again = await runTrade(peer);
+      expect(await events(OTHER_SCOPE)).to.have.length(3);
+      expect((await events()).map((e) => e.tradeId)).to.deep.equal([ours, ours, ours, again, again, again]);
+    });
+
+    it("stops writing a scope's events once every registration of it has lapsed", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 50);
+      await peer.registerWebhookScopes("instance-c", [OTHER_SCOPE], 60_000);
+      await peer.registerWebhookScopes("instance-c", [], 60_000);
+      const written = await runTrade(journal, OTHER_SCOPE);
+      await sleep(100); // B stopped renewing
+      await runTrade(journal, OTHER_SCOPE);
+      expect((await events(OTHER_SCOPE)).map((e) => e.tradeId)).to.deep.equal([written, written, written]);
+      // Renewed, it is live again.
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      const renewed = await runTrade(journal, OTHER_SCOPE);
+      expect(await events(OTHER_SCOPE)).to.have.length(6);
+      expect((await events(OTHER_SCOPE)).at(-1)!.tradeId).to.equal(renewed);
+    });
+
+    it("fails the pending events nobody can deliver once their retry window closed, and no other", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      const ours = await runTrade(journal);
+      const theirs = await runTrade(journal, OTHER_SCOPE);
+      await peer.registerWebhookScopes("instance-b", [], 60_000); // no instance has their endpoint now
+      // Their retry windows are still open: nothing is failed.
+      expect(await journal.failOrphanedWebhookEvents(new Date(Date.now() - 60_000), 100)).to.equal(0);
+      // Leased to a deliverer: not failed while its lease runs.
+      const [leased] = await peer.claimWebhookEvents("instance-x", new Map([[OTHER_SCOPE, 1]]), 60_000);
+      const closed = new Date(Date.now() + 1_000);
+      expect(await journal.failOrphanedWebhookEvents(closed, 1)).to.equal(1); // a page of one
+      expect(await peer.failOrphanedWebhookEvents(closed, 100)).to.equal(1);
+      expect(await journal.failOrphanedWebhookEvents(closed, 100)).to.equal(0);
+      const listed = await events(OTHER_SCOPE);
+      expect(listed.map((e) => [e.tradeId, e.id === leased!.id ? "leased" : e.status])).to.deep.equal([
+        [theirs, "leased"],
+        [theirs, "failed"],
+        [theirs, "failed"],
+      ]);
+      for (const failed of listed.slice(1)) {
+        expect(failed.attempts).to.equal(1);
+        expect(failed.history).to.have.length(1);
+        expect(failed.history[0]).to.include({ statusCode: null });
+        expect(failed.history[0]!.error).to.match(/no running instance has a webhook endpoint/);
+      }
+      // The scope some instance has is left to it, however old.
+      expect((await events()).map((e) => [e.tradeId, e.status])).to.deep.equal([
+        [ours, "pending"],
+        [ours, "pending"],
+        [ours, "pending"],
+      ]);
     });
 
     it("writes nothing when the change is refused", async function () {
@@ -140,7 +211,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
     });
 
     it("claims only the scopes asked for, each up to its own limit, oldest first", async function () {
-      await journal.setWebhookScopes([WEBHOOK_SCOPE, OTHER_SCOPE]);
+      await journal.registerWebhookScopes(HOLDER, [WEBHOOK_SCOPE, OTHER_SCOPE], 60_000);
       const ours = [await runTrade(journal), await runTrade(journal), await runTrade(journal)];
       const theirs = [await runTrade(journal, OTHER_SCOPE), await runTrade(journal, OTHER_SCOPE)];
       const claimed = await journal.claimWebhookEvents("a", mine(10), 60_000);

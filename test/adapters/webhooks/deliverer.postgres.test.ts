@@ -64,12 +64,15 @@ describe("webhook deliverers of two instances on one PostgreSQL journal", functi
     return { url: new URL(receiver.url), secrets: [WebhookSecret.parse(receiver.secret)] };
   }
 
-  /** Each instance's journal as the service wraps it: a write that adds an event wakes its deliverer. */
-  function startDeliverers(endpoints: ReadonlyMap<string, WebhookEndpoint>): Journal[] {
+  /**
+   * Each instance's journal as the service wraps it (a write that adds an event wakes its
+   * deliverer), with its deliverer, given the endpoints of its own file.
+   */
+  function startDeliverers(files: ReadonlyArray<ReadonlyMap<string, WebhookEndpoint>>): Journal[] {
     return journals.map((journal, i) => {
       const deliverer = new WebhookDeliverer({
         outbox: journal,
-        endpoints,
+        endpoints: files[i]!,
         log,
         holder: `instance-${i}`,
         allowPrivate: true,
@@ -83,13 +86,14 @@ describe("webhook deliverers of two instances on one PostgreSQL journal", functi
   it("delivers to a receiver that answers at once as fast while another receiver never answers", async function () {
     const [fast, slow] = [await startWebhookReceiver(), await startWebhookReceiver()];
     receivers.push(fast, slow);
-    await journals[0]!.setWebhookScopes([FAST_SCOPE, SLOW_SCOPE]);
-    const instances = startDeliverers(
-      new Map([
-        [FAST_SCOPE, endpoint(fast)],
-        [SLOW_SCOPE, endpoint(slow)],
-      ]),
-    );
+    for (const [i, journal] of journals.entries())
+      await journal.registerWebhookScopes(`instance-${i}`, [FAST_SCOPE, SLOW_SCOPE], 60_000);
+    // Both instances have the same file: both endpoints.
+    const file = new Map([
+      [FAST_SCOPE, endpoint(fast)],
+      [SLOW_SCOPE, endpoint(slow)],
+    ]);
+    const instances = startDeliverers([file, file]);
     /** `count` trades of the fast scope, one every 50 ms, through each instance in turn; its events' latencies. */
     const fastTrades = async (count: number) => {
       const from = fast.received.length;
@@ -126,5 +130,32 @@ describe("webhook deliverers of two instances on one PostgreSQL journal", functi
         "trade.replaced",
         "trade.confirmed",
       ]);
+  });
+
+  it("delivers each scope from the instance that has its endpoint, failing none, when the instances' files differ", async function () {
+    receivers.push(await startWebhookReceiver(), await startWebhookReceiver());
+    // Instance 0's file has the fast scope only, instance 1's the slow one only.
+    const files = [FAST_SCOPE, SLOW_SCOPE].map((scope, i) => new Map([[scope, endpoint(receivers[i]!)]]));
+    for (const [i, journal] of journals.entries())
+      await journal.registerWebhookScopes(`instance-${i}`, [...files[i]!.keys()], 60_000);
+    const instances = startDeliverers(files);
+    const trades: Array<[string, string]> = [];
+    for (let i = 0; i < 6; i++)
+      for (const scope of [FAST_SCOPE, SLOW_SCOPE]) trades.push([scope, await runTrade(instances[i % 2]!, scope)]);
+    for (const receiver of receivers) await receiver.until(() => receiver.received.length === 18);
+    await sleep(500); // nothing more arrives
+    for (const [i, scope] of [FAST_SCOPE, SLOW_SCOPE].entries()) {
+      const receiver = receivers[i]!;
+      expect(receiver.rejected).to.equal(0);
+      expect(new Set(receiver.received.map((event) => event.data.id))).to.deep.equal(
+        new Set(trades.filter(([s]) => s === scope).map(([, id]) => id)),
+      );
+      const { deliveries } = await journals[0]!.listWebhookDeliveries({ scope, limit: 100 });
+      expect(deliveries).to.have.length(18);
+      for (const delivery of deliveries) {
+        expect(delivery.status).to.equal("delivered");
+        expect(delivery.history.map((attempt) => attempt.error)).to.deep.equal([null]);
+      }
+    }
   });
 });

@@ -29,7 +29,7 @@ describe("the webhook deliverer", function () {
 
   beforeEach(async function () {
     journal = new MemoryJournal();
-    await journal.setWebhookScopes([WEBHOOK_SCOPE]);
+    await journal.registerWebhookScopes("test", [WEBHOOK_SCOPE], 60_000);
     receiver = await startWebhookReceiver();
   });
 
@@ -174,7 +174,7 @@ describe("the webhook deliverer", function () {
     const slow = await startWebhookReceiver();
     try {
       slow.mode = "hang";
-      await journal.setWebhookScopes([WEBHOOK_SCOPE, slowScope]);
+      await journal.registerWebhookScopes("test", [WEBHOOK_SCOPE, slowScope], 60_000);
       // More of the stuck endpoint's trades than a batch, written before the other's.
       for (let i = 0; i < 40; i++) await runTrade(journal, slowScope);
       start({
