@@ -30,6 +30,14 @@ const WEBHOOK_REGISTRATION_TTL_MS = 600_000;
 /** At most this many orphaned webhook events failed per beat (one statement). */
 const ORPHANS_PER_BEAT = 1_000;
 
+/**
+ * Finished webhook events past WEBHOOK_RETENTION_DAYS are deleted this many per statement (with
+ * their attempts), up to SWEEP_PAGES_PER_BEAT statements a beat: a backlog (the first start
+ * after an upgrade) goes at up to 100,000 events a beat without one long transaction.
+ */
+const SWEEP_PAGE = 1_000;
+const SWEEP_PAGES_PER_BEAT = 100;
+
 export type ServiceJournal = Awaited<ReturnType<typeof openJournal>>;
 
 /** The journal every other step uses: it also assigns the wallets' nonces (shared by every instance on PostgreSQL). */
@@ -74,7 +82,8 @@ export async function openServiceJournal(
  * a trade is signed moments after it is accepted (its fees, a preflight, its turn in the wallet's
  * queue), and forgetting one still on its way only makes it fail unpaid. Quotes that expired
  * QUOTE_SWEEP_GRACE_MS ago are deleted on the same beat (until then a late trade naming one is
- * told quote_expired rather than quote_not_found).
+ * told quote_expired rather than quote_not_found), and the webhook outbox is kept up
+ * (startWebhooks' upkeep).
  */
 async function keepUp(
   journal: ServiceJournal,
@@ -108,8 +117,9 @@ async function keepUp(
  * instance's), so from now on the journal writes an event with each change of their trades, in
  * the change's own transaction; the deliverer sends the events of those scopes only (closed
  * before the journal). An instance without endpoints registers nothing and delivers nothing.
- * The upkeep, on every instance: the registrations renewed, and the events of a scope that no
- * running instance has an endpoint for failed once their retry window has closed.
+ * The upkeep, on every instance: the registrations renewed, the events of a scope that no
+ * running instance has an endpoint for failed once their retry window has closed, and the events
+ * delivered or failed over WEBHOOK_RETENTION_DAYS ago deleted, a page at a time.
  */
 async function startWebhooks(
   journal: ServiceJournal,
@@ -121,15 +131,31 @@ async function startWebhooks(
   const scopes = [...endpoints.keys()];
   const ttlMs = Math.max(WEBHOOK_REGISTRATION_TTL_MS, 3 * config.trade.leaseMs);
   const register = () => journal.registerWebhookScopes(instanceId, scopes, ttlMs);
+  let busy = false;
   const upkeep = async () => {
-    if (scopes.length > 0) await register();
-    const windowStartBefore = new Date(Date.now() - config.webhooks.retryWindowMs);
-    const failed = await journal.failOrphanedWebhookEvents(windowStartBefore, ORPHANS_PER_BEAT);
-    if (failed > 0)
-      log.warn(
-        { events: failed },
-        "failed webhook events whose retry window closed while no running instance had their api key's endpoint",
-      );
+    if (busy) return; // the previous beat's is still at work
+    busy = true;
+    try {
+      if (scopes.length > 0) await register();
+      const windowStartBefore = new Date(Date.now() - config.webhooks.retryWindowMs);
+      const failed = await journal.failOrphanedWebhookEvents(windowStartBefore, ORPHANS_PER_BEAT);
+      if (failed > 0)
+        log.warn(
+          { events: failed },
+          "failed webhook events whose retry window closed while no running instance had their api key's endpoint",
+        );
+      const finishedBefore = new Date(Date.now() - config.webhooks.retentionMs);
+      let deleted = 0;
+      for (let page = 0; page < SWEEP_PAGES_PER_BEAT; page++) {
+        const swept = await journal.sweepWebhookEvents(finishedBefore, SWEEP_PAGE);
+        deleted += swept;
+        if (swept < SWEEP_PAGE) break;
+      }
+      if (deleted > 0)
+        log.info({ events: deleted }, "deleted webhook events delivered or failed over WEBHOOK_RETENTION_DAYS ago");
+    } finally {
+      busy = false;
+    }
   };
   if (scopes.length === 0) return { deliverer: undefined, upkeep };
   await register();

@@ -131,4 +131,10 @@ export interface WebhookOutbox {
    */
   retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined>;
   webhookStats(): Promise<WebhookOutboxStats>;
+  /**
+   * Deletes up to `limit` events delivered or failed before `finishedBefore`, oldest first, with
+   * their attempts; pending events (a failed one retried included) are kept. Returns how many
+   * were deleted: fewer than `limit` once none is left.
+   */
+  sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number>;
 }

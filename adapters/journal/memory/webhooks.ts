@@ -22,6 +22,8 @@ import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
 interface StoredEvent extends WebhookDelivery {
   leaseHolder: string | null;
   leaseUntil: number;
+  /** When it was delivered or failed (ms since the epoch); null while pending. */
+  finishedAt: number | null;
 }
 
 /** A Standard Webhooks message id: `msg_` and 32 hex digits (128 random bits). */
@@ -61,6 +63,7 @@ export class MemoryEvents {
       history: [],
       leaseHolder: null,
       leaseUntil: 0,
+      finishedAt: null,
     });
   }
 }
@@ -95,7 +98,13 @@ export class MemoryOutbox implements WebhookOutbox {
       if (event.status !== "pending" || event.windowStart >= windowStartBefore) continue;
       if ((event.leaseHolder !== null && event.leaseUntil > now) || this.#events.registered(event.scope, now)) continue;
       event.history.push({ at: new Date(now), statusCode: null, error: ORPHANED_EVENT_ERROR });
-      Object.assign(event, { status: "failed", attempts: event.attempts + 1, leaseHolder: null, leaseUntil: 0 });
+      Object.assign(event, {
+        status: "failed",
+        attempts: event.attempts + 1,
+        leaseHolder: null,
+        leaseUntil: 0,
+        finishedAt: now,
+      });
       failed += 1;
     }
     return failed;
@@ -136,6 +145,7 @@ export class MemoryOutbox implements WebhookOutbox {
     event.attempts += 1;
     event.status = outcome.status;
     if (outcome.status === "pending") event.nextAttemptAt = outcome.nextAttemptAt;
+    event.finishedAt = outcome.status === "pending" ? null : attempt.at.getTime();
     event.leaseHolder = null;
     event.leaseUntil = 0;
     return true;
@@ -165,7 +175,7 @@ export class MemoryOutbox implements WebhookOutbox {
     const event = this.#events.list.find((e) => e.id === id && e.scope === scope);
     if (event === undefined) return undefined;
     if (event.status !== "failed") return "not_failed";
-    Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now });
+    Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now, finishedAt: null });
     return view(event, true) as WebhookDelivery;
   }
 
@@ -173,9 +183,20 @@ export class MemoryOutbox implements WebhookOutbox {
     const pending = this.#events.list.filter((e) => e.status === "pending");
     return { pending: pending.length, oldestPendingAt: pending[0]?.createdAt ?? null };
   }
+
+  async sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    const page = this.#events.list
+      .filter((e) => e.status !== "pending" && e.finishedAt !== null && e.finishedAt < finishedBefore.getTime())
+      .sort((a, b) => a.finishedAt! - b.finishedAt!)
+      .slice(0, limit);
+    const gone = new Set(page);
+    const kept = this.#events.list.filter((e) => !gone.has(e));
+    this.#events.list.splice(0, this.#events.list.length, ...kept);
+    return page.length;
+  }
 }
 
 function view(event: StoredEvent, withHistory: boolean): WebhookEvent | WebhookDelivery {
-  const { leaseHolder: _holder, leaseUntil: _until, history, ...rest } = event;
+  const { leaseHolder: _holder, leaseUntil: _until, finishedAt: _finished, history, ...rest } = event;
   return structuredClone(withHistory ? { ...rest, history } : rest);
 }

@@ -6,7 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
  * request, receipt and error are `json`, not `jsonb`: json keeps the text as written, so the
@@ -122,6 +122,9 @@ export const MIGRATIONS = [
   // 7: webhook registrations (webhooks.ts): which scopes get events, held per instance and
   // renewed while it runs, instead of one set each instance overwrote at start.
   WEBHOOK_REGISTRATIONS_MIGRATION,
+  // 8: when each webhook event finished (webhooks.ts), so the finished ones are deleted after
+  // WEBHOOK_RETENTION_DAYS.
+  WEBHOOK_RETENTION_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -1,6 +1,7 @@
 /**
- * The webhook outbox in the PostgreSQL journal (its tables and trigger: WEBHOOKS_MIGRATION and
- * WEBHOOK_REGISTRATIONS_MIGRATION, appended to MIGRATIONS in migrations.ts). The trigger writes an event in the statement
+ * The webhook outbox in the PostgreSQL journal (its tables and trigger: WEBHOOKS_MIGRATION,
+ * WEBHOOK_REGISTRATIONS_MIGRATION and WEBHOOK_RETENTION_MIGRATION, appended to MIGRATIONS in
+ * migrations.ts). The trigger writes an event in the statement
  * that changes the trade, so in its transaction. Several instances claim events with
  * `FOR UPDATE SKIP LOCKED` and hold each under a lease while they deliver it
  * (docs/decisions/0010-webhook-outbox-skip-locked.md).
@@ -114,6 +115,16 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    )}
    DROP TABLE webhook_scopes;`;
 
+/**
+ * When each event finished (was delivered, or failed), so that the upkeep deletes those finished
+ * WEBHOOK_RETENTION_DAYS ago (sweepWebhookEvents); the events already finished take their last
+ * attempt's time (or their creation's).
+ */
+export const WEBHOOK_RETENTION_MIGRATION = `ALTER TABLE webhook_events ADD COLUMN finished_at TIMESTAMPTZ;   -- NULL while pending
+   UPDATE webhook_events e SET finished_at = coalesce((SELECT max(a.at) FROM webhook_attempts a WHERE a.event_id = e.id), e.created_at)
+     WHERE e.status <> 'pending';
+   CREATE INDEX webhook_events_finished ON webhook_events (finished_at) WHERE finished_at IS NOT NULL;`;
+
 interface EventRow {
   seq: string;
   id: string;
@@ -195,7 +206,8 @@ export class PostgresOutbox implements WebhookOutbox {
          FOR UPDATE SKIP LOCKED
        ),
        failed AS (
-         UPDATE webhook_events w SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL
+         UPDATE webhook_events w SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL,
+         finished_at = clock_timestamp()
          FROM orphans WHERE w.seq = orphans.seq RETURNING w.id
        )
        INSERT INTO webhook_attempts (event_id, at, status_code, error) SELECT id, clock_timestamp(), NULL, $3 FROM failed`,
@@ -213,7 +225,8 @@ export class PostgresOutbox implements WebhookOutbox {
     const { rowCount } = await this.#pool.query(
       `WITH e AS (
          UPDATE webhook_events SET status = $3, attempts = attempts + 1, next_attempt_at = coalesce($4, next_attempt_at),
-         lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2 RETURNING id
+         lease_holder = NULL, lease_until = NULL, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5::timestamptz END
+         WHERE id = $1 AND lease_holder = $2 RETURNING id
        )
        INSERT INTO webhook_attempts (event_id, at, status_code, error) SELECT id, $5, $6, $7 FROM e`,
       [
@@ -249,7 +262,7 @@ export class PostgresOutbox implements WebhookOutbox {
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
     const updated = await this.#pool.query<EventRow>(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3, finished_at = NULL
        WHERE id = $1 AND scope = $2 AND status = 'failed' RETURNING *`,
       [id, scope, now],
     );
@@ -263,6 +276,22 @@ export class PostgresOutbox implements WebhookOutbox {
       "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
     );
     return { pending: rows[0]?.pending ?? 0, oldestPendingAt: rows[0]?.oldest ?? null };
+  }
+
+  /** One statement: a page of the oldest finished events locked (others' skipped), deleted, and their attempts with them. */
+  async sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    const { rows } = await this.#pool.query<{ deleted: number }>(
+      `WITH page AS (
+         SELECT seq FROM webhook_events WHERE finished_at < $1 AND status <> 'pending'
+         ORDER BY finished_at LIMIT $2
+         FOR UPDATE SKIP LOCKED
+       ),
+       gone AS (DELETE FROM webhook_events e USING page WHERE e.seq = page.seq RETURNING e.id),
+       attempts AS (DELETE FROM webhook_attempts a USING gone WHERE a.event_id = gone.id)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [finishedBefore, limit],
+    );
+    return rows[0]?.deleted ?? 0;
   }
 
   async #withHistory(rows: EventRow[]): Promise<WebhookDelivery[]> {

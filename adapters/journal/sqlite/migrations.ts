@@ -6,7 +6,7 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 export const MIGRATIONS = [
@@ -133,6 +133,9 @@ export const MIGRATIONS = [
   // 8: webhook registrations (webhooks.ts): which scopes get events, held per process and
   // renewed while it runs, instead of one set each start overwrote.
   WEBHOOK_REGISTRATIONS_MIGRATION,
+  // 9: when each webhook event finished (webhooks.ts), so the finished ones are deleted after
+  // WEBHOOK_RETENTION_DAYS.
+  WEBHOOK_RETENTION_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -1,7 +1,7 @@
 /**
  * The webhook outbox in the SQLite journal (its tables and trigger: the migrations
- * WEBHOOKS_MIGRATION and WEBHOOK_REGISTRATIONS_MIGRATION below, appended to MIGRATIONS in
- * migrations.ts). The trigger writes an event in the statement that changes the trade, so in its
+ * WEBHOOKS_MIGRATION, WEBHOOK_REGISTRATIONS_MIGRATION and WEBHOOK_RETENTION_MIGRATION below,
+ * appended to MIGRATIONS in migrations.ts). The trigger writes an event in the statement that changes the trade, so in its
  * transaction: the outbox can never hold an event whose change was rolled back, nor miss one
  * that was committed.
  */
@@ -102,6 +102,17 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
    DROP TABLE webhook_scopes;`;
 
+/**
+ * When each event finished (was delivered, or failed), so that the upkeep deletes those finished
+ * WEBHOOK_RETENTION_DAYS ago (sweepWebhookEvents); the events already finished take their last
+ * attempt's time (or their creation's).
+ */
+export const WEBHOOK_RETENTION_MIGRATION = `ALTER TABLE webhook_events ADD COLUMN finished_at INTEGER;   -- ms since the epoch; NULL while pending
+   UPDATE webhook_events SET finished_at = coalesce(
+       (SELECT max(a.at) FROM webhook_attempts a WHERE a.event_id = webhook_events.id), created_at)
+     WHERE status <> 'pending';
+   CREATE INDEX webhook_events_finished ON webhook_events (finished_at) WHERE finished_at IS NOT NULL;`;
+
 type Row = Record<string, SQLOutputValue>;
 
 function statements(db: DatabaseSync) {
@@ -120,8 +131,8 @@ function statements(db: DatabaseSync) {
        ORDER BY e.seq LIMIT ?`,
     ),
     failOrphan: db.prepare(
-      `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL
-       WHERE id = ?`,
+      `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL,
+       finished_at = ? WHERE id = ?`,
     ),
     // Of one scope, for each trade only its oldest pending event: one trade's events go out in order.
     due: db.prepare(
@@ -138,15 +149,20 @@ function statements(db: DatabaseSync) {
     ),
     attempted: db.prepare(
       `UPDATE webhook_events SET status = ?, attempts = attempts + 1, next_attempt_at = coalesce(?, next_attempt_at),
-       lease_holder = NULL, lease_until = NULL WHERE id = ? AND lease_holder = ?`,
+       lease_holder = NULL, lease_until = NULL, finished_at = ? WHERE id = ? AND lease_holder = ?`,
     ),
     addAttempt: db.prepare("INSERT INTO webhook_attempts (event_id, at, status_code, error) VALUES (?, ?, ?, ?)"),
     attemptsOf: db.prepare("SELECT * FROM webhook_attempts WHERE event_id = ? ORDER BY at, rowid"),
     retry: db.prepare(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?, finished_at = NULL
        WHERE id = ? AND scope = ? AND status = 'failed'`,
     ),
     byId: db.prepare("SELECT * FROM webhook_events WHERE id = ? AND scope = ?"),
+    finished: db.prepare(
+      `SELECT id FROM webhook_events WHERE finished_at < ? AND status <> 'pending' ORDER BY finished_at LIMIT ?`,
+    ),
+    deleteEvent: db.prepare("DELETE FROM webhook_events WHERE id = ?"),
+    deleteAttempts: db.prepare("DELETE FROM webhook_attempts WHERE event_id = ?"),
     stats: db.prepare(
       "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
     ),
@@ -188,7 +204,7 @@ export class SqliteOutbox implements WebhookOutbox {
       const now = Date.now();
       const orphans = sql.orphans.all(windowStartBefore.getTime(), now, now, limit);
       for (const { id } of orphans) {
-        sql.failOrphan.run(id as string);
+        sql.failOrphan.run(now, id as string);
         sql.addAttempt.run(id as string, now, null, ORPHANED_EVENT_ERROR);
       }
       return orphans.length;
@@ -213,7 +229,8 @@ export class SqliteOutbox implements WebhookOutbox {
     return this.#write(() => {
       const sql = this.#statements;
       const next = outcome.status === "pending" ? outcome.nextAttemptAt.getTime() : null;
-      if (Number(sql.attempted.run(outcome.status, next, id, holder).changes) !== 1) return false;
+      const finished = outcome.status === "pending" ? null : attempt.at.getTime();
+      if (Number(sql.attempted.run(outcome.status, next, finished, id, holder).changes) !== 1) return false;
       sql.addAttempt.run(id, attempt.at.getTime(), attempt.statusCode, attempt.error);
       return true;
     });
@@ -259,6 +276,18 @@ export class SqliteOutbox implements WebhookOutbox {
       pending: Number(row.pending),
       oldestPendingAt: row.oldest === null ? null : new Date(Number(row.oldest)),
     };
+  }
+
+  sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    return this.#write(() => {
+      const sql = this.#statements;
+      const page = sql.finished.all(finishedBefore.getTime(), limit);
+      for (const { id } of page) {
+        sql.deleteAttempts.run(id as string);
+        sql.deleteEvent.run(id as string);
+      }
+      return page.length;
+    });
   }
 
   #delivery(row: Row): WebhookDelivery {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/postgres/migrations.js";
 import { checkoutModules, postgresModules, startPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describe("on a real PostgreSQL server", function () {
@@ -99,7 +100,7 @@ describe("on a real PostgreSQL server", function () {
       }
     });
 
-    it("migrates a journal with the webhook outbox (version 6): events kept, scopes registered per instance from then on", async function () {
+    it("migrates a journal with the webhook outbox (version 6): events kept, scopes registered per instance from then on, finished events swept", async function () {
       const url = await server.newDatabase();
       await sql(
         url,
@@ -113,7 +114,9 @@ describe("on a real PostgreSQL server", function () {
         `INSERT INTO webhook_scopes VALUES ('s');
          INSERT INTO trades (id, scope, request_hash, kind, request, status) VALUES
            ('t1', 's', 'h', 'sell', '{}', 'signed'), ('t2', 's', 'h', 'sell', '{}', 'signed');
-         UPDATE trades SET status = 'submitted' WHERE id = 't1'`,
+         UPDATE trades SET status = 'submitted' WHERE id = 't1';
+         UPDATE webhook_events SET status = 'delivered', attempts = 1;
+         INSERT INTO webhook_attempts (event_id, at, status_code) SELECT id, '2026-01-01T00:00:00Z', 204 FROM webhook_events`,
       );
       const journal = await openPostgresJournal(url);
       try {
@@ -130,6 +133,29 @@ describe("on a real PostgreSQL server", function () {
           ["t2", "trade.confirmed"],
           ["t1", "trade.submitted"],
         ]);
+        // Delivered before retention came: finished at its last attempt, and swept after it.
+        expect(await journal.sweepWebhookEvents(new Date("2026-01-01T00:00:00Z"), 10)).to.equal(0);
+        expect(await journal.sweepWebhookEvents(new Date("2026-01-01T00:00:01Z"), 10)).to.equal(1);
+        expect(await listed()).to.deep.equal([["t2", "trade.confirmed"]]);
+      } finally {
+        await journal.close();
+      }
+    });
+
+    it("deletes a swept webhook event's attempts with it, and no other's", async function () {
+      const url = await server.newDatabase();
+      const journal = await openPostgresJournal(url);
+      try {
+        const delivered = await attemptedEvents(journal);
+        expect(await sql(url, "SELECT count(*)::int AS n FROM webhook_attempts")).to.deep.equal([{ n: 2 }]);
+        expect(await journal.sweepWebhookEvents(new Date(Date.now() + 1_000), 10)).to.equal(1);
+        const left = await sql(
+          url,
+          "SELECT e.trade_id FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id",
+        );
+        expect(left).to.have.length(1);
+        expect(left[0]!.trade_id).not.to.equal(delivered);
+        expect(await sql(url, "SELECT count(*)::int AS n FROM webhook_attempts")).to.deep.equal([{ n: 1 }]);
       } finally {
         await journal.close();
       }

@@ -303,6 +303,44 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       expect(stats.oldestPendingAt!.getTime()).to.equal(listed!.createdAt.getTime());
     });
 
+    it("deletes delivered and failed events that finished before the cutoff, with their attempts, a page at a time", async function () {
+      for (let i = 0; i < 3; i++) await runTrade(journal);
+      const peer = await context.peer();
+      const record = (holder: string, event: { id: string }, outcome: "delivered" | "failed") =>
+        (holder === "a" ? journal : peer).recordWebhookAttempt(
+          event.id,
+          holder,
+          { at: new Date(), statusCode: outcome === "delivered" ? 204 : 410, error: null },
+          outcome === "delivered" ? { status: "delivered" } : { status: "failed" },
+        );
+      // Each trade's first event: delivered, delivered, failed; then a retried one that is pending again.
+      const heads = await journal.claimWebhookEvents("a", mine(3), 60_000);
+      await record("a", heads[0]!, "delivered");
+      await record("a", heads[1]!, "delivered");
+      await record("a", heads[2]!, "failed");
+      const [next] = await peer.claimWebhookEvents("b", mine(1), 60_000);
+      await record("b", next!, "failed");
+      await journal.retryWebhookDelivery(WEBHOOK_SCOPE, next!.id, new Date());
+      // A cutoff before they finished deletes nothing.
+      expect(await journal.sweepWebhookEvents(new Date(Date.now() - 60_000), 100)).to.equal(0);
+      const cutoff = new Date(Date.now() + 1_000);
+      expect(await journal.sweepWebhookEvents(cutoff, 2)).to.equal(2);
+      expect(await peer.sweepWebhookEvents(cutoff, 2)).to.equal(1);
+      expect(await journal.sweepWebhookEvents(cutoff, 2)).to.equal(0);
+      const left = await events();
+      expect(left).to.have.length(6);
+      expect(left.map((e) => e.id)).not.to.include.members(heads.map((e) => e.id));
+      expect(left.every((e) => e.status === "pending")).to.equal(true);
+      // The retried one keeps its attempt, and is deleted once it finishes again.
+      expect(left.find((e) => e.id === next!.id)!.history).to.have.length(1);
+      const [again] = await journal.claimWebhookEvents("a", mine(1), 60_000);
+      expect(again!.id).to.equal(next!.id);
+      await record("a", again!, "delivered");
+      expect(await journal.sweepWebhookEvents(new Date(Date.now() + 1_000), 100)).to.equal(1);
+      expect((await events()).map((e) => e.id)).not.to.include(next!.id);
+      expect(await journal.webhookStats()).to.include({ pending: 5 });
+    });
+
     it("pages the scope's deliveries newest first, by status, and retries a failed one only", async function () {
       for (let i = 0; i < 3; i++) await runTrade(journal);
       const [claimed] = await journal.claimWebhookEvents("a", mine(1), 60_000);

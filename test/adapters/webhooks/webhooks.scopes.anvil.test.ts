@@ -4,7 +4,8 @@
  * entry point, production mode) on one wallet on anvil. A has key 1's endpoint, B key 2's, C
  * none, started in that order. Trades of both keys are made through all three: each key's
  * events are all written and delivered to its own receiver, once each, by an instance that has
- * its endpoint; none is failed for want of one.
+ * its endpoint; none is failed for want of one. Then the instances' upkeep deletes the events
+ * finished over WEBHOOK_RETENTION_DAYS ago, with their attempts.
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -52,6 +53,8 @@ describe("webhooks from instances with different webhook files on one PostgreSQL
       API_KEYS: KEYS.join(","),
       JOURNAL_URL: postgres.url,
       RECEIPT_TIMEOUT_MS: "30000",
+      // The upkeep beat (and the wallets' monitor lease): every 2 s rather than 15.
+      MONITOR_LEASE_MS: "2000",
     };
     const files = KEYS.map((key, i) => writeWebhooksFile(dir, key, receivers[i]!, `webhooks-${i}.json`));
     // A with key 1's endpoint, then B with key 2's, then C with none: each start used to replace
@@ -77,30 +80,26 @@ describe("webhooks from instances with different webhook files on one PostgreSQL
     errors: Array<string | null>;
   }
 
-  async function outbox(): Promise<Row[]> {
+  async function query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
     try {
-      const { rows } = await client.query<Row>(
-        `SELECT e.id, e.scope, e.trade_id, e.type, e.status,
-           coalesce((SELECT array_agg(a.error ORDER BY a.seq) FROM webhook_attempts a WHERE a.event_id = e.id), '{}') AS errors
-         FROM webhook_events e ORDER BY e.seq`,
-      );
-      return rows;
+      return (await client.query<T>(text, values)).rows;
     } finally {
       await client.end();
     }
   }
 
+  const outbox = () =>
+    query<Row>(
+      `SELECT e.id, e.scope, e.trade_id, e.type, e.status,
+         coalesce((SELECT array_agg(a.error ORDER BY a.seq) FROM webhook_attempts a WHERE a.event_id = e.id), '{}') AS errors
+       FROM webhook_events e ORDER BY e.seq`,
+    );
+
   async function tradeIds(): Promise<Map<string, string>> {
-    const client = new pg.Client({ connectionString: postgres.url });
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ id: string; scope: string }>("SELECT id, scope FROM trades");
-      return new Map(rows.map((row) => [row.id, row.scope]));
-    } finally {
-      await client.end();
-    }
+    const rows = await query<{ id: string; scope: string }>("SELECT id, scope FROM trades");
+    return new Map(rows.map((row) => [row.id, row.scope]));
   }
 
   it("writes and delivers every key's events to its own receiver, whichever instance made the trade", async function () {
@@ -162,5 +161,39 @@ describe("webhooks from instances with different webhook files on one PostgreSQL
         ).to.deep.equal(mine.filter((row) => row.trade_id === tradeId).map((row) => row.id));
     }
     for (const instance of instances) expect(instance.output()).not.to.include("no webhook endpoint");
+  });
+
+  it("deletes the events finished over WEBHOOK_RETENTION_DAYS (30) ago, with their attempts, on the upkeep beat", async function () {
+    // The previous test's events: half the trades' finished 31 days ago, as far as the journal knows.
+    const trades = (await query<{ trade_id: string }>("SELECT DISTINCT trade_id FROM webhook_events ORDER BY 1")).map(
+      (row) => row.trade_id,
+    );
+    expect(trades.length, "the previous test's trades").to.be.greaterThan(2);
+    const old = trades.slice(0, trades.length / 2);
+    const kept = await query<{ id: string }>("SELECT id FROM webhook_events WHERE NOT (trade_id = ANY($1))", [old]);
+    await query("UPDATE webhook_events SET finished_at = finished_at - interval '31 days' WHERE trade_id = ANY($1)", [
+      old,
+    ]);
+    await waitFor(
+      "the old events deleted",
+      async () => {
+        const [left] = await query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM webhook_events WHERE trade_id = ANY($1)",
+          [old],
+        );
+        return left!.n === 0 || undefined;
+      },
+      20_000,
+    );
+    await sleep(4_500); // two more beats: nothing else goes
+    const left = await query<{ id: string }>("SELECT id FROM webhook_events ORDER BY id");
+    expect(left.map((row) => row.id)).to.deep.equal(kept.map((row) => row.id).sort());
+    const attempts = await query<{ event_id: string }>("SELECT event_id FROM webhook_attempts ORDER BY event_id");
+    expect(attempts.map((row) => row.event_id)).to.deep.equal(kept.map((row) => row.id).sort());
+    await waitFor(
+      "the upkeep's log line",
+      async () => instances.some((instance) => instance.output().includes("deleted webhook events")) || undefined,
+      5_000,
+    );
   });
 });
