@@ -5,9 +5,9 @@
  *
  * - Latency: sells made a few at a time; for each event, from the trade's state change (the
  *   event's `timestamp`, written with the change) to its arrival at the receiver. p50 and p99.
- * - Throughput: the receiver holds its answers while a backlog of sells is made (the deliverer's
- *   first batch waits on them, under its 10 s timeout), then answers everything: events delivered
- *   per second from then until the backlog is drained.
+ * - Throughput: the receiver holds its answers while a backlog of sells is made (the endpoint's
+ *   first attempts in flight wait on them, under their 10 s timeout), then answers everything:
+ *   events delivered per second from then until the backlog is drained.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";

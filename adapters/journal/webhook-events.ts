@@ -5,6 +5,12 @@
  */
 import type { TradeRecord, TradeStatus, WebhookEventType } from "../../core/index.js";
 
+/**
+ * Why an event was failed without an attempt to send it: no running instance has its scope's
+ * endpoint (its registrations lapsed), and its retry window closed (failOrphanedWebhookEvents).
+ */
+export const ORPHANED_EVENT_ERROR = "no running instance has a webhook endpoint for this api key";
+
 export function webhookEventType(
   before: { status: TradeStatus; txHash: string | null },
   after: { status: TradeStatus; txHash: string | null },

@@ -1,8 +1,9 @@
 /**
  * The journal step of the composition root: the trade journal opened (SQLite, or PostgreSQL
  * shared by several instances), metered when metrics are on, its upkeep on a timer (forgetting
- * trades nobody will sign, sweeping expired quotes), and the webhook deliverer that drains its
- * outbox.
+ * trades nobody will sign, sweeping expired quotes, renewing this instance's webhook
+ * registrations and failing the events nobody can deliver), and the webhook deliverer that
+ * drains its outbox.
  */
 import { join } from "node:path";
 
@@ -18,6 +19,24 @@ import type { Shutdown } from "./shutdown.js";
 
 /** How long after its expiry a quote is kept (a late trade naming it is told quote_expired), then swept: 10 minutes. */
 const QUOTE_SWEEP_GRACE_MS = 600_000;
+
+/**
+ * How long an instance's webhook registrations outlive its last renewal (each upkeep beat): 10
+ * minutes, or three beats if longer. The journal keeps writing a scope's events that long after
+ * the last instance with its endpoint stopped, for the next one to deliver (a restart, a deploy).
+ */
+const WEBHOOK_REGISTRATION_TTL_MS = 600_000;
+
+/** At most this many orphaned webhook events failed per beat (one statement). */
+const ORPHANS_PER_BEAT = 1_000;
+
+/**
+ * Finished webhook events past WEBHOOK_RETENTION_DAYS are deleted this many per statement (with
+ * their attempts), up to SWEEP_PAGES_PER_BEAT statements a beat: a backlog (the first start
+ * after an upgrade) goes at up to 100,000 events a beat without one long transaction.
+ */
+const SWEEP_PAGE = 1_000;
+const SWEEP_PAGES_PER_BEAT = 100;
 
 export type ServiceJournal = Awaited<ReturnType<typeof openJournal>>;
 
@@ -45,13 +64,13 @@ export async function openServiceJournal(
   // With webhooks, each write that can add an event wakes the deliverer (set below).
   let wakeDeliverer = () => {};
   const journal = config.webhooks.endpoints.length === 0 ? metered : wakingJournal(metered, () => wakeDeliverer());
-  await keepUp(journal, config, log, shutdown);
+  const webhooks = await startWebhooks(journal, config, context);
+  if (webhooks.deliverer !== undefined) wakeDeliverer = () => webhooks.deliverer!.wake();
+  await keepUp(journal, config, log, shutdown, webhooks.upkeep);
   log.info(
     { journal: config.journal.url === undefined ? join(dataDir, "journal.sqlite") : "postgres" },
     "trade journal open",
   );
-  const deliverer = await startWebhooks(journal, config, context);
-  if (deliverer !== undefined) wakeDeliverer = () => deliverer.wake();
   metrics?.watchWebhooks(journal);
   return journal;
 }
@@ -63,9 +82,16 @@ export async function openServiceJournal(
  * a trade is signed moments after it is accepted (its fees, a preflight, its turn in the wallet's
  * queue), and forgetting one still on its way only makes it fail unpaid. Quotes that expired
  * QUOTE_SWEEP_GRACE_MS ago are deleted on the same beat (until then a late trade naming one is
- * told quote_expired rather than quote_not_found).
+ * told quote_expired rather than quote_not_found), and the webhook outbox is kept up
+ * (startWebhooks' upkeep).
  */
-async function keepUp(journal: ServiceJournal, config: AppConfig, log: Logger, shutdown: Shutdown): Promise<void> {
+async function keepUp(
+  journal: ServiceJournal,
+  config: AppConfig,
+  log: Logger,
+  shutdown: Shutdown,
+  webhookUpkeep: () => Promise<void>,
+): Promise<void> {
   const staleAfterMs = config.trade.lifetimeS * 1000;
   const forget = async () => {
     const forgotten = await journal.forgetUnsigned(staleAfterMs);
@@ -80,24 +106,59 @@ async function keepUp(journal: ServiceJournal, config: AppConfig, log: Logger, s
   const sweeper = setInterval(() => {
     void forget().catch((error: unknown) => log.warn({ err: error }, "could not forget unsigned trades"));
     void sweepQuotes().catch((error: unknown) => log.warn({ err: error }, "could not sweep expired quotes"));
+    void webhookUpkeep().catch((error: unknown) => log.warn({ err: error }, "could not keep the webhook outbox up"));
   }, config.trade.leaseMs);
   sweeper.unref();
   shutdown.push(async () => clearInterval(sweeper));
 }
 
 /**
- * Webhooks: from now on the journal writes an event with each change of a trade of a key with an
- * endpoint, in the change's own transaction; the deliverer sends them (closed before the journal).
+ * Webhooks: this instance registers the scopes of its own endpoints (never touching another
+ * instance's), so from now on the journal writes an event with each change of their trades, in
+ * the change's own transaction; the deliverer sends the events of those scopes only (closed
+ * before the journal). An instance without endpoints registers nothing and delivers nothing.
+ * The upkeep, on every instance: the registrations renewed, the events of a scope that no
+ * running instance has an endpoint for failed once their retry window has closed, and the events
+ * delivered or failed over WEBHOOK_RETENTION_DAYS ago deleted, a page at a time.
  */
 async function startWebhooks(
   journal: ServiceJournal,
   config: AppConfig,
   context: { instanceId: string; metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
-): Promise<WebhookDeliverer | undefined> {
+): Promise<{ deliverer: WebhookDeliverer | undefined; upkeep: () => Promise<void> }> {
   const { instanceId, metrics, log, shutdown } = context;
   const endpoints = new Map(config.webhooks.endpoints.map(({ apiKeyId, ...endpoint }) => [apiKeyId, endpoint]));
-  await journal.setWebhookScopes([...endpoints.keys()]);
-  if (endpoints.size === 0) return undefined;
+  const scopes = [...endpoints.keys()];
+  const ttlMs = Math.max(WEBHOOK_REGISTRATION_TTL_MS, 3 * config.trade.leaseMs);
+  const register = () => journal.registerWebhookScopes(instanceId, scopes, ttlMs);
+  let busy = false;
+  const upkeep = async () => {
+    if (busy) return; // the previous beat's is still at work
+    busy = true;
+    try {
+      if (scopes.length > 0) await register();
+      const windowStartBefore = new Date(Date.now() - config.webhooks.retryWindowMs);
+      const failed = await journal.failOrphanedWebhookEvents(windowStartBefore, ORPHANS_PER_BEAT);
+      if (failed > 0)
+        log.warn(
+          { events: failed },
+          "failed webhook events whose retry window closed while no running instance had their api key's endpoint",
+        );
+      const finishedBefore = new Date(Date.now() - config.webhooks.retentionMs);
+      let deleted = 0;
+      for (let page = 0; page < SWEEP_PAGES_PER_BEAT; page++) {
+        const swept = await journal.sweepWebhookEvents(finishedBefore, SWEEP_PAGE);
+        deleted += swept;
+        if (swept < SWEEP_PAGE) break;
+      }
+      if (deleted > 0)
+        log.info({ events: deleted }, "deleted webhook events delivered or failed over WEBHOOK_RETENTION_DAYS ago");
+    } finally {
+      busy = false;
+    }
+  };
+  if (scopes.length === 0) return { deliverer: undefined, upkeep };
+  await register();
   const deliverer = new WebhookDeliverer({
     outbox: journal,
     endpoints,
@@ -110,5 +171,5 @@ async function startWebhooks(
   deliverer.start();
   shutdown.push(() => deliverer.close());
   log.info({ endpoints: endpoints.size }, "webhook deliverer started");
-  return deliverer;
+  return { deliverer, upkeep };
 }

@@ -90,21 +90,34 @@ export interface WebhookOutboxStats {
 
 /**
  * The webhook outbox, kept by the trade journal (memory, SQLite, PostgreSQL) beside the trades.
- * The journal writes an event with each change of a trade of a webhook scope (see
- * `setWebhookScopes`); the deliverer claims them, one trade's in order, under a lease.
+ * The journal writes an event with each change of a trade of a scope some instance has an
+ * endpoint for (see `registerWebhookScopes`); the deliverers claim them, one trade's in order,
+ * under a lease, each only the scopes it has an endpoint for.
  */
 export interface WebhookOutbox {
   /**
-   * The scopes whose trades' changes are written as events from now on (those of the api keys
-   * with an endpoint); replaces the previous set. Instances sharing a journal share the set.
+   * Registers `holder` (an instance) as having an endpoint for each of `scopes`, for `ttlMs` from
+   * now. While any holder's registration of a scope is live, the journal writes an event with
+   * each change of that scope's trades. Replaces `holder`'s own registrations (a scope it no
+   * longer has is dropped) and forgets others' that have lapsed; never touches another holder's
+   * live registration. A holder renews its registrations well within `ttlMs`.
    */
-  setWebhookScopes(scopes: readonly string[]): Promise<void>;
+  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void>;
   /**
-   * Leases up to `limit` pending events due now to `holder` for `leaseMs`: for each trade, only
-   * its oldest pending event, and only if no other holder's lease on it is running. Of several
-   * deliverers claiming at once, each event goes to one.
+   * Fails up to `limit` pending events, not leased, whose retry window started before
+   * `windowStartBefore` (so it has closed) and whose scope no live registration holds, each with
+   * an attempt saying so: events nobody can deliver do not stay pending forever, and an event
+   * some instance has the endpoint for is left to it. Returns how many were failed.
    */
-  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]>;
+  failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number>;
+  /**
+   * Leases to `holder` for `leaseMs` pending events due now of the scopes in `limits`, at most
+   * each scope's limit (oldest first): for each trade, only its oldest pending event, and only if
+   * no other holder's lease on it is running. Events of other scopes are left to the holders that
+   * ask for them (those with their endpoint). Of several deliverers claiming at once, each event
+   * goes to one.
+   */
+  claimWebhookEvents(holder: string, limits: ReadonlyMap<string, number>, leaseMs: number): Promise<WebhookEvent[]>;
   /**
    * Records an attempt and what it leaves the event as, and ends `holder`'s lease. Returns false
    * (and records nothing) when the lease is no longer `holder`'s.
@@ -118,4 +131,10 @@ export interface WebhookOutbox {
    */
   retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined>;
   webhookStats(): Promise<WebhookOutboxStats>;
+  /**
+   * Deletes up to `limit` events delivered or failed before `finishedBefore`, oldest first, with
+   * their attempts; pending events (a failed one retried included) are kept. Returns how many
+   * were deleted: fewer than `limit` once none is left.
+   */
+  sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number>;
 }

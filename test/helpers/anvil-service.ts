@@ -34,10 +34,15 @@ export function anvilServiceEnv(anvil: Anvil, dir: string, apiKey: string, priva
   };
 }
 
-/** `<dir>/webhooks.json`: the receiver as `apiKey`'s endpoint; the env that points at it and lets it be local. */
-export function writeWebhooksFile(dir: string, apiKey: string, receiver: WebhookReceiver): Record<string, string> {
+/** `<dir>/<name>`: the receiver as `apiKey`'s endpoint; the env that points at it and lets it be local. */
+export function writeWebhooksFile(
+  dir: string,
+  apiKey: string,
+  receiver: WebhookReceiver,
+  name = "webhooks.json",
+): Record<string, string> {
   const apiKeyId = createHash("sha256").update(apiKey).digest("hex").slice(0, 32);
-  const file = join(dir, "webhooks.json");
+  const file = join(dir, name);
   writeFileSync(file, JSON.stringify({ endpoints: [{ apiKeyId, url: receiver.url, secrets: [receiver.secret] }] }));
   return { WEBHOOKS_FILE: file, WEBHOOK_ALLOW_INSECURE: "true", WEBHOOK_ALLOW_PRIVATE: "true" };
 }

@@ -87,3 +87,24 @@ export async function runTrade(journal: Journal, scope = WEBHOOK_SCOPE): Promise
   await journal.markConfirmed(trade.id, receiptFor(replacement));
   return trade.id;
 }
+
+/**
+ * Two trades of the webhook scope, each with its events (registered by `instance-a`), and one
+ * attempt at each trade's first: one delivered, the other to be tried again in a minute.
+ * Returns the delivered one's trade id.
+ */
+export async function attemptedEvents(journal: Journal): Promise<string> {
+  await journal.registerWebhookScopes("instance-a", [WEBHOOK_SCOPE], 60_000);
+  const delivered = await runTrade(journal);
+  await runTrade(journal);
+  for (const head of await journal.claimWebhookEvents("a", new Map([[WEBHOOK_SCOPE, 2]]), 60_000)) {
+    const ok = head.tradeId === delivered;
+    await journal.recordWebhookAttempt(
+      head.id,
+      "a",
+      { at: new Date(), statusCode: ok ? 204 : 503, error: ok ? null : "answered HTTP 503" },
+      ok ? { status: "delivered" } : { status: "pending", nextAttemptAt: new Date(Date.now() + 60_000) },
+    );
+  }
+  return delivered;
+}

@@ -69,13 +69,15 @@ export interface AppConfig {
   /**
    * WEBHOOKS_FILE: each api key's webhook endpoint (none: no webhooks); WEBHOOK_ALLOW_INSECURE and
    * WEBHOOK_ALLOW_PRIVATE: http:// and internal destinations (development and tests);
-   * WEBHOOK_RETRY_WINDOW_MS: how long an event is retried before it is failed.
+   * WEBHOOK_RETRY_WINDOW_MS: how long an event is retried before it is failed;
+   * WEBHOOK_RETENTION_DAYS: how long a delivered or failed event is kept, then deleted (in ms).
    */
   webhooks: {
     endpoints: WebhookEndpointConfig[];
     allowInsecure: boolean;
     allowPrivate: boolean;
     retryWindowMs: number;
+    retentionMs: number;
   };
   /** FEED_MAX_AGE_*_S, FEED_BOUNDS_*, SEQUENCER_UPTIME_FEED and SEQUENCER_GRACE_S: when a feed's answer is used. */
   feedPolicy: FeedPolicy;

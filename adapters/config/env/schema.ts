@@ -123,6 +123,7 @@ const schema = z.object({
   WEBHOOK_ALLOW_INSECURE: optional(flag("WEBHOOK_ALLOW_INSECURE")).default(false),
   WEBHOOK_ALLOW_PRIVATE: optional(flag("WEBHOOK_ALLOW_PRIVATE")).default(false),
   WEBHOOK_RETRY_WINDOW_MS: optional(integer("WEBHOOK_RETRY_WINDOW_MS", 1_000, 30 * 86_400_000)).default(86_400_000),
+  WEBHOOK_RETENTION_DAYS: optional(integer("WEBHOOK_RETENTION_DAYS", 1, 3_650)).default(30),
 });
 
 /** The environment after the schema: defaults filled in, numbers parsed. */

@@ -1,4 +1,7 @@
-/** Where trade events are pushed: WEBHOOKS_FILE, read and checked against the api keys, and its three flags. */
+/**
+ * Where trade events are pushed: WEBHOOKS_FILE, read and checked against the api keys, its three
+ * flags, and how long finished events are kept.
+ */
 import { hash } from "node:crypto";
 
 import { parseWebhooksFile, type WebhookEndpointConfig } from "../webhooks-file.js";
@@ -26,5 +29,6 @@ export function webhookSettings(e: Env, keys: readonly string[], problems: strin
     allowInsecure: e.WEBHOOK_ALLOW_INSECURE,
     allowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+    retentionMs: e.WEBHOOK_RETENTION_DAYS * 86_400_000,
   };
 }

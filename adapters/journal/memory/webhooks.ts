@@ -17,10 +17,13 @@ import type {
   WebhookOutboxStats,
   WebhookOutcome,
 } from "../../../core/index.js";
+import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
 
 interface StoredEvent extends WebhookDelivery {
   leaseHolder: string | null;
   leaseUntil: number;
+  /** When it was delivered or failed (ms since the epoch); null while pending. */
+  finishedAt: number | null;
 }
 
 /** A Standard Webhooks message id: `msg_` and 32 hex digits (128 random bits). */
@@ -28,15 +31,22 @@ export function webhookEventId(): string {
   return `msg_${randomBytes(16).toString("hex")}`;
 }
 
-/** The outbox's events, and the scopes that have them. */
+/** The outbox's events, and who registered which scopes for them. */
 export class MemoryEvents {
   readonly list: StoredEvent[] = [];
-  scopes = new Set<string>();
+  /** By scope: each holder's registration, live until then (ms since the epoch). */
+  readonly registrations = new Map<string, Map<string, number>>();
   #seq = 0;
 
-  /** Writes an event for `trade` (already changed) when its scope has webhooks. */
+  /** Whether some holder's registration of `scope` is live. */
+  registered(scope: string, now = Date.now()): boolean {
+    for (const until of this.registrations.get(scope)?.values() ?? []) if (until > now) return true;
+    return false;
+  }
+
+  /** Writes an event for `trade` (already changed) when a live registration holds its scope. */
   emit(trade: TradeRecord, type: WebhookEventType): void {
-    if (!this.scopes.has(trade.scope)) return;
+    if (!this.registered(trade.scope)) return;
     this.#seq += 1;
     this.list.push({
       seq: this.#seq,
@@ -53,6 +63,7 @@ export class MemoryEvents {
       history: [],
       leaseHolder: null,
       leaseUntil: 0,
+      finishedAt: null,
     });
   }
 }
@@ -64,21 +75,59 @@ export class MemoryOutbox implements WebhookOutbox {
     this.#events = events;
   }
 
-  async setWebhookScopes(scopes: readonly string[]): Promise<void> {
-    this.#events.scopes = new Set(scopes);
+  async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+    const now = Date.now();
+    const kept = new Set(scopes);
+    for (const [scope, holders] of this.#events.registrations) {
+      for (const [other, until] of holders)
+        if (other === holder ? !kept.has(scope) : until <= now) holders.delete(other);
+      if (holders.size === 0) this.#events.registrations.delete(scope);
+    }
+    for (const scope of scopes) {
+      const holders = this.#events.registrations.get(scope) ?? new Map<string, number>();
+      holders.set(holder, now + ttlMs);
+      this.#events.registrations.set(scope, holders);
+    }
   }
 
-  async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  async failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number> {
+    const now = Date.now();
+    let failed = 0;
+    for (const event of this.#events.list) {
+      if (failed >= limit) break;
+      if (event.status !== "pending" || event.windowStart >= windowStartBefore) continue;
+      if ((event.leaseHolder !== null && event.leaseUntil > now) || this.#events.registered(event.scope, now)) continue;
+      event.history.push({ at: new Date(now), statusCode: null, error: ORPHANED_EVENT_ERROR });
+      Object.assign(event, {
+        status: "failed",
+        attempts: event.attempts + 1,
+        leaseHolder: null,
+        leaseUntil: 0,
+        finishedAt: now,
+      });
+      failed += 1;
+    }
+    return failed;
+  }
+
+  async claimWebhookEvents(
+    holder: string,
+    limits: ReadonlyMap<string, number>,
+    leaseMs: number,
+  ): Promise<WebhookEvent[]> {
     const now = Date.now();
     const heads = new Map<string, StoredEvent>();
     for (const event of this.#events.list)
       if (event.status === "pending" && !heads.has(event.tradeId)) heads.set(event.tradeId, event);
+    const taken = new Map<string, number>();
     const claimed: WebhookEvent[] = [];
     for (const event of [...heads.values()].sort((a, b) => a.seq - b.seq)) {
-      if (claimed.length >= limit) break;
+      const count = taken.get(event.scope) ?? 0;
+      if (count >= (limits.get(event.scope) ?? 0)) continue;
       if (event.nextAttemptAt.getTime() > now || (event.leaseHolder !== null && event.leaseUntil > now)) continue;
       event.leaseHolder = holder;
       event.leaseUntil = now + leaseMs;
+      taken.set(event.scope, count + 1);
       claimed.push(view(event, false));
     }
     return claimed;
@@ -96,6 +145,7 @@ export class MemoryOutbox implements WebhookOutbox {
     event.attempts += 1;
     event.status = outcome.status;
     if (outcome.status === "pending") event.nextAttemptAt = outcome.nextAttemptAt;
+    event.finishedAt = outcome.status === "pending" ? null : attempt.at.getTime();
     event.leaseHolder = null;
     event.leaseUntil = 0;
     return true;
@@ -125,7 +175,7 @@ export class MemoryOutbox implements WebhookOutbox {
     const event = this.#events.list.find((e) => e.id === id && e.scope === scope);
     if (event === undefined) return undefined;
     if (event.status !== "failed") return "not_failed";
-    Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now });
+    Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now, finishedAt: null });
     return view(event, true) as WebhookDelivery;
   }
 
@@ -133,9 +183,20 @@ export class MemoryOutbox implements WebhookOutbox {
     const pending = this.#events.list.filter((e) => e.status === "pending");
     return { pending: pending.length, oldestPendingAt: pending[0]?.createdAt ?? null };
   }
+
+  async sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    const page = this.#events.list
+      .filter((e) => e.status !== "pending" && e.finishedAt !== null && e.finishedAt < finishedBefore.getTime())
+      .sort((a, b) => a.finishedAt! - b.finishedAt!)
+      .slice(0, limit);
+    const gone = new Set(page);
+    const kept = this.#events.list.filter((e) => !gone.has(e));
+    this.#events.list.splice(0, this.#events.list.length, ...kept);
+    return page.length;
+  }
 }
 
 function view(event: StoredEvent, withHistory: boolean): WebhookEvent | WebhookDelivery {
-  const { leaseHolder: _holder, leaseUntil: _until, history, ...rest } = event;
+  const { leaseHolder: _holder, leaseUntil: _until, finishedAt: _finished, history, ...rest } = event;
   return structuredClone(withHistory ? { ...rest, history } : rest);
 }

@@ -6,7 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
  * request, receipt and error are `json`, not `jsonb`: json keeps the text as written, so the
@@ -119,7 +119,13 @@ export const MIGRATIONS = [
   `ALTER TABLE trades ADD COLUMN native_usd NUMERIC(78, 0), ADD COLUMN gas_usd NUMERIC(78, 0);`,
   // 6: the webhook outbox (webhooks.ts): its events, written by a trigger on trades.
   WEBHOOKS_MIGRATION,
-  // 7: what each slot holds back until it is final (NonceLedger.reservations): a trade's spend
+  // 7: webhook registrations (webhooks.ts): which scopes get events, held per instance and
+  // renewed while it runs, instead of one set each instance overwrote at start.
+  WEBHOOK_REGISTRATIONS_MIGRATION,
+  // 8: when each webhook event finished (webhooks.ts), so the finished ones are deleted after
+  // WEBHOOK_RETENTION_DAYS.
+  WEBHOOK_RETENTION_MIGRATION,
+  // 9: what each slot holds back until it is final (NonceLedger.reservations): a trade's spend
   // and a sell's payout, so that the trades after it count them whichever instance signed it, and
   // after a restart. The index serves the two ranges read: pending, and mined after a block.
   `ALTER TABLE nonce_slots ADD COLUMN reserves text;  -- JSON [{holder, asset, amount}], amounts decimal text

@@ -1,6 +1,7 @@
 /**
  * The webhook outbox in the PostgreSQL journal (its tables and trigger: WEBHOOKS_MIGRATION,
- * appended to MIGRATIONS in migrations.ts). The trigger writes an event in the statement
+ * WEBHOOK_REGISTRATIONS_MIGRATION and WEBHOOK_RETENTION_MIGRATION, appended to MIGRATIONS in
+ * migrations.ts). The trigger writes an event in the statement
  * that changes the trade, so in its transaction. Several instances claim events with
  * `FOR UPDATE SKIP LOCKED` and hold each under a lease while they deliver it
  * (docs/decisions/0010-webhook-outbox-skip-locked.md).
@@ -18,9 +19,49 @@ import type {
   WebhookOutboxStats,
   WebhookOutcome,
 } from "../../../core/index.js";
-import { snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
+
+/**
+ * The trigger's function: an event when a trade changes, if `written` (a query on the trade's
+ * scope) finds a row; the same rule as webhookEventType (webhook-events.ts).
+ */
+const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string) =>
+  `${create} FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
+   DECLARE
+     event_type TEXT;
+   BEGIN
+     IF NOT EXISTS (${written}) THEN RETURN NULL; END IF;
+     IF NEW.status = OLD.status THEN
+       IF NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS DISTINCT FROM OLD.tx_hash
+          AND (SELECT count(*) FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
+               WHERE s.trade_id = NEW.id) > 1 THEN
+         event_type := 'trade.replaced';
+       END IF;
+     ELSIF NEW.status = 'submitted' AND OLD.status = 'signed' THEN
+       event_type := 'trade.submitted';
+     ELSIF NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN
+       event_type := 'trade.reorged';
+     ELSIF NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN
+       event_type := 'trade.' || NEW.status;
+     END IF;
+     IF event_type IS NULL THEN RETURN NULL; END IF;
+     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+     VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), NEW.scope, NEW.id, event_type,
+       json_build_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
+         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', NEW.request, 'status', NEW.status,
+         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
+         'broadcasts', (SELECT coalesce(json_agg(json_build_object('hash', b.hash, 'rawTx', b.raw_tx,
+             'maxFeePerGas', b.max_fee_per_gas::text, 'maxPriorityFeePerGas', b.max_priority_fee_per_gas::text,
+             'noop', b.noop, 'sentAt', ${MS("b.sent_at")}) ORDER BY b.seq), '[]'::json)
+           FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE s.trade_id = NEW.id),
+         'receipt', NEW.receipt, 'error', NEW.error,
+         'createdAt', ${MS("NEW.created_at")}, 'updatedAt', ${MS("NEW.updated_at")}),
+       NEW.updated_at, NEW.updated_at, NEW.updated_at);
+     RETURN NULL;
+   END
+   $fn$;`;
 
 /** The outbox's tables, and the trigger: the same rule as webhookEventType (webhook-events.ts). */
 export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMARY KEY);
@@ -51,42 +92,38 @@ export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMA
      error TEXT
    );
    CREATE INDEX webhook_attempts_event ON webhook_attempts (event_id, seq);
-   CREATE FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
-   DECLARE
-     event_type TEXT;
-   BEGIN
-     IF NOT EXISTS (SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope) THEN RETURN NULL; END IF;
-     IF NEW.status = OLD.status THEN
-       IF NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS DISTINCT FROM OLD.tx_hash
-          AND (SELECT count(*) FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
-               WHERE s.trade_id = NEW.id) > 1 THEN
-         event_type := 'trade.replaced';
-       END IF;
-     ELSIF NEW.status = 'submitted' AND OLD.status = 'signed' THEN
-       event_type := 'trade.submitted';
-     ELSIF NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN
-       event_type := 'trade.reorged';
-     ELSIF NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN
-       event_type := 'trade.' || NEW.status;
-     END IF;
-     IF event_type IS NULL THEN RETURN NULL; END IF;
-     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
-     VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), NEW.scope, NEW.id, event_type,
-       json_build_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
-         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', NEW.request, 'status', NEW.status,
-         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
-         'broadcasts', (SELECT coalesce(json_agg(json_build_object('hash', b.hash, 'rawTx', b.raw_tx,
-             'maxFeePerGas', b.max_fee_per_gas::text, 'maxPriorityFeePerGas', b.max_priority_fee_per_gas::text,
-             'noop', b.noop, 'sentAt', ${MS("b.sent_at")}) ORDER BY b.seq), '[]'::json)
-           FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE s.trade_id = NEW.id),
-         'receipt', NEW.receipt, 'error', NEW.error,
-         'createdAt', ${MS("NEW.created_at")}, 'updatedAt', ${MS("NEW.updated_at")}),
-       NEW.updated_at, NEW.updated_at, NEW.updated_at);
-     RETURN NULL;
-   END
-   $fn$;
+   ${eventFunction("CREATE", "SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope")}
    CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
      FOR EACH ROW EXECUTE FUNCTION trades_webhook_event();`;
+
+/**
+ * Which scopes get events, held per instance: each instance registers the scopes of its own
+ * WEBHOOKS_FILE and renews them while it runs (registerWebhookScopes), and the trigger writes an
+ * event while any instance's registration of the trade's scope is live. It replaces the one set
+ * shared by all (webhook_scopes), which each instance overwrote with its own at start.
+ */
+export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registrations (
+     scope TEXT NOT NULL,
+     holder TEXT NOT NULL,                    -- the instance whose WEBHOOKS_FILE has the scope's endpoint
+     expires_at TIMESTAMPTZ NOT NULL,         -- live until then: renewed while the instance runs
+     PRIMARY KEY (scope, holder)
+   );
+   CREATE INDEX webhook_registrations_holder ON webhook_registrations (holder);
+   ${eventFunction(
+     "CREATE OR REPLACE",
+     "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",
+   )}
+   DROP TABLE webhook_scopes;`;
+
+/**
+ * When each event finished (was delivered, or failed), so that the upkeep deletes those finished
+ * WEBHOOK_RETENTION_DAYS ago (sweepWebhookEvents); the events already finished take their last
+ * attempt's time (or their creation's).
+ */
+export const WEBHOOK_RETENTION_MIGRATION = `ALTER TABLE webhook_events ADD COLUMN finished_at TIMESTAMPTZ;   -- NULL while pending
+   UPDATE webhook_events e SET finished_at = coalesce((SELECT max(a.at) FROM webhook_attempts a WHERE a.event_id = e.id), e.created_at)
+     WHERE e.status <> 'pending';
+   CREATE INDEX webhook_events_finished ON webhook_events (finished_at) WHERE finished_at IS NOT NULL;`;
 
 interface EventRow {
   seq: string;
@@ -109,44 +146,74 @@ export class PostgresOutbox implements WebhookOutbox {
     this.#pool = pool;
   }
 
-  async setWebhookScopes(scopes: readonly string[]): Promise<void> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("BEGIN");
-      await client.query("DELETE FROM webhook_scopes WHERE NOT (scope = ANY($1))", [scopes]);
-      await client.query("INSERT INTO webhook_scopes (scope) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", [
-        scopes,
-      ]);
-      await client.query("COMMIT");
-      client.release();
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      client.release(true);
-      throw error;
-    }
+  /**
+   * One statement: `holder`'s scopes upserted, its other ones dropped, and others' lapsed ones
+   * forgotten (each row touched by one of the three only).
+   */
+  async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+    await this.#pool.query(
+      `WITH renewed AS (
+         INSERT INTO webhook_registrations (scope, holder, expires_at)
+         SELECT unnest($2::text[]), $1, clock_timestamp() + make_interval(secs => $3 / 1000.0)
+         ON CONFLICT (scope, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
+       ),
+       dropped AS (DELETE FROM webhook_registrations WHERE holder = $1 AND NOT (scope = ANY($2)))
+       DELETE FROM webhook_registrations WHERE holder <> $1 AND expires_at <= clock_timestamp()`,
+      [holder, scopes, ttlMs],
+    );
   }
 
   /**
-   * One statement: the due heads are locked as read, and those another claimer holds locked are
-   * skipped rather than waited for; the lease is set before the locks go at its commit. A head
-   * whose lease is running is not due, so no two holders have one event at once.
+   * One statement: each scope's due heads (up to its limit) are locked as read, and those
+   * another claimer holds locked are skipped rather than waited for; the lease is set before the
+   * locks go at its commit. A head whose lease is running is not due, so no two holders have one
+   * event at once.
    */
-  async claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  async claimWebhookEvents(
+    holder: string,
+    limits: ReadonlyMap<string, number>,
+    leaseMs: number,
+  ): Promise<WebhookEvent[]> {
+    if (limits.size === 0) return [];
     const { rows } = await this.#pool.query<EventRow>(
       `WITH due AS (
-         SELECT e.seq FROM webhook_events e
-         WHERE e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
-         AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
-         AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
-         ORDER BY e.seq LIMIT $2
-         FOR UPDATE SKIP LOCKED
+         SELECT d.seq FROM unnest($2::text[], $3::int[]) AS wanted(scope, n)
+         CROSS JOIN LATERAL (
+           SELECT e.seq FROM webhook_events e
+           WHERE e.scope = wanted.scope AND e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
+           AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
+           AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+           ORDER BY e.seq LIMIT wanted.n
+           FOR UPDATE SKIP LOCKED
+         ) d
        )
-       UPDATE webhook_events w SET lease_holder = $1, lease_until = clock_timestamp() + make_interval(secs => $3 / 1000.0)
+       UPDATE webhook_events w SET lease_holder = $1, lease_until = clock_timestamp() + make_interval(secs => $4 / 1000.0)
        FROM due WHERE w.seq = due.seq
        RETURNING w.*`,
-      [holder, limit, leaseMs],
+      [holder, [...limits.keys()], [...limits.values()], leaseMs],
     );
     return rows.map(toEvent).sort((a, b) => a.seq - b.seq);
+  }
+
+  async failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number> {
+    const { rowCount } = await this.#pool.query(
+      `WITH orphans AS (
+         SELECT e.seq FROM webhook_events e
+         WHERE e.status = 'pending' AND e.window_start < $1
+         AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
+         AND NOT EXISTS (SELECT 1 FROM webhook_registrations r WHERE r.scope = e.scope AND r.expires_at > clock_timestamp())
+         ORDER BY e.seq LIMIT $2
+         FOR UPDATE SKIP LOCKED
+       ),
+       failed AS (
+         UPDATE webhook_events w SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL,
+         finished_at = clock_timestamp()
+         FROM orphans WHERE w.seq = orphans.seq RETURNING w.id
+       )
+       INSERT INTO webhook_attempts (event_id, at, status_code, error) SELECT id, clock_timestamp(), NULL, $3 FROM failed`,
+      [windowStartBefore, limit, ORPHANED_EVENT_ERROR],
+    );
+    return rowCount ?? 0;
   }
 
   async recordWebhookAttempt(
@@ -158,7 +225,8 @@ export class PostgresOutbox implements WebhookOutbox {
     const { rowCount } = await this.#pool.query(
       `WITH e AS (
          UPDATE webhook_events SET status = $3, attempts = attempts + 1, next_attempt_at = coalesce($4, next_attempt_at),
-         lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2 RETURNING id
+         lease_holder = NULL, lease_until = NULL, finished_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5::timestamptz END
+         WHERE id = $1 AND lease_holder = $2 RETURNING id
        )
        INSERT INTO webhook_attempts (event_id, at, status_code, error) SELECT id, $5, $6, $7 FROM e`,
       [
@@ -194,7 +262,7 @@ export class PostgresOutbox implements WebhookOutbox {
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
     const updated = await this.#pool.query<EventRow>(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3, finished_at = NULL
        WHERE id = $1 AND scope = $2 AND status = 'failed' RETURNING *`,
       [id, scope, now],
     );
@@ -208,6 +276,22 @@ export class PostgresOutbox implements WebhookOutbox {
       "SELECT count(*)::int AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
     );
     return { pending: rows[0]?.pending ?? 0, oldestPendingAt: rows[0]?.oldest ?? null };
+  }
+
+  /** One statement: a page of the oldest finished events locked (others' skipped), deleted, and their attempts with them. */
+  async sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    const { rows } = await this.#pool.query<{ deleted: number }>(
+      `WITH page AS (
+         SELECT seq FROM webhook_events WHERE finished_at < $1 AND status <> 'pending'
+         ORDER BY finished_at LIMIT $2
+         FOR UPDATE SKIP LOCKED
+       ),
+       gone AS (DELETE FROM webhook_events e USING page WHERE e.seq = page.seq RETURNING e.id),
+       attempts AS (DELETE FROM webhook_attempts a USING gone WHERE a.event_id = gone.id)
+       SELECT count(*)::int AS deleted FROM gone`,
+      [finishedBefore, limit],
+    );
+    return rows[0]?.deleted ?? 0;
   }
 
   async #withHistory(rows: EventRow[]): Promise<WebhookDelivery[]> {

@@ -6,7 +6,7 @@ import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
-import { WEBHOOKS_MIGRATION } from "./webhooks.js";
+import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
 export const MIGRATIONS = [
@@ -130,7 +130,13 @@ export const MIGRATIONS = [
    ALTER TABLE trades ADD COLUMN gas_usd TEXT;`,
   // 7: the webhook outbox (webhooks.ts): its events, written by a trigger on trades.
   WEBHOOKS_MIGRATION,
-  // 8: what each slot holds back until it is final (NonceLedger.reservations): a trade's spend
+  // 8: webhook registrations (webhooks.ts): which scopes get events, held per process and
+  // renewed while it runs, instead of one set each start overwrote.
+  WEBHOOK_REGISTRATIONS_MIGRATION,
+  // 9: when each webhook event finished (webhooks.ts), so the finished ones are deleted after
+  // WEBHOOK_RETENTION_DAYS.
+  WEBHOOK_RETENTION_MIGRATION,
+  // 10: what each slot holds back until it is final (NonceLedger.reservations): a trade's spend
   // and a sell's payout, so that the trades after it count them whichever instance signed it, and
   // after a restart. The index serves the two ranges read: pending, and mined after a block.
   `ALTER TABLE nonce_slots ADD COLUMN reserves TEXT;  -- JSON [{holder, asset, amount}], amounts decimal text

@@ -1,8 +1,9 @@
 /**
- * The webhook outbox in the SQLite journal (its tables and trigger: the migration
- * WEBHOOKS_MIGRATION below, appended to MIGRATIONS in migrations.ts). The trigger writes an
- * event in the statement that changes the trade, so in its transaction: the outbox can never
- * hold an event whose change was rolled back, nor miss one that was committed.
+ * The webhook outbox in the SQLite journal (its tables and trigger: the migrations
+ * WEBHOOKS_MIGRATION, WEBHOOK_REGISTRATIONS_MIGRATION and WEBHOOK_RETENTION_MIGRATION below,
+ * appended to MIGRATIONS in migrations.ts). The trigger writes an event in the statement that changes the trade, so in its
+ * transaction: the outbox can never hold an event whose change was rolled back, nor miss one
+ * that was committed.
  */
 import type { DatabaseSync, SQLOutputValue } from "node:sqlite";
 
@@ -17,11 +18,41 @@ import type {
   WebhookOutboxStats,
   WebhookOutcome,
 } from "../../../core/index.js";
-import { snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
 
 /** The trade's broadcasts (its nonce slot's), oldest first. */
 const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
        WHERE s.wallet = lower(NEW.wallet) AND s.nonce = NEW.nonce AND s.trade_id = NEW.id`;
+
+/**
+ * The trigger that writes an event when a trade changes, if `written` (a query on the trade's
+ * scope) finds a row: the same rule as webhookEventType (webhook-events.ts).
+ */
+const eventTrigger = (written: string) => `CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
+   WHEN EXISTS (${written})
+   BEGIN
+     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+     SELECT 'msg_' || lower(hex(randomblob(16))), NEW.scope, NEW.id, e.type,
+       json_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
+         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', json(NEW.request), 'status', NEW.status,
+         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
+         'broadcasts', json((SELECT json_group_array(json_object('hash', x.hash, 'rawTx', x.raw_tx,
+             'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
+             'noop', x.noop, 'sentAt', x.sent_at))
+           FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
+         'receipt', json(NEW.receipt), 'error', json(NEW.error),
+         'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
+       NEW.updated_at, NEW.updated_at, NEW.updated_at
+     FROM (SELECT CASE
+         WHEN NEW.status = OLD.status THEN
+           CASE WHEN NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS NOT OLD.tx_hash
+             AND (SELECT count(*) FROM (${TRADE_BROADCASTS})) > 1 THEN 'trade.replaced' END
+         WHEN NEW.status = 'submitted' AND OLD.status = 'signed' THEN 'trade.submitted'
+         WHEN NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN 'trade.reorged'
+         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status
+       END AS type) AS e
+     WHERE e.type IS NOT NULL;
+   END;`;
 
 /**
  * The outbox's tables, and the trigger that writes an event when a trade of a webhook scope
@@ -54,42 +85,60 @@ export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMA
      error TEXT
    );
    CREATE INDEX webhook_attempts_event ON webhook_attempts (event_id);
-   CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
-   WHEN EXISTS (SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope)
-   BEGIN
-     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
-     SELECT 'msg_' || lower(hex(randomblob(16))), NEW.scope, NEW.id, e.type,
-       json_object('id', NEW.id, 'scope', NEW.scope, 'idempotencyKey', NEW.idempotency_key,
-         'requestHash', NEW.request_hash, 'kind', NEW.kind, 'request', json(NEW.request), 'status', NEW.status,
-         'wallet', NEW.wallet, 'nonce', NEW.nonce, 'deadline', NEW.deadline, 'txHash', NEW.tx_hash,
-         'broadcasts', json((SELECT json_group_array(json_object('hash', x.hash, 'rawTx', x.raw_tx,
-             'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
-             'noop', x.noop, 'sentAt', x.sent_at))
-           FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
-         'receipt', json(NEW.receipt), 'error', json(NEW.error),
-         'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
-       NEW.updated_at, NEW.updated_at, NEW.updated_at
-     FROM (SELECT CASE
-         WHEN NEW.status = OLD.status THEN
-           CASE WHEN NEW.status IN ('signed', 'submitted') AND OLD.tx_hash IS NOT NULL AND NEW.tx_hash IS NOT OLD.tx_hash
-             AND (SELECT count(*) FROM (${TRADE_BROADCASTS})) > 1 THEN 'trade.replaced' END
-         WHEN NEW.status = 'submitted' AND OLD.status = 'signed' THEN 'trade.submitted'
-         WHEN NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN 'trade.reorged'
-         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status
-       END AS type) AS e
-     WHERE e.type IS NOT NULL;
-   END;`;
+   ${eventTrigger("SELECT 1 FROM webhook_scopes WHERE scope = NEW.scope")}`;
+
+/**
+ * Which scopes get events, held per instance (registerWebhookScopes): the trigger writes an
+ * event while a registration of the trade's scope is live. It replaces the one set
+ * (webhook_scopes) that each start overwrote.
+ */
+export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registrations (
+     scope TEXT NOT NULL,
+     holder TEXT NOT NULL,                    -- the process whose WEBHOOKS_FILE has the scope's endpoint
+     expires_at INTEGER NOT NULL,             -- ms since the epoch: live until then, renewed while it runs
+     PRIMARY KEY (scope, holder)
+   ) WITHOUT ROWID;
+   DROP TRIGGER trades_webhook_event;
+   ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
+   DROP TABLE webhook_scopes;`;
+
+/**
+ * When each event finished (was delivered, or failed), so that the upkeep deletes those finished
+ * WEBHOOK_RETENTION_DAYS ago (sweepWebhookEvents); the events already finished take their last
+ * attempt's time (or their creation's).
+ */
+export const WEBHOOK_RETENTION_MIGRATION = `ALTER TABLE webhook_events ADD COLUMN finished_at INTEGER;   -- ms since the epoch; NULL while pending
+   UPDATE webhook_events SET finished_at = coalesce(
+       (SELECT max(a.at) FROM webhook_attempts a WHERE a.event_id = webhook_events.id), created_at)
+     WHERE status <> 'pending';
+   CREATE INDEX webhook_events_finished ON webhook_events (finished_at) WHERE finished_at IS NOT NULL;`;
 
 type Row = Record<string, SQLOutputValue>;
 
 function statements(db: DatabaseSync) {
   return {
-    clearScopes: db.prepare("DELETE FROM webhook_scopes"),
-    addScope: db.prepare("INSERT OR IGNORE INTO webhook_scopes (scope) VALUES (?)"),
-    // For each trade only its oldest pending event: one trade's events go out in order.
+    register: db.prepare(
+      `INSERT INTO webhook_registrations (scope, holder, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (scope, holder) DO UPDATE SET expires_at = excluded.expires_at`,
+    ),
+    registrationsOf: db.prepare("SELECT scope FROM webhook_registrations WHERE holder = ?"),
+    unregister: db.prepare("DELETE FROM webhook_registrations WHERE scope = ? AND holder = ?"),
+    forgetLapsed: db.prepare("DELETE FROM webhook_registrations WHERE holder <> ? AND expires_at <= ?"),
+    orphans: db.prepare(
+      `SELECT e.id FROM webhook_events e
+       WHERE e.status = 'pending' AND e.window_start < ? AND (e.lease_until IS NULL OR e.lease_until <= ?)
+       AND NOT EXISTS (SELECT 1 FROM webhook_registrations r WHERE r.scope = e.scope AND r.expires_at > ?)
+       ORDER BY e.seq LIMIT ?`,
+    ),
+    failOrphan: db.prepare(
+      `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL,
+       finished_at = ? WHERE id = ?`,
+    ),
+    // Of one scope, for each trade only its oldest pending event: one trade's events go out in order.
     due: db.prepare(
       `SELECT e.* FROM webhook_events e
-       WHERE e.status = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until <= ?)
+       WHERE e.scope = ? AND e.status = 'pending' AND e.next_attempt_at <= ?
+       AND (e.lease_until IS NULL OR e.lease_until <= ?)
        AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
        ORDER BY e.seq LIMIT ?`,
     ),
@@ -100,15 +149,20 @@ function statements(db: DatabaseSync) {
     ),
     attempted: db.prepare(
       `UPDATE webhook_events SET status = ?, attempts = attempts + 1, next_attempt_at = coalesce(?, next_attempt_at),
-       lease_holder = NULL, lease_until = NULL WHERE id = ? AND lease_holder = ?`,
+       lease_holder = NULL, lease_until = NULL, finished_at = ? WHERE id = ? AND lease_holder = ?`,
     ),
     addAttempt: db.prepare("INSERT INTO webhook_attempts (event_id, at, status_code, error) VALUES (?, ?, ?, ?)"),
     attemptsOf: db.prepare("SELECT * FROM webhook_attempts WHERE event_id = ? ORDER BY at, rowid"),
     retry: db.prepare(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?, finished_at = NULL
        WHERE id = ? AND scope = ? AND status = 'failed'`,
     ),
     byId: db.prepare("SELECT * FROM webhook_events WHERE id = ? AND scope = ?"),
+    finished: db.prepare(
+      `SELECT id FROM webhook_events WHERE finished_at < ? AND status <> 'pending' ORDER BY finished_at LIMIT ?`,
+    ),
+    deleteEvent: db.prepare("DELETE FROM webhook_events WHERE id = ?"),
+    deleteAttempts: db.prepare("DELETE FROM webhook_attempts WHERE event_id = ?"),
     stats: db.prepare(
       "SELECT count(*) AS pending, min(created_at) AS oldest FROM webhook_events WHERE status = 'pending'",
     ),
@@ -132,14 +186,32 @@ export class SqliteOutbox implements WebhookOutbox {
     return this.#sql;
   }
 
-  setWebhookScopes(scopes: readonly string[]): Promise<void> {
+  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
     return this.#write(() => {
-      this.#statements.clearScopes.run();
-      for (const scope of scopes) this.#statements.addScope.run(scope);
+      const sql = this.#statements;
+      const now = Date.now();
+      for (const scope of scopes) sql.register.run(scope, holder, now + ttlMs);
+      const kept = new Set(scopes);
+      for (const row of sql.registrationsOf.all(holder))
+        if (!kept.has(row.scope as string)) sql.unregister.run(row.scope as string, holder);
+      sql.forgetLapsed.run(holder, now);
     });
   }
 
-  claimWebhookEvents(holder: string, limit: number, leaseMs: number): Promise<WebhookEvent[]> {
+  failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number> {
+    return this.#write(() => {
+      const sql = this.#statements;
+      const now = Date.now();
+      const orphans = sql.orphans.all(windowStartBefore.getTime(), now, now, limit);
+      for (const { id } of orphans) {
+        sql.failOrphan.run(now, id as string);
+        sql.addAttempt.run(id as string, now, null, ORPHANED_EVENT_ERROR);
+      }
+      return orphans.length;
+    });
+  }
+
+  claimWebhookEvents(holder: string, limits: ReadonlyMap<string, number>, leaseMs: number): Promise<WebhookEvent[]> {
     return this.#write(() => {
       const sql = this.#statements;
       if (!this.#leasesDropped) {
@@ -147,9 +219,9 @@ export class SqliteOutbox implements WebhookOutbox {
         this.#leasesDropped = true;
       }
       const now = Date.now();
-      const rows = sql.due.all(now, now, limit);
+      const rows = [...limits].flatMap(([scope, limit]) => (limit > 0 ? sql.due.all(scope, now, now, limit) : []));
       for (const row of rows) sql.lease.run(holder, now + leaseMs, row.seq as number);
-      return rows.map(toEvent);
+      return rows.map(toEvent).sort((a, b) => a.seq - b.seq);
     });
   }
 
@@ -157,7 +229,8 @@ export class SqliteOutbox implements WebhookOutbox {
     return this.#write(() => {
       const sql = this.#statements;
       const next = outcome.status === "pending" ? outcome.nextAttemptAt.getTime() : null;
-      if (Number(sql.attempted.run(outcome.status, next, id, holder).changes) !== 1) return false;
+      const finished = outcome.status === "pending" ? null : attempt.at.getTime();
+      if (Number(sql.attempted.run(outcome.status, next, finished, id, holder).changes) !== 1) return false;
       sql.addAttempt.run(id, attempt.at.getTime(), attempt.statusCode, attempt.error);
       return true;
     });
@@ -203,6 +276,18 @@ export class SqliteOutbox implements WebhookOutbox {
       pending: Number(row.pending),
       oldestPendingAt: row.oldest === null ? null : new Date(Number(row.oldest)),
     };
+  }
+
+  sweepWebhookEvents(finishedBefore: Date, limit: number): Promise<number> {
+    return this.#write(() => {
+      const sql = this.#statements;
+      const page = sql.finished.all(finishedBefore.getTime(), limit);
+      for (const { id } of page) {
+        sql.deleteAttempts.run(id as string);
+        sql.deleteEvent.run(id as string);
+      }
+      return page.length;
+    });
   }
 
   #delivery(row: Row): WebhookDelivery {

@@ -19,7 +19,11 @@ describe("BlockTimes", function () {
   it("errs long: the larger of the recent median and the latest rate, so a chain that slowed down is believed at once", function () {
     const times = new BlockTimes();
     let [number, timestamp] = [0, 0];
-    const next = (seconds: number) => times.record(++number, (timestamp += seconds));
+    const next = (seconds: number) => {
+      number += 1;
+      timestamp += seconds;
+      times.record(number, timestamp);
+    };
     times.record(number, timestamp);
     for (let i = 0; i < 8; i++) next(2);
     expect(times.blockTimeMs()).to.equal(2_000);

@@ -47,6 +47,22 @@ describe("WEBHOOKS_FILE", function () {
     expect(JSON.stringify(config.webhooks)).not.to.include(SECRET.slice(6));
   });
 
+  it("keeps delivered and failed events 30 days by default, or WEBHOOK_RETENTION_DAYS, naming a bad value", function () {
+    expect(loadConfig({ API_KEYS: API }).webhooks.retentionMs).to.equal(30 * 86_400_000);
+    expect(loadConfig({ API_KEYS: API, WEBHOOK_RETENTION_DAYS: "7" }).webhooks.retentionMs).to.equal(7 * 86_400_000);
+    for (const bad of ["0", "1.5", "30d", "3651"]) {
+      let thrown: unknown;
+      try {
+        loadConfig({ API_KEYS: API, WEBHOOK_RETENTION_DAYS: bad });
+      } catch (error) {
+        thrown = error;
+      }
+      expect((thrown as ConfigError).problems, bad).to.deep.equal([
+        "WEBHOOK_RETENTION_DAYS: must be an integer from 1 to 3650",
+      ]);
+    }
+  });
+
   it("has no endpoint without the variable", function () {
     expect(loadConfig({ API_KEYS: API }).webhooks.endpoints).to.deep.equal([]);
   });

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/postgres/migrations.js";
 import { checkoutModules, postgresModules, startPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describe("on a real PostgreSQL server", function () {
@@ -94,6 +95,67 @@ describe("on a real PostgreSQL server", function () {
         expect(await sql(url, "SELECT version FROM schema_version ORDER BY version")).to.deep.equal([
           ...MIGRATIONS.map((_, i) => ({ version: i + 1 })),
         ]);
+      } finally {
+        await journal.close();
+      }
+    });
+
+    it("migrates a journal with the webhook outbox (version 6): events kept, scopes registered per instance from then on, finished events swept", async function () {
+      const url = await server.newDatabase();
+      await sql(
+        url,
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+      );
+      for (const migration of MIGRATIONS.slice(0, 6)) await sql(url, migration);
+      await sql(url, "INSERT INTO schema_version (version) SELECT generate_series(1, 6)");
+      // The one shared set of scopes, and an event its trigger wrote.
+      await sql(
+        url,
+        `INSERT INTO webhook_scopes VALUES ('s');
+         INSERT INTO trades (id, scope, request_hash, kind, request, status) VALUES
+           ('t1', 's', 'h', 'sell', '{}', 'signed'), ('t2', 's', 'h', 'sell', '{}', 'signed');
+         UPDATE trades SET status = 'submitted' WHERE id = 't1';
+         UPDATE webhook_events SET status = 'delivered', attempts = 1;
+         INSERT INTO webhook_attempts (event_id, at, status_code) SELECT id, '2026-01-01T00:00:00Z', 204 FROM webhook_events`,
+      );
+      const journal = await openPostgresJournal(url);
+      try {
+        const listed = async () =>
+          (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+        expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
+        expect(await sql(url, "SELECT to_regclass('webhook_scopes') AS gone")).to.deep.equal([{ gone: null }]);
+        // Nobody registered 's' yet: no event.
+        await sql(url, "UPDATE trades SET status = 'submitted' WHERE id = 't2'");
+        expect(await listed()).to.have.length(1);
+        await journal.registerWebhookScopes("instance-a", ["s"], 60_000);
+        await sql(url, "UPDATE trades SET status = 'confirmed' WHERE id = 't2'");
+        expect(await listed()).to.deep.equal([
+          ["t2", "trade.confirmed"],
+          ["t1", "trade.submitted"],
+        ]);
+        // Delivered before retention came: finished at its last attempt, and swept after it.
+        expect(await journal.sweepWebhookEvents(new Date("2026-01-01T00:00:00Z"), 10)).to.equal(0);
+        expect(await journal.sweepWebhookEvents(new Date("2026-01-01T00:00:01Z"), 10)).to.equal(1);
+        expect(await listed()).to.deep.equal([["t2", "trade.confirmed"]]);
+      } finally {
+        await journal.close();
+      }
+    });
+
+    it("deletes a swept webhook event's attempts with it, and no other's", async function () {
+      const url = await server.newDatabase();
+      const journal = await openPostgresJournal(url);
+      try {
+        const delivered = await attemptedEvents(journal);
+        expect(await sql(url, "SELECT count(*)::int AS n FROM webhook_attempts")).to.deep.equal([{ n: 2 }]);
+        expect(await journal.sweepWebhookEvents(new Date(Date.now() + 1_000), 10)).to.equal(1);
+        const left = await sql(
+          url,
+          "SELECT e.trade_id FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id",
+        );
+        expect(left).to.have.length(1);
+        expect(left[0]!.trade_id).not.to.equal(delivered);
+        expect(await sql(url, "SELECT count(*)::int AS n FROM webhook_attempts")).to.deep.equal([{ n: 1 }]);
       } finally {
         await journal.close();
       }

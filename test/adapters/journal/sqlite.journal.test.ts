@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 
 import { openJournal, openSqliteJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/sqlite/migrations.js";
+import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
 
 describeJournalContract("SQLite", async () => {
@@ -128,6 +129,75 @@ describe("the SQLite trade journal file", function () {
       await journal.markExpired("signed-1", { code: "trade_expired", message: "a state version 1 did not have" });
     } finally {
       await journal.close();
+    }
+  });
+
+  it("migrates a journal with the webhook outbox (version 7): events kept, scopes registered per process from then on, finished events swept", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (const [i, migration] of MIGRATIONS.slice(0, 7).entries()) {
+      old.exec(migration);
+      old.prepare("INSERT INTO schema_version VALUES (?, 0)").run(i + 1);
+    }
+    // The one shared set of scopes, and an event its trigger wrote.
+    old.exec(`INSERT INTO webhook_scopes VALUES ('s');
+      INSERT INTO trades (id, scope, request_hash, kind, request, status, created_at, updated_at) VALUES
+        ('t1', 's', 'h', 'sell', '{}', 'signed', 1, 2), ('t2', 's', 'h', 'sell', '{}', 'signed', 1, 2);
+      UPDATE trades SET status = 'submitted', updated_at = 3 WHERE id = 't1';
+      UPDATE webhook_events SET status = 'delivered', attempts = 1;
+      INSERT INTO webhook_attempts (event_id, at, status_code) SELECT id, 1000, 204 FROM webhook_events`);
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      const listed = async () =>
+        (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+      expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
+      // Nobody registered 's' yet: no event.
+      await journal.markSubmitted("t2");
+      expect(await listed()).to.have.length(1);
+      await journal.registerWebhookScopes("process-a", ["s"], 60_000);
+      await journal.markFailed("t2", { code: "reverted", message: "reverted" });
+      expect(await listed()).to.deep.equal([
+        ["t2", "trade.failed"],
+        ["t1", "trade.submitted"],
+      ]);
+      // Delivered before retention came: finished at its last attempt, and swept after it.
+      expect(await journal.sweepWebhookEvents(new Date(1000), 10)).to.equal(0);
+      expect(await journal.sweepWebhookEvents(new Date(1001), 10)).to.equal(1);
+      expect(await listed()).to.deep.equal([["t2", "trade.failed"]]);
+    } finally {
+      await journal.close();
+    }
+    const after = new DatabaseSync(path);
+    try {
+      expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'webhook_scopes'").all()).to.deep.equal([]);
+    } finally {
+      after.close();
+    }
+  });
+
+  it("deletes a swept webhook event's attempts with it, and no other's", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const journal = await openSqliteJournal(path);
+    let delivered: string;
+    try {
+      delivered = await attemptedEvents(journal);
+      expect(await journal.sweepWebhookEvents(new Date(Date.now() + 1_000), 10)).to.equal(1);
+    } finally {
+      await journal.close();
+    }
+    const db = new DatabaseSync(path);
+    try {
+      const left = db
+        .prepare("SELECT e.trade_id FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id")
+        .all();
+      expect(left).to.have.length(1);
+      expect(left[0]!.trade_id).not.to.equal(delivered);
+      expect(db.prepare("SELECT count(*) AS n FROM webhook_attempts").get()).to.deep.include({ n: 1 });
+    } finally {
+      db.close();
     }
   });
 

@@ -17,13 +17,21 @@ export interface WebhookContractContext {
 
 const OTHER_SCOPE = "fedcba9876543210fedcba9876543210";
 
+/** The instance whose registration of the webhook scope each test starts with. */
+const HOLDER = "instance-a";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Claim limits: up to `n` of the webhook scope's events. */
+const mine = (n: number) => new Map([[WEBHOOK_SCOPE, n]]);
+
 export function describeWebhookContract(context: WebhookContractContext): void {
   describe("the webhook outbox", function () {
     let journal: Journal;
 
     beforeEach(async function () {
       journal = context.journal();
-      await journal.setWebhookScopes([WEBHOOK_SCOPE]);
+      await journal.registerWebhookScopes(HOLDER, [WEBHOOK_SCOPE], 60_000);
     });
 
     async function events(scope = WEBHOOK_SCOPE) {
@@ -87,12 +95,78 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       expect(written[1]!.trade.error).to.deep.equal({ code: "trade_expired", message: "expired" });
     });
 
-    it("writes nothing for a scope without webhooks, nor once a scope is taken off", async function () {
+    it("writes nothing for a scope nobody registered, nor once its holder drops it", async function () {
       await runTrade(journal, OTHER_SCOPE);
       expect(await events(OTHER_SCOPE)).to.deep.equal([]);
-      await journal.setWebhookScopes([]);
+      await journal.registerWebhookScopes(HOLDER, [], 60_000);
       await runTrade(journal);
       expect(await events()).to.deep.equal([]);
+    });
+
+    it("writes a scope's events while any holder's registration of it is live, whatever the others register", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      await peer.registerWebhookScopes("instance-c", [], 60_000); // an instance with no endpoints
+      const ours = await runTrade(peer);
+      const theirs = await runTrade(journal, OTHER_SCOPE);
+      expect((await events()).map((e) => e.tradeId)).to.deep.equal([ours, ours, ours]);
+      expect((await events(OTHER_SCOPE)).map((e) => e.tradeId)).to.deep.equal([theirs, theirs, theirs]);
+      // B drops its scope (a new file without it): only B's registration goes.
+      await peer.registerWebhookScopes("instance-b", [], 60_000);
+      await runTrade(peer, OTHER_SCOPE);
+      const again = await runTrade(peer);
+      expect(await events(OTHER_SCOPE)).to.have.length(3);
+      expect((await events()).map((e) => e.tradeId)).to.deep.equal([ours, ours, ours, again, again, again]);
+    });
+
+    it("stops writing a scope's events once every registration of it has lapsed", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 50);
+      await peer.registerWebhookScopes("instance-c", [OTHER_SCOPE], 60_000);
+      await peer.registerWebhookScopes("instance-c", [], 60_000);
+      const written = await runTrade(journal, OTHER_SCOPE);
+      await sleep(100); // B stopped renewing
+      await runTrade(journal, OTHER_SCOPE);
+      expect((await events(OTHER_SCOPE)).map((e) => e.tradeId)).to.deep.equal([written, written, written]);
+      // Renewed, it is live again.
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      const renewed = await runTrade(journal, OTHER_SCOPE);
+      expect(await events(OTHER_SCOPE)).to.have.length(6);
+      expect((await events(OTHER_SCOPE)).at(-1)!.tradeId).to.equal(renewed);
+    });
+
+    it("fails the pending events nobody can deliver once their retry window closed, and no other", async function () {
+      const peer = await context.peer();
+      await peer.registerWebhookScopes("instance-b", [OTHER_SCOPE], 60_000);
+      const ours = await runTrade(journal);
+      const theirs = await runTrade(journal, OTHER_SCOPE);
+      await peer.registerWebhookScopes("instance-b", [], 60_000); // no instance has their endpoint now
+      // Their retry windows are still open: nothing is failed.
+      expect(await journal.failOrphanedWebhookEvents(new Date(Date.now() - 60_000), 100)).to.equal(0);
+      // Leased to a deliverer: not failed while its lease runs.
+      const [leased] = await peer.claimWebhookEvents("instance-x", new Map([[OTHER_SCOPE, 1]]), 60_000);
+      const closed = new Date(Date.now() + 1_000);
+      expect(await journal.failOrphanedWebhookEvents(closed, 1)).to.equal(1); // a page of one
+      expect(await peer.failOrphanedWebhookEvents(closed, 100)).to.equal(1);
+      expect(await journal.failOrphanedWebhookEvents(closed, 100)).to.equal(0);
+      const listed = await events(OTHER_SCOPE);
+      expect(listed.map((e) => [e.tradeId, e.id === leased!.id ? "leased" : e.status])).to.deep.equal([
+        [theirs, "leased"],
+        [theirs, "failed"],
+        [theirs, "failed"],
+      ]);
+      for (const failed of listed.slice(1)) {
+        expect(failed.attempts).to.equal(1);
+        expect(failed.history).to.have.length(1);
+        expect(failed.history[0]).to.include({ statusCode: null });
+        expect(failed.history[0]!.error).to.match(/no running instance has a webhook endpoint/);
+      }
+      // The scope some instance has is left to it, however old.
+      expect((await events()).map((e) => [e.tradeId, e.status])).to.deep.equal([
+        [ours, "pending"],
+        [ours, "pending"],
+        [ours, "pending"],
+      ]);
     });
 
     it("writes nothing when the change is refused", async function () {
@@ -105,13 +179,13 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const first = await runTrade(journal);
       const second = await runTrade(journal);
       const peer = await context.peer();
-      const claimed = await journal.claimWebhookEvents("a", 10, 60_000);
+      const claimed = await journal.claimWebhookEvents("a", mine(10), 60_000);
       expect(claimed.map((e) => [e.tradeId, e.type])).to.deep.equal([
         [first, "trade.submitted"],
         [second, "trade.submitted"],
       ]);
       expect(claimed[0]!.trade.id).to.equal(first);
-      expect(await peer.claimWebhookEvents("b", 10, 60_000)).to.deep.equal([]);
+      expect(await peer.claimWebhookEvents("b", mine(10), 60_000)).to.deep.equal([]);
       expect(
         await peer.recordWebhookAttempt(
           claimed[0]!.id,
@@ -132,8 +206,24 @@ export function describeWebhookContract(context: WebhookContractContext): void {
           },
         ),
       ).to.equal(true);
-      const next = await peer.claimWebhookEvents("b", 10, 60_000);
+      const next = await peer.claimWebhookEvents("b", mine(10), 60_000);
       expect(next.map((e) => [e.tradeId, e.type])).to.deep.equal([[first, "trade.replaced"]]);
+    });
+
+    it("claims only the scopes asked for, each up to its own limit, oldest first", async function () {
+      await journal.registerWebhookScopes(HOLDER, [WEBHOOK_SCOPE, OTHER_SCOPE], 60_000);
+      const ours = [await runTrade(journal), await runTrade(journal), await runTrade(journal)];
+      const theirs = [await runTrade(journal, OTHER_SCOPE), await runTrade(journal, OTHER_SCOPE)];
+      const claimed = await journal.claimWebhookEvents("a", mine(10), 60_000);
+      expect(claimed.map((e) => [e.scope, e.tradeId])).to.deep.equal(ours.map((id) => [WEBHOOK_SCOPE, id]));
+      const peer = await context.peer();
+      const limits = new Map([
+        [WEBHOOK_SCOPE, 5],
+        [OTHER_SCOPE, 1],
+      ]);
+      const other = await peer.claimWebhookEvents("b", limits, 60_000);
+      expect(other.map((e) => [e.scope, e.tradeId])).to.deep.equal([[OTHER_SCOPE, theirs[0]]]);
+      expect(await peer.claimWebhookEvents("b", new Map(), 60_000)).to.deep.equal([]);
     });
 
     it("hands each event to one claimer at a time when several drain the outbox together", async function () {
@@ -143,7 +233,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const delivered: string[] = [];
       const drain = async (instance: Journal, holder: string) => {
         for (let idle = 0; idle < 50; ) {
-          const claimed = await instance.claimWebhookEvents(holder, 3, 60_000);
+          const claimed = await instance.claimWebhookEvents(holder, mine(3), 60_000);
           if (claimed.length === 0) {
             if ((await instance.webhookStats()).pending === 0) return;
             idle += 1;
@@ -177,10 +267,10 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     it("takes an event back once its lease runs out, with the same id", async function () {
       await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 50);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 50);
       await new Promise((resolve) => setTimeout(resolve, 80));
       const peer = await context.peer();
-      const [again] = await peer.claimWebhookEvents("b", 1, 60_000);
+      const [again] = await peer.claimWebhookEvents("b", mine(1), 60_000);
       expect(again!.id).to.equal(claimed!.id);
       expect(
         await journal.recordWebhookAttempt(
@@ -196,7 +286,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
 
     it("does not give an event before its next attempt is due", async function () {
       await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       const at = new Date();
       await journal.recordWebhookAttempt(
         claimed!.id,
@@ -204,7 +294,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         { at, statusCode: 503, error: "answered HTTP 503" },
         { status: "pending", nextAttemptAt: new Date(Date.now() + 60_000) },
       );
-      expect(await journal.claimWebhookEvents("a", 10, 60_000)).to.deep.equal([]);
+      expect(await journal.claimWebhookEvents("a", mine(10), 60_000)).to.deep.equal([]);
       const [listed] = await events();
       expect(listed).to.include({ status: "pending", attempts: 1 });
       expect(listed!.history).to.deep.equal([{ at, statusCode: 503, error: "answered HTTP 503" }]);
@@ -213,9 +303,47 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       expect(stats.oldestPendingAt!.getTime()).to.equal(listed!.createdAt.getTime());
     });
 
+    it("deletes delivered and failed events that finished before the cutoff, with their attempts, a page at a time", async function () {
+      for (let i = 0; i < 3; i++) await runTrade(journal);
+      const peer = await context.peer();
+      const record = (holder: string, event: { id: string }, outcome: "delivered" | "failed") =>
+        (holder === "a" ? journal : peer).recordWebhookAttempt(
+          event.id,
+          holder,
+          { at: new Date(), statusCode: outcome === "delivered" ? 204 : 410, error: null },
+          outcome === "delivered" ? { status: "delivered" } : { status: "failed" },
+        );
+      // Each trade's first event: delivered, delivered, failed; then a retried one that is pending again.
+      const heads = await journal.claimWebhookEvents("a", mine(3), 60_000);
+      await record("a", heads[0]!, "delivered");
+      await record("a", heads[1]!, "delivered");
+      await record("a", heads[2]!, "failed");
+      const [next] = await peer.claimWebhookEvents("b", mine(1), 60_000);
+      await record("b", next!, "failed");
+      await journal.retryWebhookDelivery(WEBHOOK_SCOPE, next!.id, new Date());
+      // A cutoff before they finished deletes nothing.
+      expect(await journal.sweepWebhookEvents(new Date(Date.now() - 60_000), 100)).to.equal(0);
+      const cutoff = new Date(Date.now() + 1_000);
+      expect(await journal.sweepWebhookEvents(cutoff, 2)).to.equal(2);
+      expect(await peer.sweepWebhookEvents(cutoff, 2)).to.equal(1);
+      expect(await journal.sweepWebhookEvents(cutoff, 2)).to.equal(0);
+      const left = await events();
+      expect(left).to.have.length(6);
+      expect(left.map((e) => e.id)).not.to.include.members(heads.map((e) => e.id));
+      expect(left.every((e) => e.status === "pending")).to.equal(true);
+      // The retried one keeps its attempt, and is deleted once it finishes again.
+      expect(left.find((e) => e.id === next!.id)!.history).to.have.length(1);
+      const [again] = await journal.claimWebhookEvents("a", mine(1), 60_000);
+      expect(again!.id).to.equal(next!.id);
+      await record("a", again!, "delivered");
+      expect(await journal.sweepWebhookEvents(new Date(Date.now() + 1_000), 100)).to.equal(1);
+      expect((await events()).map((e) => e.id)).not.to.include(next!.id);
+      expect(await journal.webhookStats()).to.include({ pending: 5 });
+    });
+
     it("pages the scope's deliveries newest first, by status, and retries a failed one only", async function () {
       for (let i = 0; i < 3; i++) await runTrade(journal);
-      const [claimed] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [claimed] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       await journal.recordWebhookAttempt(
         claimed!.id,
         "a",
@@ -242,7 +370,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const retried = await journal.retryWebhookDelivery(WEBHOOK_SCOPE, claimed!.id, now);
       expect(retried).to.include({ status: "pending", attempts: 1 });
       expect((retried as { windowStart: Date }).windowStart.getTime()).to.equal(now.getTime());
-      const [again] = await journal.claimWebhookEvents("a", 1, 60_000);
+      const [again] = await journal.claimWebhookEvents("a", mine(1), 60_000);
       expect(again!.id).to.equal(claimed!.id);
     });
   });

@@ -29,7 +29,7 @@ describe("the webhook deliverer", function () {
 
   beforeEach(async function () {
     journal = new MemoryJournal();
-    await journal.setWebhookScopes([WEBHOOK_SCOPE]);
+    await journal.registerWebhookScopes("test", [WEBHOOK_SCOPE], 60_000);
     receiver = await startWebhookReceiver();
   });
 
@@ -167,6 +167,69 @@ describe("the webhook deliverer", function () {
       expect(await journal.retryWebhookDelivery(WEBHOOK_SCOPE, d.id, new Date())).to.include({ status: "pending" });
     await receiver.until(() => receiver.received.length === 3);
     expect(receiver.received.map((e) => e.id)).to.deep.equal(failed.map((d) => d.id));
+  });
+
+  it("delivers to one endpoint while another never answers: each endpoint waits only on its own", async function () {
+    const slowScope = "fedcba9876543210fedcba9876543210";
+    const slow = await startWebhookReceiver();
+    try {
+      slow.mode = "hang";
+      await journal.registerWebhookScopes("test", [WEBHOOK_SCOPE, slowScope], 60_000);
+      // More of the stuck endpoint's trades than a batch, written before the other's.
+      for (let i = 0; i < 40; i++) await runTrade(journal, slowScope);
+      start({
+        endpoints: new Map([
+          [WEBHOOK_SCOPE, { url: new URL(receiver.url), secrets: [WebhookSecret.parse(receiver.secret)] }],
+          [slowScope, { url: new URL(slow.url), secrets: [WebhookSecret.parse(slow.secret)] }],
+        ]),
+      });
+      await slow.until(() => slow.requests > 0);
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) await runTrade(journal);
+      // An attempt on the stuck endpoint lasts its whole timeout (10 s): waiting on one would show.
+      await receiver.until(() => receiver.received.length === 15, 4_000);
+      expect(Date.now() - started).to.be.below(4_000);
+      expect(slow.received).to.have.length(0);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("counts the name's resolution in the attempt's timeout, and asks once for the attempts under way", async function () {
+    for (let i = 0; i < 3; i++) await runTrade(journal);
+    let lookups = 0;
+    deliverer = new WebhookDeliverer({
+      outbox: journal,
+      endpoints: new Map([
+        [
+          WEBHOOK_SCOPE,
+          { url: new URL("https://hooks.example.com/x"), secrets: [WebhookSecret.parse(receiver.secret)] },
+        ],
+      ]),
+      log,
+      holder: "test",
+      allowPrivate: false,
+      timeoutMs: 300,
+      // A resolver that never answers, as a system resolver whose DNS server is gone holds one of libuv's threads.
+      resolve: () => {
+        lookups += 1;
+        return new Promise(() => {});
+      },
+    });
+    const outcome = await Promise.race([
+      deliverer.deliverDue(),
+      new Promise((resolve) => setTimeout(() => resolve("still resolving after 5 s"), 5_000)),
+    ]);
+    expect(outcome).to.equal(3); // three trades' first events
+    expect(lookups).to.equal(1);
+    const heads = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.filter(
+      (d) => d.attempts > 0,
+    );
+    expect(heads).to.have.length(3);
+    for (const head of heads) {
+      expect(head.history[0]).to.include({ statusCode: null });
+      expect(head.history[0]!.error).to.equal("hooks.example.com did not resolve within 0.3 s");
+    }
   });
 
   describe("when the destination is internal and WEBHOOK_ALLOW_PRIVATE is off", function () {
