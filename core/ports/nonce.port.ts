@@ -53,10 +53,12 @@ export interface Reservation {
   amount: bigint;
 }
 
-/** A reservation, with the slot that holds it (lower-case wallet, and nonce). */
+/** A reservation, with the slot that holds it (lower-case wallet, and nonce) and the hash of the slot's first transaction. */
 export interface SlotReservation extends Reservation {
   wallet: string;
   nonce: number;
+  /** Lower-case: the transaction the slot was written with, which the process that signed it knows it by. */
+  tx: string;
 }
 
 /** What a nonce is used for. */

@@ -190,7 +190,7 @@ export async function redeemQuote(
     const after = await store.getQuote(quoteId);
     if (after === undefined) throw new QuoteNotFoundError(quoteId);
     if (after.tradeId !== null && after.tradeId !== tradeId) throw new QuoteUsedError(quoteId);
-    throw new QuoteExpiredError(quoteId, after.expiresAt);
+    throw new QuoteExpiredError(quoteId, after.expiresAt, { now, neededMs: minLeftMs });
   }
   return { quoteId, minOut: quote.minOut, expiresAt: quote.expiresAt.getTime() };
 }

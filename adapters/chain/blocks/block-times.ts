@@ -4,7 +4,7 @@
  * head and the higher one read next, the time per block. What it is for: a trade under a quote
  * needs two blocks' time before the quote's expiry to be mined by its deadline (core's
  * minTimeLeftMs), so an estimate errs long: the larger of the median of the recent rates and the
- * latest one, so that a chain that slowed down is believed at once.
+ * latest one (up to twice the median), so that a chain that slowed down is believed at once.
  *
  * A chain that mines a block per transaction (the embedded chain's automine) has no block time
  * its timestamps tell: its blocks come when a trade is sent, so a quiet minute would read as a
@@ -38,13 +38,18 @@ export class BlockTimes {
     this.#last = { number, timestamp: timestampS };
   }
 
-  /** The block time in ms: the known one, else the larger of the recent rates' median and the latest; undefined before two heads. */
+  /**
+   * The block time in ms: the known one, else the larger of the recent rates' median and the
+   * latest, the latest counted at most twice the median (one missed slot does not double it);
+   * undefined before two heads.
+   */
   blockTimeMs(): number | undefined {
     if (this.#known !== undefined) return this.#known;
     const latest = this.#rates.at(-1);
     if (latest === undefined) return undefined;
     const sorted = [...this.#rates].sort((a, b) => a - b);
-    return Math.max(sorted[Math.floor(sorted.length / 2)]!, latest);
+    const median = sorted[Math.floor(sorted.length / 2)]!;
+    return Math.max(median, Math.min(latest, 2 * median));
   }
 }
 

@@ -40,6 +40,9 @@ import { settle } from "./settle.js";
  */
 const LOST_AFTER_LOOKS = 3;
 
+/** Default of silentEndpointGraceMs (options.ts): ten minutes. */
+const SILENT_ENDPOINT_GRACE_MS = 600_000;
+
 export class WalletMonitor {
   readonly #opts: WalletMonitorOptions;
   readonly #wallet: string;
@@ -320,7 +323,14 @@ export class WalletMonitor {
       this.#unexplained.delete(slot.nonce);
       return;
     }
-    if (evidence.state !== "taken") return;
+    // An endpoint that does not answer may hold the transaction: its silence is waited out, up
+    // to silentEndpointGraceMs of every other endpoint saying the nonce was taken (a dead
+    // backup endpoint must not keep the trade unsettled, and its amount reserved, for ever).
+    const silentTooLong =
+      evidence.state === "unknown" &&
+      evidence.takenByTheRest &&
+      Date.now() - seen.since >= (this.#opts.silentEndpointGraceMs ?? SILENT_ENDPOINT_GRACE_MS);
+    if (evidence.state !== "taken" && !silentTooLong) return;
     this.#unexplained.delete(slot.nonce);
     log.warn(
       { tradeId: slot.tradeId, wallet: this.#wallet, nonce: slot.nonce, hashes: slot.broadcasts.map((b) => b.hash) },

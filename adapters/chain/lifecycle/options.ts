@@ -48,6 +48,11 @@ export interface WalletMonitorOptions {
    * on its way). A broadcast's age counts from there, not from when it was journalled.
    */
   sends?: { sentAt(nonce: number): number | null | undefined };
+  /**
+   * How long a nonce that every answering endpoint says was taken waits for the endpoints that
+   * do not answer before it counts as lost without them, in ms. Default 600,000 (ten minutes).
+   */
+  silentEndpointGraceMs?: number;
 }
 
 /** What the monitor's steps need of it: its options and its wallet's address. */

@@ -16,6 +16,12 @@ export interface Outgoing {
    * an approval's slot in the ledger); if it throws, nothing is sent and the nonce goes to the next.
    */
   onSigned: (tx: SignedTradeTx) => Promise<void>;
+  /**
+   * Checked before it is signed again at another nonce, past someone else's transaction mined at
+   * its first one (which may have changed what it finds: a balance, an allowance, the time left):
+   * if it throws, it is not signed again and its sender gets the error, nothing sent.
+   */
+  recheck?: () => Promise<void>;
 }
 
 /** A transaction the node accepted. */

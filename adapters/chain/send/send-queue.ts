@@ -310,8 +310,12 @@ export class SendQueue {
       if (freed[index]) {
         this.#sends.delete(nonce);
         if ("refused" in outcome) settle(item, { error: outcome.error });
-        else {
-          if ("taken" in outcome) item.retried = true;
+        else if ("taken" in outcome) {
+          item.retried = true;
+          this.#forget(item); // signed again with another nonce: this hash is nobody's
+          settled.add(item);
+          void this.#again(item); // proven again first: someone else's transaction took its nonce
+        } else {
           this.#forget(item); // signed again with another nonce: this hash is nobody's
           requeue.push(item);
         }
@@ -364,8 +368,7 @@ export class SendQueue {
         this.#sends.delete(nonce);
         item.retried = true; // found taken: a second time, the monitor decides
         this.#forget(item); // signed again with another nonce: this hash is nobody's
-        this.#queue.unshift(item);
-        if (!this.#running) void this.#run();
+        await this.#again(item);
         return;
       }
       break; // the ledger holds more at the nonce by now: seen through like any other
@@ -373,6 +376,22 @@ export class SendQueue {
     this.#sends.set(nonce, Date.now());
     item.expected = []; // its waiter releases it (receipts.ts)
     item.resolve({ hash, nonce, receipt: null, known });
+  }
+
+  /**
+   * A transaction whose nonce someone else's took, queued to be signed again past it, at the
+   * front: once its `recheck` passes (that transaction may have spent what it counted on, or left
+   * it too little time). If it does not, its sender gets the error, and nothing more is sent.
+   */
+  async #again(item: Queued): Promise<void> {
+    try {
+      await item.tx.recheck?.();
+    } catch (error) {
+      item.reject(error);
+      return;
+    }
+    this.#queue.unshift(item);
+    if (!this.#running) void this.#run();
   }
 
   /** What each failed send means (verify.ts); a nonce found taken moves the floor past it. */

@@ -25,8 +25,13 @@ export type Evidence =
   | { state: "taken" }
   /** Every endpoint answered every lookup: none knows the hashes, none has mined past the nonce. */
   | { state: "absent" }
-  /** Some endpoint did not answer: nothing can be said. */
-  | { state: "unknown" };
+  /**
+   * Some endpoint did not answer: nothing can be said for sure. `takenByTheRest`: every endpoint
+   * that answered knows none of the hashes and at least one of them has mined past the nonce
+   * (what `taken` says once the silent ones answer, or once they have been silent long enough
+   * for the lifecycle monitor to stop waiting on them).
+   */
+  | { state: "unknown"; takenByTheRest: boolean };
 
 /**
  * Looks `hashes` (all signed at `nonce` of `wallet`) up on every endpoint, those resting
@@ -76,7 +81,7 @@ export async function lookUpOwn(
     if (typeof count === "string" && Number(BigInt(count)) > nonce) taken = true;
   }
   if (known !== undefined) return { state: "known", hash: known };
-  if (silent || answers.length === 0) return { state: "unknown" };
+  if (silent || answers.length === 0) return { state: "unknown", takenByTheRest: taken };
   return taken ? { state: "taken" } : { state: "absent" };
 }
 

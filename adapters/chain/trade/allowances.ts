@@ -18,14 +18,22 @@
  * A check counts both: the balance (or allowance) read at a block, less what the journal holds
  * back beyond that block, less this process's trades not yet journalled.
  */
-import { Interface, type JsonRpcApiProvider, formatUnits } from "ethers";
+import { Interface, type JsonRpcApiProvider, formatUnits, isError } from "ethers";
 
-import { InsufficientFundsError, type Reservation, type SlotReservation } from "../../../core/index.js";
+import {
+  ChainUnavailableError,
+  InsufficientFundsError,
+  type Reservation,
+  type SlotReservation,
+} from "../../../core/index.js";
 import { KeyedMutex } from "../../shared/keyed-mutex.js";
 import { ERC20_ABI } from "../tx/index.js";
 import { isChainUnreachable, type CallBatcher, type ReadAnswer } from "../rpc/index.js";
 
 const erc20Interface = new Interface(ERC20_ABI);
+
+/** How long trades arriving at one head share a balance read, in ms (a burst's). */
+const SHARED_READ_MS = 1_000;
 
 /** An asset a trade spends: the token (sell) or a stable coin (buy, remittance). */
 export interface Asset {
@@ -67,7 +75,9 @@ export interface Holding {
   asset: string;
   inFlight: bigint;
   released: bigint;
-  read?: { released: bigint; value: Promise<[ChainRead, Held]> } | undefined;
+  read?: { released: bigint; head: number; at: number; value: Promise<[ChainRead, Held]> } | undefined;
+  /** Who waits for no trade of this holding to be in flight (a USDT-style reset, #drained). */
+  drained: Array<() => void>;
   /** Whether the swap's allowance matters (the wallets' holdings), or only the balance (the swap's reserves). */
   withAllowance: boolean;
   calls: { balanceOf: string; allowance: string };
@@ -96,7 +106,7 @@ export class Allowances {
   readonly #locks = new KeyedMutex();
   /** Per wallet and asset (lower-case "wallet:asset"): see Holding. */
   readonly #holdings = new Map<string, Holding>();
-  /** The slots of this process's trades still in flight (lower-case "wallet:nonce"), with how many trades hold each. */
+  /** The slots of this process's trades still in flight, by their first transaction's hash (lower-case), with how many hold each. */
   readonly #ownSlots = new Map<string, number>();
   /** Per token (lower-case): whether it refuses to change a non-zero allowance (#refusesChange). */
   readonly #refuses = new Map<string, Promise<boolean>>();
@@ -151,6 +161,10 @@ export class Allowances {
         const target = balance > unpaid + amount ? balance : unpaid + amount;
         try {
           const reset = allowance !== 0n && (await this.#refusesChange(owner, asset.address, target));
+          // A reset sets the allowance to zero until the new approval is mined: every trade
+          // proven on the old allowance is signed first (ahead of it in nonce order), and the
+          // trades arriving meanwhile wait for this lock.
+          if (reset) await this.#drained(holding);
           await this.#opts.approve(owner, asset.address, target, reset);
         } finally {
           holding.read = undefined; // it shows the allowance before the update: the next trade reads again
@@ -199,14 +213,22 @@ export class Allowances {
   }
 
   /**
-   * A trade's slot (`wallet`'s `nonce`) is journalled with its reservations, while the trade still
-   * counts here (until `release`): the journal's are left out meanwhile, so it is not counted twice.
-   * @returns the slot's key, for `release`
+   * A trade's slot is journalled with its reservations (its transaction `txHash`), while the trade
+   * still counts here (until `release`): the journal's are left out meanwhile, so it is not
+   * counted twice. By the transaction's hash, not its nonce: a nonce freed and used again by
+   * another trade is that other trade's.
+   * @returns the key to give `release`
    */
-  journalled(wallet: string, nonce: number): string {
-    const key = `${wallet}:${nonce}`.toLowerCase();
+  journalled(txHash: string): string {
+    const key = txHash.toLowerCase();
     this.#ownSlots.set(key, (this.#ownSlots.get(key) ?? 0) + 1);
     return key;
+  }
+
+  /** Resolves once no trade of `holding` is in flight here: each was answered by the send queue. */
+  #drained(holding: Holding): Promise<void> {
+    if (holding.inFlight === 0n) return Promise.resolve();
+    return new Promise((resolve) => holding.drained.push(resolve));
   }
 
   /**
@@ -219,6 +241,7 @@ export class Allowances {
     for (const { holding, amount } of parts) {
       holding.inFlight -= amount;
       holding.released += amount;
+      if (holding.inFlight === 0n) for (const resolve of holding.drained.splice(0)) resolve();
     }
     for (const key of slots) {
       const count = (this.#ownSlots.get(key) ?? 1) - 1;
@@ -238,6 +261,7 @@ export class Allowances {
         asset: asset.toLowerCase(),
         inFlight: 0n,
         released: 0n,
+        drained: [],
         withAllowance,
         calls: {
           balanceOf: erc20Interface.encodeFunctionData("balanceOf", [owner]),
@@ -250,18 +274,26 @@ export class Allowances {
   }
 
   /**
-   * The read that a trade arriving now uses: the current one, unless a trade was released since
-   * it was made (then a new one, shared in turn).
+   * The read that a trade arriving now uses: the current one, while it was made at the same head
+   * and within SHARED_READ_MS, and no trade was released since (else a new one, shared in turn).
+   * Another instance's trades show only in a new read.
    */
   #sharedRead(holding: Holding, head: number): NonNullable<Holding["read"]> {
-    if (holding.read?.released !== holding.released) {
-      const read = { released: holding.released, value: this.#readWithHeld(holding, head) };
+    const current = holding.read;
+    const now = Date.now();
+    if (
+      current === undefined ||
+      current.released !== holding.released ||
+      current.head !== head ||
+      now - current.at > SHARED_READ_MS
+    ) {
+      const read = { released: holding.released, head, at: now, value: this.#readWithHeld(holding, head) };
       read.value.catch(() => {
         if (holding.read === read) holding.read = undefined; // a failed read is not shared
       });
       holding.read = read;
     }
-    return holding.read;
+    return holding.read!;
   }
 
   /**
@@ -283,11 +315,13 @@ export class Allowances {
     const read = await this.#read(holding);
     const released = holding.released;
     const own = new Set(this.#ownSlots.keys());
-    const reservations = await this.#opts.reservations(read.block ?? head);
+    // The read's block when the batch told it and it is a number of the chain's own (on Arbitrum a
+    // contract's block.number is L1's, far lower): else `head`, which the read is at or after.
+    const minedAfter = read.block !== undefined && read.block >= head ? read.block : head;
+    const reservations = await this.#opts.reservations(minedAfter);
     let amount = 0n;
     for (const r of reservations)
-      if (r.holder === holding.owner && r.asset === holding.asset && !own.has(`${r.wallet}:${r.nonce}`))
-        amount += r.amount;
+      if (r.holder === holding.owner && r.asset === holding.asset && !own.has(r.tx)) amount += r.amount;
     return [read, { amount, released }];
   }
 
@@ -331,9 +365,13 @@ export class Allowances {
       known = this.#opts.provider.send("eth_call", [{ from: owner, to: asset, data }, "latest"]).then(
         () => false,
         (error: unknown) => {
-          if (isChainUnreachable(error)) {
-            this.#refuses.delete(key); // not known: asked again next time
-            throw error;
+          // Only a revert says the token refuses; any other failure (a rate limit, a timeout)
+          // says nothing, is not kept, and the trade is refused for now.
+          if (!isError(error, "CALL_EXCEPTION")) {
+            this.#refuses.delete(key);
+            throw isChainUnreachable(error)
+              ? error
+              : new ChainUnavailableError(`could not ask ${asset} about its approve: retry`);
           }
           return true;
         },

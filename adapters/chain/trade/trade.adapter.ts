@@ -23,10 +23,12 @@
 import { Interface } from "ethers";
 
 import {
+  ChainUnavailableError,
   QuoteSlippageError,
   TradeExpiredError,
   TradeRevertedError,
   UnknownWalletError,
+  minTimeLeftMs,
   type Reservation,
   type SignedTradeTx,
   type TradeHooks,
@@ -53,7 +55,7 @@ import { CallBatcher, revertName, toDomainError } from "../rpc/index.js";
 import { SendQueue } from "../send/index.js";
 import { SWAP_ABI, staticCallEncoder, toSigner, type TransactionSigner } from "../tx/index.js";
 import { Allowances, reservesOf, type Asset, type Holding } from "./allowances.js";
-import { approveSwap } from "./approvals.js";
+import { Approvals } from "./approvals.js";
 import { tradeGasLimit } from "./gas-limits.js";
 import { DEFAULT_TRADE_SETTINGS, type TradeAdapterOptions, type TradeSettings } from "./options.js";
 import { Preflight, minimumOut } from "./preflight.js";
@@ -140,10 +142,18 @@ export class ChainTradeAdapter implements TradePort {
         ? { sell: tradeGasLimit("sell"), buy: tradeGasLimit("buy"), remittance: tradeGasLimit("remittance") }
         : options.gasLimits;
     this.#feeds = options.feeds ?? new FeedGuard({ provider, swap: options.swap, policy: DEFAULT_FEED_POLICY });
+    // The allowance top-ups, through each wallet's queue (approvals.ts).
+    const approvals = new Approvals({
+      provider,
+      swap: options.swap,
+      queueOf: (owner) => this.#wallets.get(owner.toLowerCase())!.queue,
+      record: (tx) => recordSlotOf(journal, tx, "approval"),
+      mined: (owner, sent) => this.#receipts.wait(sent.hash, sent.receipt, nonceLookup(journal, owner, sent.nonce)),
+    });
     this.#allowances = new Allowances({
       provider,
       swap: options.swap,
-      approve: (owner, asset, value, reset) => this.#approve(owner, asset, value, reset),
+      approve: (owner, asset, value, reset) => approvals.approve(owner, asset, value, reset),
       reservations: (minedAfter) => journal.reservations(minedAfter),
       calls: this.#calls,
     });
@@ -315,8 +325,10 @@ export class ChainTradeAdapter implements TradePort {
       // swap's reserves: one eth_call (call-batcher.ts), shared with the trades arriving alongside.
       const checked = prove();
       checked.catch(() => {}); // awaited below, unless the reservation fails first
-      if (kind === "sell") this.#allowances.prefetchReserves(order.stable, state.head.number);
-      reservation = await this.#allowances.reserve(signer.address, spent, order.amount, state.head.number);
+      // Every read of this trade's is made at this head or later (and shared with those of its burst).
+      const head = state.head.number;
+      if (kind === "sell") this.#allowances.prefetchReserves(order.stable, head);
+      reservation = await this.#allowances.reserve(signer.address, spent, order.amount, head);
       held.push({ holding: reservation.holding, amount: order.amount });
       await fed;
       // A check made before an allowance top-up may have failed for want of it: made again.
@@ -341,17 +353,18 @@ export class ChainTradeAdapter implements TradePort {
         throw new QuoteSlippageError(proof.output, order.quote.minOut);
       // A sell pays out of the swap's reserves: booked like the wallet's balance, so the sells
       // accepted together never pay out more than the swap holds (none reverts for want of it).
-      const paid =
-        kind === "sell" ? await this.#reservePayout(order, proof.output, state.head.number, held) : undefined;
+      const paid = kind === "sell" ? await this.#reservePayout(order, proof.output, head, held) : undefined;
       const reserves = reservesOf({ wallet: signer.address, spent, amount: order.amount }, paid);
+      // A quote's minOut is what it promised the caller; else the preflight's output less the slippage.
+      const data = encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps));
       const price = await nativeUsd;
       sent = await queue.send({
         to: this.#opts.swap,
-        // A quote's minOut is what it promised the caller; else the preflight's output less the slippage.
-        data: encode(order.quote?.minOut ?? minimumOut(proof.output, slippageBps)),
+        data,
         gasLimit: proof.gasLimit,
         deadline,
         onSigned: this.#journalling(order, hooks, { reserves, price, slots }),
+        recheck: () => this.#proveAgain({ from: signer.address, to: this.#opts.swap, data }, proof.gasLimit, deadline),
       });
     } catch (error) {
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
@@ -377,9 +390,23 @@ export class ChainTradeAdapter implements TradePort {
     return async (tx) => {
       if (order.quote !== undefined) quoteLeftMs(order.quote, this.#times.blockTimeMs());
       // Counted here until the queue answers, so the journal's count leaves its slot out.
-      slots.push(this.#allowances.journalled(tx.wallet, tx.nonce));
+      slots.push(this.#allowances.journalled(tx.txHash));
       await onSigned(price === null ? { ...tx, reserves } : { ...tx, nativeUsd: price, reserves });
     };
+  }
+
+  /**
+   * Proves a trade's call again before it is signed again past someone else's transaction mined
+   * at its nonce (send-queue.ts): it must still succeed with its gas limit, and have two of the
+   * chain's blocks left before its deadline.
+   */
+  async #proveAgain(tx: { from: string; to: string; data: string }, gasLimit: bigint, deadline: number): Promise<void> {
+    if (deadline * 1000 - Date.now() < minTimeLeftMs(this.#times.blockTimeMs()))
+      throw new ChainUnavailableError(
+        `the trade waited behind another transaction of the wallet until too close to its deadline to be mined; nothing was sent: retry`,
+      );
+    const proof = await this.#calls.prove(tx.from, tx.to, tx.data, gasLimit);
+    if (!proof.ok) throw toDomainError({ data: proof.revertData });
   }
 
   /** What a trade spends from its wallet: a sell, the wallet's tokens; a buy or remittance, its stable coin. */
@@ -398,21 +425,5 @@ export class ChainTradeAdapter implements TradePort {
   ): Promise<{ swap: string; stable: string; amount: bigint }> {
     held.push({ holding: await this.#allowances.reserveBalance(order.stable, amount, head), amount });
     return { swap: this.#opts.swap, stable: order.stable.address, amount };
-  }
-
-  /** Sets the swap's allowance (approvals.ts) through `owner`'s queue, and waits until it is mined. */
-  #approve(owner: string, asset: string, value: bigint, reset: boolean): Promise<void> {
-    const { queue } = this.#wallets.get(owner.toLowerCase())!;
-    return approveSwap(
-      {
-        provider: this.#opts.provider,
-        swap: this.#opts.swap,
-        queue,
-        record: (tx) => recordSlotOf(this.#opts.journal, tx, "approval"),
-        mined: (sent) =>
-          this.#receipts.wait(sent.hash, sent.receipt, nonceLookup(this.#opts.journal, owner, sent.nonce)),
-      },
-      { owner, asset, value, reset },
-    );
   }
 }

@@ -80,7 +80,10 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
           slot.state === "pending" ||
           ((slot.state === "mined" || slot.state === "final") && (slot.mined?.blockNumber ?? -1) > minedAfter),
       )
-      .flatMap((slot) => copyReserves(slot.reserves).map((r) => ({ wallet: slot.wallet, nonce: slot.nonce, ...r })));
+      .flatMap((slot) => {
+        const tx = slot.broadcasts[0]!.hash.toLowerCase();
+        return copyReserves(slot.reserves).map((r) => ({ wallet: slot.wallet, nonce: slot.nonce, tx, ...r }));
+      });
   }
 
   async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {

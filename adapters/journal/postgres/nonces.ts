@@ -106,7 +106,7 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
     await transaction(this.#pool, async (client) => {
       await client.query(
         "INSERT INTO nonce_slots (wallet, nonce, purpose, deadline, state, reserves) VALUES ($1, $2, $3, $4, 'pending', $5)",
-        [wallet, slot.nonce, slot.purpose, slot.deadline, encodeReserves(slot.reserves)],
+        [wallet, slot.nonce, slot.purpose, slot.deadline, encodeReserves(slot.reserves, first.hash)],
       );
       await insertBroadcast(client, wallet, slot.nonce, first);
     });

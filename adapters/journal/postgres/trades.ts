@@ -96,7 +96,7 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
       await client.query("DELETE FROM nonce_slots WHERE trade_id = $1", [id]);
       await client.query(
         "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, reserves) VALUES ($1, $2, 'trade', $3, $4, 'pending', $5)",
-        [wallet, tx.nonce, id, tx.deadline, encodeReserves(tx.reserves)],
+        [wallet, tx.nonce, id, tx.deadline, encodeReserves(tx.reserves, tx.txHash)],
       );
       await insertBroadcast(client, wallet, tx.nonce, {
         hash: tx.txHash,

@@ -122,7 +122,7 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
         slot.deadline,
         now,
         now,
-        encodeReserves(slot.reserves),
+        encodeReserves(slot.reserves, first.hash),
       );
     });
   }

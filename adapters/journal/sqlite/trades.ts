@@ -135,7 +135,16 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
       if (before.wallet !== null) this.#dropSlot(before.wallet as string, Number(before.nonce), id);
       if (holder) this.#dropSlot(wallet, tx.nonce, id);
-      this.#sql.insertSlot.run(wallet, tx.nonce, "trade", id, tx.deadline, now, now, encodeReserves(tx.reserves));
+      this.#sql.insertSlot.run(
+        wallet,
+        tx.nonce,
+        "trade",
+        id,
+        tx.deadline,
+        now,
+        now,
+        encodeReserves(tx.reserves, tx.txHash),
+      );
       this.#sql.insertBroadcast.run(
         tx.txHash.toLowerCase(),
         wallet,

@@ -4,6 +4,9 @@
  * re-sent under the sender, and a nonce counts as lost only after several looks apart in time
  * and the word of every endpoint. The anvil suites (*.anvil.test.ts) cover the rest on a node.
  */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
 import { expect } from "chai";
 import { Wallet } from "ethers";
 
@@ -42,7 +45,11 @@ describe("WalletMonitor", function () {
     return started;
   }
 
-  function monitorOn(urls: string[], sends?: { sentAt(nonce: number): number | null | undefined }): WalletMonitor {
+  function monitorOn(
+    urls: string[],
+    sends?: { sentAt(nonce: number): number | null | undefined },
+    silentEndpointGraceMs?: number,
+  ): WalletMonitor {
     const provider = new RpcProvider(urls, { chainId: 31337n, batchStallMs: 0 });
     providers.push(provider);
     return new WalletMonitor({
@@ -56,6 +63,7 @@ describe("WalletMonitor", function () {
       log: { warn() {}, info() {} },
       holder: "test",
       ...(sends === undefined ? {} : { sends }),
+      ...(silentEndpointGraceMs === undefined ? {} : { silentEndpointGraceMs }),
     });
   }
 
@@ -158,5 +166,32 @@ describe("WalletMonitor", function () {
     expect((await journal.slot(wallet.address, 7))!.state).to.equal("pending"); // two looks so far
     await monitor.look();
     expect((await journal.slot(wallet.address, 7))!.state).to.equal("lost");
+  });
+
+  it("waits for an endpoint that does not answer before counting a nonce lost, and not for ever", async function () {
+    const chain = await node();
+    chain.pendingNonce = 8; // someone else's transaction took nonce 7, as far as this endpoint knows
+    const gone = http.createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => gone.listen(0, "127.0.0.1", resolve));
+    try {
+      await journalled(7, 10_000);
+      const monitor = monitorOn(
+        [chain.url, `http://127.0.0.1:${(gone.address() as AddressInfo).port}`],
+        undefined,
+        1_500,
+      );
+      for (let look = 0; look < 4; look++) {
+        await monitor.look();
+        await sleep(SETTINGS.minAgeMs + 50);
+      }
+      // The second endpoint may hold its transaction: not lost yet.
+      expect((await journal.slot(wallet.address, 7))!.state).to.equal("pending");
+      await sleep(1_500);
+      await monitor.look();
+      expect((await journal.slot(wallet.address, 7))!.state).to.equal("lost");
+    } finally {
+      gone.closeAllConnections();
+      await new Promise((resolve) => gone.close(resolve));
+    }
   });
 });
