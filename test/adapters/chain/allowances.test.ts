@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { Interface, type JsonRpcApiProvider } from "ethers";
 
 import { ERC20_ABI } from "../../../adapters/chain/index.js";
-import { Allowances } from "../../../adapters/chain/trade/allowances.js";
+import { Allowances } from "../../../adapters/chain/trade/index.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { InsufficientFundsError } from "../../../core/index.js";
 
