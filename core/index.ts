@@ -1,7 +1,16 @@
 /** The domain's public API. Adapters import from here. */
 export * from "./types.js";
 export * from "./errors.js";
-export type { TradePort, TradeHooks, TradeOnChain, TradeResolution } from "./ports/trade.port.js";
+export type {
+  ProvenTrade,
+  ReservedTrade,
+  SentTrade,
+  SignedTrade,
+  SignOptions,
+  TradeOnChain,
+  TradePort,
+  TradeResolution,
+} from "./ports/trade.port.js";
 export type { TradeJournal, TradeRecord, TradeStatus, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
 export type {
   TradePosition,
@@ -94,6 +103,7 @@ export {
 export { web3LogId } from "./receipt.js";
 export {
   tradeUseCase,
+  tradeWithoutJournal,
   parseIdempotencyKey,
   type TradeUseCase,
   type TradeContext,

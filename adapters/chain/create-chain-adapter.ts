@@ -4,15 +4,7 @@
  */
 import { Contract, type JsonRpcApiProvider } from "ethers";
 
-import type {
-  NonceLedger,
-  NonceStore,
-  PricePort,
-  QuotePort,
-  StableCoin,
-  TradeJournal,
-  TradePort,
-} from "../../core/index.js";
+import type { NonceLedger, NonceStore, PricePort, QuotePort, StableCoin, TradeJournal } from "../../core/index.js";
 import { guardFeeds, readDeployment, type DeploymentAddresses } from "./deployment.js";
 import type { LifecycleLog } from "./lifecycle/index.js";
 import {
@@ -24,7 +16,9 @@ import {
 } from "./price/index.js";
 import { readiness, walletSource, type WalletSource } from "./readiness.js";
 import { RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
-import { ChainTradeAdapter, DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade/index.js";
+import { assembleTrades, type Lifecycle } from "./assembly.js";
+import { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./settings.js";
+import type { ChainTradeAdapter } from "./trade/index.js";
 import { rawKeySigner, SWAP_ABI, type TransactionSigner } from "./tx/index.js";
 
 export interface ChainAdapterOptions {
@@ -70,9 +64,12 @@ export const DEFAULT_STUCK_AFTER_MS = 600_000;
 export const DEFAULT_PRICE_CACHE_MS = 1000;
 
 export interface ChainAdapter {
-  trade: TradePort;
+  /** The trade adapter: the TradePort's steps (and a whole trade without a journal, for tools). */
+  trade: ChainTradeAdapter;
   /** Starts the wallets' lifecycle monitors (call once the service is up). */
   start(): void;
+  /** The wallets' lifecycle monitors (assembly.ts). */
+  lifecycle: Lifecycle;
   price: PricePort;
   /** Quotes for trades: what one would pay out now, its gas, and what stands in its way. */
   quote: QuotePort;
@@ -105,7 +102,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
   const { chainId, tokenSymbol, stableCoins } = await readDeployment(provider, addresses);
   const feeds = await guardFeeds(provider, addresses, options.feedPolicy ?? DEFAULT_FEED_POLICY);
 
-  const trade = new ChainTradeAdapter({
+  const { trade, lifecycle } = assembleTrades({
     feeds,
     provider,
     chainId,
@@ -148,11 +145,12 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     stableCoins,
     wallets: wallets.map((w) => w.address),
     chainId,
-    start: () => trade.start(),
-    readiness: () => readiness({ trade, stuckAfterMs, swap, wallets, provider }),
+    start: () => lifecycle.start(),
+    lifecycle,
+    readiness: () => readiness({ lifecycle, stuckAfterMs, swap, wallets, provider }),
     walletSource: () =>
       walletSource({
-        trade,
+        lifecycle,
         wallets,
         provider,
         journal: options.journal,
@@ -161,7 +159,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
         stableCoins,
       }),
     async close() {
-      await trade.stop();
+      await lifecycle.stop();
       provider.destroy();
     },
   };

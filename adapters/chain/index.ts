@@ -48,7 +48,8 @@ export {
   type RpcProviderOptions,
   type RpcRequestRecord,
 } from "./rpc/index.js";
-export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./trade/index.js";
+export { assembleTrades, DEFAULT_SEND_BATCH_MAX, type AssemblyOptions, type Lifecycle } from "./assembly.js";
+export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./settings.js";
 export {
   AGGREGATOR_ABI,
   ERC20_ABI,

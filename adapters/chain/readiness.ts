@@ -7,7 +7,7 @@ import { Contract, formatUnits, type JsonRpcApiProvider } from "ethers";
 
 import type { NonceLedger, StableCoin } from "../../core/index.js";
 import { isChainUnreachable, RpcProvider } from "./rpc/index.js";
-import type { ChainTradeAdapter } from "./trade/index.js";
+import type { Lifecycle } from "./assembly.js";
 import { ERC20_ABI, type TransactionSigner } from "./tx/index.js";
 
 /** What the metrics' wallet gauges read at each scrape. */
@@ -22,7 +22,7 @@ export interface WalletSource {
 
 /** What readiness looks at: the wallets' oldest unmined nonces, the swap, the wallets' gas money, the endpoints. */
 export interface ReadinessParts {
-  trade: ChainTradeAdapter;
+  lifecycle: Pick<Lifecycle, "oldestPending">;
   stuckAfterMs: number;
   swap: Contract;
   wallets: readonly TransactionSigner[];
@@ -31,7 +31,7 @@ export interface ReadinessParts {
 
 /** Ready when the node answers, every exchange wallet holds gas money, and no wallet has a nonce stuck unmined. */
 export async function readiness(parts: ReadinessParts): Promise<{ ready: boolean; detail: string }> {
-  const { trade, stuckAfterMs, swap, wallets, provider } = parts;
+  const { lifecycle, stuckAfterMs, swap, wallets, provider } = parts;
   // With several JSON-RPC endpoints, readiness says which are up ("; endpoints: 1/2 up, https://b… down (ECONNREFUSED)").
   const endpoints = () => {
     if (!(provider instanceof RpcProvider)) return "";
@@ -40,7 +40,7 @@ export async function readiness(parts: ReadinessParts): Promise<{ ready: boolean
     const down = all.filter((e) => !e.up).map((e) => `${e.url} down (${e.reason ?? "failing"})`);
     return `; endpoints: ${all.length - down.length}/${all.length} up${down.length > 0 ? `, ${down.join(", ")}` : ""}`;
   };
-  const stuck = trade.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
+  const stuck = lifecycle.oldestPending().filter(({ since }) => Date.now() - since.getTime() > stuckAfterMs);
   if (stuck.length > 0) {
     const detail = stuck.map(
       ({ wallet, nonce, since }) =>
@@ -67,7 +67,7 @@ export async function readiness(parts: ReadinessParts): Promise<{ ready: boolean
 
 /** What the wallet gauges read: the wallets, their assets (the token and the stable coins), the journal's open nonces. */
 export interface WalletSourceParts {
-  trade: ChainTradeAdapter;
+  lifecycle: Pick<Lifecycle, "oldestPending">;
   wallets: readonly TransactionSigner[];
   provider: JsonRpcApiProvider;
   journal: NonceLedger;
@@ -78,7 +78,7 @@ export interface WalletSourceParts {
 
 /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/observability/metrics.ts). */
 export function walletSource(parts: WalletSourceParts): WalletSource {
-  const { trade, wallets, provider, journal, token, tokenSymbol, stableCoins } = parts;
+  const { lifecycle, wallets, provider, journal, token, tokenSymbol, stableCoins } = parts;
   const assets = [
     { symbol: tokenSymbol, address: token, decimals: 18 },
     ...stableCoins.map((coin) => ({
@@ -92,7 +92,7 @@ export function walletSource(parts: WalletSourceParts): WalletSource {
   }));
   return {
     async unconfirmed() {
-      const oldest = new Map(trade.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
+      const oldest = new Map(lifecycle.oldestPending().map((p) => [p.wallet.toLowerCase(), p.since]));
       return Promise.all(
         wallets.map(async (w) => {
           const since = oldest.get(w.address.toLowerCase());

@@ -30,16 +30,7 @@ import type { AddressInfo } from "node:net";
 
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
-import {
-  DomainError,
-  type QuoteUseCase,
-  type TradeHooks,
-  type TradeOrder,
-  type TradePort,
-  type TradeUseCase,
-  type TransactionReceipt,
-  type UseCases,
-} from "../../core/index.js";
+import { DomainError, type QuoteUseCase, type TradePort, type TradeUseCase, type UseCases } from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
 import { PREFIX } from "./prefix.js";
 import { RequestMetrics } from "./request-metrics.js";
@@ -165,32 +156,68 @@ export class ServiceMetrics {
     this.#rpcSeconds.observe({ endpoint: record.endpoint }, record.seconds);
   }
 
-  /** `port`, counting its trades by kind, stable coin and outcome, and timing them to the receipt. */
+  /**
+   * `port`, counting its trades by kind, stable coin and outcome, and timing them from the proof
+   * to the receipt. A trade is followed through its steps by the objects the port hands back;
+   * each is counted once: at the step that refuses it, or at its settlement.
+   */
   meteredTrades(port: TradePort): TradePort {
-    const meter = async (
-      kind: "sell" | "buy" | "remittance",
-      order: TradeOrder,
-      hooks?: TradeHooks,
-    ): Promise<TransactionReceipt> => {
-      const started = performance.now();
-      const labels = { kind, stable: order.stable.symbol };
-      try {
-        const receipt = await port[kind](order, hooks);
-        this.#trades.inc({ ...labels, outcome: "success" });
-        this.#tradeSeconds.observe(labels, (performance.now() - started) / 1000);
-        return receipt;
-      } catch (error) {
-        this.#trades.inc({ ...labels, outcome: outcomeOf(error) });
-        throw error;
-      }
+    const trades = new WeakMap<object, { labels: { kind: string; stable: string }; started: number }>();
+    const follow = <T extends object>(from: object, to: T): T => {
+      const seen = trades.get(from);
+      if (seen !== undefined) trades.set(to, seen);
+      return to;
+    };
+    const failed = (from: object, error: unknown): never => {
+      const seen = trades.get(from);
+      if (seen !== undefined) this.#trades.inc({ ...seen.labels, outcome: outcomeOf(error) });
+      throw error;
     };
     // Every method of the port, each called on the port itself: an object that only inherits
     // from it (Object.create) cannot reach a class's private fields. Typed as the port, so a
     // method added to TradePort and not forwarded here fails to compile.
     const metered: TradePort = {
-      sell: (order, hooks) => meter("sell", order, hooks),
-      buy: (order, hooks) => meter("buy", order, hooks),
-      remittance: (order, hooks) => meter("remittance", order, hooks),
+      prove: async (order) => {
+        const labels = { kind: order.kind, stable: order.stable.symbol };
+        try {
+          const proven = await port.prove(order);
+          trades.set(proven, { labels, started: performance.now() });
+          return proven;
+        } catch (error) {
+          this.#trades.inc({ ...labels, outcome: outcomeOf(error) });
+          throw error;
+        }
+      },
+      reserve: (proven) =>
+        port.reserve(proven).then(
+          (reserved) => follow(proven, reserved),
+          (e) => failed(proven, e),
+        ),
+      sign: (reserved, options) =>
+        port.sign(reserved, options).then(
+          (signed) => follow(reserved, signed),
+          (e) => failed(reserved, e),
+        ),
+      send: (signed) =>
+        port.send(signed).then(
+          (sent) => ("again" in sent ? { again: follow(signed, sent.again) } : follow(signed, sent)),
+          (e) => failed(signed, e),
+        ),
+      abandon: (signed, error) => {
+        port.abandon(signed, error);
+        const seen = trades.get(signed);
+        if (seen !== undefined) this.#trades.inc({ ...seen.labels, outcome: outcomeOf(error) });
+      },
+      settle: async (sent) => {
+        const receipt = await port.settle(sent).catch((e: unknown) => failed(sent, e));
+        const seen = trades.get(sent);
+        if (seen !== undefined) {
+          this.#trades.inc({ ...seen.labels, outcome: "success" });
+          this.#tradeSeconds.observe(seen.labels, (performance.now() - seen.started) / 1000);
+        }
+        return receipt;
+      },
+      release: (reserved) => port.release(reserved),
       resolve: (trade) => port.resolve(trade),
       blockTimeMs: () => port.blockTimeMs(),
     };

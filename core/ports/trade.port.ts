@@ -2,14 +2,44 @@ import type { TradeOrder, TransactionReceipt } from "../types.js";
 import type { SignedTradeTx } from "./journal.port.js";
 import type { Broadcast } from "./nonce.port.js";
 
-export interface TradeHooks {
+/**
+ * A trade priced and proven on the chain: the fees under the cap, the feed policy, and the call
+ * it will be signed with succeeding on the latest block with its gas limit. Opaque to the core
+ * beyond these fields; it goes back to the port that made it.
+ */
+export interface ProvenTrade {
+  readonly order: TradeOrder;
+  /** What it pays out on the block it was proven on, in the output's base units. */
+  readonly output: bigint;
+}
+
+/**
+ * A proven trade with what it spends (and a sell's payout) reserved on top of the trades not yet
+ * final: held until `release`, then by its journalled slot until it is final.
+ */
+export interface ReservedTrade {
+  readonly proven: ProvenTrade;
+}
+
+/** A reserved trade's transaction, signed at its wallet's next nonce: journalled, then sent (or abandoned). */
+export interface SignedTrade {
+  readonly tx: SignedTradeTx;
+}
+
+/** A signed trade a node took (or one nobody can say went nowhere): its receipt is waited for by `settle`. */
+export interface SentTrade {
+  readonly tx: SignedTradeTx;
+  /** A node holds it, not mined yet: the trade is `submitted`. */
+  readonly submitted: boolean;
+}
+
+export interface SignOptions {
   /**
-   * Called with the signed transaction after signing and before broadcasting, under the
-   * wallet's nonce lock. If it rejects, nothing is broadcast and the trade fails.
+   * The caller keeps no record of the trade (a service without a trade journal): the port records
+   * the transaction's nonce slot in its own ledger before it is broadcast, so that the lifecycle
+   * monitor sees it through, and `send` follows at once.
    */
-  onSigned?(tx: SignedTradeTx): Promise<void>;
-  /** Called once a node accepted the transaction when it was not mined at once. Not awaited. */
-  onSubmitted?(): void;
+  unjournalled?: boolean;
 }
 
 /** A journalled trade's transactions, as `resolve` looks them up. */
@@ -34,16 +64,45 @@ export type TradeResolution =
   | { state: "dropped" };
 
 /**
- * Executes validated trades on a chain and resolves with the mined receipt.
- * Implementations refuse a trade that would fail (unknown wallet, missing funds,
- * a revert in a static call) with a DomainError and without sending anything, and
- * reject with TradePendingError when the receipt does not come in time (the trade's
- * lifecycle goes on in the background), or TradeExpiredError when its deadline passed.
+ * Executes validated trades on a chain, a step at a time, each asked for by the trade use case
+ * (core/use-cases/trade.use-case.ts), which journals between them:
+ * prove → reserve → sign → (journal) → send → settle, and release once the send is answered.
+ *
+ * A step refuses a trade that would fail (unknown wallet, missing funds, a revert in the proof,
+ * fees above the cap) with a DomainError, sending nothing. `settle` rejects with
+ * TradePendingError when the receipt does not come in time (the trade's lifecycle goes on in the
+ * background), TradeExpiredError when its deadline passed, TradeRevertedError when it reverted.
  */
 export interface TradePort {
-  sell(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt>;
-  buy(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt>;
-  remittance(order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt>;
+  /** Prices and proves the trade: the fees and the cap, the feed policy, its call on the latest block. */
+  prove(order: TradeOrder): Promise<ProvenTrade>;
+  /**
+   * Reserves what the trade spends from its wallet (and a sell's payout from the swap's reserves)
+   * on top of what the trades not yet final hold, topping the swap's allowance up first when it
+   * falls short (and proving the trade again after it). Refused: nothing is held.
+   */
+  reserve(trade: ProvenTrade): Promise<ReservedTrade>;
+  /**
+   * Signs the trade's transaction at its wallet's next nonce. Nothing is broadcast, and the
+   * wallet's next nonces wait, until the caller has journalled it and calls `send`, or `abandon`.
+   */
+  sign(trade: ReservedTrade, options?: SignOptions): Promise<SignedTrade>;
+  /**
+   * Broadcasts a signed trade the caller journalled. Resolves once a node took it (or nobody can
+   * say it went nowhere: it keeps its nonce), or with `again`: its nonce was taken by someone
+   * else's transaction and it was signed again at a later one, which the caller journals and
+   * sends in turn. Refused (nothing of it can be mined): rejects.
+   */
+  send(trade: SignedTrade): Promise<SentTrade | { again: SignedTrade }>;
+  /** The caller could not journal the signed trade: it is never broadcast, and its nonce goes to the next. */
+  abandon(trade: SignedTrade, error: unknown): void;
+  /** What is mined at the sent trade's nonce, with the confirmations required: its receipt. */
+  settle(trade: SentTrade): Promise<TransactionReceipt>;
+  /**
+   * The send was answered (or the trade was refused before it): what it reserved is held from
+   * now on by its journalled slot, until it is final, if it has one. Once per reserved trade.
+   */
+  release(trade: ReservedTrade): void;
   /** Looks a journalled trade's transactions up on the chain, without sending anything. */
   resolve(trade: TradeOnChain): Promise<TradeResolution>;
   /**

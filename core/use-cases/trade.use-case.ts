@@ -13,7 +13,7 @@ import {
 } from "../errors.js";
 import type { SignedTradeTx, TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { QuoteStore } from "../ports/quote.port.js";
-import type { TradePort } from "../ports/trade.port.js";
+import type { ReservedTrade, SentTrade, TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
 import { parseQuoteId } from "../validation/quote-request.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
@@ -93,7 +93,7 @@ export function tradeUseCase(
           "Idempotency-Key",
           "is not supported: this service runs without a trade journal",
         );
-      return trade[kind](order);
+      return tradeWithoutJournal(trade, order);
     }
 
     const { journal } = journalling;
@@ -179,6 +179,18 @@ async function discard(journal: TradeJournal, id: string): Promise<void> {
   }
 }
 
+/**
+ * A trade, step by step, with its journal writes between the steps:
+ * 1. validate (parseTradeRequest, before the record is opened as `accepted`);
+ * 2. authorize: nothing to check yet (the place of the spending controls);
+ * 3. price and prove it on the chain (TradePort.prove);
+ * 4. reserve what it spends (TradePort.reserve);
+ * 5. sign, and journal it `signed` before anything is broadcast (signAndSend);
+ * 6. send it; then `submitted` when a node holds it unmined;
+ * 7. settle: its receipt, journalled `confirmed`; or its outcome (failed, expired), or pending.
+ * What it reserved is released once the send is answered (its journalled slot holds it from then
+ * on), or at once when it is refused before.
+ */
 async function execute(
   trade: TradePort,
   journalling: TradeJournalling,
@@ -189,15 +201,18 @@ async function execute(
   const { journal } = journalling;
   let signed: SignedTradeTx | undefined;
   try {
-    const receipt = await trade[order.kind](order, {
-      async onSigned(tx) {
-        await journal.markSigned(id, tx);
-        signed = tx;
-      },
-      onSubmitted() {
-        journal.markSubmitted(id).catch(() => {}); // the lifecycle monitor records it from the chain otherwise
-      },
-    });
+    authorize(order);
+    const proven = await trade.prove(order);
+    const reserved = await trade.reserve(proven);
+    let sent: SentTrade;
+    try {
+      sent = await signAndSend(trade, journal, id, reserved, (tx) => (signed = tx));
+    } finally {
+      trade.release(reserved);
+    }
+    // The lifecycle monitor records it from the chain otherwise.
+    if (sent.submitted) journal.markSubmitted(id).catch(() => {});
+    const receipt = await trade.settle(sent);
     // The money moved: answer with the receipt even if the journal cannot be written now; the
     // lifecycle monitor records it from the chain once the journal is back.
     await journal.markConfirmed(id, receipt).catch(() => {});
@@ -230,6 +245,61 @@ async function execute(
     // out. The lifecycle monitor finds out, and sends the journalled bytes again if it did not.
     throw new TradePendingError(signed.txHash);
   }
+}
+
+/** Who may send the trade: nothing is checked yet. The spending controls (roles, limits, destinataries) go here. */
+function authorize(_order: TradeOrder): void {}
+
+/**
+ * Signs the reserved trade and journals it `signed` (its nonce slot with it) before the port
+ * broadcasts it; a journal write that fails abandons it, unsent. A trade signed again at another
+ * nonce (someone else's transaction took the first) is journalled again before that is sent.
+ * `journalled` hears of each transaction once it is in the journal.
+ */
+async function signAndSend(
+  trade: TradePort,
+  journal: TradeJournal,
+  id: string,
+  reserved: ReservedTrade,
+  journalled: (tx: SignedTradeTx) => void,
+): Promise<SentTrade> {
+  let signed = await trade.sign(reserved);
+  for (;;) {
+    try {
+      await journal.markSigned(id, signed.tx);
+    } catch (error) {
+      trade.abandon(signed, error);
+      throw error;
+    }
+    journalled(signed.tx);
+    const sent = await trade.send(signed);
+    if (!("again" in sent)) return sent;
+    signed = sent.again;
+  }
+}
+
+/**
+ * A trade without a journal of the caller's: the same steps, the port recording the transaction's
+ * nonce slot itself (a service without a trade journal, and tools that trade on a chain adapter).
+ */
+export async function tradeWithoutJournal(trade: TradePort, order: TradeOrder): Promise<TransactionReceipt> {
+  authorize(order);
+  const reserved = await trade.reserve(await trade.prove(order));
+  let sent: SentTrade;
+  try {
+    let signed = await trade.sign(reserved, { unjournalled: true });
+    for (;;) {
+      const answer = await trade.send(signed);
+      if (!("again" in answer)) {
+        sent = answer;
+        break;
+      }
+      signed = answer.again;
+    }
+  } finally {
+    trade.release(reserved);
+  }
+  return trade.settle(sent);
 }
 
 /**

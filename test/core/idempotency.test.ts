@@ -11,7 +11,6 @@ import {
   createUseCases,
   type PricePort,
   type SignedTradeTx,
-  type TradeHooks,
   type TradeKind,
   type TradeOnChain,
   type TradeOrder,
@@ -19,6 +18,7 @@ import {
   type TradeResolution,
   type TransactionReceipt,
 } from "../../core/index.js";
+import { WholeTradePort, type WholeTradeHooks } from "../helpers/whole-trade-port.js";
 import { MemoryJournal } from "../helpers/memory-journal.js";
 import { CONFIG, USDT, fakeReceipt, request } from "./fixtures.js";
 
@@ -28,29 +28,18 @@ const noPrice: PricePort = { getPrice: () => Promise.reject(new Error("not used"
  * A chain stand-in that signs (calling onSigned like the real adapter), then mines.
  * `sent` counts broadcast transactions: a retry must never add one.
  */
-class ScriptedChain implements TradePort {
-  blockTimeMs() {
-    return undefined;
-  }
+class ScriptedChain extends WholeTradePort {
   sent: SignedTradeTx[] = [];
   nonce = 0;
   /** What happens to the next trades. */
   mode: "mine" | "refuse" | "pending" | "hang" | "expire" = "mine";
-  release: () => void = () => {};
+  /** Lets a trade held in "hang" mode go on. */
+  unhang: () => void = () => {};
   /** What resolve() answers, or throws; by default what it mined (confirmed), else pending. */
   resolution: TradeResolution | Error | undefined;
   resolved = 0;
   readonly mined = new Map<string, TransactionReceipt>();
 
-  sell(order: TradeOrder, hooks?: TradeHooks) {
-    return this.#run("sell", order, hooks);
-  }
-  buy(order: TradeOrder, hooks?: TradeHooks) {
-    return this.#run("buy", order, hooks);
-  }
-  remittance(order: TradeOrder, hooks?: TradeHooks) {
-    return this.#run("remittance", order, hooks);
-  }
   async resolve(trade: TradeOnChain): Promise<TradeResolution> {
     this.resolved += 1;
     if (this.resolution instanceof Error) throw this.resolution;
@@ -59,9 +48,9 @@ class ScriptedChain implements TradePort {
     return receipt ? { state: "mined", receipt, confirmations: 1, confirmed: true } : { state: "pending" };
   }
 
-  async #run(_kind: TradeKind, order: TradeOrder, hooks?: TradeHooks): Promise<TransactionReceipt> {
+  protected async run(_kind: TradeKind, order: TradeOrder, hooks: WholeTradeHooks): Promise<TransactionReceipt> {
     if (this.mode === "refuse") throw new InsufficientFundsError("userAddress: not enough USDT");
-    if (this.mode === "hang") await new Promise<void>((resolve) => (this.release = resolve));
+    if (this.mode === "hang") await new Promise<void>((resolve) => (this.unhang = resolve));
     const tx: SignedTradeTx = {
       wallet: order.wallet,
       nonce: this.nonce,
@@ -71,7 +60,7 @@ class ScriptedChain implements TradePort {
       maxPriorityFeePerGas: 1n,
       deadline: 1_900_000_000,
     };
-    await hooks?.onSigned?.(tx);
+    await hooks.onSigned(tx);
     this.nonce += 1;
     this.sent.push(tx);
     if (this.mode === "pending") throw new TradePendingError(tx.txHash);
@@ -162,7 +151,7 @@ describe("trades with a journal and Idempotency-Key", function () {
     const first = useCases.buy(request(), A);
     const second = useCases.buy(request(), A);
     await new Promise((resolve) => setTimeout(resolve, 30));
-    chain.release();
+    chain.unhang();
     const [a, b] = await Promise.all([first, second]);
     expect(b).to.deep.equal(a);
     expect(chain.sent).to.have.length(1);
@@ -173,7 +162,7 @@ describe("trades with a journal and Idempotency-Key", function () {
     chain.mode = "hang";
     const first = useCases.buy(request(), A);
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(IdempotencyInFlightError);
-    chain.release();
+    chain.unhang();
     const receipt = await first;
     expect(await useCases.buy(request(), A)).to.deep.equal(receipt);
     expect(chain.sent).to.have.length(1);
@@ -192,16 +181,10 @@ describe("trades with a journal and Idempotency-Key", function () {
   it("forgets a trade whose transaction was given back after signing (never sent), never answering pending on it", async function () {
     const journal = new MemoryJournal();
     let givenBack = true;
-    const chain = new ScriptedChain();
     // Signed and journalled, then its slot released (never sent), then the next round fails.
-    const port: TradePort = {
-      ...chain,
-      blockTimeMs: () => undefined,
-      resolve: (trade) => chain.resolve(trade),
-      sell: (order, hooks) => chain.sell(order, hooks),
-      remittance: (order, hooks) => chain.remittance(order, hooks),
-      buy: async (order, hooks) => {
-        if (!givenBack) return chain.buy(order, hooks);
+    class GivingBack extends ScriptedChain {
+      protected override async run(kind: TradeKind, order: TradeOrder, hooks: WholeTradeHooks) {
+        if (!givenBack) return super.run(kind, order, hooks);
         const tx: SignedTradeTx = {
           wallet: order.wallet,
           nonce: 40,
@@ -211,11 +194,13 @@ describe("trades with a journal and Idempotency-Key", function () {
           maxPriorityFeePerGas: 1n,
           deadline: 1_900_000_000,
         };
-        await hooks?.onSigned?.(tx);
+        await hooks.onSigned(tx);
         await journal.releaseSlot(tx.wallet, tx.nonce, tx.txHash);
         throw new ChainUnavailableError("the JSON-RPC node did not answer");
-      },
-    };
+      }
+    }
+    const chain = new GivingBack();
+    const port: TradePort = chain;
     const useCases = createUseCases({ trade: port, price: noPrice, config: CONFIG, journal, inFlightWaitMs: 20 });
     expect(await rejection(useCases.buy(request(), A))).to.be.instanceOf(ChainUnavailableError);
     expect(journal.trades()).to.have.length(0);

@@ -5,11 +5,12 @@ import {
   createUseCases,
   type SignedTradeTx,
   type StoredQuote,
-  type TradeHooks,
+  type TradeKind,
   type TradeOrder,
   type TradePort,
 } from "../../core/index.js";
 import { MemoryJournal } from "../helpers/memory-journal.js";
+import { WholeTradePort, type WholeTradeHooks } from "../helpers/whole-trade-port.js";
 import { CONFIG, USDT, WALLET, fakeReceipt, request } from "./fixtures.js";
 
 /**
@@ -40,27 +41,25 @@ class LostAnswers extends MemoryJournal {
 /** Signs like the real adapter (onSigned before anything is sent; a rejection sends nothing), then mines. */
 function chain(signed: string[]): TradePort {
   let nonce = 0;
-  const run = async (order: TradeOrder, hooks?: TradeHooks) => {
-    const tx: SignedTradeTx = {
-      wallet: order.wallet,
-      nonce,
-      txHash: `0x${(nonce++).toString(16).padStart(64, "0")}`,
-      rawTx: "0x02",
-      maxFeePerGas: 2n,
-      maxPriorityFeePerGas: 1n,
-      deadline: 1_900_000_000,
-    };
-    await hooks!.onSigned!(tx);
-    signed.push(tx.txHash);
-    return { ...fakeReceipt(order), transactionHash: tx.txHash };
-  };
-  return {
-    sell: run,
-    buy: run,
-    remittance: run,
-    resolve: async () => ({ state: "pending" }),
-    blockTimeMs: () => undefined,
-  };
+  return new (class extends WholeTradePort {
+    protected async run(_kind: TradeKind, order: TradeOrder, hooks: WholeTradeHooks) {
+      const tx: SignedTradeTx = {
+        wallet: order.wallet,
+        nonce,
+        txHash: `0x${(nonce++).toString(16).padStart(64, "0")}`,
+        rawTx: "0x02",
+        maxFeePerGas: 2n,
+        maxPriorityFeePerGas: 1n,
+        deadline: 1_900_000_000,
+      };
+      await hooks.onSigned(tx);
+      signed.push(tx.txHash);
+      return { ...fakeReceipt(order), transactionHash: tx.txHash };
+    }
+    async resolve() {
+      return { state: "pending" as const };
+    }
+  })();
 }
 
 describe("a quote named by a trade", () => {

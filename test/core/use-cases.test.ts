@@ -11,9 +11,9 @@ import {
   type PriceRecord,
   type TradeKind,
   type TradeOrder,
-  type TradePort,
   type TradeResolution,
 } from "../../core/index.js";
+import { WholeTradePort } from "../helpers/whole-trade-port.js";
 import { CONFIG, CUSTOMER, USDT, WALLET, fakeReceipt, request } from "./fixtures.js";
 
 const PRICE: PriceRecord = {
@@ -23,25 +23,14 @@ const PRICE: PriceRecord = {
 };
 
 /** A trade port that records its calls and answers with a receipt, or with `failure`. */
-class FakeTradePort implements TradePort {
-  blockTimeMs() {
-    return undefined;
-  }
+class FakeTradePort extends WholeTradePort {
   readonly calls: Array<{ method: TradeKind; order: TradeOrder }> = [];
   failure: Error | undefined;
 
-  private record(method: TradeKind, order: TradeOrder) {
+  protected async run(method: TradeKind, order: TradeOrder) {
     this.calls.push({ method, order });
-    return this.failure ? Promise.reject(this.failure) : Promise.resolve(fakeReceipt(order));
-  }
-  sell(order: TradeOrder) {
-    return this.record("sell", order);
-  }
-  buy(order: TradeOrder) {
-    return this.record("buy", order);
-  }
-  remittance(order: TradeOrder) {
-    return this.record("remittance", order);
+    if (this.failure) throw this.failure;
+    return fakeReceipt(order);
   }
   async resolve(): Promise<TradeResolution> {
     return { state: "dropped" };

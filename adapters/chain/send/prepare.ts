@@ -24,7 +24,6 @@ export async function prepare(
   context: SignContext,
   items: readonly Queued[],
   first: number,
-  fees: Fees,
   refuse: (item: Queued, error: unknown) => void,
 ): Promise<{ ready: Signed[]; again: Queued[] }> {
   const wallet = context.signer.address;
@@ -36,7 +35,7 @@ export async function prepare(
         context,
         { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
         nonce,
-        fees,
+        item.tx.fees,
       );
       chunk.push({ item, nonce, rawTx, txHash });
     } catch (error) {
@@ -45,7 +44,7 @@ export async function prepare(
   }
   const written = await Promise.allSettled(
     chunk.map(({ item, nonce, txHash, rawTx }) =>
-      item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...fees, deadline: item.tx.deadline ?? 0 }),
+      item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...item.tx.fees, deadline: item.tx.deadline ?? 0 }),
     ),
   );
   const failed = written.findIndex((result) => result.status === "rejected");

@@ -3,12 +3,14 @@
  * sender gets back (Sent), and, within a round, each one queued, signed, and how its send came out.
  */
 import type { SignedTradeTx } from "../../../core/index.js";
-import type { RpcReceipt } from "../blocks/index.js";
+import type { Fees, RpcReceipt } from "../blocks/index.js";
 
 export interface Outgoing {
   to: string;
   data: string;
   gasLimit: bigint;
+  /** The EIP-1559 fees it is signed with: those its sender checked against the cap (fees.ts). */
+  fees: Fees;
   /** Unix seconds after which the call reverts (the calldata's deadline), recorded with it; null: none. */
   deadline: number | null;
   /**

@@ -63,7 +63,6 @@ export interface SendQueueOptions {
   nonces: NonceStore;
   /** Where every transaction's slot is (fillers), or is released (a refused send). */
   ledger: NonceLedger;
-  fees: () => Promise<Fees>;
   /** Most transactions in one round (and one JSON-RPC batch). 1 sends them one request each. */
   maxBatch: number;
   /**
@@ -179,10 +178,9 @@ export class SendQueue {
       wallet,
       chainNonce,
       async (first) => {
-        const fees = await this.#opts.fees();
-        const { signed, answers } = await this.#signAndSend(round, first, fees, settle);
+        const { signed, answers } = await this.#signAndSend(round, first, settle);
         const outcomes = await this.#verify(signed, answers);
-        return this.#conclude(wallet, signed, outcomes, fees, settled, settle);
+        return this.#conclude(wallet, signed, outcomes, settled, settle);
       },
       (result) => (result.clean ? result.sent : null),
     );
@@ -195,7 +193,6 @@ export class SendQueue {
   async #signAndSend(
     round: Queued[],
     first: number,
-    fees: Fees,
     settle: Settle,
   ): Promise<{ signed: Signed[]; answers: Outcome[] }> {
     const signed: Signed[] = [];
@@ -253,7 +250,6 @@ export class SendQueue {
         this.#opts,
         pending.splice(0, SEND_CHUNK),
         first + signed.length,
-        fees,
         (item, error) => settle(item, { error }),
       );
       signed.push(...ready);
@@ -272,7 +268,6 @@ export class SendQueue {
     wallet: string,
     signed: Signed[],
     outcomes: Verified[],
-    fees: Fees,
     settled: Set<Queued>,
     settle: Settle,
   ): Promise<{ clean: boolean; sent: number }> {
@@ -334,7 +329,8 @@ export class SendQueue {
     this.#queue.unshift(...requeue);
 
     if (firstFailure >= 0 && lastAccepted > firstFailure) {
-      await this.#fillGaps(signed[lastAccepted]!.nonce, fees);
+      // At the fees the accepted one behind the gap was signed with: what the market was then.
+      await this.#fillGaps(signed[lastAccepted]!.nonce, signed[lastAccepted]!.item.tx.fees);
     }
     return { clean: firstFailure < 0, sent: signed.length };
   }

@@ -87,11 +87,6 @@ export interface AllowancesOptions {
   provider: JsonRpcApiProvider;
   /** The spender: the swap. */
   swap: string;
-  /**
-   * Sets the swap's allowance of `asset` from `owner` to `value`, and waits until it is mined;
-   * with `reset`, sets it to zero first, in the transaction just before (USDT-style tokens).
-   */
-  approve: (owner: string, asset: string, value: bigint, reset: boolean) => Promise<void>;
   /** What the journal's slots hold back (every instance's): NonceLedger.reservations. */
   reservations: (minedAfter: number) => Promise<SlotReservation[]>;
   /**
@@ -116,11 +111,10 @@ export class Allowances {
   }
 
   /**
-   * Checks the wallet's balance and makes sure the swap may spend `amount` on top of what
-   * the trades not yet final spend (see the header), topping the allowance up to the wallet's
-   * balance when it falls short. A token that refuses to change a non-zero allowance (USDT) is
-   * reset to zero first, in the transaction just before the new approval, so no trade can be
-   * signed between the two.
+   * Reserves `amount` of the wallet's balance of `asset` on top of what the trades not yet final
+   * spend (see the header), when the swap's allowance covers it too; when it does not, reserves
+   * nothing and answers the allowance to top it up to (`short`: the wallet's balance, or what
+   * the trades need when that is more): topUp, then reserve again.
    *
    * The balance and allowance are read outside the lock, so concurrent trades do not queue
    * behind each other's round trips, and one read serves the trades that arrive together
@@ -129,16 +123,16 @@ export class Allowances {
    * on the safe side. Only when that check falls short is the chain read again, in the lock.
    *
    * @param head a block the chain had when the trade began: what is read is read at it or later
-   * @returns the holding to release the amount from once the trade is journalled (or refused),
-   *   and whether the allowance was topped up (a check made before the top-up may have failed
-   *   for want of it)
+   * @returns the holding to release the amount from once the send queue answered the trade, or
+   *   the allowance it falls short of
+   * @throws InsufficientFundsError when the balance cannot cover it
    */
   async reserve(
     owner: string,
     asset: Asset,
     amount: bigint,
     head: number,
-  ): Promise<{ holding: Holding; toppedUp: boolean }> {
+  ): Promise<{ holding: Holding } | { short: bigint }> {
     const holding = this.#holding(owner, asset.address, true);
     let [{ balance, allowance }, held] = await this.#sharedRead(holding, head).value;
     return this.#locks.run(holding.key, async () => {
@@ -155,25 +149,45 @@ export class Allowances {
             `, the trade needs ${formatUnits(amount, asset.decimals)}`,
         );
       }
-      let toppedUp = false;
-      if (allowance - unpaid < amount) {
-        // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max takes numbers only.
-        const target = balance > unpaid + amount ? balance : unpaid + amount;
-        try {
-          const reset = allowance !== 0n && (await this.#refusesChange(owner, asset.address, target));
-          // A reset sets the allowance to zero until the new approval is mined: every trade
-          // proven on the old allowance is signed first (ahead of it in nonce order), and the
-          // trades arriving meanwhile wait for this lock.
-          if (reset) await this.#drained(holding);
-          await this.#opts.approve(owner, asset.address, target, reset);
-        } finally {
-          holding.read = undefined; // it shows the allowance before the update: the next trade reads again
-        }
-        toppedUp = true;
-      }
+      // biome-ignore lint/complexity/useMathMinMax: bigints; Math.max takes numbers only.
+      if (allowance - unpaid < amount) return { short: balance > unpaid + amount ? balance : unpaid + amount };
       holding.inFlight += amount;
-      return { holding, toppedUp };
+      return { holding };
     });
+  }
+
+  /**
+   * Tops the swap's allowance of `asset` from `owner` up to `target` with `approve`, for a trade of
+   * `amount` it fell short of (unless another top-up covered it meanwhile), holding the holding's
+   * lock meanwhile: the trades arriving wait, and reserve against the new allowance.
+   * A token that refuses to change a non-zero allowance (USDT) is reset to zero first
+   * (`approve`'s `reset`): every trade proven on the old allowance is answered by the send queue
+   * first (signed ahead of the reset in nonce order), so none is signed between the two.
+   */
+  async topUp(
+    owner: string,
+    asset: Asset,
+    { amount, target, head }: { amount: bigint; target: bigint; head: number },
+    approve: (reset: boolean) => Promise<void>,
+  ): Promise<void> {
+    const holding = this.#holding(owner, asset.address, true);
+    await this.#locks.run(holding.key, async () => {
+      try {
+        // Another trade's top-up, which this one waited for, may have covered it already.
+        const [{ allowance }, held] = await this.#readWithHeld(holding, head);
+        if (allowance - this.#unpaid(holding, held) >= amount) return;
+        const reset = allowance !== 0n && (await this.#refusesChange(owner, asset.address, target));
+        if (reset) await this.#drained(holding);
+        await approve(reset);
+      } finally {
+        holding.read = undefined; // it shows the allowance before the update: the next trade reads again
+      }
+    });
+  }
+
+  /** Starts now the read of `owner`'s balance and allowance of `asset` that reserve shares, so that it goes out with the trade's proof. */
+  prefetch(owner: string, asset: Asset, head: number): void {
+    this.#sharedRead(this.#holding(owner, asset.address, true), head);
   }
 
   /**

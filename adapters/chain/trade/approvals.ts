@@ -22,7 +22,7 @@ import {
   TradeRevertedError,
   type SignedTradeTx,
 } from "../../../core/index.js";
-import type { Outcome } from "../blocks/index.js";
+import type { Fees, Outcome } from "../blocks/index.js";
 import type { SendQueue, Sent } from "../send/index.js";
 import { ERC20_ABI } from "../tx/index.js";
 
@@ -38,6 +38,8 @@ export interface ApprovalsOptions {
   record: (tx: SignedTradeTx) => Promise<void>;
   /** What was mined at `owner`'s sent transaction's nonce (receipts.ts), or TradePendingError. */
   mined: (owner: string, sent: Sent) => Promise<Outcome>;
+  /** The fees an approval is signed with, checked against the cap (fees.ts: tradeFees). */
+  fees: () => Promise<Fees>;
 }
 
 /** What one top-up needs: its owner's queue, and the approvals of its allowance sent and not seen mined. */
@@ -77,7 +79,15 @@ export class Approvals {
     const send = async (amount: bigint) => {
       const data = approval(amount);
       const gasLimit = ((await estimate(data)) * 12n) / 10n;
-      const sent = await context.queue.send({ to: asset, data, gasLimit, deadline: null, onSigned: context.record });
+      const fees = await context.fees();
+      const sent = await context.queue.send({
+        to: asset,
+        data,
+        gasLimit,
+        fees,
+        deadline: null,
+        onSigned: context.record,
+      });
       unmined.push(sent);
       await minedOk(context, sent);
     };

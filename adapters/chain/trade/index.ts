@@ -1,11 +1,15 @@
 /**
- * Trades: the trade adapter (TradePort), which proves each trade against the latest block
- * (preflight.ts, with each kind's gas limit from gas-limits.ts), reserves the wallet's balance
- * and the swap's allowance (allowances.ts), sends it through the wallet's queue and waits for
- * its receipt. It is the top of the chain adapter: it builds on every other folder.
+ * Trades: the trade adapter (TradePort), a trade's steps on the chain: proving each trade against
+ * the latest block (preflight.ts, with each kind's gas limit from gas-limits.ts), reserving the
+ * wallet's balance and the swap's allowance (allowances.ts) and topping the allowance up
+ * (approvals.ts), signing it through the wallet's send queue for its caller to journal
+ * (signing.ts), and its receipt. It builds on tx/, rpc/, blocks/, send/ and price/; the assembly
+ * (../assembly.ts) hands it its parts.
  */
 export { Allowances, type AllowancesOptions, type Asset, type Holding } from "./allowances.js";
+export { Approvals, type ApprovalsOptions } from "./approvals.js";
 export { GAS_LIMIT_MARGIN, SNAPSHOT_GAS_USED, tradeGasLimit } from "./gas-limits.js";
-export { DEFAULT_TRADE_SETTINGS, type TradeAdapterOptions, type TradeSettings } from "./options.js";
+export type { TradeAdapterParts, TradeCallSettings, TradingWallet } from "./options.js";
 export { Preflight, minimumOut, type PreflightOptions, type Proof } from "./preflight.js";
-export { ChainTradeAdapter, DEFAULT_SEND_BATCH_MAX } from "./trade.adapter.js";
+export { nonceLookup, recordSlotOf } from "./slots.js";
+export { ChainTradeAdapter } from "./trade.adapter.js";

@@ -66,9 +66,13 @@ const CONFIG: TradeConfig = {
 };
 const noTrades = () => Promise.reject(new Error("the bench trades nothing"));
 const TRADES: TradePort = {
-  sell: noTrades,
-  buy: noTrades,
-  remittance: noTrades,
+  prove: noTrades,
+  reserve: noTrades,
+  sign: noTrades,
+  send: noTrades,
+  abandon: () => {},
+  settle: noTrades,
+  release: () => {},
   resolve: noTrades,
   blockTimeMs: () => undefined,
 };

@@ -111,10 +111,24 @@ function receipt(): TransactionReceipt {
 }
 const RECEIPT = receipt();
 const sold = async () => RECEIPT;
+/** A trade port whose every trade is mined at once: the same receipt (the use case runs its steps over it). */
+const SIGNED = {
+  wallet: "0x00",
+  nonce: 0,
+  txHash: RECEIPT.transactionHash,
+  rawTx: "0x02",
+  maxFeePerGas: 2n,
+  maxPriorityFeePerGas: 1n,
+  deadline: 0,
+};
 const TRADES: TradePort = {
-  sell: sold,
-  buy: sold,
-  remittance: sold,
+  prove: async (order) => ({ order, output: 0n }),
+  reserve: async (proven) => ({ proven }),
+  sign: async () => ({ tx: SIGNED }),
+  send: async () => ({ tx: SIGNED, submitted: false }),
+  abandon: () => {},
+  settle: sold,
+  release: () => {},
   resolve: async () => ({ state: "dropped" }),
   blockTimeMs: () => undefined,
 };

@@ -47,6 +47,7 @@ describe("SendQueue", function () {
     to: SWAP,
     data: `0x${i.toString(16).padStart(8, "0")}`,
     gasLimit: 150_000n,
+    fees: FEES,
     deadline: 1_900_000_000,
     onSigned: async (tx) => {
       await onSigned?.(tx);
@@ -69,7 +70,6 @@ describe("SendQueue", function () {
       provider: through,
       nonces,
       ledger: nonces,
-      fees: async () => FEES,
       maxBatch: 50,
     });
 
@@ -216,7 +216,6 @@ describe("SendQueue", function () {
       provider,
       nonces: counted,
       ledger: counted,
-      fees: async () => FEES,
       maxBatch: 16,
     });
     const later: Array<Promise<unknown>> = [];
@@ -318,7 +317,6 @@ describe("SendQueue", function () {
       provider,
       nonces,
       ledger: nonces,
-      fees: async () => FEES,
       maxBatch: 50,
       watcher,
     });
@@ -628,7 +626,6 @@ describe("SendQueue", function () {
       provider,
       nonces,
       ledger: nonces,
-      fees: async () => FEES,
       maxBatch: 50,
       heldWaitMs: 1_500,
     });

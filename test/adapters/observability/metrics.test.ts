@@ -6,7 +6,16 @@
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 
-import type { TradeOnChain, TradeOrder, TradePort, TradeResolution, TransactionReceipt } from "../../../core/index.js";
+import {
+  tradeWithoutJournal,
+  type ProvenTrade,
+  type SignedTradeTx,
+  type TradeOnChain,
+  type TradeOrder,
+  type TradePort,
+  type TradeResolution,
+  type TransactionReceipt,
+} from "../../../core/index.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import {
   API_KEY,
@@ -232,19 +241,31 @@ describe("the metrics' wrappers", function () {
 
   /** A port that, like ChainTradeAdapter, keeps its state in private fields. */
   class PrivatePort implements TradePort {
+    readonly #receipt = receipt;
+    readonly #resolution: TradeResolution = { state: "pending" };
+    readonly #tx = { wallet: "0x00", nonce: 0, txHash: receipt.transactionHash } as SignedTradeTx;
+    released = 0;
     blockTimeMs() {
       return undefined;
     }
-    readonly #receipt = receipt;
-    readonly #resolution: TradeResolution = { state: "pending" };
-    async sell() {
+    async prove(order: TradeOrder) {
+      return { order, output: 1n };
+    }
+    async reserve(proven: ProvenTrade) {
+      return { proven };
+    }
+    async sign() {
+      return { tx: this.#tx };
+    }
+    async send() {
+      return { tx: this.#tx, submitted: false };
+    }
+    abandon() {}
+    async settle() {
       return this.#receipt;
     }
-    async buy() {
-      return this.#receipt;
-    }
-    async remittance() {
-      return this.#receipt;
+    release() {
+      this.released += 1;
     }
     async resolve(_trade: TradeOnChain) {
       return this.#resolution;
@@ -252,11 +273,18 @@ describe("the metrics' wrappers", function () {
   }
 
   it("forward every method of the trade port to the port itself, whose private fields stay readable", async function () {
-    const metered = new ServiceMetrics().meteredTrades(new PrivatePort());
-    expect(await metered.sell(order)).to.equal(receipt);
-    expect(await metered.buy({ ...order, kind: "buy" })).to.equal(receipt);
-    expect(await metered.remittance({ ...order, kind: "remittance" })).to.equal(receipt);
+    const metrics = new ServiceMetrics();
+    const port = new PrivatePort();
+    const metered = metrics.meteredTrades(port);
+    expect(await tradeWithoutJournal(metered, order)).to.equal(receipt);
+    expect(await tradeWithoutJournal(metered, { ...order, kind: "buy" })).to.equal(receipt);
+    expect(await tradeWithoutJournal(metered, { ...order, kind: "remittance" })).to.equal(receipt);
+    expect(port.released).to.equal(3);
     expect(await metered.resolve({ wallet: "0x00", nonce: 0, broadcasts: [] })).to.deep.equal({ state: "pending" });
+    // Each trade counted once, from its proof to its receipt.
+    const all = samples(await metrics.registry.metrics());
+    expect(value(all, "token_service_trades_total", { kind: "sell", stable: "DAI", outcome: "success" })).to.equal(1);
+    expect(value(all, "token_service_trades_total", { kind: "buy", stable: "DAI", outcome: "success" })).to.equal(1);
   });
 
   it("time a journal's methods on the journal itself: methods, getters and symbol-named methods all reach its private fields", async function () {

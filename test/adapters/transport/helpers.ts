@@ -28,12 +28,13 @@ import {
   type StableCoin,
   type TradeConfig,
   type TradeKind,
+  type TradeOnChain,
   type TradeOrder,
-  type TradePort,
   type TradeJournal,
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
+import { WholeTradePort } from "../../helpers/whole-trade-port.js";
 import { loadConfig } from "../../../adapters/config/env.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import {
@@ -86,10 +87,10 @@ export const LOG_COUNT: Record<TradeKind, number> = { sell: 5, buy: 3, remittanc
  * "sent"; a refused trade must leave it unchanged. The wallet holds `balance` of
  * everything; more than that is insufficient funds. Amount 13 (in any unit) reverts.
  */
-export class FakeTradePort implements TradePort, QuotePort {
+export class FakeTradePort extends WholeTradePort implements QuotePort {
   /** The chain's block time as the port reports it; unset: unknown. */
   chainBlockTimeMs: number | undefined;
-  blockTimeMs(): number | undefined {
+  override blockTimeMs(): number | undefined {
     return this.chainBlockTimeMs;
   }
   nonce = 0;
@@ -108,17 +109,8 @@ export class FakeTradePort implements TradePort, QuotePort {
   /** Changes every receipt, when set (e.g. a value a real node would never answer). */
   receiptOverride: Partial<TransactionReceipt> | undefined;
 
-  sell(order: TradeOrder) {
-    return this.run("sell", order);
-  }
-  buy(order: TradeOrder) {
-    return this.run("buy", order);
-  }
-  remittance(order: TradeOrder) {
-    return this.run("remittance", order);
-  }
-  async resolve(): Promise<TradeResolution> {
-    return { state: "dropped" };
+  async resolve(trade: TradeOnChain): Promise<TradeResolution> {
+    return this.minedResolution(trade) ?? { state: "dropped" };
   }
 
   /** What a trade pays out at `priceAnswer`, rounded down as the swap's SwapMath does. */
@@ -142,7 +134,7 @@ export class FakeTradePort implements TradePort, QuotePort {
     };
   }
 
-  private async run(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {
+  protected async run(kind: TradeKind, order: TradeOrder): Promise<TransactionReceipt> {
     this.calls.push({ kind, order });
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     if (this.failure) throw this.failure;

@@ -10,11 +10,10 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { Wallet } from "ethers";
 
-import { RpcProvider, toSigner } from "../../../../adapters/chain/index.js";
+import { DEFAULT_TRADE_SETTINGS, RpcProvider, toSigner } from "../../../../adapters/chain/index.js";
 import { Receipts, type FeeOracle } from "../../../../adapters/chain/blocks/index.js";
 import { WalletMonitor, type LifecycleSettings } from "../../../../adapters/chain/lifecycle/index.js";
 import { signEip1559With } from "../../../../adapters/chain/tx/index.js";
-import { DEFAULT_TRADE_SETTINGS } from "../../../../adapters/chain/trade/index.js";
 import { MemoryJournal } from "../../../../adapters/journal/index.js";
 import { FakeRpcNode } from "../../../helpers/fake-rpc.js";
 

@@ -15,11 +15,9 @@
 import { expect } from "chai";
 import { Interface, JsonRpcProvider, Wallet, id, parseUnits } from "ethers";
 
-import { createRpcProvider, rawKeySigner } from "../../../../adapters/chain/index.js";
-import { DEFAULT_FEED_POLICY, FeedGuard } from "../../../../adapters/chain/price/index.js";
-import { ChainTradeAdapter } from "../../../../adapters/chain/trade/index.js";
+import { assembleTrades, createRpcProvider, rawKeySigner } from "../../../../adapters/chain/index.js";
 import { MemoryJournal } from "../../../../adapters/journal/index.js";
-import type { Address, TradeOrder } from "../../../../core/index.js";
+import { tradeWithoutJournal, type Address, type TradeOrder, type TradePort } from "../../../../core/index.js";
 import { hardhatAccount } from "../../../../scripts/embedded-chain/chain.js";
 import { startPostgres, type TestPostgres } from "../../../helpers/postgres.js";
 import {
@@ -73,21 +71,13 @@ async function leaveSwapUsdc(chain: RealChain, whole: string): Promise<void> {
   await sendAs(chain, DEPLOYER.privateKey, chain.addresses.swap, data);
 }
 
-/** A feed guard whose first trade check waits until `open()`: holds a trade between its reservation and its proof's use. */
-class GatedFeeds extends FeedGuard {
-  #enter: () => void = () => {};
-  readonly entered = new Promise<void>((resolve) => (this.#enter = resolve));
-  open: () => void = () => {};
-  readonly #gate = new Promise<void>((resolve) => (this.open = resolve));
-  #calls = 0;
-
-  override async forTrade(...args: Parameters<FeedGuard["forTrade"]>): Promise<void> {
-    if (this.#calls++ === 0) {
-      this.#enter();
-      await this.#gate;
-    }
-    return super.forTrade(...args);
-  }
+/** A gate a test holds something at: `entered` once something waits at it, `opened` once `open()` is called. */
+function gate() {
+  let enter: () => void = () => {};
+  let open: () => void = () => {};
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { enter, entered, open, opened };
 }
 
 /** How many of the swap's paid-out events (Sold, Bought, Remitted) name `destinatary` since the test began. */
@@ -230,8 +220,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         erc20.encodeFunctionData("approve", [chain.addresses.swap, 100n * unit]),
       );
       const provider = createRpcProvider(chain.anvil.url);
-      const feeds = new GatedFeeds({ provider, swap: chain.addresses.swap, policy: DEFAULT_FEED_POLICY });
-      const adapter = new ChainTradeAdapter({
+      const { trade, lifecycle } = assembleTrades({
         provider,
         chainId: BigInt(await chain.anvil.rpc<string>("eth_chainId")),
         wallets: [rawKeySigner(EXCHANGE.privateKey)],
@@ -239,8 +228,27 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         token: { address: chain.addresses.token, symbol: "TTK" },
         journal: new MemoryJournal(),
         receiptTimeoutMs: 20_000,
-        feeds,
       });
+      // Trade A is held between its reservation and its signing, until `open()`.
+      const held = gate();
+      let signings = 0;
+      const port: TradePort = {
+        prove: (order) => trade.prove(order),
+        reserve: (proven) => trade.reserve(proven),
+        sign: async (reserved, options) => {
+          if (signings++ === 0) {
+            held.enter();
+            await held.opened;
+          }
+          return trade.sign(reserved, options);
+        },
+        send: (signed) => trade.send(signed),
+        abandon: (signed, error) => trade.abandon(signed, error),
+        settle: (sent) => trade.settle(sent),
+        release: (reserved) => trade.release(reserved),
+        resolve: (onChain) => trade.resolve(onChain),
+        blockTimeMs: () => trade.blockTimeMs(),
+      };
       try {
         const order = (destinatary: Address): TradeOrder => ({
           kind: "buy" as const,
@@ -251,19 +259,19 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         });
         await chain.pause();
         const nonce = await chain.nonce("pending");
-        // A reserves 60 of the 100 and waits before its proof is used.
-        const a = adapter.buy(order("0x00000000000000000000000000000000000000a1"));
+        // A reserves 60 of the 100, proven on the old allowance, and waits before it is signed.
+        const a = tradeWithoutJournal(port, order("0x00000000000000000000000000000000000000a1"));
         a.catch(() => {});
-        await feeds.entered;
+        await held.entered;
         await sleep(500);
         // B finds the allowance short and tops it up (DAI: its approval waits in the pool; USDT:
         // the reset waits for A to be signed first).
-        const b = adapter.buy(order("0x00000000000000000000000000000000000000b2"));
+        const b = tradeWithoutJournal(port, order("0x00000000000000000000000000000000000000b2"));
         b.catch(() => {});
         await sleep(1_500);
         if (coin === "DAI") expect(await chain.nonce("pending"), "the approval sent").to.equal(nonce + 1);
         else expect(await chain.nonce("pending"), "no reset before A is signed").to.equal(nonce);
-        feeds.open();
+        held.open();
         await sleep(1_000);
         await chain.resume();
         const [doneA, doneB] = await Promise.allSettled([a, b]);
@@ -271,7 +279,7 @@ describe("nothing the wallet sends can revert (anvil, 1 s blocks)", function () 
         expect(doneB.status, String((doneB as PromiseRejectedResult).reason)).to.equal("fulfilled");
         expect(await chain.reverted(), "reverted transactions of the wallet").to.deep.equal([]);
       } finally {
-        await adapter.stop();
+        await lifecycle.stop();
         provider.destroy();
       }
     });
