@@ -2,7 +2,20 @@
 export * from "./types.js";
 export * from "./errors.js";
 export type { TradePort, TradeHooks, TradeOnChain, TradeResolution } from "./ports/trade.port.js";
-export type { TradeJournal, TradeRecord, TradeStatus, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
+export type { TradeJournal, TradeRecord, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
+export {
+  TRADE_STATUSES,
+  INITIAL_STATUS,
+  FINAL_STATUSES,
+  CHAIN_VERDICTS,
+  TRADE_TRANSITIONS,
+  tradeVerdict,
+  TradeTransitionError,
+  type TradeStatus,
+  type TradeOperation,
+  type TradeTransition,
+  type TradeVerdict,
+} from "./trade-states.js";
 export type {
   TradePosition,
   TradePageQuery,
@@ -112,7 +125,6 @@ export {
   tradeSummaryUseCase,
   encodeCursor,
   decodeCursor,
-  TRADE_STATUSES,
   DEFAULT_PAGE_LIMIT,
   MAX_PAGE_LIMIT,
   type ListTradesUseCase,
