@@ -126,7 +126,8 @@ export interface TradeTotals {
  * Implementations: in memory (tests), SQLite (one process) and PostgreSQL (several instances
  * sharing one journal). From which states each `mark…`, `discard` and `forgetUnsigned` applies,
  * and whether it ignores or refuses a trade in any other, is the trade model's
- * (TRADE_TRANSITIONS, core/trade-states.ts); a refusal throws a TradeTransitionError.
+ * (TRADE_TRANSITIONS, core/trade-states.ts); a refusal throws a TradeTransitionError. Closing it
+ * is the storage's business (the journal that holds every port).
  */
 export interface TradeJournal {
   /**
@@ -181,5 +182,4 @@ export interface TradeJournal {
   page(query: TradePageQuery): Promise<TradePage>;
   /** The scope's totals per kind and stable coin, ordered by kind then stable. */
   summary(query: TradeSummaryQuery): Promise<TradeTotals[]>;
-  close(): Promise<void>;
 }

@@ -28,7 +28,7 @@ import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } f
  * What each operation does to a trade is the trade model's (core/trade-states.ts): `#applies` asks
  * it, and each operation writes only when it applies.
  */
-export class MemoryTrades implements Omit<TradeJournal, "close"> {
+export class MemoryTrades implements TradeJournal {
   readonly #store: MemoryStore;
   /** The native coin's USD price each trade was signed at (SignedTradeTx.nativeUsd), by trade id. */
   readonly #nativeUsd = new Map<string, bigint>();

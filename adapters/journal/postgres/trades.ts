@@ -44,7 +44,7 @@ const stateOf = (row: StateRow | undefined) => row && { status: row.status, txHa
  * Each change of a trade's status is made only where the trade model says its operation applies
  * (`applies`, ../transitions.ts), in the statement that makes it.
  */
-export class PostgresTrades implements Omit<TradeJournal, "close"> {
+export class PostgresTrades implements TradeJournal {
   readonly #pool: pg.Pool;
   /** This instance's name: the owner of the trades it accepts (PostgresJournalOptions.instanceId). */
   readonly #instance: string;

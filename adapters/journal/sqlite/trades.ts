@@ -99,7 +99,7 @@ function endedStatement(db: DatabaseSync, operation: "markFailed" | "markExpired
   );
 }
 
-export class SqliteTrades implements Omit<TradeJournal, "close"> {
+export class SqliteTrades implements TradeJournal {
   readonly #store: SqliteStore;
   readonly #sql: ReturnType<typeof statements> & SqliteStore["sql"];
   readonly #dynamic = new Map<string, StatementSync>();
