@@ -147,7 +147,7 @@ module.exports = {
       name: "journal-storages-apart",
       comment:
         "postgres/, sqlite/ and memory/ each implement every port on their own storage, side by side: " +
-        "none imports another's files; what they share is in adapters/journal/ (parts.ts, webhook-events.ts).",
+        "none imports another's files; what they share is in adapters/journal/ (transitions.ts, webhook-events.ts, reservations.ts).",
       severity: "error",
       from: { path: "^adapters/journal/(postgres|sqlite|memory)/" },
       to: { path: "^adapters/journal/(postgres|sqlite|memory)/", pathNot: "^adapters/journal/$1/" },

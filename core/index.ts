@@ -11,7 +11,20 @@ export type {
   TradePort,
   TradeResolution,
 } from "./ports/trade.port.js";
-export type { TradeJournal, TradeRecord, TradeStatus, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
+export type { TradeJournal, TradeRecord, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
+export {
+  TRADE_STATUSES,
+  INITIAL_STATUS,
+  FINAL_STATUSES,
+  CHAIN_VERDICTS,
+  TRADE_TRANSITIONS,
+  tradeVerdict,
+  TradeTransitionError,
+  type TradeStatus,
+  type TradeOperation,
+  type TradeTransition,
+  type TradeVerdict,
+} from "./trade-states.js";
 export type {
   TradePosition,
   TradePageQuery,
@@ -122,7 +135,6 @@ export {
   tradeSummaryUseCase,
   encodeCursor,
   decodeCursor,
-  TRADE_STATUSES,
   DEFAULT_PAGE_LIMIT,
   MAX_PAGE_LIMIT,
   type ListTradesUseCase,

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-import type { NonceLedger, NonceStore, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
+import type { Journal } from "../shared/journal.js";
 import { openPostgresJournal } from "./postgres/index.js";
 import { openSqliteJournal } from "./sqlite/index.js";
 
@@ -8,8 +8,12 @@ export { MemoryJournal } from "./memory/index.js";
 export { openPostgresJournal, type PostgresJournalOptions } from "./postgres/index.js";
 export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite/index.js";
 
-/** A journal: the trades, the exchange wallets' nonces (their assignment and their ledger), the quotes and the webhook outbox, in one storage. */
-export type Journal = TradeJournal & NonceStore & NonceLedger & QuoteStore & WebhookOutbox;
+/**
+ * A journal: the trades, the exchange wallets' nonces (their assignment, their ledger and its
+ * leases), the quotes and the webhook outbox, each its own port over one storage (`ports`), and
+ * every port's methods as its own (adapters/shared/journal.ts).
+ */
+export { Journal, journalOf, type JournalPorts, type LeasePort, type NoncePort } from "../shared/journal.js";
 
 /**
  * The journal the configuration names: PostgreSQL when `url` is a postgres:// or postgresql://

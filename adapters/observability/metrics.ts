@@ -32,6 +32,8 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client
 
 import { DomainError, type QuoteUseCase, type TradePort, type TradeUseCase, type UseCases } from "../../core/index.js";
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
+import { type Journal, journalOf } from "../shared/journal.js";
+import { type Around, aroundPorts } from "../shared/journal-wrappers.js";
 import { PREFIX } from "./prefix.js";
 import { RequestMetrics } from "./request-metrics.js";
 import { type WebhookOutboxStats, watchWalletSource, watchWebhookOutbox } from "./scrape-gauges.js";
@@ -265,27 +267,16 @@ export class ServiceMetrics {
   }
 
   /**
-   * `journal` with every asynchronous method timed (each is a commit of its own). Whatever the
-   * journal offers is forwarded to the journal itself, never to the proxy, so its private
-   * fields stay readable: methods run with the journal as `this`, getters are read on it.
+   * `journal` with every call of its ports' methods timed (each is a commit of its own): each port
+   * wrapped in an object that forwards each method to the port itself (adapters/shared/journal-wrappers.ts).
    */
-  meteredJournal<T extends object>(journal: T): T {
+  meteredJournal(journal: Journal): Journal {
     const seconds = this.#journalSeconds;
-    return new Proxy(journal, {
-      get(target, property) {
-        const value = Reflect.get(target, property) as unknown;
-        if (typeof value !== "function") return value;
-        if (typeof property !== "string") return (value as (...a: unknown[]) => unknown).bind(target);
-        return (...args: unknown[]) => {
-          const started = performance.now();
-          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
-          if (result instanceof Promise) {
-            return result.finally(() => seconds.observe({ operation: property }, (performance.now() - started) / 1000));
-          }
-          return result;
-        };
-      },
-    });
+    const timed: Around = (operation, call) => {
+      const started = performance.now();
+      return call().finally(() => seconds.observe({ operation }, (performance.now() - started) / 1000));
+    };
+    return journalOf(aroundPorts(journal.ports, timed), () => journal.close());
   }
 
   /** Counts a webhook delivery attempt by its outcome. */

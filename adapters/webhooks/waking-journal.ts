@@ -4,7 +4,10 @@
  * event goes out at once rather than at the deliverer's next poll. The poll stays, for events
  * another instance wrote, and for a wake that came while the deliverer was busy.
  */
-const WRITES = new Set([
+import { type Journal, journalOf } from "../shared/journal.js";
+import { type Around, aroundPorts, type JournalOperation } from "../shared/journal-wrappers.js";
+
+const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markSigned",
   "markSubmitted",
   "markReorged",
@@ -16,24 +19,15 @@ const WRITES = new Set([
   "retryWebhookDelivery",
 ]);
 
-export function wakingJournal<T extends object>(journal: T, wake: () => void): T {
-  return new Proxy(journal, {
-    get(target, property) {
-      const value = Reflect.get(target, property) as unknown;
-      if (typeof value !== "function") return value;
-      const method = (value as (...args: unknown[]) => unknown).bind(target);
-      if (typeof property !== "string" || !WRITES.has(property)) return method;
-      return (...args: unknown[]) => {
-        const result = method(...args);
-        // After the write has committed (the event with it); a failed write wrote no event.
-        if (result instanceof Promise)
-          return result.then((written) => {
-            wake();
-            return written;
-          });
-        wake();
-        return result;
-      };
-    },
-  });
+/** `journal`, each port wrapped so that its writes above wake the deliverer once they have committed. */
+export function wakingJournal(journal: Journal, wake: () => void): Journal {
+  const waking: Around = (operation, call) => {
+    if (!WRITES.has(operation)) return call();
+    // After the write has committed (the event with it); a failed write wrote no event.
+    return call().then((written) => {
+      wake();
+      return written;
+    });
+  };
+  return journalOf(aroundPorts(journal.ports, waking), () => journal.close());
 }

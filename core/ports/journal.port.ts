@@ -1,24 +1,12 @@
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
+import type { TradeStatus } from "../trade-states.js";
 import type { Broadcast, Reservation } from "./nonce.port.js";
 
 /**
- * Lifecycle of a journalled trade:
- * - `accepted`: validated and recorded, nothing signed yet;
- * - `signed`: its transaction is signed and recorded (wallet, nonce, hash, fees, deadline) and
- *   is about to be, or has been, broadcast; only the chain can tell which;
- * - `submitted`: a node accepted its transaction, which is not mined (or was mined in a block
- *   a reorg removed);
- * - `mined`: mined, with fewer confirmations than the service requires; receipt recorded;
- * - `confirmed`: mined with the required confirmations, with its receipt (a replacement's
- *   receipt when a re-priced replacement was the one mined);
- * - `failed`: refused with nothing paid (before or at broadcast, or its nonce was taken by a
- *   transaction the service did not sign for it), or reverted when mined; with the error;
- * - `expired`: its deadline passed unmined and its nonce was taken by a no-op; nothing paid.
- *
- * `confirmed`, `failed` and `expired` are final, except that a reorg can take a confirmed
- * trade's block away: it is then `submitted` again until it is mined anew.
+ * Where a journalled trade stands: its states, and what each of the journal's operations does
+ * from each of them, are the trade model's (core/trade-states.ts).
  */
-export type TradeStatus = "accepted" | "signed" | "submitted" | "mined" | "confirmed" | "failed" | "expired";
+export type { TradeStatus };
 
 export interface TradeRecord {
   id: string;
@@ -136,7 +124,10 @@ export interface TradeTotals {
  * broadcast, so a crash never loses track of money that left the wallet. Its transactions
  * are the trade's nonce slot in the NonceLedger (nonce.port.ts), which the same storage holds.
  * Implementations: in memory (tests), SQLite (one process) and PostgreSQL (several instances
- * sharing one journal).
+ * sharing one journal). From which states each `mark…`, `discard` and `forgetUnsigned` applies,
+ * and whether it ignores or refuses a trade in any other, is the trade model's
+ * (TRADE_TRANSITIONS, core/trade-states.ts); a refusal throws a TradeTransitionError. Closing it
+ * is the storage's business (the journal that holds every port).
  */
 export interface TradeJournal {
   /**
@@ -191,5 +182,4 @@ export interface TradeJournal {
   page(query: TradePageQuery): Promise<TradePage>;
   /** The scope's totals per kind and stable coin, ordered by kind then stable. */
   summary(query: TradeSummaryQuery): Promise<TradeTotals[]>;
-  close(): Promise<void>;
 }

@@ -143,8 +143,9 @@ export interface NonceLedger {
    * Forgets a slot whose only broadcast can never be mined (never sent, refused and known to
    * no endpoint, or its nonce taken by another transaction), so its nonce is free again. A
    * slot with several broadcasts, another hash, or a state other than `pending` is kept. A trade
-   * the slot carried goes back to `accepted` in the same write (never `signed` without a
-   * transaction): it is signed again, or fails, or is forgotten as unsigned if its process is gone.
+   * the slot carried, if still `signed`, goes back to `accepted` in the same write (never `signed`
+   * without a transaction; TRADE_TRANSITIONS.releaseSlot, core/trade-states.ts): it is signed
+   * again, or fails, or is forgotten as unsigned if its process is gone.
    * @returns whether the slot was released (false: kept, and its transactions must be seen through)
    */
   releaseSlot(wallet: string, nonce: number, hash: string): Promise<boolean>;

@@ -1,21 +1,13 @@
 import { InvalidArgumentError } from "../errors.js";
-import type { TradeJournal, TradePosition, TradeStatus } from "../ports/journal.port.js";
+import type { TradeJournal, TradePosition } from "../ports/journal.port.js";
 import { GAS_USD_DECIMALS, tradeAmounts } from "../trade-amounts.js";
+import { TRADE_STATUSES } from "../trade-states.js";
 import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
 import type { TradeContext } from "./trade.use-case.js";
 import { tradeView, type TradeView } from "./trade-status.use-case.js";
 
-export const TRADE_STATUSES: readonly TradeStatus[] = [
-  "accepted",
-  "signed",
-  "submitted",
-  "mined",
-  "confirmed",
-  "failed",
-  "expired",
-];
 const TRADE_KINDS: readonly TradeKind[] = ["sell", "buy", "remittance"];
 
 /** Trades a page holds when `limit` is not given, and at most. */

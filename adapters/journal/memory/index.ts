@@ -3,11 +3,11 @@
  * stops. It passes the same conformance suite as SQLite and PostgreSQL
  * (test/adapters/journal/journal.contract.ts), except what only durable storage can do.
  *
- * One object with every port's methods: those of its parts, one part per port, over one store
- * (store.ts; how the parts make one journal: ../parts.ts).
+ * Its ports, one object each over one store (store.ts), and every port's methods as its own
+ * (Journal, adapters/shared/journal.ts).
  */
 import type { TradeRecord } from "../../../core/index.js";
-import { type CoversPorts, delegateToParts, type JournalPorts, type PartsOf } from "../parts.js";
+import { Journal } from "../../shared/journal.js";
 import { MemoryLeases } from "./leases.js";
 import { MemoryNonces } from "./nonces.js";
 import { MemoryQuotes } from "./quotes.js";
@@ -15,25 +15,9 @@ import { MemoryStore } from "./store.js";
 import { MemoryTrades } from "./trades.js";
 import { MemoryOutbox } from "./webhooks.js";
 
-/** Its parts, one per port: each method of theirs is one of the journal's (delegateToParts, below). */
-const PARTS = {
-  trades: MemoryTrades,
-  nonces: MemoryNonces,
-  leases: MemoryLeases,
-  quotes: MemoryQuotes,
-  webhooks: MemoryOutbox,
-};
-type Parts = PartsOf<typeof PARTS>;
-// Every port method is some part's: a missing one fails to compile.
-true satisfies CoversPorts<Parts>;
-
-/** Every port the journal implements, by its parts. */
-export interface MemoryJournal extends JournalPorts {}
-
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the ports' methods are its parts', put on its prototype by delegateToParts (below)
-export class MemoryJournal {
+export class MemoryJournal extends Journal {
   readonly #store = new MemoryStore();
-  protected readonly parts: Parts = {
+  readonly ports = {
     trades: new MemoryTrades(this.#store),
     nonces: new MemoryNonces(this.#store),
     leases: new MemoryLeases(),
@@ -48,5 +32,3 @@ export class MemoryJournal {
     return [...this.#store.trades.values()].map((stored) => this.#store.record(stored));
   }
 }
-
-delegateToParts(MemoryJournal, PARTS);

@@ -2,17 +2,19 @@
  * The memory journal's nonces: their assignment (NonceStore) and their ledger (NonceLedger, but
  * the leases, leases.ts). A slot that carries a trade changes the trade with it (store.ts).
  */
-import type {
-  Broadcast,
-  MinedTx,
-  NonceLedger,
-  NonceSlot,
-  NonceStore,
-  NoncesConsumed,
-  Reservation,
-  SlotPurpose,
-  SlotReservation,
-  SlotState,
+import {
+  type Broadcast,
+  type MinedTx,
+  type NonceLedger,
+  type NonceSlot,
+  type NonceStore,
+  type NoncesConsumed,
+  type Reservation,
+  type SlotPurpose,
+  type SlotReservation,
+  type SlotState,
+  TRADE_TRANSITIONS,
+  tradeVerdict,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { copyReserves, type MemoryStore, type StoredSlot, slotKey, UNSIGNED } from "./store.js";
@@ -147,8 +149,9 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       store.slots.delete(key);
       store.hashes.delete(hash.toLowerCase());
       const trade = slot.tradeId === null ? undefined : store.trades.get(slot.tradeId);
-      if (trade?.status === "signed" && trade.nonce === nonce)
-        Object.assign(trade, { ...UNSIGNED, updatedAt: new Date() });
+      // No longer signed, if the trade model says so (core/trade-states.ts): never signed without a transaction.
+      if (trade !== undefined && tradeVerdict("releaseSlot", trade) === "applies" && trade.nonce === nonce)
+        Object.assign(trade, { ...UNSIGNED, status: TRADE_TRANSITIONS.releaseSlot.to, updatedAt: new Date() });
       return true;
     }
     return false;

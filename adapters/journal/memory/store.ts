@@ -3,7 +3,13 @@
  * are its slot's broadcasts, so both parts read and write both), and the webhook outbox that a
  * trade's change writes to in the same synchronous step, which is what a transaction is in memory.
  */
-import type { Broadcast, NonceSlot, Reservation, TradeRecord } from "../../../core/index.js";
+import {
+  type Broadcast,
+  INITIAL_STATUS,
+  type NonceSlot,
+  type Reservation,
+  type TradeRecord,
+} from "../../../core/index.js";
 import { webhookEventType } from "../webhook-events.js";
 import { MemoryEvents } from "./webhooks.js";
 
@@ -15,9 +21,9 @@ export interface StoredSlot extends Omit<NonceSlot, "broadcasts"> {
   reserves: readonly Reservation[];
 }
 
-/** A trade with nothing signed: accepted, with no wallet, nonce or transaction. */
+/** A trade with nothing signed: in the initial state, with no wallet, nonce or transaction. */
 export const UNSIGNED = {
-  status: "accepted",
+  status: INITIAL_STATUS,
   wallet: null,
   nonce: null,
   txHash: null,

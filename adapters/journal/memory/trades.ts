@@ -14,10 +14,21 @@ import type {
   TradeTotals,
   TransactionReceipt,
 } from "../../../core/index.js";
-import { gasUsdOf, tradeAmounts } from "../../../core/index.js";
+import {
+  gasUsdOf,
+  TRADE_TRANSITIONS,
+  type TradeOperation,
+  TradeTransitionError,
+  tradeAmounts,
+  tradeVerdict,
+} from "../../../core/index.js";
 import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
 
-export class MemoryTrades implements Omit<TradeJournal, "close"> {
+/**
+ * What each operation does to a trade is the trade model's (core/trade-states.ts): `#applies` asks
+ * it, and each operation writes only when it applies.
+ */
+export class MemoryTrades implements TradeJournal {
   readonly #store: MemoryStore;
   /** The native coin's USD price each trade was signed at (SignedTradeTx.nativeUsd), by trade id. */
   readonly #nativeUsd = new Map<string, bigint>();
@@ -51,6 +62,7 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
     const store = this.#store;
     const stored = store.trade(id);
+    if (!this.#applies("markSigned", stored)) return;
     const wallet = tx.wallet.toLowerCase();
     const key = slotKey(wallet, tx.nonce);
     const existing = store.slots.get(key);
@@ -85,7 +97,7 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
     if (tx.nativeUsd === undefined) this.#nativeUsd.delete(id);
     else this.#nativeUsd.set(id, tx.nativeUsd);
     Object.assign(stored, {
-      status: "signed",
+      status: TRADE_TRANSITIONS.markSigned.to,
       wallet: tx.wallet,
       nonce: tx.nonce,
       txHash: tx.txHash,
@@ -97,43 +109,47 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
 
   async markSubmitted(id: string): Promise<void> {
     const stored = this.#store.trade(id);
-    if (stored.status === "signed") this.#store.update(stored, { status: "submitted" });
+    if (this.#applies("markSubmitted", stored))
+      this.#store.update(stored, { status: TRADE_TRANSITIONS.markSubmitted.to });
   }
 
   async markReorged(id: string): Promise<void> {
     const stored = this.#store.trade(id);
-    if (stored.status !== "mined" && stored.status !== "confirmed") return;
-    this.#store.update(stored, { status: "submitted", receipt: null });
+    if (!this.#applies("markReorged", stored)) return;
+    this.#store.update(stored, { status: TRADE_TRANSITIONS.markReorged.to, receipt: null });
     const slot = this.#store.tradeSlot(stored);
     if (slot) Object.assign(slot, { state: "pending", mined: null, updatedAt: new Date() });
   }
 
   async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
-    this.#mined(this.#store.trade(id), "mined", receipt);
+    this.#mined(this.#store.trade(id), "markMined", receipt);
   }
 
   async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    this.#mined(this.#store.trade(id), "confirmed", receipt);
+    this.#mined(this.#store.trade(id), "markConfirmed", receipt);
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
     const stored = this.#store.trade(id);
-    if (stored.status === "expired") return; // its outcome: the no-op took the nonce
-    this.#store.update(stored, { status: "failed", error: { code: error.code, message: error.message } });
+    if (this.#applies("markFailed", stored))
+      this.#store.update(stored, {
+        status: TRADE_TRANSITIONS.markFailed.to,
+        error: { code: error.code, message: error.message },
+      });
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
-    this.#store.update(this.#store.trade(id), {
-      status: "expired",
-      error: { code: error.code, message: error.message },
-    });
+    const stored = this.#store.trade(id);
+    if (this.#applies("markExpired", stored))
+      this.#store.update(stored, {
+        status: TRADE_TRANSITIONS.markExpired.to,
+        error: { code: error.code, message: error.message },
+      });
   }
 
   async discard(id: string): Promise<void> {
     const stored = this.#store.trades.get(id);
-    if (stored === undefined) return;
-    if (stored.txHash !== null) throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
-    this.#store.trades.delete(id);
+    if (stored !== undefined && this.#applies("discard", stored)) this.#store.trades.delete(id);
   }
 
   async forgetUnsigned(staleAfterMs?: number): Promise<number> {
@@ -142,7 +158,7 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
     const before = Date.now() - staleAfterMs;
     let forgotten = 0;
     for (const [id, stored] of this.#store.trades) {
-      if (stored.status === "accepted" && stored.txHash === null && stored.updatedAt.getTime() < before) {
+      if (tradeVerdict("forgetUnsigned", stored) === "applies" && stored.updatedAt.getTime() < before) {
         this.#store.trades.delete(id);
         forgotten += 1;
       }
@@ -215,10 +231,18 @@ export class MemoryTrades implements Omit<TradeJournal, "close"> {
     );
   }
 
-  #mined(stored: StoredTrade, status: "mined" | "confirmed", receipt: TransactionReceipt): void {
+  /** Whether `operation` applies to the trade (the trade model's verdict); throws when the model refuses it. */
+  #applies(operation: TradeOperation, stored: StoredTrade): boolean {
+    const verdict = tradeVerdict(operation, stored);
+    if (verdict === "refused") throw new TradeTransitionError(operation, stored.id, stored);
+    return verdict === "applies";
+  }
+
+  #mined(stored: StoredTrade, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): void {
+    if (!this.#applies(operation, stored)) return;
     // A trade recorded failed for a taken nonce and then found mined is corrected: no error left.
     this.#store.update(stored, {
-      status,
+      status: TRADE_TRANSITIONS[operation].to,
       receipt: structuredClone(receipt),
       txHash: receipt.transactionHash,
       error: null,

@@ -8,14 +8,14 @@
  * Locking: a wallet's nonces are held under an advisory lock, which PostgreSQL releases when
  * the holding process dies (nonces.ts).
  *
- * One object with every port's methods: those of its parts, one part per port, on the same
- * pools (store.ts; how the parts make one journal: ../parts.ts).
+ * Its ports, one object each on the same pools (store.ts), and every port's methods as its own
+ * (Journal, adapters/shared/journal.ts).
  */
 import { randomUUID } from "node:crypto";
 
 import type pg from "pg";
 
-import { type CoversPorts, delegateToParts, type JournalPorts, type PartsOf } from "../parts.js";
+import { Journal } from "../../shared/journal.js";
 import { PostgresLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { PostgresNonces } from "./nonces.js";
@@ -51,24 +51,14 @@ export async function openPostgresJournal(url: string, options: PostgresJournalO
   return journal;
 }
 
-/** Its parts, one per port: each method of theirs is one of the journal's (delegateToParts, below). */
-const PARTS = {
-  trades: PostgresTrades,
-  nonces: PostgresNonces,
-  leases: PostgresLeases,
-  quotes: PostgresQuotes,
-  webhooks: PostgresOutbox,
-};
-type Parts = PartsOf<typeof PARTS>;
-// Every port method is some part's: a missing one fails to compile.
-true satisfies CoversPorts<Parts>;
-
-/** Every port the journal implements, by its parts. */
-export interface PostgresJournal extends JournalPorts {}
-
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the ports' methods are its parts', put on its prototype by delegateToParts (below)
-export class PostgresJournal {
-  protected readonly parts: Parts;
+export class PostgresJournal extends Journal {
+  readonly ports: {
+    trades: PostgresTrades;
+    nonces: PostgresNonces;
+    leases: PostgresLeases;
+    quotes: PostgresQuotes;
+    webhooks: PostgresOutbox;
+  };
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
   #closed = false;
@@ -78,8 +68,9 @@ export class PostgresJournal {
   readonly #renewal: NodeJS.Timeout;
 
   constructor(pools: PostgresPools, instance: string, leaseMs: number) {
+    super();
     const { pool, lockPool } = pools;
-    this.parts = {
+    this.ports = {
       trades: new PostgresTrades(pool, instance),
       nonces: new PostgresNonces(pools),
       leases: new PostgresLeases(pool),
@@ -97,16 +88,14 @@ export class PostgresJournal {
 
   /** Renews this instance's lease, which keeps its accepted trades from being forgotten. */
   async keepAlive(): Promise<void> {
-    await this.acquireLease(`instance:${this.#instance}`, this.#instance, this.#leaseMs);
+    await this.ports.leases.acquireLease(`instance:${this.#instance}`, this.#instance, this.#leaseMs);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#renewal);
-    await this.releaseLease(`instance:${this.#instance}`, this.#instance).catch(() => {});
+    await this.ports.leases.releaseLease(`instance:${this.#instance}`, this.#instance).catch(() => {});
     await Promise.all([this.#pool.end(), this.#lockPool.end()]);
   }
 }
-
-delegateToParts(PostgresJournal, PARTS);

@@ -24,6 +24,7 @@ import type {
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
+import { applies, statusAfter } from "../transitions.js";
 import { BROADCAST_COLUMNS, type BroadcastRow, insertBroadcast, type SlotRow, toBroadcast, toSlot } from "./rows.js";
 import { type PostgresPools, transaction } from "./store.js";
 
@@ -224,12 +225,14 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
       );
       if (released.rowCount !== 1) return false;
       await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
-      // Its trade is no longer signed, in the same transaction (see NonceLedger.releaseSlot).
+      // Its trade is no longer signed, in the same transaction, where the trade model says so
+      // (NonceLedger.releaseSlot; ../transitions.ts).
       const tradeId = released.rows[0]?.trade_id;
       if (tradeId)
         await client.query(
-          `UPDATE trades SET status = 'accepted', wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL, deadline = NULL,
-           updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed' AND lower(wallet) = $2 AND nonce = $3`,
+          `UPDATE trades SET status = ${statusAfter("releaseSlot")}, wallet = NULL, nonce = NULL, tx_hash = NULL,
+           raw_tx = NULL, deadline = NULL, updated_at = clock_timestamp()
+           WHERE id = $1 AND ${applies("releaseSlot")} AND lower(wallet) = $2 AND nonce = $3`,
           [tradeId, lower, nonce],
         );
       return true;

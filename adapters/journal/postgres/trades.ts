@@ -3,17 +3,20 @@ import { randomUUID } from "node:crypto";
 
 import type pg from "pg";
 
-import type {
-  Broadcast,
-  NewTrade,
-  SignedTradeTx,
-  TradeJournal,
-  TradePage,
-  TradePageQuery,
-  TradeRecord,
-  TradeSummaryQuery,
-  TradeTotals,
-  TransactionReceipt,
+import {
+  type Broadcast,
+  INITIAL_STATUS,
+  type NewTrade,
+  type SignedTradeTx,
+  type TradeJournal,
+  type TradeOperation,
+  type TradePage,
+  type TradePageQuery,
+  type TradeRecord,
+  type TradeStatus,
+  type TradeSummaryQuery,
+  type TradeTotals,
+  type TransactionReceipt,
 } from "../../../core/index.js";
 import {
   amountColumns,
@@ -27,8 +30,21 @@ import {
 } from "./rows.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
+import { applies, decide, statusAfter } from "../transitions.js";
 
-export class PostgresTrades implements Omit<TradeJournal, "close"> {
+/** A trade's status and transaction, as the trade model reads them (../transitions.ts). */
+interface StateRow {
+  status: TradeStatus;
+  tx_hash: string | null;
+}
+
+const stateOf = (row: StateRow | undefined) => row && { status: row.status, txHash: row.tx_hash };
+
+/**
+ * Each change of a trade's status is made only where the trade model says its operation applies
+ * (`applies`, ../transitions.ts), in the statement that makes it.
+ */
+export class PostgresTrades implements TradeJournal {
   readonly #pool: pg.Pool;
   /** This instance's name: the owner of the trades it accepts (PostgresJournalOptions.instanceId). */
   readonly #instance: string;
@@ -42,7 +58,7 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
     // Another instance's, once its lease ran out; this one's own, once unchanged for staleAfterMs
     // (by the database's clock, as the leases; none of its own without a bound).
     const { rowCount } = await this.#pool.query(
-      `DELETE FROM trades t WHERE t.status = 'accepted' AND t.tx_hash IS NULL
+      `DELETE FROM trades t WHERE ${applies("forgetUnsigned", "t")}
        AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
          SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
          OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))`,
@@ -59,7 +75,7 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
       // for it to commit, then do nothing, and read its row.
       const inserted = await this.#pool.query<Row>(
         `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7)
+         VALUES ($1, $2, $3, $4, $5, $6, '${INITIAL_STATUS}', $7)
          ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
          RETURNING ${COLUMNS}`,
         [
@@ -86,8 +102,10 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
     const wallet = tx.wallet.toLowerCase();
     await transaction(this.#pool, async (client) => {
-      const { rowCount } = await client.query("SELECT 1 FROM trades WHERE id = $1 FOR UPDATE", [id]);
-      if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+      const { rows } = await client.query<StateRow>("SELECT status, tx_hash FROM trades WHERE id = $1 FOR UPDATE", [
+        id,
+      ]);
+      if (!decide("markSigned", id, stateOf(rows[0]))) return;
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
       await client.query(
         "DELETE FROM broadcasts b USING nonce_slots s WHERE s.trade_id = $1 AND b.wallet = s.wallet AND b.nonce = s.nonce",
@@ -107,7 +125,7 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
         sentAt: new Date(),
       });
       await client.query(
-        `UPDATE trades SET status = 'signed', wallet = $2, nonce = $3, tx_hash = $4, raw_tx = $5, deadline = $6,
+        `UPDATE trades SET status = ${statusAfter("markSigned")}, wallet = $2, nonce = $3, tx_hash = $4, raw_tx = $5, deadline = $6,
          native_usd = $7, updated_at = clock_timestamp() WHERE id = $1`,
         [id, tx.wallet, tx.nonce, tx.txHash, tx.rawTx, tx.deadline, tx.nativeUsd?.toString() ?? null],
       );
@@ -116,54 +134,51 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
 
   async markSubmitted(id: string): Promise<void> {
     const { rowCount } = await this.#pool.query(
-      "UPDATE trades SET status = 'submitted', updated_at = clock_timestamp() WHERE id = $1 AND status = 'signed'",
+      `UPDATE trades SET status = ${statusAfter("markSubmitted")}, updated_at = clock_timestamp()
+       WHERE id = $1 AND ${applies("markSubmitted")}`,
       [id],
     );
-    if (rowCount === 0) await this.#expectTrade(id);
+    if (rowCount === 0) await this.#missed("markSubmitted", id);
   }
 
   async markReorged(id: string): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
-         gas_usd = NULL, updated_at = clock_timestamp() WHERE id = $1 AND status IN ('mined', 'confirmed') RETURNING id
+         UPDATE trades SET status = ${statusAfter("markReorged")}, receipt = NULL, amount_in = NULL, amount_out = NULL,
+         gas_wei = NULL, gas_usd = NULL, updated_at = clock_timestamp() WHERE id = $1 AND ${applies("markReorged")} RETURNING id
+       ), s AS (
+         UPDATE nonce_slots s SET state = 'pending', mined_hash = NULL, block_number = NULL, block_hash = NULL,
+         updated_at = clock_timestamp() FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
-       UPDATE nonce_slots s SET state = 'pending', mined_hash = NULL, block_number = NULL, block_hash = NULL, updated_at = clock_timestamp()
-       FROM t WHERE s.trade_id = t.id AND s.state <> 'final'`,
+       SELECT 1 FROM t`,
       [id],
     );
-    if (rowCount === 0) await this.#expectTrade(id);
+    if (rowCount === 0) await this.#missed("markReorged", id);
   }
 
   async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
-    await this.#mined(id, "mined", receipt);
+    await this.#mined(id, "markMined", receipt);
   }
 
   async markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    await this.#mined(id, "confirmed", receipt);
+    await this.#mined(id, "markConfirmed", receipt);
   }
 
   async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
-    const { rowCount } = await this.#pool.query(
-      "UPDATE trades SET status = 'failed', error = $2, updated_at = clock_timestamp() WHERE id = $1 AND status <> 'expired'",
-      [id, JSON.stringify({ code: error.code, message: error.message })],
-    );
-    if (rowCount === 0) await this.#expectTrade(id);
+    await this.#ended(id, "markFailed", error);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#updateOne(id, "status = 'expired', error = $2", [
-      JSON.stringify({ code: error.code, message: error.message }),
-    ]);
+    await this.#ended(id, "markExpired", error);
   }
 
   async discard(id: string): Promise<void> {
-    // Never deletes a trade with a signed transaction: its money may have left the wallet.
-    const deleted = await this.#pool.query("DELETE FROM trades WHERE id = $1 AND tx_hash IS NULL", [id]);
-    if (deleted.rowCount === 0 && (await this.get(id))) {
-      throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
-    }
+    const deleted = await this.#pool.query(`DELETE FROM trades WHERE id = $1 AND ${applies("discard")}`, [id]);
+    if (deleted.rowCount !== 0) return;
+    const trade = stateOf(
+      (await this.#pool.query<StateRow>("SELECT status, tx_hash FROM trades WHERE id = $1", [id])).rows[0],
+    );
+    if (trade !== undefined) decide("discard", id, trade); // an unknown trade: nothing to forget
   }
 
   async get(id: string): Promise<TradeRecord | undefined> {
@@ -271,19 +286,19 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
     }));
   }
 
-  async #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
+  async #mined(id: string, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): Promise<void> {
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
-         UPDATE trades SET status = $2, receipt = $3, tx_hash = $4, amount_in = $7, amount_out = $8, gas_wei = $9,
-         gas_usd = $9 * native_usd, error = NULL, updated_at = clock_timestamp() WHERE id = $1 RETURNING id
+         UPDATE trades SET status = ${statusAfter(operation)}, receipt = $2, tx_hash = $3, amount_in = $6, amount_out = $7,
+         gas_wei = $8, gas_usd = $8 * native_usd, error = NULL, updated_at = clock_timestamp()
+         WHERE id = $1 AND ${applies(operation)} RETURNING id
        ), s AS (
-         UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($4), block_number = $5, block_hash = $6, updated_at = clock_timestamp()
+         UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($3), block_number = $4, block_hash = $5, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
        SELECT 1 FROM t`,
       [
         id,
-        status,
         JSON.stringify(receipt),
         receipt.transactionHash,
         receipt.blockNumber,
@@ -291,19 +306,21 @@ export class PostgresTrades implements Omit<TradeJournal, "close"> {
         ...amountColumns(receipt),
       ],
     );
-    if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+    if (rowCount !== 1) await this.#missed(operation, id);
   }
 
-  async #expectTrade(id: string): Promise<void> {
-    const { rowCount } = await this.#pool.query("SELECT 1 FROM trades WHERE id = $1", [id]);
-    if (rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+  async #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }) {
+    const { rowCount } = await this.#pool.query(
+      `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
+       WHERE id = $1 AND ${applies(operation)}`,
+      [id, JSON.stringify({ code: error.code, message: error.message })],
+    );
+    if (rowCount === 0) await this.#missed(operation, id);
   }
 
-  async #updateOne(id: string, set: string, values: unknown[]): Promise<void> {
-    const updated = await this.#pool.query(`UPDATE trades SET ${set}, updated_at = clock_timestamp() WHERE id = $1`, [
-      id,
-      ...values,
-    ]);
-    if (updated.rowCount !== 1) throw new Error(`trade ${id} is not in the journal`);
+  /** After `operation`'s statement changed nothing: refused or unknown throws, ignored returns (../transitions.ts). */
+  async #missed(operation: TradeOperation, id: string): Promise<void> {
+    const { rows } = await this.#pool.query<StateRow>("SELECT status, tx_hash FROM trades WHERE id = $1", [id]);
+    decide(operation, id, stateOf(rows[0]));
   }
 }

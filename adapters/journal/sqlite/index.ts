@@ -8,14 +8,14 @@
  * dies, even on kill -9, so there is no stale lock file to clean up after a crash.
  * (It also means the sqlite3 CLI cannot read the file while the service runs.)
  *
- * One object with every port's methods: those of its parts, one part per port, on the same
- * connection and group commit (store.ts; how the parts make one journal: ../parts.ts).
+ * Its ports, one object each on the same connection and group commit (store.ts), and every
+ * port's methods as its own (Journal, adapters/shared/journal.ts).
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 
-import { type CoversPorts, delegateToParts, type JournalPorts, type PartsOf } from "../parts.js";
+import { Journal } from "../../shared/journal.js";
 import { SqliteLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { SqliteNonces } from "./nonces.js";
@@ -57,30 +57,21 @@ function isBusy(error: unknown): boolean {
   return code === 5 || code === 6; // SQLITE_BUSY, SQLITE_LOCKED
 }
 
-/** Its parts, one per port: each method of theirs is one of the journal's (delegateToParts, below). */
-const PARTS = {
-  trades: SqliteTrades,
-  nonces: SqliteNonces,
-  leases: SqliteLeases,
-  quotes: SqliteQuotes,
-  webhooks: SqliteOutbox,
-};
-type Parts = PartsOf<typeof PARTS>;
-// Every port method is some part's: a missing one fails to compile.
-true satisfies CoversPorts<Parts>;
-
-/** Every port the journal implements, by its parts. */
-export interface SqliteJournal extends JournalPorts {}
-
-// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the ports' methods are its parts', put on its prototype by delegateToParts (below)
-export class SqliteJournal {
-  protected readonly parts: Parts;
+export class SqliteJournal extends Journal {
+  readonly ports: {
+    trades: SqliteTrades;
+    nonces: SqliteNonces;
+    leases: SqliteLeases;
+    quotes: SqliteQuotes;
+    webhooks: SqliteOutbox;
+  };
   readonly #store: SqliteStore;
 
   constructor(db: DatabaseSync) {
+    super();
     const store = new SqliteStore(db);
     this.#store = store;
-    this.parts = {
+    this.ports = {
       trades: new SqliteTrades(store),
       nonces: new SqliteNonces(store),
       leases: new SqliteLeases(store),
@@ -93,5 +84,3 @@ export class SqliteJournal {
     this.#store.close();
   }
 }
-
-delegateToParts(SqliteJournal, PARTS);

@@ -18,6 +18,7 @@ import type {
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
+import { applies, statusAfter } from "../transitions.js";
 import { toBroadcast, toSlot } from "./rows.js";
 import type { SqliteStore } from "./store.js";
 
@@ -48,10 +49,11 @@ function statements(db: DatabaseSync) {
        AND (SELECT count(*) FROM broadcasts WHERE wallet = ? AND nonce = ?) = 1
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
-    // A trade whose only transaction can never be mined is no longer signed (see NonceLedger.releaseSlot).
+    // A trade whose only transaction can never be mined is no longer signed, where the trade model
+    // says so (NonceLedger.releaseSlot; ../transitions.ts).
     unsignTrade: db.prepare(
-      `UPDATE trades SET status = 'accepted', wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL, deadline = NULL, updated_at = ?
-       WHERE id = ? AND status = 'signed' AND lower(wallet) = ? AND nonce = ?`,
+      `UPDATE trades SET status = ${statusAfter("releaseSlot")}, wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL,
+       deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND lower(wallet) = ? AND nonce = ?`,
     ),
     highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
     // Two index ranges of nonce_slots_reserving: the pending slots, and those mined after a block.

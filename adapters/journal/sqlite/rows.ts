@@ -17,10 +17,6 @@ import { tradeAmounts } from "../../../core/index.js";
 
 export type Row = Record<string, SQLOutputValue>;
 
-export function expectOne(changes: number | bigint, id: string): void {
-  if (Number(changes) !== 1) throw new Error(`trade ${id} is not in the journal`);
-}
-
 export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
   return {
     id: row.id as string,

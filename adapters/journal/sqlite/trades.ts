@@ -13,8 +13,9 @@ import type {
   TradeTotals,
   TransactionReceipt,
 } from "../../../core/index.js";
-import { gasUsdOf } from "../../../core/index.js";
-import { amountColumns, expectOne, type Row, toBroadcast, toRecord } from "./rows.js";
+import { gasUsdOf, INITIAL_STATUS, type TradeOperation, type TradeStatus } from "../../../core/index.js";
+import { applies, decide, statusAfter } from "../transitions.js";
+import { amountColumns, type Row, toBroadcast, toRecord } from "./rows.js";
 import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
 
@@ -26,12 +27,16 @@ import type { SqliteStore } from "./store.js";
  */
 const SUMMARY_BATCH = 5_000;
 
-/** Prepared once: the statements of the trades (and of their nonce slots, which they write with them). */
+/**
+ * Prepared once: the statements of the trades (and of their nonce slots, which they write with
+ * them). Each change of a trade's status is made only where the trade model says its operation
+ * applies (`applies`, ../transitions.ts).
+ */
 function statements(db: DatabaseSync) {
   return {
     insert: db.prepare(
       `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
+       VALUES (?, ?, ?, ?, ?, ?, '${INITIAL_STATUS}', ?, ?)
        ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING *`,
     ),
@@ -41,32 +46,30 @@ function statements(db: DatabaseSync) {
     tradeOfBroadcast: db.prepare(
       "SELECT s.trade_id FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE b.hash = ?",
     ),
+    // Checked before (markSigned reads the trade first): no condition here.
     signed: db.prepare(
       // raw_tx stays NULL: the signed bytes are the broadcast's (the column holds version 1's).
-      "UPDATE trades SET status = 'signed', wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?, native_usd = ?, updated_at = ? WHERE id = ?",
+      `UPDATE trades SET status = ${statusAfter("markSigned")}, wallet = ?, nonce = ?, tx_hash = ?, raw_tx = NULL, deadline = ?,
+       native_usd = ?, updated_at = ? WHERE id = ?`,
     ),
-    submitted: db.prepare("UPDATE trades SET status = 'submitted', updated_at = ? WHERE id = ? AND status = 'signed'"),
+    submitted: db.prepare(
+      `UPDATE trades SET status = ${statusAfter("markSubmitted")}, updated_at = ? WHERE id = ? AND ${applies("markSubmitted")}`,
+    ),
     reorged: db.prepare(
-      `UPDATE trades SET status = 'submitted', receipt = NULL, amount_in = NULL, amount_out = NULL, gas_wei = NULL,
-       gas_usd = NULL, updated_at = ? WHERE id = ? AND status IN ('mined', 'confirmed')`,
+      `UPDATE trades SET status = ${statusAfter("markReorged")}, receipt = NULL, amount_in = NULL, amount_out = NULL,
+       gas_wei = NULL, gas_usd = NULL, updated_at = ? WHERE id = ? AND ${applies("markReorged")}`,
     ),
     // error cleared: a trade recorded failed for a taken nonce and then found mined is corrected.
-    mined: db.prepare(
-      `UPDATE trades SET status = ?, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?, gas_wei = ?, gas_usd = ?,
-       error = NULL, updated_at = ? WHERE id = ?`,
-    ),
+    mined: minedStatement(db, "markMined"),
+    confirmed: minedStatement(db, "markConfirmed"),
     nativeUsd: db.prepare("SELECT native_usd FROM trades WHERE id = ?"),
-    ended: db.prepare("UPDATE trades SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
-    // An expired trade stays expired: its no-op took the nonce, and that is its outcome.
-    failed: db.prepare(
-      "UPDATE trades SET status = 'failed', error = ?, updated_at = ? WHERE id = ? AND status <> 'expired'",
-    ),
-    exists: db.prepare("SELECT 1 FROM trades WHERE id = ?"),
-    // Never deletes a trade with a signed transaction: its money may have left the wallet.
-    discard: db.prepare("DELETE FROM trades WHERE id = ? AND tx_hash IS NULL"),
-    forgetUnsigned: db.prepare("DELETE FROM trades WHERE status = 'accepted' AND tx_hash IS NULL AND updated_at < ?"),
+    failed: endedStatement(db, "markFailed"),
+    expired: endedStatement(db, "markExpired"),
+    status: db.prepare("SELECT status, tx_hash FROM trades WHERE id = ?"),
+    discard: db.prepare(`DELETE FROM trades WHERE id = ? AND ${applies("discard")}`),
+    forgetUnsigned: db.prepare(`DELETE FROM trades WHERE ${applies("forgetUnsigned")} AND updated_at < ?`),
     // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
-    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce FROM trades WHERE id = ?"),
+    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash FROM trades WHERE id = ?"),
     dropSlotBroadcasts: db.prepare(
       "DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)",
     ),
@@ -81,7 +84,22 @@ function statements(db: DatabaseSync) {
   };
 }
 
-export class SqliteTrades implements Omit<TradeJournal, "close"> {
+/** A receipt recorded: the trade mined or confirmed, its amounts and gas with it. */
+function minedStatement(db: DatabaseSync, operation: "markMined" | "markConfirmed") {
+  return db.prepare(
+    `UPDATE trades SET status = ${statusAfter(operation)}, receipt = ?, tx_hash = ?, amount_in = ?, amount_out = ?,
+     gas_wei = ?, gas_usd = ?, error = NULL, updated_at = ? WHERE id = ? AND ${applies(operation)}`,
+  );
+}
+
+/** The trade's end recorded, with the error saying why. */
+function endedStatement(db: DatabaseSync, operation: "markFailed" | "markExpired") {
+  return db.prepare(
+    `UPDATE trades SET status = ${statusAfter(operation)}, error = ?, updated_at = ? WHERE id = ? AND ${applies(operation)}`,
+  );
+}
+
+export class SqliteTrades implements TradeJournal {
   readonly #store: SqliteStore;
   readonly #sql: ReturnType<typeof statements> & SqliteStore["sql"];
   readonly #dynamic = new Map<string, StatementSync>();
@@ -128,7 +146,8 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
       const wallet = tx.wallet.toLowerCase();
       // Every check first, so that a refused write leaves nothing behind in the group's transaction.
       const before = this.#sql.tradeNonce.get(id);
-      if (!before) throw new Error(`trade ${id} is not in the journal`);
+      if (before === undefined) throw new Error(`trade ${id} is not in the journal`);
+      if (!decide("markSigned", id, tradeState(before))) return;
       const holder = this.#sql.slot.get(wallet, tx.nonce);
       if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
       this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, tx.nativeUsd?.toString() ?? null, now, id);
@@ -160,40 +179,40 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
 
   markSubmitted(id: string): Promise<void> {
     return this.#store.write(() => {
-      if (Number(this.#sql.submitted.run(Date.now(), id).changes) === 0) this.#expectTrade(id);
+      if (Number(this.#sql.submitted.run(Date.now(), id).changes) === 0) this.#missed("markSubmitted", id);
     });
   }
 
   markReorged(id: string): Promise<void> {
     return this.#store.write(() => {
       const now = Date.now();
-      if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#expectTrade(id);
+      if (Number(this.#sql.reorged.run(now, id).changes) === 0) return this.#missed("markReorged", id);
       const at = this.#sql.tradeNonce.get(id)!;
       this.#sql.markTradeSlot.run("pending", null, null, null, now, at.wallet!, at.nonce!, id);
     });
   }
 
   markMined(id: string, receipt: TransactionReceipt): Promise<void> {
-    return this.#mined(id, "mined", receipt);
+    return this.#mined(id, "markMined", receipt);
   }
 
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void> {
-    return this.#mined(id, "confirmed", receipt);
+    return this.#mined(id, "markConfirmed", receipt);
   }
 
   markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    return this.#ended(id, "failed", error);
+    return this.#ended(id, "markFailed", error);
   }
 
   markExpired(id: string, error: { code: string; message: string }): Promise<void> {
-    return this.#ended(id, "expired", error);
+    return this.#ended(id, "markExpired", error);
   }
 
   discard(id: string): Promise<void> {
     return this.#store.write(() => {
-      if (this.#sql.discard.run(id).changes === 0 && this.#sql.byId.get(id)) {
-        throw new Error(`trade ${id} has a signed transaction and cannot be discarded`);
-      }
+      if (Number(this.#sql.discard.run(id).changes) > 0) return;
+      const row = this.#sql.status.get(id);
+      if (row) decide("discard", id, tradeState(row)); // an unknown trade: nothing to forget
     });
   }
 
@@ -298,11 +317,12 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
     return statement;
   }
 
-  #mined(id: string, status: "mined" | "confirmed", receipt: TransactionReceipt): Promise<void> {
+  #mined(id: string, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): Promise<void> {
     const json = JSON.stringify(receipt);
+    const statement = operation === "markMined" ? this.#sql.mined : this.#sql.confirmed;
     return this.#store.write(() => {
       const now = Date.now();
-      // The trade first: if it is unknown, this throws before the second statement writes anything.
+      // The trade first: if it is unknown or refused, this throws before the second statement writes anything.
       const amounts = amountColumns(receipt);
       // SQLite's arithmetic is not exact at this size: the gas in USD is computed here.
       const price = this.#sql.nativeUsd.get(id)?.native_usd;
@@ -310,7 +330,8 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
         typeof price === "string" && amounts[2] !== null
           ? gasUsdOf(BigInt(amounts[2]), BigInt(price)).toString()
           : null;
-      expectOne(this.#sql.mined.run(status, json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes, id);
+      const changes = statement.run(json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes;
+      if (Number(changes) === 0) return this.#missed(operation, id);
       const at = this.#sql.tradeNonce.get(id)!;
       if (at.wallet !== null)
         this.#sql.markTradeSlot.run(
@@ -326,23 +347,24 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
     });
   }
 
-  #ended(id: string, status: "failed" | "expired", error: { code: string; message: string }): Promise<void> {
+  #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }): Promise<void> {
     const json = JSON.stringify({ code: error.code, message: error.message });
-    if (status === "failed")
-      return this.#store.write(() => {
-        if (Number(this.#sql.failed.run(json, Date.now(), id).changes) === 0) this.#expectTrade(id); // expired: kept
-      });
-    return this.#store.write(() => expectOne(this.#sql.ended.run(status, json, Date.now(), id).changes, id));
+    const statement = operation === "markFailed" ? this.#sql.failed : this.#sql.expired;
+    return this.#store.write(() => {
+      if (Number(statement.run(json, Date.now(), id).changes) === 0) this.#missed(operation, id);
+    });
+  }
+
+  /** After `operation`'s statement changed nothing: refused or unknown throws, ignored returns (../transitions.ts). */
+  #missed(operation: TradeOperation, id: string): void {
+    const row = this.#sql.status.get(id);
+    decide(operation, id, row && tradeState(row));
   }
 
   /** Deletes the trade's slot at (wallet, nonce), with its broadcasts. */
   #dropSlot(wallet: string, nonce: number, id: string): void {
     this.#sql.dropSlotBroadcasts.run(wallet, nonce, wallet, nonce, id);
     this.#sql.dropTradeSlot.run(wallet, nonce, id);
-  }
-
-  #expectTrade(id: string): void {
-    if (!this.#sql.exists.get(id)) throw new Error(`trade ${id} is not in the journal`);
   }
 
   #record(row: Row): TradeRecord {
@@ -354,6 +376,11 @@ export class SqliteTrades implements Omit<TradeJournal, "close"> {
             .map(toBroadcast);
     return toRecord(row, broadcasts);
   }
+}
+
+/** Where a trade stands, as the trade model reads it, from its row's status and tx_hash. */
+function tradeState(row: Row): { status: TradeStatus; txHash: string | null } {
+  return { status: row.status as TradeStatus, txHash: row.tx_hash as string | null };
 }
 
 /** createdAt in [since, until), in ms as the column holds it. */

@@ -18,6 +18,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import { describeQuoteContract } from "./quote.contract.js";
+import { describeTransitionContract } from "./transitions.contract.js";
 import { describeWebhookContract } from "./webhook.contract.js";
 
 export interface JournalStorage {
@@ -210,6 +211,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
     describeQuoteContract({ journal: () => journal, peer });
     describeWebhookContract({ journal: () => journal, peer });
+    describeTransitionContract({ journal: () => journal });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {

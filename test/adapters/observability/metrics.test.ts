@@ -16,6 +16,7 @@ import {
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import {
   API_KEY,
@@ -287,30 +288,24 @@ describe("the metrics' wrappers", function () {
     expect(value(all, "token_service_trades_total", { kind: "buy", stable: "DAI", outcome: "success" })).to.equal(1);
   });
 
-  it("time a journal's methods on the journal itself: methods, getters and symbol-named methods all reach its private fields", async function () {
-    const tag = Symbol("tag");
-    class PrivateJournal {
-      readonly #rows = ["a"];
-      get size() {
-        return this.#rows.length;
-      }
-      async get(i: number) {
-        return this.#rows[i];
-      }
-      count() {
-        return this.#rows.length;
-      }
-      [tag]() {
-        return this.#rows[0];
-      }
-    }
+  it("time every port of a journal, each method forwarded to the port itself, whose private fields stay readable", async function () {
     const metrics = new ServiceMetrics();
-    const timed = metrics.meteredJournal(new PrivateJournal());
-    expect(await timed.get(0)).to.equal("a");
-    expect(timed.count()).to.equal(1);
-    expect(timed.size).to.equal(1);
-    expect(timed[tag]()).to.equal("a");
+    const timed = metrics.meteredJournal(new MemoryJournal());
+    const request = { userAddress: "0x01", destinatary: "0x02", amount: "1", usdAddress: "0x03" };
+    const { record } = await timed.open({ scope: "s", idempotencyKey: null, requestHash: "h", kind: "sell", request });
+    expect(await timed.get(record.id)).to.deep.equal(record);
+    expect(await timed.ports.trades.get(record.id)).to.deep.equal(record);
+    const chainNonce = async () => 7;
+    expect(await timed.withNonce("0x00", chainNonce, async (nonce) => nonce)).to.equal(7);
+    expect(await timed.acquireLease("monitor:0x00", "me", 60_000)).to.equal(true);
+    expect(await timed.getQuote("none")).to.equal(undefined);
+    expect((await timed.webhookStats()).pending).to.equal(0);
+    await timed.close();
     const all = samples(await metrics.registry.metrics());
-    expect(value(all, "token_service_journal_operation_duration_seconds_count", { operation: "get" })).to.equal(1);
+    const count = (operation: string) =>
+      value(all, "token_service_journal_operation_duration_seconds_count", { operation });
+    expect(["open", "get", "withNonce", "acquireLease", "getQuote", "webhookStats"].map(count)).to.deep.equal([
+      1, 2, 1, 1, 1, 1,
+    ]);
   });
 });

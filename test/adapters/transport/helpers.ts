@@ -24,18 +24,17 @@ import {
   type PricePort,
   type PriceRecord,
   type QuotePort,
-  type QuoteStore,
   type StableCoin,
   type TradeConfig,
   type TradeKind,
   type TradeOnChain,
   type TradeOrder,
-  type TradeJournal,
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
 import { WholeTradePort } from "../../helpers/whole-trade-port.js";
 import { loadConfig } from "../../../adapters/config/env.js";
+import type { Journal } from "../../../adapters/journal/index.js";
 import { ServiceMetrics } from "../../../adapters/observability/metrics.js";
 import {
   TrustedProxies,
@@ -261,7 +260,7 @@ export async function startTestServer(
     /** false: every RPC through Connect, without the lean gRPC path. */
     grpcFastPath?: boolean;
     /** A trade journal (idempotency, and quotes when it keeps them), as the service has one. */
-    journal?: TradeJournal;
+    journal?: Journal;
     /** QUOTE_TTL_MS. Default: the service's. */
     quoteTtlMs?: number;
     /** Serve HTTPS (and h2 by ALPN) with this certificate. */
@@ -290,7 +289,7 @@ export async function startTestServer(
   // three do).
   const quotes =
     options.journal !== undefined && "saveQuote" in options.journal
-      ? metrics.meteredJournal(options.journal as TradeJournal & QuoteStore)
+      ? metrics.meteredJournal(options.journal)
       : undefined;
   const handler = createHttpHandler({
     useCases: metrics.meteredQuotes(

@@ -1,0 +1,105 @@
+/**
+ * Wrapping a journal port by port (journal.ts): each port in an object that forwards each of its
+ * methods to the port itself (so the port's private fields stay its own) through `around`, which
+ * the wrapper writes once (time the call, wake someone after it). Each object is typed as its
+ * port: a method left out fails to compile, and so does an operation's name misspelt.
+ */
+import type { NoncesConsumed, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
+import type { JournalPorts, LeasePort, NoncePort } from "./journal.js";
+
+/** The name of a method of one of a journal's ports. */
+export type JournalOperation =
+  | keyof TradeJournal
+  | keyof NoncePort
+  | keyof LeasePort
+  | keyof QuoteStore
+  | keyof WebhookOutbox;
+
+/** Runs `call`, a call of the port method `operation`, and answers what it answers. */
+export type Around = <T>(operation: JournalOperation, call: () => Promise<T>) => Promise<T>;
+
+/** `ports`, each wrapped so that every call of its methods goes through `around`. */
+export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
+  return {
+    trades: aroundTrades(ports.trades, around),
+    nonces: aroundNonces(ports.nonces, around),
+    leases: {
+      acquireLease: (name, holder, ttlMs) =>
+        around("acquireLease", () => ports.leases.acquireLease(name, holder, ttlMs)),
+      releaseLease: (name, holder) => around("releaseLease", () => ports.leases.releaseLease(name, holder)),
+    },
+    quotes: aroundQuotes(ports.quotes, around),
+    webhooks: aroundWebhooks(ports.webhooks, around),
+  };
+}
+
+function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
+  return {
+    open: (trade) => around("open", () => port.open(trade)),
+    markSigned: (id, tx) => around("markSigned", () => port.markSigned(id, tx)),
+    markSubmitted: (id) => around("markSubmitted", () => port.markSubmitted(id)),
+    markReorged: (id) => around("markReorged", () => port.markReorged(id)),
+    markMined: (id, receipt) => around("markMined", () => port.markMined(id, receipt)),
+    markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
+    markFailed: (id, error) => around("markFailed", () => port.markFailed(id, error)),
+    markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
+    discard: (id) => around("discard", () => port.discard(id)),
+    forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),
+    get: (id) => around("get", () => port.get(id)),
+    findByHash: (txHash) => around("findByHash", () => port.findByHash(txHash)),
+    page: (query) => around("page", () => port.page(query)),
+    summary: (query) => around("summary", () => port.summary(query)),
+  };
+}
+
+function aroundNonces(port: NoncePort, around: Around): NoncePort {
+  return {
+    withNonce<T>(
+      wallet: string,
+      chainNonce: () => Promise<number>,
+      send: (nonce: number) => Promise<T>,
+      consumed?: NoncesConsumed<T>,
+    ): Promise<T> {
+      return around("withNonce", () => port.withNonce(wallet, chainNonce, send, consumed));
+    },
+    recordSlot: (slot, first) => around("recordSlot", () => port.recordSlot(slot, first)),
+    reservations: (minedAfter) => around("reservations", () => port.reservations(minedAfter)),
+    recordBroadcast: (wallet, nonce, broadcast) =>
+      around("recordBroadcast", () => port.recordBroadcast(wallet, nonce, broadcast)),
+    slot: (wallet, nonce) => around("slot", () => port.slot(wallet, nonce)),
+    highestNonce: (wallet) => around("highestNonce", () => port.highestNonce(wallet)),
+    openSlots: (wallet) => around("openSlots", () => port.openSlots(wallet)),
+    markSlot: (wallet, nonce, state, mined) => around("markSlot", () => port.markSlot(wallet, nonce, state, mined)),
+    finalizeSlots: (wallet, blockNumber) => around("finalizeSlots", () => port.finalizeSlots(wallet, blockNumber)),
+    releaseSlot: (wallet, nonce, hash) => around("releaseSlot", () => port.releaseSlot(wallet, nonce, hash)),
+  };
+}
+
+function aroundQuotes(port: QuoteStore, around: Around): QuoteStore {
+  return {
+    saveQuote: (quote) => around("saveQuote", () => port.saveQuote(quote)),
+    getQuote: (id) => around("getQuote", () => port.getQuote(id)),
+    consumeQuote: (id, scope, tradeId, now) => around("consumeQuote", () => port.consumeQuote(id, scope, tradeId, now)),
+    releaseQuote: (id, tradeId) => around("releaseQuote", () => port.releaseQuote(id, tradeId)),
+    sweepQuotes: (before) => around("sweepQuotes", () => port.sweepQuotes(before)),
+  };
+}
+
+function aroundWebhooks(port: WebhookOutbox, around: Around): WebhookOutbox {
+  return {
+    registerWebhookScopes: (holder, scopes, ttlMs) =>
+      around("registerWebhookScopes", () => port.registerWebhookScopes(holder, scopes, ttlMs)),
+    failOrphanedWebhookEvents: (windowStartBefore, limit) =>
+      around("failOrphanedWebhookEvents", () => port.failOrphanedWebhookEvents(windowStartBefore, limit)),
+    claimWebhookEvents: (holder, limits, leaseMs) =>
+      around("claimWebhookEvents", () => port.claimWebhookEvents(holder, limits, leaseMs)),
+    recordWebhookAttempt: (id, holder, attempt, outcome) =>
+      around("recordWebhookAttempt", () => port.recordWebhookAttempt(id, holder, attempt, outcome)),
+    listWebhookDeliveries: (query) => around("listWebhookDeliveries", () => port.listWebhookDeliveries(query)),
+    retryWebhookDelivery: (scope, id, now) =>
+      around("retryWebhookDelivery", () => port.retryWebhookDelivery(scope, id, now)),
+    webhookStats: () => around("webhookStats", () => port.webhookStats()),
+    sweepWebhookEvents: (finishedBefore, limit) =>
+      around("sweepWebhookEvents", () => port.sweepWebhookEvents(finishedBefore, limit)),
+  };
+}

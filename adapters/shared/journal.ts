@@ -1,0 +1,223 @@
+/**
+ * A journal: the trade journal, the wallets' nonces and their leases, the quotes and the webhook
+ * outbox, each its own port over one storage (`ports`), and `close`, which closes that storage.
+ * Each storage (adapters/journal/: memory/, sqlite/, postgres/) has one class per port and a
+ * journal class that holds one of each; what wraps a journal (the metrics, the webhook
+ * deliverer's wake: journal-wrappers.ts) wraps each port.
+ *
+ * A journal is also every port in one object, each method forwarded to its port, for whoever
+ * takes several ports at once (the chain adapter: trades, nonces and leases) or is handed the
+ * journal for one of them. Written out, not generated: go-to-definition finds each, and a method a
+ * port adds that is not forwarded here fails to compile (`implements`).
+ *
+ * Here rather than in adapters/journal/ because the webhooks area wraps a journal too, and the
+ * adapter areas meet only in shared/.
+ */
+import type {
+  Broadcast,
+  MinedTx,
+  NewTrade,
+  NonceLedger,
+  NonceStore,
+  NoncesConsumed,
+  QuoteStore,
+  Reservation,
+  SignedTradeTx,
+  SlotPurpose,
+  SlotState,
+  StoredQuote,
+  TradeJournal,
+  TradePageQuery,
+  TradeSummaryQuery,
+  TransactionReceipt,
+  WebhookAttempt,
+  WebhookDeliveryQuery,
+  WebhookOutbox,
+  WebhookOutcome,
+} from "../../core/index.js";
+
+type LeaseMethod = "acquireLease" | "releaseLease";
+
+/** The wallets' nonces: who sends at which (NonceStore) and what was sent there (NonceLedger), but the leases. */
+export type NoncePort = NonceStore & Omit<NonceLedger, LeaseMethod>;
+
+/** The leases of the NonceLedger: which instance monitors a wallet, which instances are alive. */
+export type LeasePort = Pick<NonceLedger, LeaseMethod>;
+
+/** A journal's ports, each its own object over the storage they share. */
+export interface JournalPorts {
+  readonly trades: TradeJournal;
+  readonly nonces: NoncePort;
+  readonly leases: LeasePort;
+  readonly quotes: QuoteStore;
+  readonly webhooks: WebhookOutbox;
+}
+
+/** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
+export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox {
+  abstract readonly ports: JournalPorts;
+
+  /** Closes the storage every port is over. */
+  abstract close(): Promise<void>;
+
+  // TradeJournal
+  open(trade: NewTrade) {
+    return this.ports.trades.open(trade);
+  }
+  markSigned(id: string, tx: SignedTradeTx) {
+    return this.ports.trades.markSigned(id, tx);
+  }
+  markSubmitted(id: string) {
+    return this.ports.trades.markSubmitted(id);
+  }
+  markReorged(id: string) {
+    return this.ports.trades.markReorged(id);
+  }
+  markMined(id: string, receipt: TransactionReceipt) {
+    return this.ports.trades.markMined(id, receipt);
+  }
+  markConfirmed(id: string, receipt: TransactionReceipt) {
+    return this.ports.trades.markConfirmed(id, receipt);
+  }
+  markFailed(id: string, error: { code: string; message: string }) {
+    return this.ports.trades.markFailed(id, error);
+  }
+  markExpired(id: string, error: { code: string; message: string }) {
+    return this.ports.trades.markExpired(id, error);
+  }
+  discard(id: string) {
+    return this.ports.trades.discard(id);
+  }
+  forgetUnsigned(staleAfterMs?: number) {
+    return this.ports.trades.forgetUnsigned(staleAfterMs);
+  }
+  get(id: string) {
+    return this.ports.trades.get(id);
+  }
+  findByHash(txHash: string) {
+    return this.ports.trades.findByHash(txHash);
+  }
+  page(query: TradePageQuery) {
+    return this.ports.trades.page(query);
+  }
+  summary(query: TradeSummaryQuery) {
+    return this.ports.trades.summary(query);
+  }
+
+  // NonceStore and NonceLedger, but the leases
+  withNonce<T>(
+    wallet: string,
+    chainNonce: () => Promise<number>,
+    send: (nonce: number) => Promise<T>,
+    consumed?: NoncesConsumed<T>,
+  ): Promise<T> {
+    return this.ports.nonces.withNonce(wallet, chainNonce, send, consumed);
+  }
+  recordSlot(
+    slot: {
+      wallet: string;
+      nonce: number;
+      purpose: SlotPurpose;
+      deadline: number | null;
+      reserves?: readonly Reservation[];
+    },
+    first: Broadcast,
+  ) {
+    return this.ports.nonces.recordSlot(slot, first);
+  }
+  reservations(minedAfter: number) {
+    return this.ports.nonces.reservations(minedAfter);
+  }
+  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast) {
+    return this.ports.nonces.recordBroadcast(wallet, nonce, broadcast);
+  }
+  slot(wallet: string, nonce: number) {
+    return this.ports.nonces.slot(wallet, nonce);
+  }
+  highestNonce(wallet: string) {
+    return this.ports.nonces.highestNonce(wallet);
+  }
+  openSlots(wallet: string) {
+    return this.ports.nonces.openSlots(wallet);
+  }
+  markSlot(wallet: string, nonce: number, state: SlotState, mined: MinedTx | null) {
+    return this.ports.nonces.markSlot(wallet, nonce, state, mined);
+  }
+  finalizeSlots(wallet: string, blockNumber: number) {
+    return this.ports.nonces.finalizeSlots(wallet, blockNumber);
+  }
+  releaseSlot(wallet: string, nonce: number, hash: string) {
+    return this.ports.nonces.releaseSlot(wallet, nonce, hash);
+  }
+
+  // The NonceLedger's leases
+  acquireLease(name: string, holder: string, ttlMs: number) {
+    return this.ports.leases.acquireLease(name, holder, ttlMs);
+  }
+  releaseLease(name: string, holder: string) {
+    return this.ports.leases.releaseLease(name, holder);
+  }
+
+  // QuoteStore
+  saveQuote(quote: StoredQuote) {
+    return this.ports.quotes.saveQuote(quote);
+  }
+  getQuote(id: string) {
+    return this.ports.quotes.getQuote(id);
+  }
+  consumeQuote(id: string, scope: string, tradeId: string, now: Date) {
+    return this.ports.quotes.consumeQuote(id, scope, tradeId, now);
+  }
+  releaseQuote(id: string, tradeId: string) {
+    return this.ports.quotes.releaseQuote(id, tradeId);
+  }
+  sweepQuotes(before: Date) {
+    return this.ports.quotes.sweepQuotes(before);
+  }
+
+  // WebhookOutbox
+  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number) {
+    return this.ports.webhooks.registerWebhookScopes(holder, scopes, ttlMs);
+  }
+  failOrphanedWebhookEvents(windowStartBefore: Date, limit: number) {
+    return this.ports.webhooks.failOrphanedWebhookEvents(windowStartBefore, limit);
+  }
+  claimWebhookEvents(holder: string, limits: ReadonlyMap<string, number>, leaseMs: number) {
+    return this.ports.webhooks.claimWebhookEvents(holder, limits, leaseMs);
+  }
+  recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome) {
+    return this.ports.webhooks.recordWebhookAttempt(id, holder, attempt, outcome);
+  }
+  listWebhookDeliveries(query: WebhookDeliveryQuery) {
+    return this.ports.webhooks.listWebhookDeliveries(query);
+  }
+  retryWebhookDelivery(scope: string, id: string, now: Date) {
+    return this.ports.webhooks.retryWebhookDelivery(scope, id, now);
+  }
+  webhookStats() {
+    return this.ports.webhooks.webhookStats();
+  }
+  sweepWebhookEvents(finishedBefore: Date, limit: number) {
+    return this.ports.webhooks.sweepWebhookEvents(finishedBefore, limit);
+  }
+}
+
+/** The journal of `ports`, closed by `close`: what a wrapper of each port gives back. */
+export function journalOf(ports: JournalPorts, close: () => Promise<void>): Journal {
+  return new PortsJournal(ports, close);
+}
+
+class PortsJournal extends Journal {
+  readonly ports: JournalPorts;
+  readonly #close: () => Promise<void>;
+
+  constructor(ports: JournalPorts, close: () => Promise<void>) {
+    super();
+    this.ports = ports;
+    this.#close = close;
+  }
+
+  close(): Promise<void> {
+    return this.#close();
+  }
+}

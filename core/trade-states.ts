@@ -1,0 +1,213 @@
+/**
+ * A trade's states, what each of the journal's operations does to a trade in each of them, and the
+ * rules that hold across them. The journals store what this module decides: the memory journal
+ * asks `tradeVerdict`, the SQLite and PostgreSQL journals build their statements' conditions from
+ * `TRADE_TRANSITIONS` (adapters/journal/transitions.ts), and the journal contract suite checks on
+ * every (state, operation) pair that all three do what this module says.
+ *
+ * Adding a state is a change here (TRADE_STATUSES, and where it stands in each operation below: a
+ * state left out of an operation fails to compile) plus a migration of the journals' CHECK
+ * constraints on `trades.status`.
+ */
+
+/**
+ * - `accepted`: validated and recorded, nothing signed yet;
+ * - `signed`: its transaction is signed and recorded (wallet, nonce, hash, fees, deadline) and
+ *   is about to be, or has been, broadcast; only the chain can tell which;
+ * - `submitted`: a node accepted its transaction, which is not mined (or was mined in a block
+ *   a reorg removed);
+ * - `mined`: mined, with fewer confirmations than the service requires; receipt recorded;
+ * - `confirmed`: mined with the required confirmations, with its receipt (a replacement's
+ *   receipt when a re-priced replacement was the one mined);
+ * - `failed`: refused with nothing paid (before or at broadcast, or its nonce was taken by a
+ *   transaction the service did not sign for it), or reverted when mined; with the error;
+ * - `expired`: its deadline passed unmined and its nonce was taken by a no-op; nothing paid.
+ */
+export const TRADE_STATUSES = ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] as const;
+
+export type TradeStatus = (typeof TRADE_STATUSES)[number];
+
+/** Where every trade starts (TradeJournal.open), and where one whose only transaction was given back returns. */
+export const INITIAL_STATUS = "accepted" satisfies TradeStatus;
+
+/**
+ * The request has its answer. Only the chain's word moves a trade on from here (CHAIN_VERDICTS: a
+ * reorg, a receipt, a revert, the no-op at its nonce), or its being signed again (`markSigned`).
+ */
+export const FINAL_STATUSES = ["confirmed", "failed", "expired"] as const satisfies readonly TradeStatus[];
+
+/** Every operation of the journals that changes a trade's status or deletes it, by its method's name. */
+export type TradeOperation =
+  | "markSigned"
+  | "markSubmitted"
+  | "markReorged"
+  | "markMined"
+  | "markConfirmed"
+  | "markFailed"
+  | "markExpired"
+  | "discard"
+  | "releaseSlot"
+  | "forgetUnsigned";
+
+/** The operations that record what the chain says of a trade's transactions. */
+export const CHAIN_VERDICTS = [
+  "markReorged",
+  "markMined",
+  "markConfirmed",
+  "markFailed",
+  "markExpired",
+] as const satisfies readonly TradeOperation[];
+
+/**
+ * What an operation does to one trade: `applies` (the trade moves to the operation's `to`, or is
+ * deleted), `ignored` (the call succeeds and changes nothing) or `refused` (the call throws and
+ * changes nothing).
+ */
+export type TradeVerdict = "applies" | "ignored" | "refused";
+
+/** What an operation does, from each state. */
+export interface TradeTransition {
+  /** The status a trade it applies to is left in; null: the trade is deleted. */
+  readonly to: TradeStatus | null;
+  readonly applies: readonly TradeStatus[];
+  readonly ignored: readonly TradeStatus[];
+  readonly refused: readonly TradeStatus[];
+  /**
+   * Present when it applies only to a trade without a signed transaction (`txHash` null): what it
+   * does to one with a transaction, whatever its status.
+   */
+  readonly whenSigned?: Exclude<TradeVerdict, "applies">;
+}
+
+/** A compile error naming the statuses a transition leaves out, so that a new state is placed in every operation. */
+type EveryStatus<Placed> = [Exclude<TradeStatus, Placed>] extends [never]
+  ? unknown
+  : { "each state must be placed": Exclude<TradeStatus, Placed> };
+
+/** A transition, checked to place every state, that keeps the status it leaves a trade in as its type. */
+function transition<
+  const To extends TradeStatus | null,
+  const A extends readonly TradeStatus[],
+  const I extends readonly TradeStatus[],
+  const R extends readonly TradeStatus[],
+>(
+  rule: TradeTransition & { to: To; applies: A; ignored: I; refused: R } & EveryStatus<
+      A[number] | I[number] | R[number]
+    >,
+): TradeTransition & { readonly to: To } {
+  return rule;
+}
+
+/**
+ * What each operation does from each state. The rules they keep:
+ * - a final state is left only on the chain's word (CHAIN_VERDICTS), or by being signed again;
+ * - `expired` stays expired when the trade is then said to have failed: the no-op that took its
+ *   nonce is its outcome (a receipt of its own transaction still makes it mined or confirmed);
+ * - a trade with a signed transaction is never deleted: its money may have left the wallet.
+ */
+export const TRADE_TRANSITIONS = {
+  // Signed, or signed again at another nonce (the node refused the first, so nothing of it was
+  // broadcast): from every state, since a trade the monitor judged failed or expired while its
+  // first nonce was refused is signed again, and the chain's later word decides.
+  markSigned: transition({
+    to: "signed",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: [],
+    refused: [],
+  }),
+  // A node holds its transaction. Late news for a trade the chain already spoke of: nothing.
+  markSubmitted: transition({
+    to: "submitted",
+    applies: ["signed"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired"],
+    refused: [],
+  }),
+  // A reorg took its block away: only a mined trade has a block to lose.
+  markReorged: transition({
+    to: "submitted",
+    applies: ["mined", "confirmed"],
+    ignored: ["accepted", "signed", "submitted", "failed", "expired"],
+    refused: [],
+  }),
+  // A receipt is the chain's word, whatever was recorded before (a trade failed for a nonce found
+  // taken, then found mined after all, is corrected).
+  markMined: transition({
+    to: "mined",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: [],
+    refused: [],
+  }),
+  markConfirmed: transition({
+    to: "confirmed",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: [],
+    refused: [],
+  }),
+  // Expired stays expired: its no-op took the nonce, and that is its outcome.
+  markFailed: transition({
+    to: "failed",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed"],
+    ignored: ["expired"],
+    refused: [],
+  }),
+  markExpired: transition({
+    to: "expired",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: [],
+    refused: [],
+  }),
+  // Refused before anything was signed: forgotten, so a retry with its key runs afresh. Never a
+  // trade with a signed transaction (every trade signed, submitted, mined or confirmed has one).
+  discard: transition({
+    to: null,
+    applies: ["accepted", "failed", "expired"],
+    ignored: [],
+    refused: ["signed", "submitted", "mined", "confirmed"],
+    whenSigned: "refused",
+  }),
+  // Its slot's only transaction can never be mined: back to accepted, in the same write as the
+  // slot, so it is never signed without a transaction. Once a node took it, the chain decides.
+  releaseSlot: transition({
+    to: INITIAL_STATUS,
+    applies: ["signed"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired"],
+    refused: [],
+  }),
+  // Accepted and never signed by a process that is gone (or left so too long): forgotten.
+  forgetUnsigned: transition({
+    to: null,
+    applies: ["accepted"],
+    ignored: ["signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    refused: [],
+    whenSigned: "ignored",
+  }),
+} satisfies { readonly [O in TradeOperation]: TradeTransition };
+
+/** What `operation` does to a trade in its present state. */
+export function tradeVerdict(
+  operation: TradeOperation,
+  trade: { status: TradeStatus; txHash: string | null },
+): TradeVerdict {
+  const rule = TRADE_TRANSITIONS[operation];
+  if (rule.whenSigned !== undefined && trade.txHash !== null) return rule.whenSigned;
+  if (rule.applies.includes(trade.status)) return "applies";
+  return rule.ignored.includes(trade.status) ? "ignored" : "refused";
+}
+
+/** Why a journal refused `operation` on a trade: the trade model refuses it from where the trade stands. */
+export class TradeTransitionError extends Error {
+  readonly operation: TradeOperation;
+  readonly tradeId: string;
+  readonly status: TradeStatus;
+
+  constructor(operation: TradeOperation, tradeId: string, trade: { status: TradeStatus; txHash: string | null }) {
+    const signed = trade.txHash !== null && TRADE_TRANSITIONS[operation].whenSigned === "refused";
+    super(
+      `trade ${tradeId} ${signed ? "has a signed transaction" : `is ${trade.status}`}: ${operation} does not apply`,
+    );
+    this.name = "TradeTransitionError";
+    this.operation = operation;
+    this.tradeId = tradeId;
+    this.status = trade.status;
+  }
+}

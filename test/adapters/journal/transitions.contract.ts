@@ -1,0 +1,223 @@
+/**
+ * The trade model's part of the journal conformance suite (journal.contract.ts runs it on memory,
+ * SQLite and PostgreSQL): for every state a trade can be in (with a signed transaction and, where a
+ * trade can be without one, without) and every operation that changes a trade's state, the journal
+ * applies, ignores or refuses exactly as the model (core/trade-states.ts) says.
+ */
+import { expect } from "chai";
+
+import type { Journal } from "../../../adapters/journal/index.js";
+import {
+  TRADE_STATUSES,
+  TRADE_TRANSITIONS,
+  tradeVerdict,
+  type NewTrade,
+  type SignedTradeTx,
+  type TradeOperation,
+  type TradeRecord,
+  type TradeStatus,
+  type TradeVerdict,
+  type TransactionReceipt,
+} from "../../../core/index.js";
+
+export interface TransitionContractContext {
+  /** This test's journal. */
+  journal(): Journal;
+}
+
+const WALLET = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+const NEW_TRADE: NewTrade = {
+  scope: "transitions",
+  idempotencyKey: null,
+  requestHash: "hash",
+  kind: "sell",
+  request: {
+    userAddress: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+    destinatary: "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
+    amount: "1",
+    usdAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+  },
+};
+
+function signedTx(nonce: number): SignedTradeTx {
+  return {
+    wallet: WALLET,
+    nonce,
+    txHash: hashOf(nonce),
+    rawTx: `0x02f8${nonce.toString(16)}`,
+    maxFeePerGas: 2_000_000_000n,
+    maxPriorityFeePerGas: 1n,
+    deadline: 1_900_000_000,
+  };
+}
+
+/** A receipt of the transaction `hash`, mined in block `block`. */
+function receipt(hash: string, block: number): TransactionReceipt {
+  return {
+    blockHash: hashOf(1_000_000 + block),
+    blockNumber: block,
+    contractAddress: null,
+    cumulativeGasUsed: 21_000,
+    effectiveGasPrice: 1_000_000_007,
+    from: WALLET.toLowerCase(),
+    gasUsed: 21_000,
+    logsBloom: `0x${"00".repeat(256)}`,
+    status: true,
+    to: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
+    transactionHash: hash,
+    transactionIndex: 0,
+    type: "0x2",
+    events: {},
+  };
+}
+
+/** Distinct nonces, blocks and messages, so that what an operation wrote is told from what was there. */
+let serial = 0;
+const next = () => ++serial;
+
+/**
+ * How a trade comes to be in each state, through the journal's own operations. A state the model
+ * adds needs its way here (the type asks for one).
+ */
+const REACH: Record<TradeStatus, Array<(journal: Journal, id: string) => Promise<void>>> = {
+  accepted: [],
+  signed: [sign],
+  submitted: [sign, (journal, id) => journal.markSubmitted(id)],
+  mined: [sign, (journal, id) => mine(journal, id, "markMined")],
+  confirmed: [sign, (journal, id) => mine(journal, id, "markConfirmed")],
+  failed: [sign, (journal, id) => journal.markFailed(id, { code: "reverted", message: "before" })],
+  expired: [sign, (journal, id) => journal.markExpired(id, { code: "trade_expired", message: "before" })],
+};
+
+async function sign(journal: Journal, id: string): Promise<void> {
+  await journal.markSigned(id, signedTx(next()));
+}
+
+async function mine(journal: Journal, id: string, operation: "markMined" | "markConfirmed"): Promise<void> {
+  const trade = (await journal.get(id))!;
+  await journal[operation](id, receipt(trade.txHash ?? hashOf(next()), next()));
+}
+
+/** Every case: each state, with a signed transaction when reaching it signs one, and without where a trade can be. */
+const CASES: Array<{
+  name: string;
+  status: TradeStatus;
+  steps: Array<(journal: Journal, id: string) => Promise<void>>;
+}> = [
+  ...TRADE_STATUSES.map((status) => ({ name: status, status, steps: REACH[status] })),
+  // Failed or expired with nothing signed (refused before signing, or given back and then ended).
+  ...(["failed", "expired"] as const).map((status) => ({
+    name: `${status}, nothing signed`,
+    status,
+    steps: REACH[status].slice(1),
+  })),
+];
+
+/** Runs `operation` on trade `trade` as a caller would; what it wrote carries a value of `mark`. */
+function run(journal: Journal, operation: TradeOperation, trade: TradeRecord, mark: number): Promise<unknown> {
+  const error = { code: "marked", message: `mark ${mark}` };
+  switch (operation) {
+    case "markSigned":
+      return journal.markSigned(trade.id, signedTx(mark));
+    case "markSubmitted":
+      return journal.markSubmitted(trade.id);
+    case "markReorged":
+      return journal.markReorged(trade.id);
+    case "markMined":
+    case "markConfirmed":
+      return journal[operation](trade.id, receipt(trade.txHash ?? hashOf(mark), mark));
+    case "markFailed":
+    case "markExpired":
+      return journal[operation](trade.id, error);
+    case "discard":
+      return journal.discard(trade.id);
+    case "releaseSlot":
+      // Its slot's only transaction, or, for a trade without one, a nonce without a slot.
+      return journal.releaseSlot(WALLET, trade.nonce ?? mark, trade.txHash ?? hashOf(mark));
+    case "forgetUnsigned":
+      return journal.forgetUnsigned(10);
+  }
+}
+
+/** Whether what `operation` writes (with `mark`) is in the trade as read after it. */
+function wrote(operation: TradeOperation, after: TradeRecord | undefined, mark: number): boolean {
+  const to = TRADE_TRANSITIONS[operation].to;
+  if (to === null) return after === undefined;
+  if (after?.status !== to) return false;
+  switch (operation) {
+    case "markSigned":
+      return after.nonce === mark;
+    case "markReorged":
+      return after.receipt === null;
+    case "markMined":
+    case "markConfirmed":
+      return after.receipt?.blockNumber === mark;
+    case "markFailed":
+    case "markExpired":
+      return after.error?.message === `mark ${mark}`;
+    case "releaseSlot":
+      return after.txHash === null && after.nonce === null;
+    default:
+      return true;
+  }
+}
+
+/** The trade's own fields, as a refused or ignored operation must leave them (its slot's broadcasts aside). */
+function own(trade: TradeRecord | undefined) {
+  if (trade === undefined) return undefined;
+  const { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt } = trade;
+  return { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt };
+}
+
+export function describeTransitionContract(context: TransitionContractContext): void {
+  describe("the trade model's transitions, on every state", function () {
+    /** Opens a trade and takes it to `steps`' state; returns it as read then. */
+    async function trade(steps: Array<(journal: Journal, id: string) => Promise<void>>): Promise<TradeRecord> {
+      const journal = context.journal();
+      const { record } = await journal.open(NEW_TRADE);
+      for (const step of steps) await step(journal, record.id);
+      return (await journal.get(record.id))!;
+    }
+
+    it("reaches every state the model has", async function () {
+      for (const { name, status, steps } of CASES) expect((await trade(steps)).status, name).to.equal(status);
+    });
+
+    for (const operation of Object.keys(TRADE_TRANSITIONS) as TradeOperation[]) {
+      if (operation === "forgetUnsigned") continue; // a sweep of every trade: below
+      it(`${operation}: applies, ignores or refuses as the trade model says, from every state`, async function () {
+        const journal = context.journal();
+        for (const { name, steps } of CASES) {
+          const before = await trade(steps);
+          const expected: TradeVerdict = tradeVerdict(operation, before);
+          const mark = next();
+          const outcome = await run(journal, operation, before, mark).then(
+            () => "resolved",
+            (error: unknown) => error,
+          );
+          const after = await journal.get(before.id);
+          const what = `${operation} on a trade ${name}`;
+          if (expected === "refused") expect(outcome, what).to.be.instanceOf(Error);
+          else expect(outcome, what).to.equal("resolved");
+          if (expected === "applies") expect(wrote(operation, after, mark), `${what}: written`).to.equal(true);
+          else expect(own(after), `${what}: left as it was`).to.deep.equal(own(before));
+        }
+      });
+    }
+
+    it("forgetUnsigned: forgets exactly the trades the trade model says, from every state", async function () {
+      const journal = context.journal();
+      const trades = [];
+      for (const { name, steps } of CASES) trades.push({ name, before: await trade(steps) });
+      await new Promise((resolve) => setTimeout(resolve, 50)); // older than the 10 ms asked for
+      await journal.forgetUnsigned(10);
+      for (const { name, before } of trades) {
+        const after = await journal.get(before.id);
+        if (tradeVerdict("forgetUnsigned", before) === "applies") expect(after, `a trade ${name}`).to.equal(undefined);
+        else expect(own(after), `a trade ${name}: kept as it was`).to.deep.equal(own(before));
+      }
+    });
+  });
+}

@@ -1,0 +1,107 @@
+/**
+ * The trade model (core/trade-states.ts): what each of the journal's operations does to a trade in
+ * each state, and the rules that hold across them. The journals are held to it by the journal
+ * contract suite (test/adapters/journal/transitions.contract.ts).
+ */
+import { expect } from "chai";
+
+import {
+  CHAIN_VERDICTS,
+  FINAL_STATUSES,
+  TRADE_STATUSES,
+  TRADE_TRANSITIONS,
+  TradeTransitionError,
+  tradeVerdict,
+  type TradeOperation,
+  type TradeStatus,
+  type TradeVerdict,
+} from "../../core/index.js";
+
+const OPERATIONS = Object.keys(TRADE_TRANSITIONS) as TradeOperation[];
+const SIGNED = "0x8e3b1a4dfe0c4b2a1f9e8d7c6b5a49382716a5b4c3d2e1f0a9b8c7d6e5f4a3b2";
+
+const [A, I, R] = ["applies", "ignored", "refused"] as const satisfies readonly TradeVerdict[];
+
+/**
+ * What every operation does from each state, as the three journals did before the model was
+ * theirs (their `WHERE` clauses and checks): A applies, I ignored, R refused. A trade in a state
+ * other than `accepted` has a transaction here, as one signed, submitted, mined or confirmed always does.
+ */
+const EXPECTED: Record<TradeOperation, readonly TradeVerdict[]> = {
+  // accepted, signed, submitted, mined, confirmed, failed, expired
+  markSigned: [A, A, A, A, A, A, A],
+  markSubmitted: [I, A, I, I, I, I, I],
+  markReorged: [I, I, I, A, A, I, I],
+  markMined: [A, A, A, A, A, A, A],
+  markConfirmed: [A, A, A, A, A, A, A],
+  markFailed: [A, A, A, A, A, A, I],
+  markExpired: [A, A, A, A, A, A, A],
+  discard: [A, R, R, R, R, R, R],
+  releaseSlot: [I, A, I, I, I, I, I],
+  forgetUnsigned: [A, I, I, I, I, I, I],
+};
+
+/** A trade in `status`, with a transaction unless it is accepted (as every journal keeps them). */
+const tradeIn = (status: TradeStatus) => ({ status, txHash: status === "accepted" ? null : SIGNED });
+
+describe("the trade model", function () {
+  it("does what the journals did, from every state, for every operation", function () {
+    for (const operation of OPERATIONS) {
+      const actual = TRADE_STATUSES.map((status) => tradeVerdict(operation, tradeIn(status)));
+      expect(actual, operation).to.deep.equal(EXPECTED[operation]);
+    }
+  });
+
+  it("places every state in each operation exactly once: applied, ignored or refused", function () {
+    for (const operation of OPERATIONS) {
+      const { applies, ignored, refused } = TRADE_TRANSITIONS[operation];
+      expect([...applies, ...ignored, ...refused].sort(), operation).to.deep.equal([...TRADE_STATUSES].sort());
+    }
+  });
+
+  it("leaves a final state only on the chain's word, by signing again, or, with nothing signed, by discarding", function () {
+    for (const status of FINAL_STATUSES)
+      for (const operation of OPERATIONS) {
+        const leaves = (trade: { status: TradeStatus; txHash: string | null }) =>
+          tradeVerdict(operation, trade) === "applies" && TRADE_TRANSITIONS[operation].to !== status;
+        if (leaves({ status, txHash: SIGNED }))
+          expect([...CHAIN_VERDICTS, "markSigned"], `${operation} from ${status}`).to.include(operation);
+        if (leaves({ status, txHash: null }))
+          expect([...CHAIN_VERDICTS, "markSigned", "discard"], `${operation} from ${status}`).to.include(operation);
+      }
+  });
+
+  it("never overwrites an expired trade as failed: the no-op that took its nonce is its outcome", function () {
+    expect(tradeVerdict("markFailed", { status: "expired", txHash: SIGNED })).to.equal("ignored");
+    expect(tradeVerdict("markFailed", { status: "expired", txHash: null })).to.equal("ignored");
+  });
+
+  it("never deletes a trade with a signed transaction, whatever its state", function () {
+    const deleting = OPERATIONS.filter((operation) => TRADE_TRANSITIONS[operation].to === null);
+    expect(deleting).to.deep.equal(["discard", "forgetUnsigned"]);
+    for (const operation of deleting)
+      for (const status of TRADE_STATUSES)
+        expect(tradeVerdict(operation, { status, txHash: SIGNED }), `${operation} from ${status}`).to.not.equal(
+          "applies",
+        );
+    // Refused aloud to whoever asks for one trade; passed over by the sweep.
+    expect(tradeVerdict("discard", { status: "failed", txHash: SIGNED })).to.equal("refused");
+    expect(tradeVerdict("discard", { status: "failed", txHash: null })).to.equal("applies");
+    expect(tradeVerdict("forgetUnsigned", { status: "accepted", txHash: SIGNED })).to.equal("ignored");
+  });
+
+  it("refuses nothing that only passes over trades: a released slot's trade, the sweep of unsigned ones", function () {
+    for (const operation of ["releaseSlot", "forgetUnsigned"] as const)
+      expect(TRADE_TRANSITIONS[operation].refused, operation).to.deep.equal([]);
+  });
+
+  it("gives a refusal that names the trade, where it stands and the operation", function () {
+    const refused = new TradeTransitionError("discard", "t-1", { status: "signed", txHash: SIGNED });
+    expect(refused).to.be.instanceOf(Error);
+    expect(refused).to.deep.include({ operation: "discard", tradeId: "t-1", status: "signed" });
+    expect(refused.message).to.equal("trade t-1 has a signed transaction: discard does not apply");
+    expect(new TradeTransitionError("markSigned", "t-2", { status: "confirmed", txHash: SIGNED }).message).to.equal(
+      "trade t-2 is confirmed: markSigned does not apply",
+    );
+  });
+});
