@@ -41,12 +41,12 @@
  * their transactions found so far. A receipt is answered only from the latest look, read from the
  * head or one of its ancestors; one kept from an older look is fetched again first (its block may
  * have left the chain since), and not answered if its block is not the one read at its number
- * (answer.ts).
+ * (watched.ts).
  */
 import type { JsonRpcApiProvider } from "ethers";
 
 import { RpcProvider, type HeadBlock, type PushedHead, type PushedHeads } from "../rpc/index.js";
-import { answerAt, type Expected } from "./answer.js";
+import { answerAt, type Expected } from "./watched.js";
 import type { BlockTimes } from "./block-times.js";
 import type { HeadSource } from "./fees.js";
 import { ReceiptReader } from "./receipt-reader.js";
@@ -206,7 +206,7 @@ export class BlockWatcher implements HeadSource {
       });
     }
     // The look this answer is about: a receipt read at it counts its confirmations from this head,
-    // not from one a look made while the stale ones were fetched again (answer.ts).
+    // not from one a look made while the stale ones were fetched again (watched.ts).
     const [head, look] = [this.#head, this.#looks];
     const receipts = await answerAt(hashes, look, this.#expected, this.#reader);
     return { head, receipts };

@@ -8,7 +8,7 @@
 import type { JsonRpcApiProvider } from "ethers";
 
 import { isAlreadyKnown } from "./chain-errors.js";
-import type { RpcOutcome } from "./outcomes.js";
+import type { RpcOutcome } from "./request.js";
 
 export interface BatchSender {
   sendBatch(calls: ReadonlyArray<{ method: string; params: unknown[] }>): Promise<RpcOutcome[]>;

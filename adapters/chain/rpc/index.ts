@@ -27,7 +27,7 @@ export {
 } from "./chain-errors.js";
 export { redactUrl, type EndpointStatus } from "./endpoint.js";
 export type { HeadBlock, PushedHead, PushedHeads } from "./head-subscription.js";
-export type { RpcOutcome } from "./outcomes.js";
+export type { RpcOutcome } from "./request.js";
 export type { RpcProviderOptions } from "./provider-options.js";
 export type { RpcRequestRecord } from "./request.js";
 export { RpcProvider } from "./rpc-provider.js";

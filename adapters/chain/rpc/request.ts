@@ -2,12 +2,14 @@
  * One request to one endpoint: a POST on its keep-alive agent, or a message on its WebSocket,
  * held to the provider's deadline and size cap (rpc-provider.ts says why), parsed, and reported
  * (`onRequest`). A transport failure, or one error for the whole request, is the endpoint's
- * failure (EndpointFailure): the provider then fails over.
+ * failure (EndpointFailure): the provider then fails over. And what each call of a request is
+ * answered: the node's answer to it, matched by id, as its result or as the error ethers would
+ * throw for it; a call the node left out of its answer fails (outcomesOf).
  */
 import * as http from "node:http";
 import * as https from "node:https";
 
-import { makeError, type JsonRpcError, type JsonRpcPayload, type JsonRpcResult } from "ethers";
+import { makeError, type JsonRpcApiProvider, type JsonRpcError, type JsonRpcPayload, type JsonRpcResult } from "ethers";
 
 import { EndpointFailure, type Endpoint } from "./endpoint.js";
 
@@ -180,4 +182,25 @@ function wholeRequestError(parsed: unknown, calls: number): Error | undefined {
     "SERVER_ERROR",
     { request: "JSON-RPC", info: { error } },
   );
+}
+
+/** One answer of `sendBatch`, in the order of the calls. */
+export type RpcOutcome = { result: unknown } | { error: Error };
+
+/** Each call's answer, matched by id: its result, or its error as ethers would throw it (`provider`'s getRpcError). */
+export function outcomesOf(
+  provider: Pick<JsonRpcApiProvider, "getRpcError">,
+  payloads: readonly JsonRpcPayload[],
+  answers: ReadonlyArray<JsonRpcResult | JsonRpcError>,
+): RpcOutcome[] {
+  const byId = new Map(answers.map((answer) => [answer.id, answer]));
+  return payloads.map((payload) => {
+    const answer = byId.get(payload.id);
+    if (answer === undefined)
+      return {
+        error: makeError("the node did not answer this call of the batch", "BAD_DATA", { value: payload.method }),
+      };
+    if ("error" in answer) return { error: provider.getRpcError(payload, answer) };
+    return { result: answer.result };
+  });
 }

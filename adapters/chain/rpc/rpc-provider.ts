@@ -50,9 +50,15 @@ import {
 
 import { Endpoint, EndpointFailure, MAX_REST_MS, describe, type EndpointStatus } from "./endpoint.js";
 import { HeadSubscription, type PushedHeads } from "./head-subscription.js";
-import { outcomesOf, type RpcOutcome } from "./outcomes.js";
 import type { RpcProviderOptions } from "./provider-options.js";
-import { post, sendRequest, type RequestLimits, type RpcRequestRecord } from "./request.js";
+import {
+  outcomesOf,
+  post,
+  sendRequest,
+  type RequestLimits,
+  type RpcOutcome,
+  type RpcRequestRecord,
+} from "./request.js";
 
 /** Far above any answer the service asks for (a batch of receipts), far below what would hurt the process. */
 const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
