@@ -5,8 +5,9 @@
  */
 /**
  * The chain adapter's folders and, for each, the folders it may import: the layering written at
- * the top of adapters/chain/index.ts (tx ← rpc ← blocks ← send ← lifecycle ← trade, and
- * blocks ← price ← trade). trade/ may import every other folder, so it has no rule of its own.
+ * the top of adapters/chain/index.ts (tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and
+ * blocks ← price ← trade). trade/ does not import lifecycle/: the assembly (assembly.ts) builds
+ * both and hands each its parts.
  */
 const CHAIN_LAYERS = {
   tx: [],
@@ -15,6 +16,7 @@ const CHAIN_LAYERS = {
   send: ["tx", "rpc", "blocks"],
   price: ["tx", "rpc", "blocks"],
   lifecycle: ["tx", "rpc", "blocks", "send"],
+  trade: ["tx", "rpc", "blocks", "send", "price"],
 };
 
 /**

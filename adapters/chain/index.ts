@@ -17,10 +17,12 @@
  *               blocks/.
  * - lifecycle/  each wallet's lifecycle monitor, and the steps only it takes. Imports tx/, rpc/,
  *               blocks/, send/.
- * - trade/      the trade adapter, preflight, allowances, gas limits. Imports all of the above.
- * So tx ← rpc ← blocks ← send ← lifecycle ← trade, and blocks ← price ← trade. Unlike the issue's
- * first list, fees and receipts are not in trade/: the lifecycle monitor needs them and the trade
- * adapter needs the monitor, so they sit below both, in blocks/, with the block watcher they read.
+ * - trade/      the trade adapter's steps, preflight, allowances and their top-ups, gas limits.
+ *               Imports tx/, rpc/, blocks/, send/, price/: not lifecycle/.
+ * So tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and blocks ← price ← trade. Fees and
+ * receipts sit in blocks/, below both the lifecycle monitors and the trades that use them, with
+ * the block watcher they read. The files at the top (assembly.ts, create-chain-adapter.ts) build
+ * the parts once and hand each folder's classes theirs.
  */
 export {
   createChainAdapter,
