@@ -181,9 +181,10 @@ export class ServiceMetrics {
     const metered: TradePort = {
       prove: async (order) => {
         const labels = { kind: order.kind, stable: order.stable.symbol };
+        const started = performance.now();
         try {
           const proven = await port.prove(order);
-          trades.set(proven, { labels, started: performance.now() });
+          trades.set(proven, { labels, started });
           return proven;
         } catch (error) {
           this.#trades.inc({ ...labels, outcome: outcomeOf(error) });

@@ -42,6 +42,8 @@ export interface WebhookReceiver {
   overlaps: string[];
   /** Resolves once `predicate` holds, polling; rejects after `timeoutMs`. */
   until(predicate: () => boolean, timeoutMs?: number): Promise<void>;
+  /** How many deliveries have arrived and are not answered yet. */
+  unanswered(): number;
   close(): Promise<void>;
 }
 
@@ -65,6 +67,7 @@ export async function startWebhookReceiver(secret = newWebhookSecret()): Promise
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
+    unanswered: () => [...inFlight.values()].reduce((a, b) => a + b, 0),
     async close() {
       for (const response of hanging) response.destroy();
       server.closeAllConnections();

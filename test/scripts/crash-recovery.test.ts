@@ -438,7 +438,10 @@ for (const journal of ["SQLite", "PostgreSQL"] as const) {
         );
         expect(answers.map((a) => a.status)).to.deep.equal(Array(6).fill(200));
         // CONFIRMATIONS=1: each answer came with its trade confirmed, so all its events are written.
-        await receiver.until(() => new Set(receiver.received.map((e) => e.data.id)).size === 6);
+        // Killed while a delivery is unanswered (held 1 s): it must come again after the restart.
+        await receiver.until(
+          () => new Set(receiver.received.map((e) => e.data.id)).size === 6 && receiver.unanswered() > 0,
+        );
         service.child.kill("SIGKILL");
         await new Promise((resolve) => service.child.once("exit", resolve));
         const beforeRestart = receiver.received.length;

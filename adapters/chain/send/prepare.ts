@@ -17,7 +17,7 @@ export interface SignContext {
 /**
  * Signs `items` with consecutive nonces from `first`, then lets them all journal themselves
  * at once (one group commit in the journal). A trade whose signing or journal write fails is
- * refused and takes no nonce: those signed after a failed write come back in `again`, to be
+ * refused and takes no nonce: those journalled after a failed write come back in `again`, to be
  * signed with the next nonces (their records are rewritten before anything of theirs is sent).
  */
 export async function prepare(
@@ -49,17 +49,20 @@ export async function prepare(
   );
   const failed = written.findIndex((result) => result.status === "rejected");
   if (failed < 0) return { ready: chunk, again: [] };
-  refuse(chunk[failed]!.item, (written[failed] as PromiseRejectedResult).reason);
-  // Those after it are signed again with the next nonces: the slots they recorded go first.
-  const again = chunk.slice(failed + 1);
-  await Promise.all(
-    again.map(({ nonce, txHash }, i) =>
-      written[failed + 1 + i]!.status === "fulfilled"
-        ? context.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {})
-        : undefined,
-    ),
-  );
-  return { ready: chunk.slice(0, failed), again: again.map((s) => s.item) };
+  // Every one whose journal write failed is refused (its caller has given it up); those journalled
+  // after the first failure are signed again with the next nonces: the slots they recorded go first.
+  const again: Queued[] = [];
+  for (const [i, { item, nonce, txHash }] of chunk.entries()) {
+    if (i < failed) continue;
+    const result = written[i]!;
+    if (result.status === "rejected") {
+      refuse(item, result.reason);
+      continue;
+    }
+    await context.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {});
+    again.push(item);
+  }
+  return { ready: chunk.slice(0, failed), again };
 }
 
 /** One transaction of the chunk, signed by the queue's wallet for its chain. */

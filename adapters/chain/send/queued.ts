@@ -20,10 +20,11 @@ export interface Outgoing {
   onSigned: (tx: SignedTradeTx) => Promise<void>;
   /**
    * Checked before it is signed again at another nonce, past someone else's transaction mined at
-   * its first one (which may have changed what it finds: a balance, an allowance, the time left):
-   * if it throws, it is not signed again and its sender gets the error, nothing sent.
+   * its first one (which may have changed what it finds: a balance, an allowance, the time left,
+   * the fees): if it throws, it is not signed again and its sender gets the error, nothing sent;
+   * the fees it answers, checked against the cap again, are what it is signed with.
    */
-  recheck?: () => Promise<void>;
+  recheck?: () => Promise<Fees>;
 }
 
 /** A transaction the node accepted. */

@@ -381,7 +381,8 @@ export class SendQueue {
    */
   async #again(item: Queued): Promise<void> {
     try {
-      await item.tx.recheck?.();
+      const fees = await item.tx.recheck?.();
+      if (fees !== undefined) item.tx = { ...item.tx, fees };
     } catch (error) {
       item.reject(error);
       return;

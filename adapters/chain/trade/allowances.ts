@@ -69,13 +69,21 @@ interface Held {
  * - `read`: the chain read and what the journal holds back beyond its block, which trades
  *   arriving now share (one eth_call for a burst), with `released` as it stood when it was made.
  */
+/** A balance read made once and shared by the trades of a burst (Holding.read), or handed from a trade's proof to its reservation. */
+export interface SharedRead {
+  released: bigint;
+  head: number;
+  at: number;
+  value: Promise<[ChainRead, Held]>;
+}
+
 export interface Holding {
   key: string;
   owner: string;
   asset: string;
   inFlight: bigint;
   released: bigint;
-  read?: { released: bigint; head: number; at: number; value: Promise<[ChainRead, Held]> } | undefined;
+  read?: SharedRead | undefined;
   /** Who waits for no trade of this holding to be in flight (a USDT-style reset, #drained). */
   drained: Array<() => void>;
   /** Whether the swap's allowance matters (the wallets' holdings), or only the balance (the swap's reserves). */
@@ -132,9 +140,10 @@ export class Allowances {
     asset: Asset,
     amount: bigint,
     head: number,
+    read?: SharedRead,
   ): Promise<{ holding: Holding } | { short: bigint }> {
     const holding = this.#holding(owner, asset.address, true);
-    let [{ balance, allowance }, held] = await this.#sharedRead(holding, head).value;
+    let [{ balance, allowance }, held] = await (read ?? this.#sharedRead(holding, head)).value;
     return this.#locks.run(holding.key, async () => {
       let unpaid = this.#unpaid(holding, held);
       if (balance - unpaid < amount || allowance - unpaid < amount) {
@@ -185,9 +194,13 @@ export class Allowances {
     });
   }
 
-  /** Starts now the read of `owner`'s balance and allowance of `asset` that reserve shares, so that it goes out with the trade's proof. */
-  prefetch(owner: string, asset: Asset, head: number): void {
-    this.#sharedRead(this.#holding(owner, asset.address, true), head);
+  /**
+   * Starts now the read of `owner`'s balance and allowance of `asset` that reserve shares, so that
+   * it goes out with the trade's proof (one eth_call); the trade hands it to `reserve`, which uses
+   * it whatever was released since (those still count: see reserve).
+   */
+  prefetch(owner: string, asset: Asset, head: number): SharedRead {
+    return this.#sharedRead(this.#holding(owner, asset.address, true), head);
   }
 
   /**
@@ -195,9 +208,9 @@ export class Allowances {
    * out, on top of what the sells not yet final pay out, or refuses the trade. Read and shared
    * like a wallet's balance (see reserve); read again, in the lock, only when short.
    */
-  async reserveBalance(asset: Asset, amount: bigint, head: number): Promise<Holding> {
+  async reserveBalance(asset: Asset, amount: bigint, head: number, read?: SharedRead): Promise<Holding> {
     const holding = this.#holding(this.#opts.swap, asset.address, false);
-    let [{ balance }, held] = await this.#sharedRead(holding, head).value;
+    let [{ balance }, held] = await (read ?? this.#sharedRead(holding, head)).value;
     return this.#locks.run(holding.key, async () => {
       let unpaid = this.#unpaid(holding, held);
       if (balance - unpaid < amount) {
@@ -222,8 +235,8 @@ export class Allowances {
    * as safe as one started later: trades released after it began still count as unpaid (see
    * reserve).
    */
-  prefetchReserves(asset: Asset, head: number): void {
-    this.#sharedRead(this.#holding(this.#opts.swap, asset.address, false), head);
+  prefetchReserves(asset: Asset, head: number): SharedRead {
+    return this.#sharedRead(this.#holding(this.#opts.swap, asset.address, false), head);
   }
 
   /**
@@ -292,7 +305,7 @@ export class Allowances {
    * and within SHARED_READ_MS, and no trade was released since (else a new one, shared in turn).
    * Another instance's trades show only in a new read.
    */
-  #sharedRead(holding: Holding, head: number): NonNullable<Holding["read"]> {
+  #sharedRead(holding: Holding, head: number): SharedRead {
     const current = holding.read;
     const now = Date.now();
     if (

@@ -12,4 +12,5 @@ export { GAS_LIMIT_MARGIN, SNAPSHOT_GAS_USED, tradeGasLimit } from "./gas-limits
 export type { TradeAdapterParts, TradeCallSettings, TradingWallet } from "./options.js";
 export { Preflight, minimumOut, type PreflightOptions, type Proof } from "./preflight.js";
 export { nonceLookup, recordSlotOf } from "./slots.js";
+export { Signing, type SigningOptions } from "./signing.js";
 export { ChainTradeAdapter } from "./trade.adapter.js";

@@ -4,14 +4,13 @@
  * (Outgoing.onSigned); the use case journals it itself (TradeJournal.markSigned) between
  * TradePort.sign and TradePort.send. A Signing is that meeting point: `onSigned`, the queue's side,
  * hands the signed transaction to whoever waits in `next()`, and holds the queue's round until
- * `proceed` (journalled: broadcast it) or `refuse` (not journalled: never broadcast, and the
- * nonce goes to the next trade). A trade signed again at another nonce (someone else's
- * transaction took the first) is handed over again the same way.
+ * `proceed` (that very transaction journalled: broadcast it) or `refuse` (not journalled: never
+ * broadcast, the nonce goes to the next trade, and the trade is given up for good). A trade
+ * signed again at another nonce (someone else's transaction took the first) is handed over again
+ * the same way. The round waits as long as the journal takes, as it always did: a write that
+ * answers late must not find its nonce given to another trade meanwhile.
  */
 import type { SignedTradeTx } from "../../../core/index.js";
-
-/** How long the queue's round waits for a signed trade to be journalled before giving it up, in ms. */
-const JOURNAL_WAIT_MS = 60_000;
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -48,9 +47,9 @@ export class Signing {
   #waiter: Deferred<SignedTradeTx> | undefined;
   /** Signed transactions handed over before anyone asked. */
   readonly #handed: SignedTradeTx[] = [];
-  /** The journal's verdict on the transaction handed over last. */
-  #gate: Deferred<void> | undefined;
-  /** Why the queue gave the trade up, once it did. */
+  /** The journal's verdict on each transaction handed over, by its hash (lower-case). */
+  readonly #gates = new Map<string, Deferred<void>>();
+  /** Why the queue gave the trade up, or its caller did: no transaction of it goes out from then on. */
   #failure: { error: unknown } | undefined;
 
   constructor(options: SigningOptions) {
@@ -59,6 +58,8 @@ export class Signing {
 
   /** The queue's onSigned for this trade (Outgoing.onSigned). */
   readonly onSigned = async (signed: SignedTradeTx): Promise<void> => {
+    // Given up (its caller could not journal it): nothing more of it is handed over, or waited for.
+    if (this.#failure !== undefined) throw this.#failure.error;
     const tx = this.#opts.beforeHandover(signed);
     if (this.#opts.record !== undefined) {
       await this.#opts.record(tx);
@@ -66,17 +67,13 @@ export class Signing {
       return;
     }
     const gate = deferred<void>();
-    const timer = setTimeout(
-      () => gate.reject(new Error("the signed trade was not journalled in time")),
-      JOURNAL_WAIT_MS,
-    );
-    timer.unref();
-    this.#gate = gate;
+    const key = tx.txHash.toLowerCase();
+    this.#gates.set(key, gate);
     this.#handOver(tx);
     try {
       await gate.promise;
     } finally {
-      clearTimeout(timer);
+      this.#gates.delete(key);
     }
   };
 
@@ -89,21 +86,20 @@ export class Signing {
     return this.#waiter.promise;
   }
 
-  /** The transaction handed over last is journalled: the queue broadcasts it. */
-  proceed(): void {
-    this.#gate?.resolve();
-    this.#gate = undefined;
+  /** `txHash` is journalled: the queue broadcasts it (and nothing else of this trade's). */
+  proceed(txHash: string): void {
+    this.#gates.get(txHash.toLowerCase())?.resolve();
   }
 
-  /** The transaction handed over last could not be journalled: the queue never broadcasts it. */
-  refuse(error: unknown): void {
-    this.#gate?.reject(error);
-    this.#gate = undefined;
+  /** `txHash` could not be journalled: the queue never broadcasts it, and the trade is given up. */
+  refuse(txHash: string, error: unknown): void {
+    this.fail(error);
+    this.#gates.get(txHash.toLowerCase())?.reject(error);
   }
 
-  /** The queue gave the trade up (refused, or its round failed): whoever waits for a signing hears why. */
+  /** The queue gave the trade up (refused, or its round failed), or its caller did: whoever waits hears why. */
   fail(error: unknown): void {
-    this.#failure = { error };
+    this.#failure ??= { error };
     this.#waiter?.reject(error);
     this.#waiter = undefined;
   }

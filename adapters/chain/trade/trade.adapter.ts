@@ -49,7 +49,7 @@ import { toWeb3Receipt, tradeFees, type ChainState, type Fees } from "../blocks/
 import { revertName, toDomainError } from "../rpc/index.js";
 import type { Sent } from "../send/index.js";
 import { SWAP_ABI, staticCallEncoder } from "../tx/index.js";
-import { reservesOf, type Asset, type Holding } from "./allowances.js";
+import { reservesOf, type Asset, type Holding, type SharedRead } from "./allowances.js";
 import type { TradeAdapterParts, TradingWallet } from "./options.js";
 import { minimumOut, type Proof } from "./preflight.js";
 import { quoteLeftMs } from "./quote-deadline.js";
@@ -82,6 +82,8 @@ interface Proven extends ProvenTrade {
   nativeUsd: bigint | null;
   /** The proof reverted for want of allowance: `reserve` tops it up, or proves again. */
   allowanceShort: boolean;
+  /** The balance reads started with the proof, for `reserve` (one eth_call with it). */
+  reads: { spend: SharedRead; payout: SharedRead | undefined };
 }
 
 /** A trade reserved (step 2). */
@@ -154,13 +156,15 @@ export class ChainTradeAdapter implements TradePort {
       const head = state.head.number;
       const spent = this.#spent(order);
       // What `reserve` reads goes out with the proof: one eth_call (call-batcher.ts).
-      allowances.prefetch(wallet.signer.address, spent, head);
-      if (order.kind === "sell") allowances.prefetchReserves(order.stable, head);
-      const first = await this.#proof(order, wallet, state).catch(async (error: unknown) => {
+      const reads = {
+        spend: allowances.prefetch(wallet.signer.address, spent, head),
+        payout: order.kind === "sell" ? allowances.prefetchReserves(order.stable, head) : undefined,
+      };
+      const first = await this.#proof(order, wallet, state, true).catch(async (error: unknown) => {
         if (revertName(error) !== "SwapDeadlineExpired") throw error;
         // The chain's clock is ahead of the head last read: read it now, and prove once more.
         state = await fees.read(true);
-        return this.#proof(order, wallet, state);
+        return this.#proof(order, wallet, state, true);
       });
       await fed;
       // The proof ran on a block newer than the head the fees came from (the block watcher's, up
@@ -168,7 +172,7 @@ export class ChainTradeAdapter implements TradePort {
       // so a trade in the second after a fee spike is refused, not sent to wait above the cap.
       if (first.proof?.block !== undefined && first.proof.block > state.head.number)
         state = await fees.readFrom(first.proof.block);
-      const proven = { order, wallet, spent, head, state, nativeUsd: await nativeUsd, ...first };
+      const proven = { order, wallet, spent, head, state, reads, nativeUsd: await nativeUsd, ...first };
       return { ...proven, fees: tradeFees(state, this.#parts.settings.feeCap) };
     } catch (error) {
       throw toDomainError(error, { stableDecimals: order.stable.decimals });
@@ -181,18 +185,20 @@ export class ChainTradeAdapter implements TradePort {
     const owner = wallet.signer.address;
     const reserved: Reserved = { proven, held: [], slots: [], reserves: [], released: false };
     try {
-      let spend = await this.#parts.allowances.reserve(owner, proven.spent, order.amount, proven.head);
+      const { allowances } = this.#parts;
+      let spend = await allowances.reserve(owner, proven.spent, order.amount, proven.head, proven.reads.spend);
       if ("short" in spend) {
         // The swap's allowance falls short: topped up (a step of its own), then reserved again.
         await this.#topUp(owner, proven.spent, { amount: order.amount, target: spend.short, head: proven.head });
-        spend = await this.#parts.allowances.reserve(owner, proven.spent, order.amount, proven.head);
+        spend = await allowances.reserve(owner, proven.spent, order.amount, proven.head);
         if ("short" in spend)
           throw new ChainUnavailableError("the swap's allowance is being topped up by another trade; retry");
+        reserved.held.push({ holding: spend.holding, amount: order.amount });
         proven = await this.#proveAgain(proven);
-      } else if (proven.allowanceShort) proven = await this.#proveAgain(proven); // another trade's top-up landed
-      reserved.held.push({ holding: spend.holding, amount: order.amount });
-      if (proven.allowanceShort || proven.proof === undefined)
-        throw new ChainUnavailableError("the swap's allowance is being topped up; retry");
+      } else {
+        reserved.held.push({ holding: spend.holding, amount: order.amount });
+        if (proven.allowanceShort) proven = await this.#proveAgain(proven); // another trade's top-up landed
+      }
       // Under a quote, the price may have moved past its slippage since: refused before anything is signed.
       if (order.quote !== undefined && proven.proof.output < order.quote.minOut)
         throw new QuoteSlippageError(proven.proof.output, order.quote.minOut);
@@ -254,7 +260,7 @@ export class ChainTradeAdapter implements TradePort {
 
   async send(trade: SignedTrade): Promise<SentImpl | { again: Signed }> {
     const signed = trade as Signed;
-    signed.signing.proceed();
+    signed.signing.proceed(signed.tx.txHash);
     const again = signed.signing.next();
     again.catch(() => {}); // the queue answered first
     const outcome = await Promise.race([signed.result.then((sent) => ({ sent })), again.then((tx) => ({ tx }))]);
@@ -270,7 +276,8 @@ export class ChainTradeAdapter implements TradePort {
   }
 
   abandon(trade: SignedTrade, error: unknown): void {
-    (trade as Signed).signing.refuse(error);
+    const signed = trade as Signed;
+    signed.signing.refuse(signed.tx.txHash, error);
   }
 
   async settle(trade: SentTrade): Promise<TransactionReceipt> {
@@ -332,6 +339,7 @@ export class ChainTradeAdapter implements TradePort {
     order: TradeOrder,
     wallet: TradingWallet,
     state: ChainState,
+    shortAllowanceWaits: boolean,
   ): Promise<{ proof: Proof; deadline: number; output: bigint; allowanceShort: boolean }> {
     const now = Math.max(Math.floor(Date.now() / 1000), state.head.timestamp);
     let deadline = now + this.#parts.settings.lifetimeS;
@@ -343,15 +351,23 @@ export class ChainTradeAdapter implements TradePort {
       const proof = await this.#parts.preflight.check(shape, tx, this.#parts.gasLimits?.[order.kind]);
       return { proof, deadline, output: proof.output, allowanceShort: false };
     } catch (error) {
-      if (revertName(error) !== "ERC20InsufficientAllowance") throw error;
+      if (!shortAllowanceWaits || revertName(error) !== "ERC20InsufficientAllowance") throw error;
       return { proof: { gasLimit: 0n, output: 0n }, deadline, output: 0n, allowanceShort: true };
     }
   }
 
-  /** `proven` proven again, on the chain as it is now (after a top-up): refused if it still fails. */
+  /**
+   * `proven` proven again, on the chain as it is now (after a top-up): its fees read again and
+   * checked against the cap (at the proof's own block when newer), and refused if it still fails.
+   */
   async #proveAgain(proven: Proven): Promise<Proven> {
-    const again = await this.#proof(proven.order, proven.wallet, proven.state);
-    return { ...proven, ...again };
+    const { fees, settings } = this.#parts;
+    let state = await fees.read();
+    tradeFees(state, settings.feeCap);
+    const again = await this.#proof(proven.order, proven.wallet, state, false);
+    if (again.proof.block !== undefined && again.proof.block > state.head.number)
+      state = await fees.readFrom(again.proof.block);
+    return { ...proven, ...again, state, fees: tradeFees(state, settings.feeCap) };
   }
 
   /**
@@ -367,23 +383,34 @@ export class ChainTradeAdapter implements TradePort {
   /** Books a sell's payout of the swap's reserves (allowances.ts), held here until released. */
   async #reservePayout(proven: Proven, reserved: Reserved): Promise<{ swap: string; stable: string; amount: bigint }> {
     const amount = proven.proof.output;
-    const holding = await this.#parts.allowances.reserveBalance(proven.order.stable, amount, proven.head);
+    const holding = await this.#parts.allowances.reserveBalance(
+      proven.order.stable,
+      amount,
+      proven.head,
+      proven.reads.payout,
+    );
     reserved.held.push({ holding, amount });
     return { swap: this.#parts.swap, stable: proven.order.stable.address, amount };
   }
 
   /**
    * Proves a trade's call again before it is signed again past someone else's transaction mined
-   * at its nonce (send-queue.ts): it must still succeed with its gas limit, and have two of the
-   * chain's blocks left before its deadline.
+   * at its nonce (send-queue.ts): it must still succeed with its gas limit, have two of the
+   * chain's blocks left before its deadline, and fees under the cap (at the block it ran on when
+   * newer): those fees are what it is signed with.
    */
-  async #stillGood(tx: { from: string; to: string; data: string }, proven: Proven): Promise<void> {
+  async #stillGood(tx: { from: string; to: string; data: string }, proven: Proven): Promise<Fees> {
+    const { fees, settings, calls } = this.#parts;
     if (proven.deadline * 1000 - Date.now() < minTimeLeftMs(this.blockTimeMs()))
       throw new ChainUnavailableError(
         "the trade waited behind another transaction of the wallet until too close to its deadline to be mined; nothing was sent: retry",
       );
-    const proof = await this.#parts.calls.prove(tx.from, tx.to, tx.data, proven.proof.gasLimit);
+    let state = await fees.read();
+    tradeFees(state, settings.feeCap);
+    const proof = await calls.prove(tx.from, tx.to, tx.data, proven.proof.gasLimit);
     if (!proof.ok) throw toDomainError({ data: proof.revertData });
+    if (proof.block !== undefined && proof.block > state.head.number) state = await fees.readFrom(proof.block);
+    return tradeFees(state, settings.feeCap);
   }
 
   /** The swap call of the trade, with its deadline and `minOut`. */
