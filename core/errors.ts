@@ -24,7 +24,9 @@ export type DomainErrorCode =
   | "quote_mismatch"
   | "quote_slippage"
   | "webhook_delivery_not_found"
-  | "webhook_delivery_not_failed";
+  | "webhook_delivery_not_failed"
+  | "permission_denied"
+  | "spending_limit_exceeded";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -282,5 +284,35 @@ export class RecordedTradeError extends DomainError {
   ) {
     super(message);
     this.name = "RecordedTradeError";
+  }
+}
+
+/**
+ * The access policy refuses the caller this (ACCESS_FILE): a role or a scope it lacks, or a
+ * destinatary on the denylist. The message names the key's name and what it may not do.
+ */
+export class PermissionDeniedError extends DomainError {
+  readonly code = "permission_denied";
+  constructor(message: string) {
+    super(message);
+    this.name = "PermissionDeniedError";
+  }
+}
+
+/**
+ * A spending limit of the access policy has no room for the trade: nothing was reserved or sent.
+ * Not the rate limiter's refusal: the message says it is a spending limit and names the limit, its
+ * window, what is used and the maximum. `retryAfterMs`: when the rolling window frees enough room
+ * (absent when the trade alone is over the maximum, so waiting never helps).
+ */
+export class SpendingLimitError extends DomainError {
+  readonly code = "spending_limit_exceeded";
+  constructor(
+    message: string,
+    readonly limit: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = "SpendingLimitError";
   }
 }

@@ -1,6 +1,8 @@
 /** The domain's public API. Adapters import from here. */
 export * from "./types.js";
 export * from "./errors.js";
+export * from "./access/policy.js";
+export * from "./access/authorize.js";
 export type {
   ProvenTrade,
   ReservedTrade,
@@ -11,11 +13,12 @@ export type {
   TradePort,
   TradeResolution,
 } from "./ports/trade.port.js";
-export type { TradeJournal, TradeRecord, NewTrade, SignedTradeTx } from "./ports/journal.port.js";
+export type { TradeJournal, TradeRecord, NewTrade, SignedTradeTx, Spending } from "./ports/journal.port.js";
 export {
   TRADE_STATUSES,
   INITIAL_STATUS,
   FINAL_STATUSES,
+  SPENDING_STATUSES,
   CHAIN_VERDICTS,
   TRADE_TRANSITIONS,
   tradeVerdict,
@@ -67,6 +70,7 @@ export {
   type WebhookDeliveryPage,
   type WebhookOutboxStats,
   type WebhookOutbox,
+  type WebhookScopes,
 } from "./ports/webhook.port.js";
 export type {
   QuotePort,

@@ -36,6 +36,18 @@ export const INITIAL_STATUS = "accepted" satisfies TradeStatus;
  */
 export const FINAL_STATUSES = ["confirmed", "failed", "expired"] as const satisfies readonly TradeStatus[];
 
+/**
+ * The states of a trade that may pay or has paid: what a spending limit counts (core/access). A
+ * failed or expired trade paid nothing and gives its room back; so does one forgotten (deleted).
+ */
+export const SPENDING_STATUSES = [
+  "accepted",
+  "signed",
+  "submitted",
+  "mined",
+  "confirmed",
+] as const satisfies readonly TradeStatus[];
+
 /** Every operation of the journals that changes a trade's status or deletes it, by its method's name. */
 export type TradeOperation =
   | "markSigned"

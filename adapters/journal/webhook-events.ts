@@ -46,6 +46,8 @@ export function webhookEventType(
 export interface TradeSnapshot {
   id: string;
   scope: string;
+  /** Absent from the snapshots written before the key's name was kept. */
+  keyName?: string | null;
   idempotencyKey: string | null;
   requestHash: string;
   kind: TradeRecord["kind"];
@@ -81,6 +83,7 @@ export function snapshotToRecord(s: TradeSnapshot): TradeRecord {
   return {
     id: s.id,
     scope: s.scope,
+    keyName: s.keyName ?? null,
     idempotencyKey: s.idempotencyKey,
     requestHash: s.requestHash,
     kind: s.kind,

@@ -35,7 +35,9 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
 
 function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
   return {
-    open: (trade) => around("open", () => port.open(trade)),
+    open: (trade, spending) => around("open", () => port.open(trade, spending)),
+    respend: (id, usd, checks) => around("respend", () => port.respend(id, usd, checks)),
+    spendingUse: (checks) => around("spendingUse", () => port.spendingUse(checks)),
     markSigned: (id, tx) => around("markSigned", () => port.markSigned(id, tx)),
     markSubmitted: (id) => around("markSubmitted", () => port.markSubmitted(id)),
     markReorged: (id) => around("markReorged", () => port.markReorged(id)),

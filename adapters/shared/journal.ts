@@ -15,6 +15,7 @@
  */
 import type {
   Broadcast,
+  LimitCheck,
   MinedTx,
   NewTrade,
   NonceLedger,
@@ -23,6 +24,7 @@ import type {
   QuoteStore,
   Reservation,
   SignedTradeTx,
+  Spending,
   SlotPurpose,
   SlotState,
   StoredQuote,
@@ -32,6 +34,7 @@ import type {
   TransactionReceipt,
   WebhookAttempt,
   WebhookDeliveryQuery,
+  WebhookScopes,
   WebhookOutbox,
   WebhookOutcome,
 } from "../../core/index.js";
@@ -61,8 +64,14 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   abstract close(): Promise<void>;
 
   // TradeJournal
-  open(trade: NewTrade) {
-    return this.ports.trades.open(trade);
+  open(trade: NewTrade, spending?: Spending) {
+    return this.ports.trades.open(trade, spending);
+  }
+  respend(id: string, usd: bigint, checks: readonly LimitCheck[]) {
+    return this.ports.trades.respend(id, usd, checks);
+  }
+  spendingUse(checks: readonly LimitCheck[]) {
+    return this.ports.trades.spendingUse(checks);
   }
   markSigned(id: string, tx: SignedTradeTx) {
     return this.ports.trades.markSigned(id, tx);
@@ -191,8 +200,8 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   listWebhookDeliveries(query: WebhookDeliveryQuery) {
     return this.ports.webhooks.listWebhookDeliveries(query);
   }
-  retryWebhookDelivery(scope: string, id: string, now: Date) {
-    return this.ports.webhooks.retryWebhookDelivery(scope, id, now);
+  retryWebhookDelivery(scopes: WebhookScopes, id: string, now: Date) {
+    return this.ports.webhooks.retryWebhookDelivery(scopes, id, now);
   }
   webhookStats() {
     return this.ports.webhooks.webhookStats();

@@ -1,5 +1,7 @@
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
 import type { TradeStatus } from "../trade-states.js";
+import type { LimitCheck, LimitUse, Spend } from "../access/authorize.js";
+import type { Visibility } from "../access/policy.js";
 import type { Broadcast, Reservation } from "./nonce.port.js";
 
 /**
@@ -12,6 +14,8 @@ export interface TradeRecord {
   id: string;
   /** Who sent it: a hash of the api key, never the key. Idempotency keys are scoped by it. */
   scope: string;
+  /** The access file's name of the key that sent it, recorded when it was accepted; null without an access file. */
+  keyName: string | null;
   idempotencyKey: string | null;
   /** Hash of the kind and the request body, to tell a retry from a different request under the same key. */
   requestHash: string;
@@ -36,6 +40,8 @@ export interface TradeRecord {
 
 export interface NewTrade {
   scope: string;
+  /** The access file's name of the key that sends it, when the service has an access file. */
+  keyName?: string | undefined;
   idempotencyKey: string | null;
   requestHash: string;
   kind: TradeKind;
@@ -68,9 +74,9 @@ export interface TradePosition {
   id: string;
 }
 
-/** A page of one scope's trades, newest first: (createdAt, id) descending. */
+/** A page of the trades the caller sees (core/access/authorize.ts visibilityOf), newest first: (createdAt, id) descending. */
 export interface TradePageQuery {
-  scope: string;
+  visible: Visibility;
   status?: TradeStatus | undefined;
   kind?: TradeKind | undefined;
   /** createdAt at or after this. */
@@ -89,9 +95,9 @@ export interface TradePage {
   next: TradePosition | null;
 }
 
-/** One scope's trades created in [since, until); either bound may be left open. */
+/** The trades the caller sees, created in [since, until); either bound may be left open. */
 export interface TradeSummaryQuery {
-  scope: string;
+  visible: Visibility;
   since?: Date | undefined;
   until?: Date | undefined;
 }
@@ -133,9 +139,21 @@ export interface TradeJournal {
   /**
    * Records a new trade, or, when (scope, idempotencyKey) already exists, returns that record
    * instead. Atomic across instances: of two concurrent opens with one key, exactly one creates.
-   * A null idempotencyKey always creates.
+   * A null idempotencyKey always creates. With `spending`, a trade it creates is counted against
+   * the limits in the same atomic step, and refused (nothing recorded) when one has no room; a
+   * record it finds is answered as it is, never counted again.
+   * @throws SpendingLimitError naming the limit, with when the window frees enough room
    */
-  open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }>;
+  open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }>;
+  /**
+   * Counts a trade it created under `spending` at `usd` instead (a sell's payout, once proven),
+   * checked against `checks` as `open` checked it, atomically; nothing changes when a limit has no
+   * room for the new amount.
+   * @throws SpendingLimitError naming the limit
+   */
+  respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void>;
+  /** What each check's limit has used in its window now, in order: a quote's view, nothing counted or written. */
+  spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]>;
   /**
    * `accepted` → `signed`, with the wallet's nonce slot for the trade and its first broadcast,
    * in one write that is durable before the transaction is broadcast. Signing again at another
@@ -175,11 +193,24 @@ export interface TradeJournal {
   /** The trade that broadcast `txHash` (any of its broadcasts), if any. */
   findByHash(txHash: string): Promise<TradeRecord | undefined>;
   /**
-   * A page of the scope's trades, newest first, filtered. Keyset pagination: a page asked
+   * A page of the trades visible to the caller, newest first, filtered. Keyset pagination: a page asked
    * `after` the previous page's `next` continues exactly where it ended, whatever was added
    * since (new trades sort before it), so no trade is shown twice or skipped.
    */
   page(query: TradePageQuery): Promise<TradePage>;
-  /** The scope's totals per kind and stable coin, ordered by kind then stable. */
+  /** The visible trades' totals per kind and stable coin, ordered by kind then stable. */
   summary(query: TradeSummaryQuery): Promise<TradeTotals[]>;
+}
+
+/**
+ * What a trade counts against the access policy's spending limits, and the limits it must fit
+ * (core/access/authorize.ts). The journal counts it, with every trade in each limit's rolling
+ * window that may pay or has paid (accepted, signed, submitted, mined, confirmed; a failed or
+ * expired trade, or one forgotten, gives its room back), and refuses it when a limit has no room,
+ * atomically with the trade's first write: across instances sharing the journal, two trades never
+ * both take the last room.
+ */
+export interface Spending {
+  spend: Spend;
+  checks: readonly LimitCheck[];
 }

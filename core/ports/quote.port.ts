@@ -13,7 +13,11 @@ import type { TradeKind, TradeOrder } from "../types.js";
  * - `price_out_of_bounds`: the answer is outside the operator's bounds (`price`, `min`, `max`);
  * - `price_unavailable`: another feed check fails (a non-positive answer, an L2 sequencer down);
  * - `fees_too_high`: the chain's base fee is above the service's fee cap (`baseFeeWei`, `capWei`);
- * - `amount_below_minimum`, `amount_above_maximum`: the service's limits (`amount`, `minimum` or `maximum`).
+ * - `amount_below_minimum`, `amount_above_maximum`: the service's limits (`amount`, `minimum` or `maximum`);
+ * - `not_permitted`: the access policy refuses the caller this trade (a role or a scope);
+ * - `destinatary_denied`: the destinatary is on the denylist, or not on the key's own list;
+ * - `limit_exceeded`: a spending limit has no room for it (`limit`, `window`, and the room left:
+ *   `maxUsd`, `roomUsd`, `tradeUsd` and/or `maxTrades`, `roomTrades`).
  */
 export type QuoteIssueType =
   | "balance_short"
@@ -24,7 +28,10 @@ export type QuoteIssueType =
   | "price_unavailable"
   | "fees_too_high"
   | "amount_below_minimum"
-  | "amount_above_maximum";
+  | "amount_above_maximum"
+  | "not_permitted"
+  | "destinatary_denied"
+  | "limit_exceeded";
 
 export interface QuoteIssue {
   type: QuoteIssueType;

@@ -66,9 +66,15 @@ export type WebhookOutcome =
   | { status: "pending"; nextAttemptAt: Date }
   | { status: "failed" };
 
-/** A page of one scope's deliveries, newest first: `before` is the previous page's `next`. */
+/**
+ * Which scopes' deliveries a caller reads (the ids of the keys it sees, core/access visibilityOf),
+ * or "all" (an admin).
+ */
+export type WebhookScopes = readonly string[] | "all";
+
+/** A page of the deliveries of the scopes a caller sees, newest first: `before` is the previous page's `next`. */
 export interface WebhookDeliveryQuery {
-  scope: string;
+  scopes: WebhookScopes;
   status?: WebhookDeliveryStatus | undefined;
   /** Only events written before this one (its seq). */
   before?: number | undefined;
@@ -123,13 +129,17 @@ export interface WebhookOutbox {
    * (and records nothing) when the lease is no longer `holder`'s.
    */
   recordWebhookAttempt(id: string, holder: string, attempt: WebhookAttempt, outcome: WebhookOutcome): Promise<boolean>;
-  /** A page of the scope's deliveries, newest first, with their attempts. */
+  /** A page of the scopes' deliveries, newest first, with their attempts. */
   listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage>;
   /**
-   * Makes a failed event of the scope pending again, due now, with a new retry window.
-   * Returns the event, "not_failed" when it is not failed, or undefined when the scope has no such event.
+   * Makes a failed event of one of the scopes pending again, due now, with a new retry window.
+   * Returns the event, "not_failed" when it is not failed, or undefined when the scopes have no such event.
    */
-  retryWebhookDelivery(scope: string, id: string, now: Date): Promise<WebhookDelivery | "not_failed" | undefined>;
+  retryWebhookDelivery(
+    scopes: WebhookScopes,
+    id: string,
+    now: Date,
+  ): Promise<WebhookDelivery | "not_failed" | undefined>;
   webhookStats(): Promise<WebhookOutboxStats>;
   /**
    * Deletes up to `limit` events delivered or failed before `finishedBefore`, oldest first, with

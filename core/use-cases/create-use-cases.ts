@@ -1,3 +1,4 @@
+import type { AccessPolicy } from "../access/policy.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { TradeJournal } from "../ports/journal.port.js";
 import type { PricePort } from "../ports/price.port.js";
@@ -60,6 +61,12 @@ export interface UseCaseDeps {
   quoteTtlMs?: number;
   /** The webhook outbox (the journal's storage); without it the deliveries cannot be listed. */
   webhooks?: WebhookOutbox;
+  /**
+   * The access policy in force (ACCESS_FILE, reloaded when it changes): who may trade what, the
+   * spending limits, the denylist, and what each key reads. Absent: every key a trader with no
+   * limits, reading its own trades.
+   */
+  policy?: () => AccessPolicy | undefined;
 }
 
 /**
@@ -75,34 +82,35 @@ export function createUseCases({
   ...quoting
 }: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks } = quoting;
+  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy } = quoting;
   const journalling = journal ? { journal, inFlightWaitMs, ...(quotes && { quotes }) } : undefined;
+  const access = policy === undefined ? undefined : { policy, price };
   return {
-    sell: tradeUseCase("sell", trade, config, journalling),
-    buy: tradeUseCase("buy", trade, config, journalling),
-    remittance: tradeUseCase("remittance", trade, config, journalling),
+    sell: tradeUseCase("sell", trade, config, journalling, access),
+    buy: tradeUseCase("buy", trade, config, journalling, access),
+    remittance: tradeUseCase("remittance", trade, config, journalling, access),
     price: priceUseCase(price),
     trade: journal
-      ? tradeStatusUseCase(journal, trade)
+      ? tradeStatusUseCase(journal, trade, policy)
       : async () => {
           throw new InvalidArgumentError(
             "transactionHash",
             "trades cannot be looked up: this service runs without a trade journal",
           );
         },
-    trades: journal ? listTradesUseCase(journal, config.stableCoins) : withoutJournal,
-    tradeSummary: journal ? tradeSummaryUseCase(journal, config.stableCoins) : withoutJournal,
+    trades: journal ? listTradesUseCase(journal, config.stableCoins, policy) : withoutJournal,
+    tradeSummary: journal ? tradeSummaryUseCase(journal, config.stableCoins, policy) : withoutJournal,
     quote:
       quote && quotes && journal
-        ? quoteUseCase(quote, quotes, config, { ttlMs: quoteTtlMs, wallets })
+        ? quoteUseCase(quote, quotes, config, { ttlMs: quoteTtlMs, wallets, ...(access && { access, journal }) })
         : async () => {
             throw new InvalidArgumentError(
               "request",
               "quotes are not available: this service runs without a trade journal",
             );
           },
-    webhookDeliveries: webhooks ? listWebhookDeliveriesUseCase(webhooks) : withoutWebhooks,
-    retryWebhookDelivery: webhooks ? retryWebhookDeliveryUseCase(webhooks) : withoutWebhooks,
+    webhookDeliveries: webhooks ? listWebhookDeliveriesUseCase(webhooks, policy) : withoutWebhooks,
+    retryWebhookDelivery: webhooks ? retryWebhookDeliveryUseCase(webhooks, undefined, policy) : withoutWebhooks,
   };
 }
 

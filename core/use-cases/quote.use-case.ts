@@ -1,12 +1,16 @@
 import { bytesToHex, randomBytes } from "@noble/hashes/utils.js";
 
+import { callerOf, coinToLimitUsd } from "../access/authorize.js";
+import type { Caller } from "../access/policy.js";
 import { QuoteExpiredError, QuoteMismatchError, QuoteNotFoundError, QuoteUsedError } from "../errors.js";
+import type { TradeJournal } from "../ports/journal.port.js";
 import type { QuoteIssue, QuotePort, QuoteStore, StoredQuote } from "../ports/quote.port.js";
 import { GAS_USD_DECIMALS, gasUsdOf, roundUpDecimals } from "../trade-amounts.js";
 import type { TradeKind, TradeOrder } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { parseQuoteRequest, quoteMinOut } from "../validation/quote-request.js";
 import { TOKEN_DECIMALS, type TradeConfig } from "../validation/trade-request.js";
+import { policyIssues, type TradeAccess } from "./trade-authorize.js";
 
 /** An amount as decimal text in whole units, and in base units. */
 export interface QuoteAmount {
@@ -48,7 +52,7 @@ export interface QuoteView {
 }
 
 /** A quote operation as the transports call it: raw body in, quote out. */
-export type QuoteUseCase = (input: unknown, context?: { scope?: string }) => Promise<QuoteView>;
+export type QuoteUseCase = (input: unknown, context?: { scope?: string; caller?: Caller }) => Promise<QuoteView>;
 
 export interface QuoteOptions {
   /** How long a quote may be used, in ms. */
@@ -57,6 +61,10 @@ export interface QuoteOptions {
   wallets: readonly string[];
   /** Wall clock in ms (tests inject one). Default Date.now. */
   clock?: () => number;
+  /** The access policy, for the issues it would raise (not_permitted, destinatary_denied, limit_exceeded). */
+  access?: TradeAccess;
+  /** Where the limits are counted, to read their room. */
+  journal?: TradeJournal;
 }
 
 /** Decimals of a quote's `networkFee.usd`: a millionth of a dollar, the base unit of USDC and USDT. */
@@ -93,6 +101,15 @@ export function quoteUseCase(
     const { order, destinataryNamed, slippageBps, issues } = parseQuoteRequest(input, config, options.wallets);
     const chain = await port.quote(order, (expected) => quoteMinOut(expected, slippageBps));
     const minOut = quoteMinOut(chain.expectedOut, slippageBps);
+    // What the access policy would do: its refusals and limits, as issues (nothing counted).
+    const payout = order.kind === "sell" ? chain.expectedOut : order.amount;
+    const policy = await policyIssues(
+      options.access,
+      options.journal,
+      callerOf(context),
+      order,
+      coinToLimitUsd(payout, order.stable.decimals),
+    );
     const now = clock();
     const quote: StoredQuote = {
       id: `q_${bytesToHex(randomBytes(16))}`,
@@ -132,7 +149,7 @@ export function quoteUseCase(
         priceWei: chain.gasPriceWei.toString(),
       },
       networkFee: networkFee(chain.gas.units * chain.gasPriceWei, chain.nativeUsd),
-      issues: [...issues, ...chain.issues],
+      issues: [...issues, ...chain.issues, ...policy],
     };
   };
 }

@@ -5,8 +5,9 @@ import { TRADE_STATUSES } from "../trade-states.js";
 import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
+import { callerOf, visibilityOf } from "../access/authorize.js";
 import type { TradeContext } from "./trade.use-case.js";
-import { tradeView, type TradeView } from "./trade-status.use-case.js";
+import { type PolicySource, tradeView, type TradeView } from "./trade-status.use-case.js";
 
 const TRADE_KINDS: readonly TradeKind[] = ["sell", "buy", "remittance"];
 
@@ -86,7 +87,11 @@ export type TradeSummaryUseCase = (query: unknown, context?: TradeContext) => Pr
  * (ISO 8601 with a time zone; createdAt in [since, until)), `limit` (1 to 500, default 50) and
  * `cursor` (a previous page's nextCursor). Empty strings count as absent.
  */
-export function listTradesUseCase(journal: TradeJournal, stableCoins: readonly StableCoin[]): ListTradesUseCase {
+export function listTradesUseCase(
+  journal: TradeJournal,
+  stableCoins: readonly StableCoin[],
+  policy?: PolicySource,
+): ListTradesUseCase {
   return async (input, context = {}) => {
     const query = fields(input, ["status", "kind", "since", "until", "limit", "cursor"]);
     const status = oneOf("status", query.status, TRADE_STATUSES);
@@ -94,7 +99,8 @@ export function listTradesUseCase(journal: TradeJournal, stableCoins: readonly S
     const { since, until } = range(query);
     const limit = parseLimit(query.limit);
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-    const page = await journal.page({ scope: context.scope ?? "", status, kind, since, until, limit, after });
+    const visible = visibilityOf(policy?.(), callerOf(context));
+    const page = await journal.page({ visible, status, kind, since, until, limit, after });
     return {
       trades: page.trades.map((record) => tradeView(record, null)),
       nextCursor: page.next === null ? null : encodeCursor(page.next),
@@ -117,11 +123,15 @@ export function listTradesUseCase(journal: TradeJournal, stableCoins: readonly S
  * The caller's totals per kind and stable coin over [since, until) (both optional, ISO 8601):
  * how many trades, and what the executed ones paid in and out and spent on gas, exactly.
  */
-export function tradeSummaryUseCase(journal: TradeJournal, stableCoins: readonly StableCoin[]): TradeSummaryUseCase {
+export function tradeSummaryUseCase(
+  journal: TradeJournal,
+  stableCoins: readonly StableCoin[],
+  policy?: PolicySource,
+): TradeSummaryUseCase {
   return async (input, context = {}) => {
     const query = fields(input, ["since", "until"]);
     const { since, until } = range(query);
-    const totals = await journal.summary({ scope: context.scope ?? "", since, until });
+    const totals = await journal.summary({ visible: visibilityOf(policy?.(), callerOf(context)), since, until });
     return {
       since: since?.toISOString() ?? null,
       until: until?.toISOString() ?? null,

@@ -2,6 +2,8 @@ import { InvalidArgumentError, TradeNotFoundError } from "../errors.js";
 import type { TradeJournal, TradeRecord, TradeStatus } from "../ports/journal.port.js";
 import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
+import { callerOf, sees, visibilityOf } from "../access/authorize.js";
+import type { AccessPolicy } from "../access/policy.js";
 import type { TradeContext } from "./trade.use-case.js";
 import { mayBeCorrected, settle } from "./settlement.js";
 
@@ -20,6 +22,8 @@ export interface TradeView {
   id: string;
   kind: TradeKind;
   status: TradeStatus;
+  /** The access file's name of the key that sent it (recorded when it was accepted); null without one. */
+  apiKeyName: string | null;
   request: TradeRequest;
   wallet: string | null;
   nonce: number | null;
@@ -38,6 +42,9 @@ export interface TradeView {
   updatedAt: string;
 }
 
+/** The access policy in force, for what a caller may read (absent: every key reads its own trades). */
+export type PolicySource = () => AccessPolicy | undefined;
+
 export type TradeStatusUseCase = (txHash: unknown, context?: TradeContext) => Promise<TradeView>;
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
@@ -48,12 +55,13 @@ const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
  * asked about on the chain first, so the view is current; if the chain cannot be asked, the
  * journal's view is answered with `confirmations` null.
  */
-export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort): TradeStatusUseCase {
+export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort, policy?: PolicySource): TradeStatusUseCase {
   return async (txHash, context = {}) => {
     if (typeof txHash !== "string" || !TX_HASH.test(txHash))
       throw new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits");
     const found = await journal.findByHash(txHash.toLowerCase());
-    if (found === undefined || found.scope !== (context.scope ?? "")) throw new TradeNotFoundError(txHash);
+    if (found === undefined || !sees(visibilityOf(policy?.(), callerOf(context)), found))
+      throw new TradeNotFoundError(txHash);
     let record = found;
     let confirmations: number | null = null;
     if (record.broadcasts.length > 0 && (record.status !== "failed" || mayBeCorrected(record))) {
@@ -77,6 +85,7 @@ export function tradeView(record: TradeRecord, confirmations: number | null): Tr
     id: record.id,
     kind: record.kind,
     status: record.status,
+    apiKeyName: record.keyName,
     request: record.request,
     wallet: record.wallet,
     nonce: record.nonce,

@@ -11,7 +11,8 @@ import {
   TradeExpiredError,
   TradePendingError,
 } from "../errors.js";
-import type { SignedTradeTx, TradeJournal, TradeRecord } from "../ports/journal.port.js";
+import type { Caller } from "../access/policy.js";
+import type { SignedTradeTx, Spending, TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { QuoteStore } from "../ports/quote.port.js";
 import type { ReservedTrade, SentTrade, TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeOrder, TradeRequest, TransactionReceipt } from "../types.js";
@@ -19,11 +20,15 @@ import { parseQuoteId } from "../validation/quote-request.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
 import { minTimeLeftMs, redeemQuote } from "./quote.use-case.js";
 import { mayBeCorrected, settle } from "./settlement.js";
+import { callerOf } from "../access/authorize.js";
+import { authorizeStep, countProven, limitsNeedJournal, type TradeAccess } from "./trade-authorize.js";
 
 /** Who is asking, and the key that makes a retry safe. */
 export interface TradeContext {
   /** The caller's identity (a hash of its api key): idempotency keys are scoped by it. */
   scope?: string;
+  /** The caller with its access-file entry (the authorize step's subject); without it, `scope` alone. */
+  caller?: Caller;
   /** The Idempotency-Key header (gRPC metadata `idempotency-key`), when sent. */
   idempotencyKey?: string | undefined;
   /** The Quote-Id header (gRPC metadata `quote-id`): the quote the trade executes under, when sent. */
@@ -80,9 +85,13 @@ export function tradeUseCase(
   trade: TradePort,
   config: TradeConfig,
   journalling?: TradeJournalling,
+  access?: TradeAccess,
 ): TradeUseCase {
   return async (input, context = {}) => {
     const order = parseTradeRequest(kind, input, config);
+    const caller = callerOf(context);
+    // Step 2, authorize: roles, scopes and the denylist here; the limits with the first write.
+    const spending = await authorizeStep(access, caller, order);
     const key = context.idempotencyKey === undefined ? null : parseIdempotencyKey(context.idempotencyKey);
     const quoteId = context.quoteId === undefined ? null : parseQuoteId(context.quoteId);
     if (quoteId !== null && journalling?.quotes === undefined)
@@ -93,6 +102,7 @@ export function tradeUseCase(
           "Idempotency-Key",
           "is not supported: this service runs without a trade journal",
         );
+      if (spending !== undefined) throw limitsNeedJournal();
       return tradeWithoutJournal(trade, order);
     }
 
@@ -100,16 +110,14 @@ export function tradeUseCase(
     const hash = requestHash(order, quoteId);
     const request = pickRequest(input as TradeRequest);
     for (;;) {
-      const { created, record } = await journal.open({
-        scope: context.scope ?? "",
-        idempotencyKey: key,
-        requestHash: hash,
-        kind,
-        request,
-      });
+      const { created, record } = await journal.open(
+        { scope: caller.id, keyName: caller.key?.name, idempotencyKey: key, requestHash: hash, kind, request },
+        spending,
+      );
       if (created) {
-        if (quoteId === null) return execute(trade, journalling, order, record.id);
-        return executeQuoted(trade, journalling, order, record.id, quoteId, context.scope ?? "");
+        const accepted = { order, id: record.id, spending };
+        if (quoteId === null) return execute(trade, journalling, accepted);
+        return executeQuoted(trade, journalling, accepted, quoteId, caller.id);
       }
       if (record.requestHash !== hash) throw new IdempotencyKeyReusedError();
       const outcome = await awaitOutcome(trade, journalling, record);
@@ -123,11 +131,11 @@ export function tradeUseCase(
 async function executeQuoted(
   trade: TradePort,
   journalling: TradeJournalling,
-  order: TradeOrder,
-  id: string,
+  accepted: AcceptedTrade,
   quoteId: string,
   scope: string,
 ): Promise<TransactionReceipt> {
+  const { order, id } = accepted;
   const quotes = journalling.quotes!;
   // Gives the quote back if this trade took it (a no-op otherwise: conditional on the trade's id).
   const release = () => quotes.releaseQuote(quoteId, id);
@@ -141,7 +149,7 @@ async function executeQuoted(
     await forget(journalling.journal, id, release);
     throw error;
   }
-  return execute(trade, journalling, { ...order, quote: terms }, id, release);
+  return execute(trade, journalling, { ...accepted, order: { ...order, quote: terms } }, release);
 }
 
 /**
@@ -182,8 +190,9 @@ async function discard(journal: TradeJournal, id: string): Promise<void> {
 /**
  * A trade, step by step, with its journal writes between the steps:
  * 1. validate (parseTradeRequest, before the record is opened as `accepted`);
- * 2. authorize: nothing to check yet (the place of the spending controls);
- * 3. price and prove it on the chain (TradePort.prove);
+ * 2. authorize: the caller's roles and scopes and the denylist (authorizeStep, before the record
+ *    is opened), and the spending limits, counted with the record's first write (`spending`);
+ * 3. price and prove it on the chain (TradePort.prove); a sell's count becomes its proven payout;
  * 4. reserve what it spends (TradePort.reserve);
  * 5. sign, and journal it `signed` before anything is broadcast (signAndSend);
  * 6. send it; then `submitted` when a node holds it unmined;
@@ -194,15 +203,14 @@ async function discard(journal: TradeJournal, id: string): Promise<void> {
 async function execute(
   trade: TradePort,
   journalling: TradeJournalling,
-  order: TradeOrder,
-  id: string,
+  { order, id, spending }: AcceptedTrade,
   releaseQuote?: () => Promise<void>,
 ): Promise<TransactionReceipt> {
   const { journal } = journalling;
   let signed: SignedTradeTx | undefined;
   try {
-    authorize(order);
     const proven = await trade.prove(order);
+    await countProven(journal, id, spending, order, proven.output);
     const reserved = await trade.reserve(proven);
     let sent: SentTrade;
     try {
@@ -247,8 +255,12 @@ async function execute(
   }
 }
 
-/** Who may send the trade: nothing is checked yet. The spending controls (roles, limits, destinataries) go here. */
-function authorize(_order: TradeOrder): void {}
+/** A trade the journal accepted: its order, its record's id, and what it counts against the limits. */
+interface AcceptedTrade {
+  order: TradeOrder;
+  id: string;
+  spending: Spending | undefined;
+}
 
 /**
  * Signs the reserved trade and journals it `signed` (its nonce slot with it) before the port
@@ -283,7 +295,6 @@ async function signAndSend(
  * nonce slot itself (a service without a trade journal, and tools that trade on a chain adapter).
  */
 export async function tradeWithoutJournal(trade: TradePort, order: TradeOrder): Promise<TransactionReceipt> {
-  authorize(order);
   const reserved = await trade.reserve(await trade.prove(order));
   let sent: SentTrade;
   try {

@@ -6,7 +6,10 @@ import {
   type WebhookEventType,
   type WebhookOutbox,
 } from "../ports/webhook.port.js";
+import { authorizeDeliveryRetry, callerOf, visibilityOf } from "../access/authorize.js";
+import { type AccessPolicy, type Caller, keyIdOf } from "../access/policy.js";
 import type { TradeContext } from "./trade.use-case.js";
+import type { PolicySource } from "./trade-status.use-case.js";
 
 /** One webhook event's delivery as GET /api/v1/webhooks/deliveries shows it. */
 export interface WebhookDeliveryView {
@@ -43,7 +46,10 @@ const CURSOR = /^d([1-9][0-9]{0,15})$/;
 const DELIVERY_ID = /^msg_[0-9a-f]{32}$/;
 
 /** The caller's deliveries, newest first, optionally only those of one status. */
-export function listWebhookDeliveriesUseCase(outbox: WebhookOutbox): ListWebhookDeliveriesUseCase {
+export function listWebhookDeliveriesUseCase(
+  outbox: WebhookOutbox,
+  policy?: PolicySource,
+): ListWebhookDeliveriesUseCase {
   return async (query, context = {}) => {
     const { status, cursor, limit = String(DEFAULT_DELIVERY_PAGE) } = query;
     if (status !== undefined && !WEBHOOK_DELIVERY_STATUSES.includes(status as WebhookDeliveryStatus))
@@ -54,8 +60,9 @@ export function listWebhookDeliveriesUseCase(outbox: WebhookOutbox): ListWebhook
     const size = Number(limit);
     if (!Number.isInteger(size) || size < 1 || size > MAX_DELIVERY_PAGE)
       throw new InvalidArgumentError("limit", `must be an integer from 1 to ${MAX_DELIVERY_PAGE}`);
+    const visible = visibilityOf(policy?.(), callerOf(context));
     const page = await outbox.listWebhookDeliveries({
-      scope: context.scope ?? "",
+      scopes: visible === "all" ? "all" : visible.ids,
       status: status as WebhookDeliveryStatus | undefined,
       before: before === undefined ? undefined : Number(before),
       limit: size,
@@ -68,10 +75,15 @@ export function listWebhookDeliveriesUseCase(outbox: WebhookOutbox): ListWebhook
 export function retryWebhookDeliveryUseCase(
   outbox: WebhookOutbox,
   now = () => new Date(),
+  policy?: PolicySource,
 ): RetryWebhookDeliveryUseCase {
   return async (id, context = {}) => {
+    const caller = callerOf(context);
+    // A trader retries its own deliveries (under any of its hashes); an admin anyone's; a viewer none.
+    authorizeDeliveryRetry(caller);
     if (typeof id !== "string" || !DELIVERY_ID.test(id)) throw new WebhookDeliveryNotFoundError(String(id));
-    const retried = await outbox.retryWebhookDelivery(context.scope ?? "", id, now());
+    const scopes = caller.key?.roles.has("admin") ? "all" : ownIds(policy?.(), caller);
+    const retried = await outbox.retryWebhookDelivery(scopes, id, now());
     if (retried === undefined) throw new WebhookDeliveryNotFoundError(id);
     if (retried === "not_failed") throw new WebhookDeliveryNotFailedError(id);
     return deliveryView(retried);
@@ -89,4 +101,12 @@ export function deliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
     nextAttemptAt: delivery.status === "pending" ? delivery.nextAttemptAt.toISOString() : null,
     attempts: delivery.history.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, error: a.error })),
   };
+}
+
+/** The ids of the caller's own key: the one it sent, and its other hashes under the same name (a rotation). */
+function ownIds(policy: AccessPolicy | undefined, caller: Caller): string[] {
+  const ids = new Set([caller.id]);
+  const own = policy?.keys.find((key) => key.name === caller.key?.name);
+  for (const hash of own?.sha256 ?? []) ids.add(keyIdOf(hash));
+  return [...ids];
 }

@@ -159,6 +159,7 @@ describe("the trade history use cases", function () {
         "id",
         "kind",
         "status",
+        "apiKeyName",
         "request",
         "wallet",
         "nonce",

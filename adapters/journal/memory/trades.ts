@@ -3,7 +3,10 @@ import { randomUUID } from "node:crypto";
 
 import type {
   Broadcast,
+  LimitCheck,
+  LimitUse,
   NewTrade,
+  Spending,
   SignedTradeTx,
   TradeJournal,
   TradePage,
@@ -16,12 +19,14 @@ import type {
 } from "../../../core/index.js";
 import {
   gasUsdOf,
+  sees,
   TRADE_TRANSITIONS,
   type TradeOperation,
   TradeTransitionError,
   tradeAmounts,
   tradeVerdict,
 } from "../../../core/index.js";
+import { MemorySpending } from "./spending.js";
 import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
 
 /**
@@ -32,12 +37,14 @@ export class MemoryTrades implements TradeJournal {
   readonly #store: MemoryStore;
   /** The native coin's USD price each trade was signed at (SignedTradeTx.nativeUsd), by trade id. */
   readonly #nativeUsd = new Map<string, bigint>();
+  readonly #spending: MemorySpending;
 
   constructor(store: MemoryStore) {
     this.#store = store;
+    this.#spending = new MemorySpending(store);
   }
 
-  async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+  async open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
     const store = this.#store;
     if (trade.idempotencyKey !== null) {
       for (const stored of store.trades.values()) {
@@ -46,8 +53,14 @@ export class MemoryTrades implements TradeJournal {
       }
     }
     const now = new Date();
+    if (spending !== undefined) {
+      const refusal = this.#spending.refusal(spending, now.getTime());
+      if (refusal !== undefined) throw refusal;
+    }
+    const { keyName, ...rest } = trade;
     const stored: StoredTrade = {
-      ...trade,
+      ...rest,
+      keyName: keyName ?? null,
       id: randomUUID(),
       ...UNSIGNED,
       receipt: null,
@@ -56,7 +69,17 @@ export class MemoryTrades implements TradeJournal {
       updatedAt: now,
     };
     store.trades.set(stored.id, stored);
+    if (spending !== undefined) this.#spending.record(stored.id, spending.spend, now.getTime());
     return { created: true, record: store.record(stored) };
+  }
+
+  async respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void> {
+    this.#spending.respend(id, usd, checks);
+  }
+
+  async spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]> {
+    const now = Date.now();
+    return checks.map((check) => this.#spending.use(check, now));
   }
 
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
@@ -149,7 +172,10 @@ export class MemoryTrades implements TradeJournal {
 
   async discard(id: string): Promise<void> {
     const stored = this.#store.trades.get(id);
-    if (stored !== undefined && this.#applies("discard", stored)) this.#store.trades.delete(id);
+    if (stored !== undefined && this.#applies("discard", stored)) {
+      this.#store.trades.delete(id);
+      this.#spending.forget(id);
+    }
   }
 
   async forgetUnsigned(staleAfterMs?: number): Promise<number> {
@@ -160,6 +186,7 @@ export class MemoryTrades implements TradeJournal {
     for (const [id, stored] of this.#store.trades) {
       if (tradeVerdict("forgetUnsigned", stored) === "applies" && stored.updatedAt.getTime() < before) {
         this.#store.trades.delete(id);
+        this.#spending.forget(id);
         forgotten += 1;
       }
     }
@@ -185,7 +212,7 @@ export class MemoryTrades implements TradeJournal {
     const matching = [...this.#store.trades.values()]
       .filter(
         (t) =>
-          t.scope === query.scope &&
+          sees(query.visible, t) &&
           (query.status === undefined || t.status === query.status) &&
           (query.kind === undefined || t.kind === query.kind) &&
           inRange(t, query) &&
@@ -203,7 +230,7 @@ export class MemoryTrades implements TradeJournal {
   async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
     const groups = new Map<string, TradeTotals>();
     for (const t of this.#store.trades.values()) {
-      if (t.scope !== query.scope || !inRange(t, query)) continue;
+      if (!sees(query.visible, t) || !inRange(t, query)) continue;
       const stable = t.request.usdAddress.toLowerCase();
       const key = `${t.kind}\u0000${stable}`;
       let group = groups.get(key);

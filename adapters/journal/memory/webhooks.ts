@@ -15,6 +15,7 @@ import type {
   WebhookEventType,
   WebhookOutbox,
   WebhookOutboxStats,
+  WebhookScopes,
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
@@ -155,7 +156,7 @@ export class MemoryOutbox implements WebhookOutbox {
     const matching = this.#events.list
       .filter(
         (e) =>
-          e.scope === query.scope &&
+          (query.scopes === "all" || query.scopes.includes(e.scope)) &&
           (query.status === undefined || e.status === query.status) &&
           (query.before === undefined || e.seq < query.before),
       )
@@ -168,11 +169,11 @@ export class MemoryOutbox implements WebhookOutbox {
   }
 
   async retryWebhookDelivery(
-    scope: string,
+    scopes: WebhookScopes,
     id: string,
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
-    const event = this.#events.list.find((e) => e.id === id && e.scope === scope);
+    const event = this.#events.list.find((e) => e.id === id && (scopes === "all" || scopes.includes(e.scope)));
     if (event === undefined) return undefined;
     if (event.status !== "failed") return "not_failed";
     Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now, finishedAt: null });

@@ -6,6 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
+import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -130,6 +131,9 @@ export const MIGRATIONS = [
   // after a restart. The index serves the two ranges read: pending, and mined after a block.
   `ALTER TABLE nonce_slots ADD COLUMN reserves text;  -- JSON [{holder, asset, amount}], amounts decimal text
    CREATE INDEX nonce_slots_reserving ON nonce_slots (state, block_number) WHERE reserves IS NOT NULL;`,
+  // 10: the access file (spending.ts): the name of the key that sent each trade, and what each
+  // trade counts against the spending limits, with a counter per limit scope.
+  SPENDING_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

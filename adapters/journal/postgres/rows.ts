@@ -12,17 +12,19 @@ import type {
   SlotState,
   TradeRecord,
   TransactionReceipt,
+  Visibility,
 } from "../../../core/index.js";
 import { tradeAmounts } from "../../../core/index.js";
 
 export const COLUMNS =
-  "id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
+  "id, scope, key_name, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
 export const BROADCAST_COLUMNS =
   "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
 export interface Row {
   id: string;
   scope: string;
+  key_name: string | null;
   idempotency_key: string | null;
   request_hash: string;
   kind: TradeRecord["kind"];
@@ -90,6 +92,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
   return {
     id: row.id,
     scope: row.scope,
+    keyName: row.key_name,
     idempotencyKey: row.idempotency_key,
     requestHash: row.request_hash,
     kind: row.kind,
@@ -141,4 +144,14 @@ export function toSlot(row: SlotRow, broadcasts: Broadcast[]): NonceSlot {
 export function amountColumns(receipt: TransactionReceipt): [string | null, string | null, string | null] {
   const { amountIn, amountOut, gasWei } = tradeAmounts(receipt);
   return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
+}
+
+/**
+ * The condition on `trades` for the trades a caller sees, its values pushed with `param`: its own
+ * scope alone when it names no key (the history indexes' leading column), else by name or scope.
+ */
+export function visibleWhere(visible: Visibility, param: (value: unknown) => string): string {
+  if (visible === "all") return "TRUE";
+  if (visible.names.length === 0 && visible.ids.length === 1) return `scope = ${param(visible.ids[0])}`;
+  return `(scope = ANY(${param(visible.ids)}) OR key_name = ANY(${param(visible.names)}))`;
 }

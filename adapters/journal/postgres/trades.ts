@@ -8,6 +8,9 @@ import {
   INITIAL_STATUS,
   type NewTrade,
   type SignedTradeTx,
+  type LimitCheck,
+  type LimitUse,
+  type Spending,
   type TradeJournal,
   type TradeOperation,
   type TradePage,
@@ -27,7 +30,9 @@ import {
   type Row,
   toBroadcast,
   toRecord,
+  visibleWhere,
 } from "./rows.js";
+import { admitSpend, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
 import { applies, decide, statusAfter } from "../transitions.js";
@@ -67,28 +72,22 @@ export class PostgresTrades implements TradeJournal {
     return rowCount ?? 0;
   }
 
-  async open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
+  async open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
     const id = randomUUID();
     // Retried only if the existing record is discarded between the two statements.
     for (let attempt = 0; attempt < 5; attempt++) {
       // Of concurrent inserts with one key, PostgreSQL lets exactly one through; the others wait
-      // for it to commit, then do nothing, and read its row.
-      const inserted = await this.#pool.query<Row>(
-        `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, owner)
-         VALUES ($1, $2, $3, $4, $5, $6, '${INITIAL_STATUS}', $7)
-         ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-         RETURNING ${COLUMNS}`,
-        [
-          id,
-          trade.scope,
-          trade.idempotencyKey,
-          trade.requestHash,
-          trade.kind,
-          JSON.stringify(trade.request),
-          this.#instance,
-        ],
-      );
-      if (inserted.rows[0]) return { created: true, record: toRecord(inserted.rows[0], []) };
+      // for it to commit, then do nothing, and read its row. With spending limits, the insert and
+      // the limits' check are one transaction (spending.ts): a refusal takes the insert back.
+      const created =
+        spending === undefined
+          ? await this.#insert(this.#pool, id, trade)
+          : await transaction(this.#pool, async (client) => {
+              const row = await this.#insert(client, id, trade);
+              if (row !== undefined) await admitSpend(client, id, spending.spend, spending.checks);
+              return row;
+            });
+      if (created) return { created: true, record: toRecord(created, []) };
       const existing = await this.#pool.query<Row>(
         `SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`,
         [trade.scope, trade.idempotencyKey],
@@ -97,6 +96,35 @@ export class PostgresTrades implements TradeJournal {
       if (record) return { created: false, record };
     }
     throw new Error("trade journal: the record for this idempotency key keeps being discarded; try again");
+  }
+
+  async respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void> {
+    await transaction(this.#pool, (client) => admitSpend(client, id, { usd }, checks));
+  }
+
+  spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]> {
+    return spendingUse(this.#pool, checks);
+  }
+
+  /** Inserts the trade `id`, or nothing when its (scope, idempotency key) is taken. */
+  async #insert(db: pg.Pool | pg.PoolClient, id: string, trade: NewTrade): Promise<Row | undefined> {
+    const inserted = await db.query<Row>(
+      `INSERT INTO trades (id, scope, key_name, idempotency_key, request_hash, kind, request, status, owner)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, '${INITIAL_STATUS}', $8)
+       ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [
+        id,
+        trade.scope,
+        trade.keyName ?? null,
+        trade.idempotencyKey,
+        trade.requestHash,
+        trade.kind,
+        JSON.stringify(trade.request),
+        this.#instance,
+      ],
+    );
+    return inserted.rows[0];
   }
 
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
@@ -208,9 +236,9 @@ export class PostgresTrades implements TradeJournal {
    * Positions are in microseconds, as created_at holds them.
    */
   async page(query: TradePageQuery): Promise<TradePage> {
-    const values: unknown[] = [query.scope];
-    const where = ["scope = $1"];
+    const values: unknown[] = [];
     const param = (value: unknown) => `$${values.push(value)}`;
+    const where = [visibleWhere(query.visible, param)];
     if (query.status !== undefined) where.push(`status = ${param(query.status)}`);
     if (query.kind !== undefined) where.push(`kind = ${param(query.kind)}`);
     if (query.since !== undefined) where.push(`created_at >= ${param(query.since)}`);
@@ -248,8 +276,8 @@ export class PostgresTrades implements TradeJournal {
 
   /** One aggregate; NUMERIC sums are exact. */
   async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
-    const values: unknown[] = [query.scope];
-    const where = ["scope = $1"];
+    const values: unknown[] = [];
+    const where = [visibleWhere(query.visible, (value) => `$${values.push(value)}`)];
     if (query.since !== undefined) where.push(`created_at >= $${values.push(query.since)}`);
     if (query.until !== undefined) where.push(`created_at < $${values.push(query.until)}`);
     const executed = "FILTER (WHERE status IN ('mined', 'confirmed'))";

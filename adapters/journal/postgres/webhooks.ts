@@ -17,6 +17,7 @@ import type {
   WebhookEventType,
   WebhookOutbox,
   WebhookOutboxStats,
+  WebhookScopes,
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
@@ -243,8 +244,8 @@ export class PostgresOutbox implements WebhookOutbox {
   }
 
   async listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
-    const values: unknown[] = [query.scope];
-    const where = ["scope = $1"];
+    const values: unknown[] = [];
+    const where = [scopesWhere(query.scopes, values)];
     if (query.status !== undefined) where.push(`status = $${values.push(query.status)}`);
     if (query.before !== undefined) where.push(`seq < $${values.push(query.before)}`);
     const { rows } = await this.#pool.query<EventRow>(
@@ -257,17 +258,23 @@ export class PostgresOutbox implements WebhookOutbox {
   }
 
   async retryWebhookDelivery(
-    scope: string,
+    scopes: WebhookScopes,
     id: string,
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
+    const values: unknown[] = [id, now];
+    const visible = scopesWhere(scopes, values);
     const updated = await this.#pool.query<EventRow>(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $3, window_start = $3, finished_at = NULL
-       WHERE id = $1 AND scope = $2 AND status = 'failed' RETURNING *`,
-      [id, scope, now],
+      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, window_start = $2, finished_at = NULL
+       WHERE id = $1 AND ${visible} AND status = 'failed' RETURNING *`,
+      values,
     );
     if (updated.rows[0]) return (await this.#withHistory(updated.rows))[0];
-    const found = await this.#pool.query("SELECT 1 FROM webhook_events WHERE id = $1 AND scope = $2", [id, scope]);
+    const asked: unknown[] = [id];
+    const found = await this.#pool.query(
+      `SELECT 1 FROM webhook_events WHERE id = $1 AND ${scopesWhere(scopes, asked)}`,
+      asked,
+    );
     return found.rowCount === 1 ? "not_failed" : undefined;
   }
 
@@ -327,4 +334,10 @@ function toEvent(row: EventRow): WebhookEvent {
     nextAttemptAt: row.next_attempt_at,
     windowStart: row.window_start,
   };
+}
+
+/** The condition on webhook_events for the scopes a caller sees, its value pushed on `values`. */
+function scopesWhere(scopes: WebhookScopes, values: unknown[]): string {
+  if (scopes === "all") return "TRUE";
+  return `scope = ANY($${values.push(scopes)})`;
 }

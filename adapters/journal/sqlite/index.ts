@@ -18,6 +18,7 @@ import { DatabaseSync } from "node:sqlite";
 import { Journal } from "../../shared/journal.js";
 import { SqliteLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
+import { registerSpendFunctions } from "./spending.js";
 import { SqliteNonces } from "./nonces.js";
 import { SqliteQuotes } from "./quotes.js";
 import { SqliteStore } from "./store.js";
@@ -38,6 +39,7 @@ export async function openSqliteJournal(path: string, options: SqliteJournalOpti
     db.exec("PRAGMA locking_mode = EXCLUSIVE");
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
+    registerSpendFunctions(db);
     migrate(db);
   } catch (error) {
     db.close();

@@ -21,6 +21,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
   return {
     id: row.id as string,
     scope: row.scope as string,
+    keyName: (row.key_name as string | null | undefined) ?? null,
     idempotencyKey: row.idempotency_key as string | null,
     requestHash: row.request_hash as string,
     kind: row.kind as TradeRecord["kind"],

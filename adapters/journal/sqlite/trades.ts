@@ -3,7 +3,10 @@ import { randomUUID } from "node:crypto";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 
 import type {
+  LimitCheck,
+  LimitUse,
   NewTrade,
+  Spending,
   SignedTradeTx,
   TradeJournal,
   TradePage,
@@ -15,7 +18,9 @@ import type {
 } from "../../../core/index.js";
 import { gasUsdOf, INITIAL_STATUS, type TradeOperation, type TradeStatus } from "../../../core/index.js";
 import { applies, decide, statusAfter } from "../transitions.js";
+import { addToGroups, historyWhere, sortedGroups } from "./history.js";
 import { amountColumns, type Row, toBroadcast, toRecord } from "./rows.js";
+import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
 
@@ -35,8 +40,8 @@ const SUMMARY_BATCH = 5_000;
 function statements(db: DatabaseSync) {
   return {
     insert: db.prepare(
-      `INSERT INTO trades (id, scope, idempotency_key, request_hash, kind, request, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, '${INITIAL_STATUS}', ?, ?)
+      `INSERT INTO trades (id, scope, key_name, idempotency_key, request_hash, kind, request, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, '${INITIAL_STATUS}', ?, ?)
        ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
        RETURNING *`,
     ),
@@ -106,9 +111,12 @@ export class SqliteTrades implements TradeJournal {
   /** When this process opened the file: every trade accepted before is a previous run's. */
   readonly #openedAt = Date.now();
 
+  readonly #spending: SqliteSpending;
+
   constructor(store: SqliteStore) {
     this.#store = store;
     this.#sql = { ...store.sql, ...statements(store.db) };
+    this.#spending = new SqliteSpending(store.db);
   }
 
   /**
@@ -121,13 +129,21 @@ export class SqliteTrades implements TradeJournal {
     return this.#store.write(() => Number(this.#sql.forgetUnsigned.run(before).changes));
   }
 
-  open(trade: NewTrade): Promise<{ created: boolean; record: TradeRecord }> {
-    // Synchronous statements on one connection: nothing runs between the insert and the select.
+  open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
+    // Synchronous statements on one connection: nothing runs between the check, the insert and the select.
     return this.#store.write(() => {
       const now = Date.now();
+      const id = randomUUID();
+      if (spending !== undefined) {
+        const existing =
+          trade.idempotencyKey === null ? undefined : this.#sql.byKey.get(trade.scope, trade.idempotencyKey);
+        if (existing !== undefined) return { created: false, record: this.#record(existing) };
+        this.#spending.admit(id, spending.spend, spending.checks, now);
+      }
       const inserted = this.#sql.insert.get(
-        randomUUID(),
+        id,
         trade.scope,
+        trade.keyName ?? null,
         trade.idempotencyKey,
         trade.requestHash,
         trade.kind,
@@ -137,6 +153,18 @@ export class SqliteTrades implements TradeJournal {
       );
       if (inserted) return { created: true, record: toRecord(inserted, []) };
       return { created: false, record: this.#record(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
+    });
+  }
+
+  respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void> {
+    return this.#store.write(() => this.#spending.admit(id, { usd }, checks, Date.now()));
+  }
+
+  /** A write: reading a counter brings it up to date (exact either way). */
+  spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]> {
+    return this.#store.write(() => {
+      const now = Date.now();
+      return checks.map((check) => this.#spending.use(check, now));
     });
   }
 
@@ -231,8 +259,8 @@ export class SqliteTrades implements TradeJournal {
 
   /** Reads the rows in the order of one of the history indexes (migration 4), from the cursor on. */
   async page(query: TradePageQuery): Promise<TradePage> {
-    const where = ["scope = ?"];
-    const values: SQLInputValue[] = [query.scope];
+    const values: SQLInputValue[] = [];
+    const where = historyWhere(query, values);
     if (query.status !== undefined) {
       where.push("status = ?");
       values.push(query.status);
@@ -241,7 +269,6 @@ export class SqliteTrades implements TradeJournal {
       where.push("kind = ?");
       values.push(query.kind);
     }
-    rangeCondition(query, where, values);
     if (query.after !== undefined) {
       // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
       const at = Number(query.after.createdAtUs / 1000n);
@@ -263,9 +290,8 @@ export class SqliteTrades implements TradeJournal {
 
   /** Summed in JS with BigInt: SQLite's sum() is not exact beyond 2^63. */
   async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
-    const where = ["scope = ?"];
-    const values: SQLInputValue[] = [query.scope];
-    rangeCondition(query, where, values);
+    const values: SQLInputValue[] = [];
+    const where = historyWhere(query, values);
     const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable,
        status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei, gas_usd`;
     const order = `ORDER BY created_at DESC, id DESC LIMIT ${SUMMARY_BATCH}`;
@@ -276,25 +302,7 @@ export class SqliteTrades implements TradeJournal {
     const groups = new Map<string, TradeTotals>();
     let rows = first.all(...values);
     for (;;) {
-      for (const row of rows) {
-        const kind = row.kind as TradeTotals["kind"];
-        const stable = String(row.stable ?? "");
-        const key = `${kind}\u0000${stable}`;
-        let group = groups.get(key);
-        if (group === undefined) {
-          group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
-          groups.set(key, group);
-        }
-        group.count += 1;
-        if (Number(row.executed) !== 1) continue;
-        group.executed += 1;
-        group.amountIn += BigInt((row.amount_in as string | null) ?? 0);
-        group.amountOut += BigInt((row.amount_out as string | null) ?? 0);
-        group.gasWei += BigInt((row.gas_wei as string | null) ?? 0);
-        // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
-        const gasUsd = row.gas_usd as string | null;
-        group.gasUsd = group.gasUsd === null || gasUsd === null ? null : group.gasUsd + BigInt(gasUsd);
-      }
+      addToGroups(groups, rows);
       const last = rows.at(-1);
       if (rows.length < SUMMARY_BATCH || last === undefined) break;
       // node:sqlite is synchronous: between batches, every other request gets the thread.
@@ -302,9 +310,7 @@ export class SqliteTrades implements TradeJournal {
       const at = last.created_at as number;
       rows = next.all(...values, at, at, last.id as string);
     }
-    return [...groups.values()].sort((a, b) =>
-      a.kind === b.kind ? (a.stable < b.stable ? -1 : 1) : a.kind < b.kind ? -1 : 1,
-    );
+    return sortedGroups(groups);
   }
 
   /** A statement built from the query's filters, prepared once per shape. */
@@ -381,20 +387,4 @@ export class SqliteTrades implements TradeJournal {
 /** Where a trade stands, as the trade model reads it, from its row's status and tx_hash. */
 function tradeState(row: Row): { status: TradeStatus; txHash: string | null } {
   return { status: row.status as TradeStatus, txHash: row.tx_hash as string | null };
-}
-
-/** createdAt in [since, until), in ms as the column holds it. */
-function rangeCondition(
-  range: { since?: Date | undefined; until?: Date | undefined },
-  where: string[],
-  values: SQLInputValue[],
-): void {
-  if (range.since !== undefined) {
-    where.push("created_at >= ?");
-    values.push(range.since.getTime());
-  }
-  if (range.until !== undefined) {
-    where.push("created_at < ?");
-    values.push(range.until.getTime());
-  }
 }

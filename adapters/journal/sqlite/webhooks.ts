@@ -16,6 +16,7 @@ import type {
   WebhookEventType,
   WebhookOutbox,
   WebhookOutboxStats,
+  WebhookScopes,
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
@@ -157,7 +158,7 @@ function statements(db: DatabaseSync) {
       `UPDATE webhook_events SET status = 'pending', next_attempt_at = ?, window_start = ?, finished_at = NULL
        WHERE id = ? AND scope = ? AND status = 'failed'`,
     ),
-    byId: db.prepare("SELECT * FROM webhook_events WHERE id = ? AND scope = ?"),
+    byId: db.prepare("SELECT * FROM webhook_events WHERE id = ?"),
     finished: db.prepare(
       `SELECT id FROM webhook_events WHERE finished_at < ? AND status <> 'pending' ORDER BY finished_at LIMIT ?`,
     ),
@@ -237,8 +238,8 @@ export class SqliteOutbox implements WebhookOutbox {
   }
 
   async listWebhookDeliveries(query: WebhookDeliveryQuery): Promise<WebhookDeliveryPage> {
-    const where = ["scope = ?"];
-    const values: Array<string | number> = [query.scope];
+    const values: Array<string | number> = [];
+    const where = [scopesWhere(query.scopes, values)];
     if (query.status !== undefined) {
       where.push("status = ?");
       values.push(query.status);
@@ -258,16 +259,16 @@ export class SqliteOutbox implements WebhookOutbox {
   }
 
   async retryWebhookDelivery(
-    scope: string,
+    scopes: WebhookScopes,
     id: string,
     now: Date,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
+    const row = this.#statements.byId.get(id);
+    if (row === undefined || (scopes !== "all" && !scopes.includes(String(row.scope)))) return undefined;
     const changed = await this.#write(() =>
-      Number(this.#statements.retry.run(now.getTime(), now.getTime(), id, scope).changes),
+      Number(this.#statements.retry.run(now.getTime(), now.getTime(), id, String(row.scope)).changes),
     );
-    const row = this.#statements.byId.get(id, scope);
-    if (row === undefined) return undefined;
-    return changed === 1 ? this.#delivery(row) : "not_failed";
+    return changed === 1 ? this.#delivery(this.#statements.byId.get(id)!) : "not_failed";
   }
 
   async webhookStats(): Promise<WebhookOutboxStats> {
@@ -314,4 +315,11 @@ function toEvent(row: Row): WebhookEvent {
     nextAttemptAt: new Date(Number(row.next_attempt_at)),
     windowStart: new Date(Number(row.window_start)),
   };
+}
+
+/** The condition on webhook_events for the scopes a caller sees, its values pushed on `values`. */
+function scopesWhere(scopes: WebhookScopes, values: Array<string | number>): string {
+  if (scopes === "all") return "1";
+  values.push(...scopes);
+  return scopes.length === 0 ? "0" : `scope IN (${scopes.map(() => "?").join(", ")})`;
 }

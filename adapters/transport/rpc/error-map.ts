@@ -50,6 +50,10 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   webhook_delivery_not_found: Code.NotFound,
   // A retry asked for a delivery that is not failed (pending ones are retried already; HTTP 409).
   webhook_delivery_not_failed: Code.FailedPrecondition,
+  // The access policy refuses the caller this: a role, a scope, or a denied destinatary (ACCESS_FILE).
+  permission_denied: Code.PermissionDenied,
+  // A spending limit has no room for the trade (ACCESS_FILE); Retry-After says when the window frees enough.
+  spending_limit_exceeded: Code.ResourceExhausted,
 };
 
 /**

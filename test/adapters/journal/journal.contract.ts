@@ -18,6 +18,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import { describeQuoteContract } from "./quote.contract.js";
+import { describeSpendingContract } from "./spending.contract.js";
 import { describeTransitionContract } from "./transitions.contract.js";
 import { describeWebhookContract } from "./webhook.contract.js";
 
@@ -212,6 +213,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     describeQuoteContract({ journal: () => journal, peer });
     describeWebhookContract({ journal: () => journal, peer });
     describeTransitionContract({ journal: () => journal });
+    describeSpendingContract({ journal: () => journal, peer });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {
@@ -891,7 +893,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
       it("lists a scope's trades newest first, as get() gives them", async function () {
         const ids = await openTrades(5);
         await journal.markSigned(ids[1]!, signedTx(1));
-        const page = await journal.page({ scope: SCOPE, limit: 50 });
+        const page = await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 50 });
         expect(page.trades.map((t) => t.id)).to.deep.equal([...ids].reverse());
         expect(page.next).to.equal(null);
         expect(page.trades[3]).to.deep.equal(await journal.get(ids[1]!));
@@ -902,13 +904,15 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           Array.from({ length: 12 }, async () => (await journal.open(trade({ scope: SCOPE }))).record.id),
         );
         await journal.open(trade({ scope: "another-key" }));
-        const listed = (await journal.page({ scope: SCOPE, limit: 50 })).trades;
+        const listed = (await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 50 })).trades;
         expect(listed.map((t) => t.id).sort()).to.deep.equal([...ids].sort());
         // Ties are ordered by id as the store compares text: the pages below depend on that order only.
         for (let i = 1; i < listed.length; i++)
           expect(listed[i - 1]!.createdAt.getTime()).to.be.at.least(listed[i]!.createdAt.getTime());
-        expect((await journal.page({ scope: "another-key", limit: 50 })).trades).to.have.length(1);
-        expect((await journal.page({ scope: "nobody", limit: 50 })).trades).to.deep.equal([]);
+        expect((await journal.page({ visible: { names: [], ids: ["another-key"] }, limit: 50 })).trades).to.have.length(
+          1,
+        );
+        expect((await journal.page({ visible: { names: [], ids: ["nobody"] }, limit: 50 })).trades).to.deep.equal([]);
       });
 
       it("filters by status and by kind", async function () {
@@ -917,14 +921,19 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         await journal.markConfirmed(ids[0]!, swapReceipt("sell", 1n, 2n));
         await journal.markFailed(ids[4]!, { code: "x", message: "y" });
         const ofStatus = async (status: TradeStatus) =>
-          (await journal.page({ scope: SCOPE, status, limit: 50 })).trades.map((t) => t.id);
+          (await journal.page({ visible: { names: [], ids: [SCOPE] }, status, limit: 50 })).trades.map((t) => t.id);
         expect(await ofStatus("confirmed")).to.deep.equal([ids[0]]);
         expect(await ofStatus("failed")).to.deep.equal([ids[4]]);
         expect(await ofStatus("accepted")).to.deep.equal([ids[5], ids[3], ids[2], ids[1]]);
         expect(await ofStatus("expired")).to.deep.equal([]);
-        const buys = await journal.page({ scope: SCOPE, kind: "buy", limit: 50 });
+        const buys = await journal.page({ visible: { names: [], ids: [SCOPE] }, kind: "buy", limit: 50 });
         expect(buys.trades.map((t) => t.id)).to.deep.equal([ids[4], ids[1]]);
-        const acceptedSells = await journal.page({ scope: SCOPE, kind: "sell", status: "accepted", limit: 50 });
+        const acceptedSells = await journal.page({
+          visible: { names: [], ids: [SCOPE] },
+          kind: "sell",
+          status: "accepted",
+          limit: 50,
+        });
         expect(acceptedSells.trades.map((t) => t.id)).to.deep.equal([ids[3]]);
       });
 
@@ -936,7 +945,9 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const [d] = await openTrades(1);
         const [tb, tc] = [(await journal.get(b!))!.createdAt, (await journal.get(c!))!.createdAt];
         const ids = async (since?: Date, until?: Date) =>
-          (await journal.page({ scope: SCOPE, since, until, limit: 50 })).trades.map((t) => t.id);
+          (await journal.page({ visible: { names: [], ids: [SCOPE] }, since, until, limit: 50 })).trades.map(
+            (t) => t.id,
+          );
         expect(await ids(tb)).to.deep.equal([d, c, b]);
         expect(await ids(undefined, tb)).to.deep.equal([a]);
         expect(await ids(tb, new Date(tc.getTime() + 1))).to.deep.equal([c, b]);
@@ -945,13 +956,13 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
 
       it("gives at most `limit` trades, and a next position only when more follow", async function () {
         const ids = await openTrades(4);
-        const one = await journal.page({ scope: SCOPE, limit: 1 });
+        const one = await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 1 });
         expect(one.trades.map((t) => t.id)).to.deep.equal([ids[3]]);
         expect(one.next).to.deep.include({ id: ids[3] });
-        const exact = await journal.page({ scope: SCOPE, limit: 4 });
+        const exact = await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 4 });
         expect(exact.trades).to.have.length(4);
         expect(exact.next).to.equal(null);
-        expect((await journal.page({ scope: SCOPE, limit: 500 })).trades).to.have.length(4);
+        expect((await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 500 })).trades).to.have.length(4);
       });
 
       it("pages through every trade exactly once while new trades arrive between pages", async function () {
@@ -959,7 +970,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const seen: string[] = [];
         let after: TradePageQuery["after"];
         for (;;) {
-          const page = await journal.page({ scope: SCOPE, limit: 3, after });
+          const page = await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 3, after });
           seen.push(...page.trades.map((t) => t.id));
           await openTrades(2); // newer than everything listed so far
           if (page.next === null) break;
@@ -973,10 +984,12 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const ids = await Promise.all(
           Array.from({ length: 15 }, async () => (await journal.open(trade({ scope: SCOPE, kind: "sell" }))).record.id),
         );
-        const pages = await allPages({ scope: SCOPE, kind: "sell", limit: 4 });
+        const pages = await allPages({ visible: { names: [], ids: [SCOPE] }, kind: "sell", limit: 4 });
         expect([...pages].sort()).to.deep.equal([...ids].sort());
         expect(new Set(pages).size).to.equal(15);
-        expect(pages).to.deep.equal((await journal.page({ scope: SCOPE, limit: 50 })).trades.map((t) => t.id));
+        expect(pages).to.deep.equal(
+          (await journal.page({ visible: { names: [], ids: [SCOPE] }, limit: 50 })).trades.map((t) => t.id),
+        );
       });
 
       it("sums exactly per kind and stable coin: amounts from the receipts, gas in wei", async function () {
@@ -1007,7 +1020,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         await journal.markSigned(other!, signedTx(5));
         await journal.markConfirmed(other!, swapReceipt("sell", 1n, 1n));
 
-        expect(await journal.summary({ scope: SCOPE })).to.deep.equal([
+        expect(await journal.summary({ visible: { names: [], ids: [SCOPE] } })).to.deep.equal([
           {
             kind: "buy",
             stable: USDT.toLowerCase(),
@@ -1039,7 +1052,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             gasUsd: null,
           },
         ]);
-        expect(await journal.summary({ scope: "nobody" })).to.deep.equal([]);
+        expect(await journal.summary({ visible: { names: [], ids: ["nobody"] } })).to.deep.equal([]);
       });
 
       it("keeps each trade's gas in USD at the native coin's price it was signed at, exactly, and clears it on a reorg", async function () {
@@ -1054,7 +1067,8 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         await journal.markSigned(b!, { ...signedTx(2), nativeUsd: ethUsd2 });
         const minedB = swapReceipt("sell", 1n, 1n, { gasUsed: 90_000, effectiveGasPrice: 7 });
         await journal.markMined(b!, minedB);
-        const gasUsd = async () => (await journal.summary({ scope: SCOPE })).map((t) => [t.executed, t.gasUsd]);
+        const gasUsd = async () =>
+          (await journal.summary({ visible: { names: [], ids: [SCOPE] } })).map((t) => [t.executed, t.gasUsd]);
         const [usdA, usdB] = [100_000n * 3_000_000_001n * ethUsd1, 90_000n * 7n * ethUsd2];
         expect(await gasUsd()).to.deep.equal([[2, usdA + usdB]]);
 
@@ -1067,7 +1081,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         await journal.markSigned(c!, signedTx(3));
         await journal.markConfirmed(c!, swapReceipt("sell", 1n, 1n, { gasUsed: 1, effectiveGasPrice: 1 }));
         expect(await gasUsd()).to.deep.equal([[3, null]]);
-        const [totals] = await journal.summary({ scope: SCOPE });
+        const [totals] = await journal.summary({ visible: { names: [], ids: [SCOPE] } });
         expect(totals!.gasWei).to.equal(100_000n * 3_000_000_001n + 90_000n * 7n + 1n);
       });
 
@@ -1087,7 +1101,11 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         }
         const tb = (await journal.get(b!))!.createdAt;
         const totals = async (since?: Date, until?: Date) =>
-          (await journal.summary({ scope: SCOPE, since, until })).map((t) => [t.count, t.amountIn, t.gasWei]);
+          (await journal.summary({ visible: { names: [], ids: [SCOPE] }, since, until })).map((t) => [
+            t.count,
+            t.amountIn,
+            t.gasWei,
+          ]);
         expect(await totals()).to.deep.equal([[2, 3n, 3n]]);
         expect(await totals(tb)).to.deep.equal([[1, 2n, 2n]]);
         expect(await totals(undefined, tb)).to.deep.equal([[1, 1n, 1n]]);
@@ -1134,7 +1152,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
           record.id,
           swapReceipt("sell", 1n, 1n, { gasUsed: 92_160, effectiveGasPrice: 1_875_000_007 }),
         );
-        const [totals] = await reopened.summary({ scope: "restart-usd" });
+        const [totals] = await reopened.summary({ visible: { names: [], ids: ["restart-usd"] } });
         expect(totals!.gasUsd).to.equal(92_160n * 1_875_000_007n * 1_999_990_000_000_000_000_000n);
       });
 

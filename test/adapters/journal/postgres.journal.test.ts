@@ -121,7 +121,10 @@ describe("on a real PostgreSQL server", function () {
       const journal = await openPostgresJournal(url);
       try {
         const listed = async () =>
-          (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+          (await journal.listWebhookDeliveries({ scopes: ["s"], limit: 10 })).deliveries.map((d) => [
+            d.tradeId,
+            d.type,
+          ]);
         expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
         expect(await sql(url, "SELECT to_regclass('webhook_scopes') AS gone")).to.deep.equal([{ gone: null }]);
         // Nobody registered 's' yet: no event.
@@ -186,7 +189,7 @@ describe("on a real PostgreSQL server", function () {
       );
       const journal = await openPostgresJournal(url);
       try {
-        const [totals] = await journal.summary({ scope: "s" });
+        const [totals] = await journal.summary({ visible: { names: [], ids: ["s"] } });
         const sum = (trades * (trades - 1)) / 2;
         expect(totals).to.deep.include({
           count: trades,

@@ -152,7 +152,7 @@ describe("the SQLite trade journal file", function () {
     const journal = await openSqliteJournal(path);
     try {
       const listed = async () =>
-        (await journal.listWebhookDeliveries({ scope: "s", limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
+        (await journal.listWebhookDeliveries({ scopes: ["s"], limit: 10 })).deliveries.map((d) => [d.tradeId, d.type]);
       expect(await listed()).to.deep.equal([["t1", "trade.submitted"]]);
       // Nobody registered 's' yet: no event.
       await journal.markSubmitted("t2");
@@ -221,7 +221,7 @@ describe("the SQLite trade journal file", function () {
         setImmediate(turn);
       };
       setImmediate(turn);
-      const [totals] = await journal.summary({ scope: "key" });
+      const [totals] = await journal.summary({ visible: { names: [], ids: ["key"] } });
       summing = false;
       expect(totals).to.deep.include({
         count: 20_000,

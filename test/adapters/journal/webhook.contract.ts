@@ -35,7 +35,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
     });
 
     async function events(scope = WEBHOOK_SCOPE) {
-      return (await journal.listWebhookDeliveries({ scope, limit: 500 })).deliveries.reverse();
+      return (await journal.listWebhookDeliveries({ scopes: [scope], limit: 500 })).deliveries.reverse();
     }
 
     it("writes an event with each change of a trade, holding the trade as it was right after it", async function () {
@@ -320,7 +320,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       await record("a", heads[2]!, "failed");
       const [next] = await peer.claimWebhookEvents("b", mine(1), 60_000);
       await record("b", next!, "failed");
-      await journal.retryWebhookDelivery(WEBHOOK_SCOPE, next!.id, new Date());
+      await journal.retryWebhookDelivery([WEBHOOK_SCOPE], next!.id, new Date());
       // A cutoff before they finished deletes nothing.
       expect(await journal.sweepWebhookEvents(new Date(Date.now() - 60_000), 100)).to.equal(0);
       const cutoff = new Date(Date.now() + 1_000);
@@ -350,24 +350,24 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         { at: new Date(), statusCode: null, error: "ECONNREFUSED: could not reach the endpoint" },
         { status: "failed" },
       );
-      const page1 = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 5 });
+      const page1 = await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 5 });
       expect(page1.deliveries).to.have.length(5);
-      const page2 = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 5, before: page1.next! });
+      const page2 = await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 5, before: page1.next! });
       expect(page2.deliveries).to.have.length(4);
       expect(page2.next).to.equal(null);
       const seqs = [...page1.deliveries, ...page2.deliveries].map((d) => d.seq);
       expect(seqs).to.deep.equal([...seqs].sort((a, b) => b - a));
-      const failed = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, status: "failed", limit: 5 });
+      const failed = await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], status: "failed", limit: 5 });
       expect(failed.deliveries.map((d) => d.id)).to.deep.equal([claimed!.id]);
-      expect(await journal.listWebhookDeliveries({ scope: OTHER_SCOPE, limit: 5 })).to.deep.equal({
+      expect(await journal.listWebhookDeliveries({ scopes: [OTHER_SCOPE], limit: 5 })).to.deep.equal({
         deliveries: [],
         next: null,
       });
-      expect(await journal.retryWebhookDelivery(OTHER_SCOPE, claimed!.id, new Date())).to.equal(undefined);
+      expect(await journal.retryWebhookDelivery([OTHER_SCOPE], claimed!.id, new Date())).to.equal(undefined);
       const pendingId = page1.deliveries[0]!.id;
-      expect(await journal.retryWebhookDelivery(WEBHOOK_SCOPE, pendingId, new Date())).to.equal("not_failed");
+      expect(await journal.retryWebhookDelivery([WEBHOOK_SCOPE], pendingId, new Date())).to.equal("not_failed");
       const now = new Date();
-      const retried = await journal.retryWebhookDelivery(WEBHOOK_SCOPE, claimed!.id, now);
+      const retried = await journal.retryWebhookDelivery([WEBHOOK_SCOPE], claimed!.id, now);
       expect(retried).to.include({ status: "pending", attempts: 1 });
       expect((retried as { windowStart: Date }).windowStart.getTime()).to.equal(now.getTime());
       const [again] = await journal.claimWebhookEvents("a", mine(1), 60_000);

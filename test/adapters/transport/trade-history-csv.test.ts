@@ -7,6 +7,7 @@ const trade = (error: { code: string; message: string } | null): TradeView => ({
   id: "t1",
   kind: "sell",
   status: error === null ? "confirmed" : "failed",
+  apiKeyName: null,
   request: {
     userAddress: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
     destinatary: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",

@@ -70,6 +70,8 @@ describe("error mapping", function () {
   it("maps every domain code to one Connect code", function () {
     const expected: Record<DomainErrorCode, Code> = {
       invalid_argument: Code.InvalidArgument,
+      permission_denied: Code.PermissionDenied,
+      spending_limit_exceeded: Code.ResourceExhausted,
       unknown_wallet: Code.PermissionDenied,
       insufficient_funds: Code.FailedPrecondition,
       trade_reverted: Code.FailedPrecondition,

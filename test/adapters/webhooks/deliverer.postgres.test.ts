@@ -153,7 +153,7 @@ describe("webhook deliverers of two instances on one PostgreSQL journal", functi
       expect(new Set(receiver.received.map((event) => event.data.id))).to.deep.equal(
         new Set(trades.filter(([s]) => s === scope).map(([, id]) => id)),
       );
-      const { deliveries } = await journals[0]!.listWebhookDeliveries({ scope, limit: 100 });
+      const { deliveries } = await journals[0]!.listWebhookDeliveries({ scopes: [scope], limit: 100 });
       expect(deliveries).to.have.length(18);
       for (const delivery of deliveries) {
         expect(delivery.status).to.equal("delivered");

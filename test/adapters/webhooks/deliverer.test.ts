@@ -57,7 +57,7 @@ describe("the webhook deliverer", function () {
   }
 
   async function statuses(): Promise<string[]> {
-    const page = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 500 });
+    const page = await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 500 });
     return page.deliveries.map((d) => d.status);
   }
 
@@ -125,7 +125,7 @@ describe("the webhook deliverer", function () {
       const types = receiver.received.filter((e) => e.data.id === id).map((e) => e.type);
       expect(types).to.deep.equal(["trade.submitted", "trade.replaced", "trade.confirmed"]);
     }
-    const page = await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 100 });
+    const page = await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 100 });
     const first = page.deliveries.find((d) => d.type === "trade.submitted")!;
     expect(first.history.length).to.be.greaterThan(1);
     expect(first.history.slice(0, -1).every((a) => a.statusCode === 503)).to.equal(true);
@@ -138,7 +138,7 @@ describe("the webhook deliverer", function () {
     await runTrade(journal);
     start();
     await receiver.until(() => receiver.requests >= 2);
-    const [latest] = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.slice(-1);
+    const [latest] = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 10 })).deliveries.slice(-1);
     expect(latest!.status).to.equal("pending");
     expect(latest!.history[0]!.statusCode).to.equal(302);
     expect(receiver.received).to.have.length(0);
@@ -149,7 +149,7 @@ describe("the webhook deliverer", function () {
     await runTrade(journal);
     start({ timeoutMs: 300 });
     await receiver.until(() => receiver.requests >= 2, 5_000);
-    const [first] = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.slice(-1);
+    const [first] = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 10 })).deliveries.slice(-1);
     expect(first!.history[0]).to.include({ statusCode: null });
     expect(first!.history[0]!.error).to.match(/no answer within 0.3 s/);
   });
@@ -159,12 +159,12 @@ describe("the webhook deliverer", function () {
     await runTrade(journal);
     start({ retry: { baseMs: 50, maxDelayMs: 100, windowMs: 400 } });
     await receiver.until(() => false, 1_500).catch(() => {});
-    const failed = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, status: "failed", limit: 10 }))
+    const failed = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], status: "failed", limit: 10 }))
       .deliveries;
     expect(failed.map((d) => d.type)).to.deep.equal(["trade.confirmed", "trade.replaced", "trade.submitted"]);
     receiver.mode = "up";
     for (const d of failed.reverse())
-      expect(await journal.retryWebhookDelivery(WEBHOOK_SCOPE, d.id, new Date())).to.include({ status: "pending" });
+      expect(await journal.retryWebhookDelivery([WEBHOOK_SCOPE], d.id, new Date())).to.include({ status: "pending" });
     await receiver.until(() => receiver.received.length === 3);
     expect(receiver.received.map((e) => e.id)).to.deep.equal(failed.map((d) => d.id));
   });
@@ -222,7 +222,7 @@ describe("the webhook deliverer", function () {
     ]);
     expect(outcome).to.equal(3); // three trades' first events
     expect(lookups).to.equal(1);
-    const heads = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.filter(
+    const heads = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 10 })).deliveries.filter(
       (d) => d.attempts > 0,
     );
     expect(heads).to.have.length(3);
@@ -238,7 +238,9 @@ describe("the webhook deliverer", function () {
       start({ allowPrivate: false });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(receiver.requests).to.equal(0);
-      const [first] = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.slice(-1);
+      const [first] = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 10 })).deliveries.slice(
+        -1,
+      );
       expect(first!.history[0]!.error).to.match(/internal address/);
     });
 
@@ -258,7 +260,9 @@ describe("the webhook deliverer", function () {
         resolve: async () => [{ address: "10.1.2.3", family: 4 }],
       });
       expect(await deliverer.deliverDue()).to.equal(1);
-      const [first] = (await journal.listWebhookDeliveries({ scope: WEBHOOK_SCOPE, limit: 10 })).deliveries.slice(-1);
+      const [first] = (await journal.listWebhookDeliveries({ scopes: [WEBHOOK_SCOPE], limit: 10 })).deliveries.slice(
+        -1,
+      );
       expect(first!.history[0]!.error).to.equal(
         "hooks.example.com resolves to 10.1.2.3, an internal address (set WEBHOOK_ALLOW_PRIVATE=true to allow)",
       );

@@ -1,0 +1,38 @@
+/**
+ * What the three journals share in counting spending limits (core/access, TradeJournal.open with
+ * `spending`): which states count, and when a full limit's rolling window frees enough room.
+ *
+ * A spend counts in a limit's window while `at > now - window`, so it leaves the window at
+ * `at + window`: a limit over by some amount has room again once the oldest spends that add up to
+ * at least that much have left.
+ */
+import { type LimitUse, SPENDING_STATUSES, type TradeStatus } from "../../core/index.js";
+
+/** Whether a trade in this state counts against the limits. */
+export function spends(status: TradeStatus): boolean {
+  return (SPENDING_STATUSES as readonly TradeStatus[]).includes(status);
+}
+
+/** The states that count, as SQL text: `'accepted', 'signed', …`. */
+export const SPENDING_STATUSES_SQL = SPENDING_STATUSES.map((status) => `'${status}'`).join(", ");
+
+/**
+ * When the window frees room for what a limit is over by: the time the oldest spend that brings
+ * the freed amount (and count) to at least `over` leaves it, in ms after `now`. `inWindow` is the
+ * spends counted now, oldest first; undefined when they cannot free enough (the trade alone is over).
+ */
+export function retryAfterMs(
+  inWindow: Iterable<{ at: number; usd: bigint }>,
+  over: LimitUse,
+  windowMs: number,
+  now: number,
+): number | undefined {
+  let usd = 0n;
+  let trades = 0;
+  for (const spend of inWindow) {
+    usd += spend.usd;
+    trades += 1;
+    if (usd >= over.usd && trades >= over.trades) return Math.max(1, spend.at + windowMs - now);
+  }
+  return undefined;
+}

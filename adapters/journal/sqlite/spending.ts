@@ -1,0 +1,222 @@
+/**
+ * The SQLite journal's spending limits (core/access; TradeJournal.open with `spending`): the same
+ * tables and steps as PostgreSQL's (../postgres/spending.ts, whose header explains them), run in
+ * this process. The file is this process's alone and its statements are synchronous, so a check
+ * and the trade's write are one step, with nothing between them. Amounts are decimal text summed
+ * with BigInt (SQLite's integers end at 2^63, a few USD at 18 decimals); the triggers that move a
+ * spend out of (or back into) the counters when its trade stops (or starts again) counting add
+ * them with `spend_add`, a function this connection defines (registerSpendFunctions).
+ */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+
+import {
+  type LimitCheck,
+  type LimitPer,
+  type LimitUse,
+  LIMIT_PERS,
+  limitExceeded,
+  overBy,
+  type Spend,
+} from "../../../core/index.js";
+import { retryAfterMs, SPENDING_STATUSES_SQL } from "../spending.js";
+
+/** The counters of the spend `s`'s scopes, on `spend_counters`. */
+const SCOPES_OF = (s: string) =>
+  `((per = 'key' AND value = ${s}.key_name) OR (per = 'wallet' AND value = ${s}.wallet)
+     OR (per = 'destinatary' AND value = ${s}.destinatary) OR per = 'all')`;
+const COUNTS = (status: string) => `(${status} IN (${SPENDING_STATUSES_SQL}))`;
+
+/** Migration 11: the key's name on each trade, the spends and their counters, the recount triggers. */
+export const SPENDING_MIGRATION = `
+  ALTER TABLE trades ADD COLUMN key_name TEXT;
+  CREATE INDEX trades_history_name ON trades (key_name, created_at DESC, id DESC) WHERE key_name IS NOT NULL;
+  CREATE INDEX trades_history_all ON trades (created_at DESC, id DESC);
+  CREATE TABLE spends (
+    trade_id TEXT PRIMARY KEY,
+    at_ms INTEGER NOT NULL,
+    usd TEXT NOT NULL,                    -- USD × 10^18, decimal text
+    key_name TEXT NOT NULL,
+    wallet TEXT NOT NULL,
+    destinatary TEXT NOT NULL,
+    counts INTEGER NOT NULL DEFAULT 1
+  );
+  CREATE INDEX spends_key ON spends (key_name, at_ms);
+  CREATE INDEX spends_wallet ON spends (wallet, at_ms);
+  CREATE INDEX spends_destinatary ON spends (destinatary, at_ms);
+  CREATE INDEX spends_at ON spends (at_ms);
+  CREATE TABLE spend_counters (
+    per TEXT NOT NULL,
+    value TEXT NOT NULL,
+    window_ms INTEGER NOT NULL,
+    usd TEXT NOT NULL,
+    trades INTEGER NOT NULL,
+    through_ms INTEGER NOT NULL,
+    PRIMARY KEY (per, value, window_ms)
+  );
+  CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades
+  WHEN ${COUNTS("OLD.status")} <> ${COUNTS("NEW.status")}
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, (SELECT CASE WHEN ${COUNTS("NEW.status")} THEN s.usd ELSE '-' || s.usd END FROM spends s WHERE s.trade_id = NEW.id)),
+      trades = trades + CASE WHEN ${COUNTS("NEW.status")} THEN 1 ELSE -1 END
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = NEW.id AND s.counts <> ${COUNTS("NEW.status")}
+      AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    UPDATE spends SET counts = ${COUNTS("NEW.status")} WHERE trade_id = NEW.id;
+  END;
+  CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, '-' || (SELECT s.usd FROM spends s WHERE s.trade_id = OLD.id)), trades = trades - 1
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = OLD.id AND s.counts AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    DELETE FROM spends WHERE trade_id = OLD.id;
+  END;`;
+
+/** Defines `spend_add(a, b)` on the connection: the sum of two decimal texts, exact. */
+export function registerSpendFunctions(db: DatabaseSync): void {
+  db.function("spend_add", { deterministic: true }, (a, b) => (BigInt(String(a)) + BigInt(String(b))).toString());
+}
+
+/** The spends table's column for each `per` (all: none). */
+const COLUMN: Record<LimitPer, string | null> = {
+  key: "key_name",
+  wallet: "wallet",
+  destinatary: "destinatary",
+  all: null,
+};
+
+function perStatements(db: DatabaseSync, per: LimitPer) {
+  const scope = COLUMN[per] === null ? "? IS NOT NULL" : `${COLUMN[per]} = ?`;
+  return {
+    /** The counted spends of a scope accepted in (from, to]. */
+    between: db.prepare(`SELECT usd FROM spends WHERE ${scope} AND at_ms > ? AND at_ms <= ? AND counts`),
+    /** The counted spends of a scope after `from`, oldest first, but one trade's. */
+    after: db.prepare(
+      `SELECT at_ms, usd FROM spends WHERE ${scope} AND at_ms > ? AND counts AND trade_id <> ? ORDER BY at_ms`,
+    ),
+  };
+}
+
+function statements(db: DatabaseSync) {
+  return {
+    per: Object.fromEntries(LIMIT_PERS.map((per) => [per, perStatements(db, per)])) as Record<
+      LimitPer,
+      ReturnType<typeof perStatements>
+    >,
+    counter: db.prepare(
+      "SELECT usd, trades, through_ms FROM spend_counters WHERE per = ? AND value = ? AND window_ms = ?",
+    ),
+    insertCounter: db.prepare(
+      "INSERT INTO spend_counters (per, value, window_ms, usd, trades, through_ms) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    setCounter: db.prepare(
+      "UPDATE spend_counters SET usd = ?, trades = ?, through_ms = ? WHERE per = ? AND value = ? AND window_ms = ?",
+    ),
+    spend: db.prepare("SELECT * FROM spends WHERE trade_id = ?"),
+    insertSpend: db.prepare(
+      "INSERT INTO spends (trade_id, at_ms, usd, key_name, wallet, destinatary) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    addToCounters: db.prepare(
+      `UPDATE spend_counters SET usd = spend_add(usd, ?), trades = trades + ?
+       WHERE ((per = 'key' AND value = ?) OR (per = 'wallet' AND value = ?) OR (per = 'destinatary' AND value = ?) OR per = 'all')
+         AND through_ms < ?`,
+    ),
+    setSpendUsd: db.prepare("UPDATE spends SET usd = ? WHERE trade_id = ?"),
+  };
+}
+
+interface Counter {
+  usd: bigint;
+  trades: number;
+  through: number;
+}
+
+export class SqliteSpending {
+  readonly #sql: ReturnType<typeof statements>;
+
+  constructor(db: DatabaseSync) {
+    this.#sql = statements(db);
+  }
+
+  /**
+   * Admits the new spend of trade `tradeId`, recorded at `now`, or a new amount for the spend it
+   * has. Writes nothing but counter upkeep (exact either way) before every check has passed, so
+   * that a refusal, thrown inside the group commit's transaction, leaves no trace of the trade.
+   * @throws SpendingLimitError when a check has no room
+   */
+  admit(tradeId: string, spend: Spend | { usd: bigint }, checks: readonly LimitCheck[], now: number): void {
+    const isNew = "key" in spend;
+    const own = isNew ? undefined : this.#sql.spend.get(tradeId);
+    if (!isNew && own === undefined) return;
+    const scopes: Pick<Spend, "key" | "wallet" | "destinatary"> = isNew
+      ? spend
+      : { key: String(own!.key_name), wallet: String(own!.wallet), destinatary: String(own!.destinatary) };
+    for (const check of checks) {
+      const counter = this.#counter(check, now);
+      let used: LimitUse = { usd: counter.usd, trades: counter.trades };
+      if (own !== undefined) {
+        // A new amount: checked only where the spend still counts, in place of its old amount.
+        if (Number(own.counts) !== 1 || Number(own.at_ms) <= counter.through) continue;
+        used = { usd: used.usd - BigInt(String(own.usd)), trades: used.trades - 1 };
+      }
+      const add = { usd: spend.usd, trades: 1 };
+      const over = overBy(check.limit, used, add);
+      if (over === undefined) continue;
+      const inWindow = this.#sql.per[check.limit.per].after.iterate(check.value, counter.through, tradeId);
+      const spends = (function* () {
+        for (const row of inWindow) yield { at: Number(row.at_ms), usd: BigInt(String(row.usd)) };
+      })();
+      throw limitExceeded(check, used, add, retryAfterMs(spends, over, check.limit.windowMs, now));
+    }
+    if (isNew) {
+      this.#sql.insertSpend.run(tradeId, now, spend.usd.toString(), spend.key, spend.wallet, spend.destinatary);
+      this.#sql.addToCounters.run(spend.usd.toString(), 1, scopes.key, scopes.wallet, scopes.destinatary, now);
+    } else {
+      if (Number(own!.counts) === 1) {
+        const delta = spend.usd - BigInt(String(own!.usd));
+        this.#sql.addToCounters.run(
+          delta.toString(),
+          0,
+          scopes.key,
+          scopes.wallet,
+          scopes.destinatary,
+          Number(own!.at_ms),
+        );
+      }
+      this.#sql.setSpendUsd.run(spend.usd.toString(), tradeId);
+    }
+  }
+
+  /** What the check's limit has used in its window at `now` (its counter, brought up to date). */
+  use(check: LimitCheck, now: number): LimitUse {
+    const { usd, trades } = this.#counter(check, now);
+    return { usd, trades };
+  }
+
+  /** The check's counter, created from the spends in its window if new, with the spends that left the window taken out. */
+  #counter(check: LimitCheck, now: number): Counter {
+    const { per, windowMs } = check.limit;
+    const cutoff = now - windowMs;
+    const row = this.#sql.counter.get(per, check.value, windowMs);
+    if (row === undefined) {
+      const inWindow = this.#sum(this.#sql.per[per].between, check.value, cutoff, Number.MAX_SAFE_INTEGER);
+      this.#sql.insertCounter.run(per, check.value, windowMs, inWindow.usd.toString(), inWindow.trades, cutoff);
+      return { ...inWindow, through: cutoff };
+    }
+    const counter = { usd: BigInt(String(row.usd)), trades: Number(row.trades), through: Number(row.through_ms) };
+    if (counter.through >= cutoff) return counter;
+    const aged = this.#sum(this.#sql.per[per].between, check.value, counter.through, cutoff);
+    const fresh = { usd: counter.usd - aged.usd, trades: counter.trades - aged.trades, through: cutoff };
+    this.#sql.setCounter.run(fresh.usd.toString(), fresh.trades, cutoff, per, check.value, windowMs);
+    return fresh;
+  }
+
+  #sum(statement: StatementSync, value: string, from: number, to: number): LimitUse {
+    let usd = 0n;
+    let trades = 0;
+    for (const row of statement.iterate(value, from, to)) {
+      usd += BigInt(String(row.usd));
+      trades += 1;
+    }
+    return { usd, trades };
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * The spending limits' part of the journal conformance suite (journal.contract.ts runs it on
+ * memory, SQLite and PostgreSQL): a trade counted against its limits with its first write, exactly
+ * at the cap and one base unit over, per key, wallet, destinatary and service, over a rolling
+ * window, given back by a trade that paid nothing, replaced by a sell's proven payout, and never
+ * past the cap when instances race for the last room.
+ */
+import { expect } from "chai";
+
+import type { Journal } from "../../../adapters/journal/index.js";
+import {
+  type LimitCheck,
+  type NewTrade,
+  type Spend,
+  type SpendingLimit,
+  SpendingLimitError,
+} from "../../../core/index.js";
+
+export interface SpendingContractContext {
+  journal(): Journal;
+  /** A second instance on the same storage when the backend allows it, else the same one. */
+  peer(): Promise<Journal>;
+}
+
+const USD = 10n ** 18n;
+const WALLET = "0x90f79bf6eb2c4f870365e785982e1f101e93b906";
+const CUSTOMER = "0x15d34aaf54267db7d7c367839aaf71a00a2c6a65";
+const OTHER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc";
+
+function limit(overrides: Partial<SpendingLimit> = {}): SpendingLimit {
+  return { name: "desk daily", per: "key", windowMs: 86_400_000, window: "24h", maxUsd: 100n * USD, ...overrides };
+}
+
+function spendOf(usd: bigint, overrides: Partial<Spend> = {}): Spend {
+  return { key: "desk", wallet: WALLET, destinatary: CUSTOMER, usd, ...overrides };
+}
+
+function checksFor(spend: Spend, limits: SpendingLimit[]): LimitCheck[] {
+  const value = (l: SpendingLimit) =>
+    l.per === "key" ? spend.key : l.per === "wallet" ? spend.wallet : l.per === "destinatary" ? spend.destinatary : "*";
+  return limits.map((l) => ({ limit: l, value: value(l) }));
+}
+
+let serial = 0;
+function newTrade(overrides: Partial<NewTrade> = {}): NewTrade {
+  serial += 1;
+  return {
+    scope: "key-id-1",
+    keyName: "desk",
+    idempotencyKey: null,
+    requestHash: `spend-${serial}`,
+    kind: "buy",
+    request: { userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: WALLET },
+    ...overrides,
+  };
+}
+
+/** Opens a trade counted at `usd` against `limits`: its id, or the refusal. */
+async function open(
+  journal: Journal,
+  usd: bigint,
+  limits: SpendingLimit[],
+  spend: Partial<Spend> = {},
+  trade: Partial<NewTrade> = {},
+): Promise<string | SpendingLimitError> {
+  const s = spendOf(usd, spend);
+  try {
+    const { record } = await journal.open(newTrade(trade), { spend: s, checks: checksFor(s, limits) });
+    return record.id;
+  } catch (error) {
+    if (error instanceof SpendingLimitError) return error;
+    throw error;
+  }
+}
+
+const refused = (outcome: string | SpendingLimitError) => outcome instanceof SpendingLimitError;
+
+export function describeSpendingContract(context: SpendingContractContext): void {
+  describe("spending limits", function () {
+    it("admits a trade exactly at the cap and refuses one base unit more, recording nothing", async function () {
+      const journal = context.journal();
+      const cap = [limit()];
+      expect(refused(await open(journal, 60n * USD, cap))).to.equal(false);
+      const over = await open(journal, 40n * USD + 1n, cap);
+      expect(over).to.be.instanceOf(SpendingLimitError);
+      const message = (over as SpendingLimitError).message;
+      expect(message).to.include('spending limit "desk daily"');
+      expect(message).to.include("rolling 24h");
+      expect(message).to.include("60 of 100 USD used");
+      expect(message).to.include("40.000000000000000001 USD");
+      expect((over as SpendingLimitError).limit).to.equal("desk daily");
+      const page = await journal.page({ visible: "all", limit: 50 });
+      expect(page.trades).to.have.length(1);
+      expect(refused(await open(journal, 40n * USD, cap))).to.equal(false);
+      expect(refused(await open(journal, 1n, cap))).to.equal(true);
+    });
+
+    it("counts trades against maxTrades, exactly at the cap", async function () {
+      const journal = context.journal();
+      const { maxUsd: _, ...noUsd } = limit();
+      const cap = [{ ...noUsd, maxTrades: 2 }];
+      expect(refused(await open(journal, USD, cap))).to.equal(false);
+      expect(refused(await open(journal, USD, cap))).to.equal(false);
+      const third = await open(journal, USD, cap);
+      expect((third as SpendingLimitError).message).to.include("2 of 2 trades used");
+    });
+
+    it("gives no Retry-After to a trade alone over the maximum", async function () {
+      const journal = context.journal();
+      const over = (await open(journal, 100n * USD + 1n, [limit()])) as SpendingLimitError;
+      expect(over).to.be.instanceOf(SpendingLimitError);
+      expect(over.retryAfterMs).to.equal(undefined);
+      expect(over.message).to.include("the trade alone is over the maximum");
+    });
+
+    it("counts each key, wallet and destinatary apart, and the service as a whole", async function () {
+      const journal = context.journal();
+      const perKey = [limit({ maxUsd: 10n * USD })];
+      expect(refused(await open(journal, 10n * USD, perKey))).to.equal(false);
+      expect(refused(await open(journal, 10n * USD, perKey, { key: "other desk" }))).to.equal(false);
+      expect(refused(await open(journal, USD, perKey))).to.equal(true);
+      const perDestinatary = [limit({ name: "customer", per: "destinatary", maxUsd: 25n * USD })];
+      // 20 already paid to CUSTOMER under the two keys: 5 left for it, any amount for another.
+      expect(refused(await open(journal, 6n * USD, perDestinatary))).to.equal(true);
+      expect(refused(await open(journal, 5n * USD, perDestinatary))).to.equal(false);
+      expect(refused(await open(journal, 20n * USD, perDestinatary, { destinatary: OTHER }))).to.equal(false);
+      const perWallet = [limit({ name: "hot wallet", per: "wallet", maxUsd: 45n * USD })];
+      expect(refused(await open(journal, 1n, perWallet, { wallet: OTHER }))).to.equal(false);
+      expect(refused(await open(journal, 1n, perWallet))).to.equal(true);
+      const all = [limit({ name: "service", per: "all", maxUsd: 45n * USD + 1n })];
+      expect(refused(await open(journal, 1n, all, { key: "third", wallet: OTHER, destinatary: OTHER }))).to.equal(true);
+    });
+
+    it("gives back the room of a trade that paid nothing, and counts it again if it paid after all", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 10n * USD })];
+      const first = (await open(journal, 10n * USD, cap)) as string;
+      expect(refused(await open(journal, USD, cap))).to.equal(true);
+      await journal.markFailed(first, { code: "trade_reverted", message: "reverted" });
+      const second = await open(journal, 10n * USD, cap);
+      expect(refused(second)).to.equal(false);
+      await journal.discard(second as string);
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 0n, trades: 0 });
+      // The failed one is found mined after all: it paid, and counts again.
+      await journal.markMined(first, RECEIPT);
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 1 });
+      expect(refused(await open(journal, 1n, cap))).to.equal(true);
+      await journal.markExpired(first, { code: "trade_expired", message: "expired" });
+      expect(refused(await open(journal, 10n * USD, cap))).to.equal(false);
+    });
+
+    it("replaces a count with another, checked again, and keeps the old one when it does not fit", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 10n * USD })];
+      const id = (await open(journal, 4n * USD, cap)) as string;
+      await journal.respend(id, 9n * USD, checksFor(spendOf(0n), cap));
+      expect(refused(await open(journal, USD + 1n, cap))).to.equal(true);
+      expect(refused(await open(journal, USD, cap))).to.equal(false);
+      let error: unknown;
+      await journal.respend(id, 9n * USD + 1n, checksFor(spendOf(0n), cap)).catch((e: unknown) => (error = e));
+      expect(error).to.be.instanceOf(SpendingLimitError);
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 2 });
+    });
+
+    it("answers a keyed retry with its record when the limit is full, counting it once", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 10n * USD })];
+      const trade = { idempotencyKey: "retry-1", requestHash: "same" };
+      const first = await open(journal, 10n * USD, cap, {}, trade);
+      const again = await open(journal, 10n * USD, cap, {}, trade);
+      expect(again).to.equal(first);
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 1 });
+    });
+
+    it("counts over a rolling window: a trade's room comes back when it leaves it", async function () {
+      const journal = context.journal();
+      const cap = [limit({ windowMs: 1_500, window: "1.5s", maxUsd: 10n * USD })];
+      const started = Date.now();
+      expect(refused(await open(journal, 6n * USD, cap))).to.equal(false);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(refused(await open(journal, 4n * USD, cap))).to.equal(false);
+      const full = (await open(journal, 5n * USD, cap)) as SpendingLimitError;
+      expect(full).to.be.instanceOf(SpendingLimitError);
+      // The first trade's 6 must leave: 1.5 s after it was accepted.
+      expect(full.retryAfterMs).to.be.within(1, 1_500 - (Date.now() - started) + 50);
+      await new Promise((resolve) => setTimeout(resolve, full.retryAfterMs! + 20));
+      expect(refused(await open(journal, 5n * USD, cap))).to.equal(false);
+      expect(refused(await open(journal, 2n * USD, cap))).to.equal(true);
+    });
+
+    it("counts the trades already in the window for a limit added later", async function () {
+      const journal = context.journal();
+      await open(journal, 7n * USD, [limit({ maxUsd: 1_000n * USD })]);
+      const added = [limit({ name: "new wallet limit", per: "wallet", maxUsd: 10n * USD })];
+      expect((await journal.spendingUse(checksFor(spendOf(0n), added)))[0]).to.deep.equal({ usd: 7n * USD, trades: 1 });
+      expect(refused(await open(journal, 3n * USD + 1n, added))).to.equal(true);
+      expect(refused(await open(journal, 3n * USD, added))).to.equal(false);
+    });
+
+    it("never lets instances racing for the last room pass the cap", async function () {
+      const journal = context.journal();
+      const peer = await context.peer();
+      const cap = [limit({ maxUsd: 100n * USD })];
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => open(i % 2 === 0 ? journal : peer, 7n * USD, cap)),
+      );
+      const admitted = outcomes.filter((o) => !refused(o)).length;
+      expect(admitted).to.equal(14); // 14 × 7 = 98 ≤ 100 < 105
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 98n * USD, trades: 14 });
+    });
+
+    it("records the key's name and reads by name or id", async function () {
+      const journal = context.journal();
+      const id = (await open(journal, USD, [limit()])) as string;
+      await journal.open(newTrade({ scope: "key-id-2", keyName: "viewer" }));
+      expect((await journal.get(id))?.keyName).to.equal("desk");
+      const byName = await journal.page({ visible: { names: ["desk"], ids: [] }, limit: 50 });
+      expect(byName.trades.map((t) => t.id)).to.deep.equal([id]);
+      const both = await journal.page({ visible: { names: ["viewer"], ids: ["key-id-1"] }, limit: 50 });
+      expect(both.trades).to.have.length(2);
+      expect((await journal.summary({ visible: { names: ["desk"], ids: [] } }))[0]?.count).to.equal(1);
+    });
+  });
+}
+
+const RECEIPT = {
+  blockHash: `0x${"ab".repeat(32)}`,
+  blockNumber: 7,
+  contractAddress: null,
+  cumulativeGasUsed: 100_000,
+  effectiveGasPrice: 1_000_000_000,
+  from: WALLET,
+  gasUsed: 100_000,
+  logsBloom: `0x${"00".repeat(256)}`,
+  status: true,
+  to: OTHER,
+  transactionHash: `0x${"cd".repeat(32)}`,
+  transactionIndex: 0,
+  type: "0x2",
+  events: {},
+};
