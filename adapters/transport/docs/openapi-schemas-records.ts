@@ -139,6 +139,10 @@ export const RECORD_SCHEMAS = {
       id: { type: "string" },
       kind: { enum: ["sell", "buy", "remittance"] },
       status: { enum: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] },
+      apiKeyName: {
+        type: ["string", "null"],
+        description: "The access file's name of the key that sent it, recorded when it was accepted; null without ACCESS_FILE.",
+      },
       request: ref("TradeRequest"),
       wallet: { type: ["string", "null"] },
       nonce: { type: ["integer", "null"], minimum: 0 },
@@ -179,6 +183,7 @@ export const RECORD_SCHEMAS = {
       "id",
       "kind",
       "status",
+      "apiKeyName",
       "request",
       "wallet",
       "nonce",

@@ -117,5 +117,6 @@ export function tradeMessage(trade: TradeView): TradeMessage {
     ...(trade.error === null ? {} : { error: { ...trade.error } }),
     createdAt: trade.createdAt,
     updatedAt: trade.updatedAt,
+    ...(trade.apiKeyName === null ? {} : { apiKeyName: trade.apiKeyName }),
   });
 }
