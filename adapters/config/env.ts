@@ -3,7 +3,7 @@
  * sections, each in a file of env/ (config.ts holds the shape it returns). The door for
  * the rest of the code: everything the configuration offers is imported from here.
  */
-import { apiKeys, tlsFiles } from "./env/access.js";
+import { accessFile, apiKeys, knownKeyIds, tlsFiles } from "./env/access.js";
 import { chainConfig } from "./env/chain.js";
 import { type AppConfig, ConfigError } from "./env/config.js";
 import { feedPolicy } from "./env/feeds.js";
@@ -30,11 +30,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const problems: string[] = [];
 
   const keys = apiKeys(e, problems);
+  const access = accessFile(e, problems);
   const tls = tlsFiles(e, problems);
   const chain = chainConfig(e, keys, problems);
   const { limits, trade } = tradeSettings(e, problems);
   const rates = rateLimits(e, problems);
-  const webhooks = webhookSettings(e, keys, problems);
+  const webhooks = webhookSettings(e, knownKeyIds(keys, access), problems);
   const proxies = trustedProxies(e, problems);
   const feeds = feedPolicy(e, problems);
 
@@ -45,6 +46,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     metricsPort: e.METRICS_PORT,
     logLevel: e.LOG_LEVEL,
     apiKeys: keys,
+    ...(access !== undefined && { access }),
     ...(tls ? { tls } : {}),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

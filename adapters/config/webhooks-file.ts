@@ -54,7 +54,9 @@ export function parseWebhooksFile(
     } else if (seen.has(apiKeyId)) {
       problem(`${at}.apiKeyId: names the same api key as an earlier entry (one endpoint per key)`);
     } else if (options.knownIds !== undefined && !options.knownIds.has(apiKeyId)) {
-      problem(`${at}.apiKeyId: ${apiKeyId} is the id of none of the api keys in API_KEYS or API_KEYS_FILE`);
+      problem(
+        `${at}.apiKeyId: ${apiKeyId} is the id of none of the configured api keys (API_KEYS, API_KEYS_FILE or ACCESS_FILE)`,
+      );
     }
     let parsed: URL | undefined;
     try {

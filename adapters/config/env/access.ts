@@ -1,4 +1,11 @@
-/** Who may call the service, and over what: the api keys (API_KEYS, API_KEYS_FILE) and TLS (TLS_CERT, TLS_KEY). */
+/**
+ * Who may call the service, and over what: the api keys (API_KEYS, API_KEYS_FILE, or the access
+ * file ACCESS_FILE with what each key may do) and TLS (TLS_CERT, TLS_KEY).
+ */
+import { hash } from "node:crypto";
+
+import { keyIdOf } from "../../../core/index.js";
+import { loadAccessFile } from "../access-file.js";
 import type { AppConfig } from "./config.js";
 import { readFile } from "./files.js";
 import type { Env } from "./schema.js";
@@ -60,4 +67,31 @@ export function tlsFiles(e: Env, problems: string[]): AppConfig["tls"] {
     if (cert !== undefined && key !== undefined) tls = { cert: Buffer.from(cert), key: Buffer.from(key) };
   }
   return tls;
+}
+
+/**
+ * ACCESS_FILE, read and checked now (what needs the chain, its wallets and coins, is checked again
+ * when the service opens it: adapters/startup/access.ts). With it, API_KEYS and API_KEYS_FILE must
+ * be unset: one place says which keys exist.
+ */
+export function accessFile(e: Env, problems: string[]): AppConfig["access"] {
+  if (e.ACCESS_FILE === undefined) return undefined;
+  const alsoSet = (["API_KEYS", "API_KEYS_FILE"] as const).filter((name) => e[name] !== undefined);
+  if (alsoSet.length > 0)
+    problems.push(
+      `ACCESS_FILE: lists the api keys, so ${alsoSet.join(" and ")} must be unset (${alsoSet.length > 1 ? "both are" : "it is"} set)`,
+    );
+  const loaded = loadAccessFile(e.ACCESS_FILE, {});
+  problems.push(...loaded.problems.map((problem) => `ACCESS_FILE: ${problem}`));
+  return loaded.policy === undefined ? undefined : { path: e.ACCESS_FILE, policy: loaded.policy };
+}
+
+/** The ids (idempotency, webhooks) of the configured keys; undefined when none is (dev mode generates one). */
+export function knownKeyIds(keys: readonly string[], access: AppConfig["access"]): ReadonlySet<string> | undefined {
+  if (access !== undefined) return new Set(access.policy.keys.flatMap((key) => key.sha256.map(keyIdOf)));
+  return keys.length === 0 ? undefined : new Set(keys.map((key) => keyIdOf(sha256Hex(key))));
+}
+
+function sha256Hex(text: string): string {
+  return hash("sha256", text, "hex");
 }

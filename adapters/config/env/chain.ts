@@ -47,8 +47,8 @@ function rpcChain(e: Env, rpcUrl: string, keys: readonly string[], problems: str
     .map((k) => k.trim())
     .filter((k) => k !== "");
   const keystore = walletKeys(e, privateKeys, problems);
-  if (keys.length === 0 && !problems.some((p) => p.startsWith("API_KEYS"))) {
-    problems.push("API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE)");
+  if (keys.length === 0 && e.ACCESS_FILE === undefined && !problems.some((p) => p.startsWith("API_KEYS"))) {
+    problems.push("API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE, or ACCESS_FILE)");
   }
   const rpcUrls = rpcUrl.split(",").map((url) => url.trim());
   if (new Set(rpcUrls).size !== rpcUrls.length) problems.push("RPC_URL: lists the same URL twice");

@@ -2,6 +2,7 @@
  * The configuration's shape: what `loadConfig` (../env.ts) returns, and the error it throws.
  * The sections beside this file each build one part of it.
  */
+import type { AccessPolicy } from "../../../core/index.js";
 import type { FeedPolicy } from "../../chain/index.js";
 import type { RateLimitOptions } from "../../transport/index.js";
 import type { WebhookEndpointConfig } from "../webhooks-file.js";
@@ -18,8 +19,14 @@ export interface AppConfig {
   /** METRICS_PORT: Prometheus metrics at GET /metrics on HOST, without a key; 0 = off. */
   metricsPort: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  /** Accepted api_key values (API_KEYS and API_KEYS_FILE together). Empty only in embedded mode. */
+  /** Accepted api_key values (API_KEYS and API_KEYS_FILE together). Empty in embedded mode, and with ACCESS_FILE. */
   apiKeys: string[];
+  /**
+   * ACCESS_FILE: the keys by their SHA-256 with their roles, scopes and limits, and the denylist,
+   * as read at start (re-read when it changes: adapters/startup/access.ts). Undefined without one:
+   * every key a trader with no limits.
+   */
+  access?: { path: string; policy: AccessPolicy };
   tls?: { cert: Buffer; key: Buffer };
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;

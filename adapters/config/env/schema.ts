@@ -32,6 +32,7 @@ const schema = z.object({
   ).default("info"),
   API_KEYS: optional(z.string()),
   API_KEYS_FILE: optional(z.string()),
+  ACCESS_FILE: optional(z.string()),
   RPC_URL: optional(
     z
       .string()

@@ -120,7 +120,7 @@ describe("WEBHOOKS_FILE", function () {
     ]);
     expect(found).to.deep.equal([
       "WEBHOOKS_FILE: endpoints[0].apiKeyId: must be an api key's id, the first 32 hex digits (lower-case) of its SHA-256",
-      `WEBHOOKS_FILE: endpoints[1].apiKeyId: ${"f".repeat(32)} is the id of none of the api keys in API_KEYS or API_KEYS_FILE`,
+      `WEBHOOKS_FILE: endpoints[1].apiKeyId: ${"f".repeat(32)} is the id of none of the configured api keys (API_KEYS, API_KEYS_FILE or ACCESS_FILE)`,
       "WEBHOOKS_FILE: endpoints[2].url: must be an https:// URL",
       "WEBHOOKS_FILE: endpoints[2].secrets: must list one or two secrets (two during a rotation)",
       "WEBHOOKS_FILE: endpoints[3].url: must not hold a user name or password",

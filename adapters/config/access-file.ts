@@ -1,0 +1,346 @@
+/**
+ * ACCESS_FILE: every api key by its SHA-256, what each may do, the spending limits and the
+ * denylist (docs/operations.md "Access and limits"; its JSON Schema, docs/access-file.schema.json,
+ * is `accessFileJsonSchema()`). Read at start and at every reload (adapters/startup/access.ts):
+ * a file with a problem is refused whole, each problem named by its place in the file
+ * (`keys[2].wallets[0]: ...`), never echoing a key.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
+import { dirname, resolve } from "node:path";
+
+import { z } from "zod";
+
+import {
+  type AccessKey,
+  type AccessPolicy,
+  LIMIT_PERS,
+  LIMIT_USD_DECIMALS,
+  ROLES,
+  type Role,
+  type SpendingLimit,
+  type TradeKind,
+} from "../../core/index.js";
+
+const ADDRESS = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be an address: 0x followed by 40 hex digits");
+const SHA256 = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'must be the lower-case hex SHA-256 of the key, 64 digits (printf %s "$KEY" | sha256sum)');
+/** Names are what history, limits and `sees` refer to: short, printable, no spaces. */
+const NAME = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/,
+    "must be 1 to 64 letters, digits or . _ : @ -, starting with a letter or digit",
+  );
+const nonEmpty = <T extends z.ZodType>(item: T) =>
+  z.array(item).min(1, "must list at least one (leave it out for any)");
+
+const keySchema = z.strictObject({
+  name: NAME,
+  sha256: z.union([SHA256, z.array(SHA256).min(1, "must list at least one hash")]),
+  roles: z.array(z.enum(ROLES)).min(1, "must list at least one role"),
+  kinds: nonEmpty(z.enum(["sell", "buy", "remittance"])).optional(),
+  wallets: nonEmpty(ADDRESS).optional(),
+  coins: nonEmpty(ADDRESS).optional(),
+  destinataries: nonEmpty(ADDRESS).optional(),
+  allowFrom: nonEmpty(z.string()).optional(),
+  expiresAt: z
+    .string()
+    .regex(
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/,
+      "must be an RFC 3339 time with an offset, such as 2027-01-01T00:00:00Z",
+    )
+    .optional(),
+  sees: z.array(z.string()).optional(),
+});
+
+const limitSchema = z.strictObject({
+  name: z.string().min(1, "must not be empty").max(100, "must be at most 100 characters"),
+  per: z.enum(LIMIT_PERS),
+  keys: nonEmpty(z.string()).optional(),
+  window: z.string(),
+  maxUsd: z
+    .string()
+    .regex(
+      new RegExp(`^\\d+(\\.\\d{1,${LIMIT_USD_DECIMALS}})?$`),
+      `must be a decimal string such as "250000" or "99.5" (at most ${LIMIT_USD_DECIMALS} decimals)`,
+    )
+    .optional(),
+  maxTrades: z.int().min(0).optional(),
+});
+
+/** The access file's shape. The checks that relate fields, or the file to the service, are in `parseAccessFile`. */
+export const ACCESS_FILE_SCHEMA = z.strictObject({
+  keys: z.array(keySchema).min(1, "must list at least one key"),
+  limits: z.array(limitSchema).optional(),
+  denylist: z.string().min(1, "must name a file").optional(),
+});
+
+type AccessFile = z.infer<typeof ACCESS_FILE_SCHEMA>;
+
+/** The published JSON Schema of the access file (docs/access-file.schema.json), from the same definition. */
+export function accessFileJsonSchema(): object {
+  return {
+    ...z.toJSONSchema(ACCESS_FILE_SCHEMA),
+    $id: "https://github.com/token-trading-service/docs/access-file.schema.json",
+    title: "ACCESS_FILE",
+    description:
+      "The api keys (by SHA-256), their roles and scopes, the spending limits and the denylist of the token trading service. docs/operations.md, 'Access and limits'.",
+  };
+}
+
+/** What the file is checked against: the service's exchange wallets and stable coins (absent: not checked). */
+export interface AccessContext {
+  wallets?: readonly string[];
+  /** Stable coin address (any case) → symbol. */
+  coins?: ReadonlyMap<string, string>;
+}
+
+/** The longest rolling window a limit may have. */
+const MAX_WINDOW_MS = 366 * 86_400_000;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A window as the file writes it ("24h") in ms, or undefined when it is not a duration. */
+export function parseWindow(text: string): number | undefined {
+  const match = /^([1-9][0-9]{0,8})([smhd])$/.exec(text);
+  if (match === null) return undefined;
+  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  return ms <= MAX_WINDOW_MS ? ms : undefined;
+}
+
+/** An allowFrom entry: a CIDR, or one address (as /32 or /128), as Node's BlockList takes it; undefined when neither. */
+export function parseCidr(text: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } | undefined {
+  const match = /^([^/\s]+)(?:\/(\d{1,3}))?$/.exec(text);
+  if (match === null) return undefined;
+  const version = isIP(match[1]!);
+  if (version === 0) return undefined;
+  const max = version === 4 ? 32 : 128;
+  const prefix = match[2] === undefined ? max : Number(match[2]);
+  return prefix <= max ? { address: match[1]!, prefix, family: version === 4 ? "ipv4" : "ipv6" } : undefined;
+}
+
+/** A zod issue's path as the file's reader writes it: `keys[2].wallets[0]`. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, i) => (typeof part === "number" ? `[${part}]` : `${i === 0 ? "" : "."}${String(part)}`))
+    .join("");
+}
+
+function issueText(issue: z.core.$ZodIssue): string {
+  const at = pathText(issue.path);
+  const prefix = at === "" ? "" : `${at}: `;
+  switch (issue.code) {
+    case "unrecognized_keys":
+      return `${prefix}unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+    case "invalid_type":
+      return `${prefix}must be ${issue.expected === "array" ? "an array" : `a ${issue.expected}`}`;
+    case "invalid_value":
+      return `${prefix}must be one of ${issue.values.map(String).join(", ")}`;
+    case "invalid_union":
+      return `${prefix}must be a SHA-256 (64 lower-case hex digits) or an array of them`;
+    default:
+      return `${prefix}${issue.message}`;
+  }
+}
+
+/** The denylist's addresses, lower-case: one a line, `#` starts a comment. */
+export function parseDenylist(text: string, problems: string[]): Set<string> {
+  const addresses = new Set<string>();
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.replace(/#.*$/, "").trim();
+    if (line === "") return;
+    if (!/^0x[0-9a-fA-F]{40}$/.test(line))
+      problems.push(`denylist line ${index + 1}: is not an address (0x followed by 40 hex digits)`);
+    else addresses.add(line.toLowerCase());
+  });
+  return addresses;
+}
+
+/** The file's bytes and the denylist's, as read together. */
+export interface AccessFileText {
+  text: string;
+  /** Reads the denylist the file names (resolved from the file's folder); throws with a code when it cannot. */
+  readDenylist(path: string): string;
+}
+
+/**
+ * Checks the access file whole and builds the policy, or adds every problem to `problems`
+ * (each starting with its place in the file) and returns undefined.
+ */
+export function parseAccessFile(
+  source: AccessFileText,
+  context: AccessContext,
+  problems: string[],
+): AccessPolicy | undefined {
+  const before = problems.length;
+  let document: unknown;
+  try {
+    document = JSON.parse(source.text);
+  } catch (error) {
+    problems.push(`is not valid JSON (${(error as Error).message})`);
+    return undefined;
+  }
+  const parsed = ACCESS_FILE_SCHEMA.safeParse(document);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(issueText(issue));
+    return undefined;
+  }
+  const file = parsed.data;
+  const keys = checkKeys(file, context, problems);
+  const limits = checkLimits(file, new Set(file.keys.map((k) => k.name)), problems);
+  let denylist = new Set<string>();
+  let denylistText = "";
+  if (file.denylist !== undefined) {
+    try {
+      denylistText = source.readDenylist(file.denylist);
+      denylist = parseDenylist(denylistText, problems);
+    } catch (error) {
+      problems.push(`denylist: cannot read ${file.denylist} (${(error as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+  if (problems.length > before) return undefined;
+  const version = createHash("sha256").update(source.text).update("\0").update(denylistText).digest("hex").slice(0, 16);
+  return { version, keys, limits, denylist };
+}
+
+function checkKeys(file: AccessFile, context: AccessContext, problems: string[]): AccessKey[] {
+  const names = new Map<string, number>();
+  const hashes = new Map<string, number>();
+  file.keys.forEach((key, i) => {
+    const seen = names.get(key.name);
+    if (seen !== undefined) problems.push(`keys[${i}].name: "${key.name}" is already the name of keys[${seen}]`);
+    else names.set(key.name, i);
+    for (const hash of typeof key.sha256 === "string" ? [key.sha256] : key.sha256) {
+      const other = hashes.get(hash);
+      if (other !== undefined) problems.push(`keys[${i}].sha256: the same key as keys[${other}]'s`);
+      else hashes.set(hash, i);
+    }
+  });
+  const wallets = context.wallets === undefined ? undefined : new Set(context.wallets.map((w) => w.toLowerCase()));
+  const coins =
+    context.coins === undefined ? undefined : new Set([...context.coins.keys()].map((c) => c.toLowerCase()));
+  return file.keys.map((key, i) => {
+    const at = `keys[${i}]`;
+    key.wallets?.forEach((wallet, j) => {
+      if (wallets !== undefined && !wallets.has(wallet.toLowerCase()))
+        problems.push(`${at}.wallets[${j}]: ${wallet} is not an exchange wallet of this service`);
+    });
+    key.coins?.forEach((coin, j) => {
+      if (coins !== undefined && !coins.has(coin.toLowerCase()))
+        problems.push(`${at}.coins[${j}]: ${coin} is not a stable coin of this service`);
+    });
+    key.allowFrom?.forEach((cidr, j) => {
+      if (parseCidr(cidr) === undefined)
+        problems.push(`${at}.allowFrom[${j}]: "${cidr}" is not a CIDR (10.0.0.0/8, 2001:db8::/32) or an address`);
+    });
+    const expiresAt = key.expiresAt === undefined ? undefined : Date.parse(key.expiresAt);
+    if (expiresAt !== undefined && Number.isNaN(expiresAt)) problems.push(`${at}.expiresAt: is not a valid time`);
+    const sees = key.sees ?? [];
+    sees.forEach((name, j) => {
+      if (name === "*" ? sees.length > 1 : !names.has(name))
+        problems.push(
+          `${at}.sees[${j}]: ${name === "*" ? '"*" (every key) stands alone' : `"${name}" is the name of no key`}`,
+        );
+    });
+    return accessKey(key, expiresAt, sees);
+  });
+}
+
+function lowerSet(list: readonly string[] | undefined): ReadonlySet<string> | undefined {
+  return list === undefined ? undefined : new Set(list.map((a) => a.toLowerCase()));
+}
+
+function accessKey(key: AccessFile["keys"][number], expiresAt: number | undefined, sees: string[]): AccessKey {
+  const kinds = key.kinds === undefined ? undefined : new Set<TradeKind>(key.kinds);
+  const wallets = lowerSet(key.wallets);
+  const coins = lowerSet(key.coins);
+  const destinataries = lowerSet(key.destinataries);
+  return {
+    name: key.name,
+    sha256: typeof key.sha256 === "string" ? [key.sha256] : [...key.sha256],
+    roles: new Set<Role>(key.roles),
+    ...(kinds && { kinds }),
+    ...(wallets && { wallets }),
+    ...(coins && { coins }),
+    ...(destinataries && { destinataries }),
+    ...(key.allowFrom && { allowFrom: [...key.allowFrom] }),
+    ...(expiresAt !== undefined && { expiresAt }),
+    sees: sees.includes("*") ? "all" : new Set(sees),
+  };
+}
+
+function checkLimits(file: AccessFile, keyNames: ReadonlySet<string>, problems: string[]): SpendingLimit[] {
+  const names = new Map<string, number>();
+  return (file.limits ?? []).flatMap((limit, i) => {
+    const at = `limits[${i}]`;
+    const before = problems.length;
+    const seen = names.get(limit.name);
+    if (seen !== undefined) problems.push(`${at}.name: "${limit.name}" is already the name of limits[${seen}]`);
+    else names.set(limit.name, i);
+    const windowMs = parseWindow(limit.window);
+    if (windowMs === undefined)
+      problems.push(
+        `${at}.window: "${limit.window}" is not a duration (a whole number of s, m, h or d, at most 366d: 30m, 1h, 24h, 7d)`,
+      );
+    if (limit.keys !== undefined && limit.per !== "key")
+      problems.push(`${at}.keys: only a limit with per "key" names keys (this one is per "${limit.per}")`);
+    limit.keys?.forEach((name, j) => {
+      if (!keyNames.has(name)) problems.push(`${at}.keys[${j}]: "${name}" is the name of no key`);
+    });
+    if (limit.maxUsd === undefined && limit.maxTrades === undefined)
+      problems.push(`${at}: must set maxUsd, maxTrades or both`);
+    const maxUsd = limit.maxUsd === undefined ? undefined : usdUnits(limit.maxUsd);
+    if (problems.length > before || windowMs === undefined) return [];
+    return [
+      {
+        name: limit.name,
+        per: limit.per,
+        ...(limit.keys && { keys: new Set(limit.keys) }),
+        windowMs,
+        window: limit.window,
+        ...(maxUsd !== undefined && { maxUsd }),
+        ...(limit.maxTrades !== undefined && { maxTrades: limit.maxTrades }),
+      },
+    ];
+  });
+}
+
+/** "250000.5" at LIMIT_USD_DECIMALS, exact. */
+function usdUnits(text: string): bigint {
+  const [whole = "0", part = ""] = text.split(".");
+  return BigInt(whole) * 10n ** BigInt(LIMIT_USD_DECIMALS) + BigInt(part.padEnd(LIMIT_USD_DECIMALS, "0"));
+}
+
+/** The file at `path` with its denylist resolved from its folder, read synchronously (start and reload). */
+export function accessFileText(path: string, read: (path: string) => string): AccessFileText {
+  const absolute = resolve(path);
+  return { text: read(absolute), readDenylist: (denylist) => read(resolve(dirname(absolute), denylist)) };
+}
+
+/** What reading the access file found: the policy, or the problems; and the files it read (to watch). */
+export interface LoadedAccessFile {
+  policy?: AccessPolicy;
+  problems: string[];
+  /** The access file and the denylist it names, absolute. */
+  files: string[];
+}
+
+/** Reads and checks the access file at `path` (and its denylist) now. */
+export function loadAccessFile(path: string, context: AccessContext): LoadedAccessFile {
+  const files: string[] = [];
+  const read = (file: string) => {
+    files.push(file);
+    return readFileSync(file, "utf8");
+  };
+  const problems: string[] = [];
+  let source: AccessFileText;
+  try {
+    source = accessFileText(path, read);
+  } catch (error) {
+    return { problems: [`cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"})`], files };
+  }
+  const policy = parseAccessFile(source, context, problems);
+  return { ...(policy !== undefined && { policy }), problems, files };
+}
