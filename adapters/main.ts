@@ -17,6 +17,7 @@ import { loadConfig, type AppConfig } from "./config/env.js";
 import { type DevDeployment, type StartEmbeddedChain, writeDevDeployment } from "./dev-mode.js";
 import { ServiceMetrics } from "./observability/metrics.js";
 import { createLogger } from "./shared/logger.js";
+import { openAccess } from "./startup/access.js";
 import { startChainAdapter, startLifecycle } from "./startup/chain.js";
 import { connectChain } from "./startup/chain-source.js";
 import { openServiceJournal } from "./startup/journal.js";
@@ -72,6 +73,14 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // METRICS_PORT 0 turns metrics off: nothing is counted.
     const metrics = config.metricsPort === 0 ? undefined : new ServiceMetrics();
     const chain = await connectChain(config, options.embeddedChain, log, shutdown);
+    // ACCESS_FILE, checked against the wallets and coins, and reloaded when it changes (absent: every key a trader).
+    const access = openAccess(config, {
+      wallets: chain.signers.map((signer) => signer.address),
+      coins: new Map(Object.entries(chain.addresses.stableCoins).map(([symbol, address]) => [address, symbol])),
+      log,
+      shutdown,
+      ...(metrics && { observer: metrics.access }),
+    });
     // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     const context = { instanceId, metrics, log, shutdown };
@@ -79,9 +88,9 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     const journal = await openServiceJournal(config, context);
     const adapter = await startChainAdapter(config, chain, journal, context);
     const metricsUrl = await serveMetrics(config, metrics, adapter, context);
-    const useCases = wireUseCases(config, adapter, journal, chain.addresses, metrics);
+    const useCases = wireUseCases(config, adapter, journal, chain.addresses, metrics, access?.current);
     await startLifecycle(adapter, journal, log);
-    const { server, generatedApiKey } = await serveApi(config, useCases, adapter, context);
+    const { server, generatedApiKey } = await serveApi(config, useCases, adapter, { ...context, access });
 
     const service: RunningService = {
       mode: config.chain.mode,

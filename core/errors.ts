@@ -293,7 +293,14 @@ export class RecordedTradeError extends DomainError {
  */
 export class PermissionDeniedError extends DomainError {
   readonly code = "permission_denied";
-  constructor(message: string) {
+  /**
+   * @param rule - what refused: the key's roles, one of its scopes (kinds, wallets, coins,
+   *   destinataries), or the denylist (metrics count refusals by it)
+   */
+  constructor(
+    message: string,
+    readonly rule: "role" | "scope" | "denylist" = "role",
+  ) {
     super(message);
     this.name = "PermissionDeniedError";
   }

@@ -13,7 +13,14 @@ export type {
   TradePort,
   TradeResolution,
 } from "./ports/trade.port.js";
-export type { TradeJournal, TradeRecord, NewTrade, SignedTradeTx, Spending } from "./ports/journal.port.js";
+export type {
+  TradeJournal,
+  TradeRecord,
+  NewTrade,
+  SignedTradeTx,
+  Spending,
+  SpendingLeader,
+} from "./ports/journal.port.js";
 export {
   TRADE_STATUSES,
   INITIAL_STATUS,

@@ -23,6 +23,7 @@
  *   `token_service_rpc_calls_total{method, endpoint}`, `token_service_rpc_errors_total{endpoint}`
  *   (JSON-RPC errors) and `token_service_rpc_request_duration_seconds{endpoint}`.
  * - The journal: `token_service_journal_operation_duration_seconds{operation}`.
+ * - The access file, its refusals and the spending limits' highest use: access-metrics.ts.
  * - Node.js's defaults (process_*, nodejs_*, event-loop lag included).
  */
 import { createServer, type Server } from "node:http";
@@ -34,6 +35,7 @@ import { DomainError, type QuoteUseCase, type TradePort, type TradeUseCase, type
 import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
 import { type Journal, journalOf } from "../shared/journal.js";
 import { type Around, aroundPorts } from "../shared/journal-wrappers.js";
+import { AccessMetrics } from "./access-metrics.js";
 import { PREFIX } from "./prefix.js";
 import { RequestMetrics } from "./request-metrics.js";
 import { type WebhookOutboxStats, watchWalletSource, watchWebhookOutbox } from "./scrape-gauges.js";
@@ -138,6 +140,9 @@ export class ServiceMetrics {
     labelNames: ["outcome"],
     registers: [this.registry],
   });
+
+  /** The access file's loads, its refusals, and each spending limit's highest use (access-metrics.ts). */
+  readonly access = new AccessMetrics(this.registry);
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

@@ -38,6 +38,8 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     open: (trade, spending) => around("open", () => port.open(trade, spending)),
     respend: (id, usd, checks) => around("respend", () => port.respend(id, usd, checks)),
     spendingUse: (checks) => around("spendingUse", () => port.spendingUse(checks)),
+    spendingLeaders: (per, windowMs, by, count) =>
+      around("spendingLeaders", () => port.spendingLeaders(per, windowMs, by, count)),
     markSigned: (id, tx) => around("markSigned", () => port.markSigned(id, tx)),
     markSubmitted: (id) => around("markSubmitted", () => port.markSubmitted(id)),
     markReorged: (id) => around("markReorged", () => port.markReorged(id)),

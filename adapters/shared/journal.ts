@@ -16,6 +16,7 @@
 import type {
   Broadcast,
   LimitCheck,
+  LimitPer,
   MinedTx,
   NewTrade,
   NonceLedger,
@@ -72,6 +73,9 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   }
   spendingUse(checks: readonly LimitCheck[]) {
     return this.ports.trades.spendingUse(checks);
+  }
+  spendingLeaders(per: LimitPer, windowMs: number, by: "usd" | "trades", count: number) {
+    return this.ports.trades.spendingLeaders(per, windowMs, by, count);
   }
   markSigned(id: string, tx: SignedTradeTx) {
     return this.ports.trades.markSigned(id, tx);

@@ -11,11 +11,13 @@ import { generateApiKey } from "../dev-mode.js";
 import type { ServiceMetrics } from "../observability/metrics.js";
 import {
   TrustedProxies,
+  createAccessKeyVerifier,
   createApiKeyVerifier,
   createHttpHandler,
   startServer,
   type ApiServer,
 } from "../transport/index.js";
+import type { AccessControl } from "./access.js";
 import type { Shutdown } from "./shutdown.js";
 import type { UseCases } from "./use-cases.js";
 
@@ -24,18 +26,18 @@ export async function serveApi(
   config: AppConfig,
   useCases: UseCases,
   adapter: ChainAdapter,
-  context: { metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
+  context: { metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown; access?: AccessControl | undefined },
 ): Promise<{ server: ApiServer; generatedApiKey?: string }> {
-  const { metrics, log, shutdown } = context;
-  // The configuration holds no key only in embedded mode (loadConfig requires one on RPC_URL).
-  const generatedApiKey = config.apiKeys.length === 0 ? generateApiKey() : undefined;
+  const { metrics, log, shutdown, access } = context;
+  // The configuration holds no key only in embedded mode without ACCESS_FILE (loadConfig requires one on RPC_URL).
+  const generatedApiKey = config.apiKeys.length === 0 && access === undefined ? generateApiKey() : undefined;
   const apiKeys = generatedApiKey === undefined ? config.apiKeys : [generatedApiKey];
   const closing = new AbortController();
   // One rule for the client's address, for the refused-key throttle and the connections per address.
   const trustedProxies = new TrustedProxies(config.trustedProxies);
   const handler = createHttpHandler({
     useCases,
-    verifier: createApiKeyVerifier(apiKeys),
+    verifier: access === undefined ? createApiKeyVerifier(apiKeys) : createAccessKeyVerifier(access.current),
     readiness: () => adapter.readiness(),
     log,
     bodyLimitBytes: config.bodyLimitBytes,

@@ -2,7 +2,7 @@
  * The use-cases step of the composition root: the core's use cases on the chain adapter and the
  * journal, metered when metrics are on; and where a trade must never pay out to.
  */
-import { createUseCases } from "../../core/index.js";
+import { type AccessPolicy, createUseCases } from "../../core/index.js";
 import type { ChainAdapter, DeploymentAddresses } from "../chain/index.js";
 import type { AppConfig } from "../config/env.js";
 import type { ServiceMetrics } from "../observability/metrics.js";
@@ -16,6 +16,7 @@ export function wireUseCases(
   journal: ServiceJournal,
   addresses: DeploymentAddresses,
   metrics: ServiceMetrics | undefined,
+  policy?: () => AccessPolicy,
 ): UseCases {
   const created = createUseCases({
     trade: metrics === undefined ? adapter.trade : metrics.meteredTrades(adapter.trade),
@@ -32,9 +33,12 @@ export function wireUseCases(
     wallets: adapter.wallets,
     quoteTtlMs: config.quoteTtlMs,
     webhooks: journal,
+    ...(policy && { policy }),
   });
-  // With metrics on, quotes are counted by outcome, and trades naming one by theirs.
-  return metrics === undefined ? created : metrics.meteredQuotes(created);
+  // With metrics on, quotes are counted by outcome, trades naming one by theirs, and the policy's refusals by reason.
+  if (metrics === undefined) return created;
+  if (policy !== undefined) metrics.access.watchLimits({ policy, journal });
+  return metrics.access.meteredRefusals(metrics.meteredQuotes(created));
 }
 
 /** Where a trade must never send what it pays out: the suite's own contracts and the exchange wallets. */

@@ -28,4 +28,4 @@ export {
   type TlsOptions,
 } from "./http/index.js";
 export type { Readiness } from "./json/index.js";
-export { createApiKeyVerifier, type ApiKeyVerifier } from "./request/index.js";
+export { createAccessKeyVerifier, createApiKeyVerifier, type ApiKeyVerifier } from "./request/index.js";

@@ -26,6 +26,12 @@ function rolesText(key: AccessKey): string {
   return [...key.roles].join(", ");
 }
 
+/** Why the policy refuses a trade: the rule that decided, and the message naming the key and what it may not do. */
+export interface AccessRefusal {
+  rule: PermissionDeniedError["rule"];
+  message: string;
+}
+
 /**
  * Whether the caller may send this trade: the trader role, then each scope of its key (kind,
  * wallet, coin, destinatary), then the denylist. Without an access policy every key may.
@@ -33,33 +39,48 @@ function rolesText(key: AccessKey): string {
  */
 export function authorizeTrade(policy: AccessPolicy | undefined, caller: Caller, order: TradeOrder): void {
   const refusal = tradeRefusal(policy, caller, order);
-  if (refusal !== undefined) throw new PermissionDeniedError(refusal);
+  if (refusal !== undefined) throw new PermissionDeniedError(refusal.message, refusal.rule);
 }
 
-/** Why the policy refuses the caller this trade, in words, or undefined when it does not. */
-export function tradeRefusal(policy: AccessPolicy | undefined, caller: Caller, order: TradeOrder): string | undefined {
+/** Why the policy refuses the caller this trade, or undefined when it does not. */
+export function tradeRefusal(
+  policy: AccessPolicy | undefined,
+  caller: Caller,
+  order: TradeOrder,
+): AccessRefusal | undefined {
   const key = caller.key;
   if (policy === undefined || key === undefined) return undefined;
   const name = `api key "${key.name}"`;
+  const scope = (message: string): AccessRefusal => ({ rule: "scope", message });
   if (!holdsAny(key, TRADING_ROLES))
-    return `${name} may not trade: its roles are ${rolesText(key)} (trading needs trader)`;
+    return { rule: "role", message: `${name} may not trade: its roles are ${rolesText(key)} (trading needs trader)` };
   if (key.kinds !== undefined && !key.kinds.has(order.kind))
-    return `${name} may not ${verb(order.kind)}: its kinds are ${[...key.kinds].join(", ")}`;
+    return scope(`${name} may not ${verb(order.kind)}: its kinds are ${[...key.kinds].join(", ")}`);
   const wallet = order.wallet.toLowerCase();
   if (key.wallets !== undefined && !key.wallets.has(wallet))
-    return `userAddress: ${name} may not send from ${order.wallet} (not among its wallets)`;
+    return scope(`userAddress: ${name} may not send from ${order.wallet} (not among its wallets)`);
   const coin = order.stable.address.toLowerCase();
   if (key.coins !== undefined && !key.coins.has(coin))
-    return `usdAddress: ${name} may not use ${order.stable.symbol} ${order.stable.address} (not among its coins)`;
+    return scope(
+      `usdAddress: ${name} may not use ${order.stable.symbol} ${order.stable.address} (not among its coins)`,
+    );
   return destinataryRefusal(policy, key, order.destinatary);
 }
 
-/** Why the destinatary may not be paid by this key: not on its allowlist, or on the denylist. */
-export function destinataryRefusal(policy: AccessPolicy, key: AccessKey, destinatary: string): string | undefined {
+/** Why the destinatary may not be paid by this key: on the denylist, or not on its allowlist. */
+export function destinataryRefusal(
+  policy: AccessPolicy,
+  key: AccessKey,
+  destinatary: string,
+): AccessRefusal | undefined {
   const address = destinatary.toLowerCase();
-  if (policy.denylist.has(address)) return `destinatary: ${destinatary} is on the denylist; no trade may pay it`;
+  if (policy.denylist.has(address))
+    return { rule: "denylist", message: `destinatary: ${destinatary} is on the denylist; no trade may pay it` };
   if (key.destinataries !== undefined && !key.destinataries.has(address))
-    return `destinatary: api key "${key.name}" may not pay ${destinatary} (not among its destinataries)`;
+    return {
+      rule: "scope",
+      message: `destinatary: api key "${key.name}" may not pay ${destinatary} (not among its destinataries)`,
+    };
   return undefined;
 }
 
@@ -170,7 +191,7 @@ export function overBy(limit: SpendingLimit, used: LimitUse, add: LimitUse): Lim
   const usd = limit.maxUsd === undefined ? 0n : used.usd + add.usd - limit.maxUsd;
   const trades = limit.maxTrades === undefined ? 0 : used.trades + add.trades - limit.maxTrades;
   if (usd <= 0n && trades <= 0) return undefined;
-  return { usd: usd > 0n ? usd : 0n, trades: trades > 0 ? trades : 0 };
+  return { usd: usd > 0n ? usd : 0n, trades: Math.max(trades, 0) };
 }
 
 /** Whether the trade alone is over the limit, so that no wait makes room for it. */

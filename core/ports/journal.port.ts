@@ -1,6 +1,7 @@
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
 import type { TradeStatus } from "../trade-states.js";
 import type { LimitCheck, LimitUse, Spend } from "../access/authorize.js";
+import type { LimitPer } from "../access/policy.js";
 import type { Visibility } from "../access/policy.js";
 import type { Broadcast, Reservation } from "./nonce.port.js";
 
@@ -155,6 +156,12 @@ export interface TradeJournal {
   /** What each check's limit has used in its window now, in order: a quote's view, nothing counted or written. */
   spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]>;
   /**
+   * The `count` scopes of (per, window) that have used the most (`by` USD or trades), each with
+   * what it had used when last brought up to date: at least its use now (spends only leave a
+   * window), exact for the scopes `spendingUse` reads. The metrics' highest use of a limit.
+   */
+  spendingLeaders(per: LimitPer, windowMs: number, by: "usd" | "trades", count: number): Promise<SpendingLeader[]>;
+  /**
    * `accepted` → `signed`, with the wallet's nonce slot for the trade and its first broadcast,
    * in one write that is durable before the transaction is broadcast. Signing again at another
    * nonce (the node refused the first nonce, so nothing of it was broadcast) moves the slot.
@@ -200,6 +207,11 @@ export interface TradeJournal {
   page(query: TradePageQuery): Promise<TradePage>;
   /** The visible trades' totals per kind and stable coin, ordered by kind then stable. */
   summary(query: TradeSummaryQuery): Promise<TradeTotals[]>;
+}
+
+/** A limit scope's value (a key's name, a wallet, a destinatary, "*") with what it used (TradeJournal.spendingLeaders). */
+export interface SpendingLeader extends LimitUse {
+  value: string;
 }
 
 /**

@@ -127,8 +127,8 @@ export async function policyIssues(
   if (policy === undefined) return [];
   const refusal = tradeRefusal(policy, caller, order);
   if (refusal !== undefined) {
-    const denied = refusal.startsWith("destinatary:");
-    return [{ type: denied ? "destinatary_denied" : "not_permitted", message: refusal, details: {} }];
+    const denied = refusal.message.startsWith("destinatary:");
+    return [{ type: denied ? "destinatary_denied" : "not_permitted", message: refusal.message, details: {} }];
   }
   const spend = spendOf(caller, order, payoutUsd);
   const checks = limitsFor(policy, spend);

@@ -5,6 +5,8 @@
  */
 import {
   type LimitCheck,
+  type LimitPer,
+  type SpendingLeader,
   type LimitUse,
   limitExceeded,
   overBy,
@@ -60,6 +62,21 @@ export class MemorySpending {
   use(check: LimitCheck, now: number): LimitUse {
     const inWindow = this.#inWindow(check, now, undefined);
     return { usd: inWindow.reduce((sum, s) => sum + s.usd, 0n), trades: inWindow.length };
+  }
+
+  /** The scopes of (per, window) that used the most now, exact. */
+  leaders(per: LimitPer, windowMs: number, by: "usd" | "trades", count: number, now: number): SpendingLeader[] {
+    const byValue = new Map<string, SpendingLeader>();
+    for (const [id, spend] of this.#spends) {
+      const trade = this.#store.trades.get(id);
+      if (spend.at <= now - windowMs || trade === undefined || !spends(trade.status)) continue;
+      const value = scopeValue(per, spend);
+      const leader = byValue.get(value) ?? { value, usd: 0n, trades: 0 };
+      byValue.set(value, { value, usd: leader.usd + spend.usd, trades: leader.trades + 1 });
+    }
+    const order = (a: SpendingLeader, b: SpendingLeader) =>
+      by === "usd" ? (a.usd === b.usd ? 0 : a.usd > b.usd ? -1 : 1) : b.trades - a.trades;
+    return [...byValue.values()].sort(order).slice(0, count);
   }
 
   forget(id: string): void {

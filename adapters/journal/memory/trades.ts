@@ -4,8 +4,10 @@ import { randomUUID } from "node:crypto";
 import type {
   Broadcast,
   LimitCheck,
+  LimitPer,
   LimitUse,
   NewTrade,
+  SpendingLeader,
   Spending,
   SignedTradeTx,
   TradeJournal,
@@ -80,6 +82,15 @@ export class MemoryTrades implements TradeJournal {
   async spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]> {
     const now = Date.now();
     return checks.map((check) => this.#spending.use(check, now));
+  }
+
+  async spendingLeaders(
+    per: LimitPer,
+    windowMs: number,
+    by: "usd" | "trades",
+    count: number,
+  ): Promise<SpendingLeader[]> {
+    return this.#spending.leaders(per, windowMs, by, count, Date.now());
   }
 
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {

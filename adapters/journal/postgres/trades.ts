@@ -9,7 +9,9 @@ import {
   type NewTrade,
   type SignedTradeTx,
   type LimitCheck,
+  type LimitPer,
   type LimitUse,
+  type SpendingLeader,
   type Spending,
   type TradeJournal,
   type TradeOperation,
@@ -104,6 +106,21 @@ export class PostgresTrades implements TradeJournal {
 
   spendingUse(checks: readonly LimitCheck[]): Promise<LimitUse[]> {
     return spendingUse(this.#pool, checks);
+  }
+
+  async spendingLeaders(
+    per: LimitPer,
+    windowMs: number,
+    by: "usd" | "trades",
+    count: number,
+  ): Promise<SpendingLeader[]> {
+    const { rows } = await this.#pool.query<{ value: string; usd: string; trades: string }>(
+      // Ordered by the counters' own columns: the text aliases of the select list would order as text.
+      `SELECT c.value, c.usd::text AS usd, c.trades::text AS trades FROM spend_counters c
+       WHERE c.per = $1 AND c.window_ms = $2 ORDER BY ${by === "usd" ? "c.usd" : "c.trades"} DESC LIMIT $3`,
+      [per, windowMs, count],
+    );
+    return rows.map((row) => ({ value: row.value, usd: BigInt(row.usd), trades: Number(row.trades) }));
   }
 
   /** Inserts the trade `id`, or nothing when its (scope, idempotency key) is taken. */

@@ -4,7 +4,9 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 
 import type {
   LimitCheck,
+  LimitPer,
   LimitUse,
+  SpendingLeader,
   NewTrade,
   Spending,
   SignedTradeTx,
@@ -158,6 +160,19 @@ export class SqliteTrades implements TradeJournal {
 
   respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void> {
     return this.#store.write(() => this.#spending.admit(id, { usd }, checks, Date.now()));
+  }
+
+  /** The counters as stored: USD is decimal text, so longer is larger (no leading zeros, never negative). */
+  spendingLeaders(per: LimitPer, windowMs: number, by: "usd" | "trades", count: number): Promise<SpendingLeader[]> {
+    const order = by === "usd" ? "length(usd) DESC, usd DESC" : "trades DESC";
+    const rows = this.#store.db
+      .prepare(
+        `SELECT value, usd, trades FROM spend_counters WHERE per = ? AND window_ms = ? ORDER BY ${order} LIMIT ?`,
+      )
+      .all(per, windowMs, count);
+    return Promise.resolve(
+      rows.map((row) => ({ value: String(row.value), usd: BigInt(String(row.usd)), trades: Number(row.trades) })),
+    );
   }
 
   /** A write: reading a counter brings it up to date (exact either way). */

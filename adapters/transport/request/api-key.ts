@@ -1,5 +1,6 @@
 import { hash, timingSafeEqual } from "node:crypto";
 
+import type { Caller } from "../../../core/index.js";
 import { API_KEY_HEADER } from "./headers.js";
 
 /** Why a key was refused; the messages say what is wrong without echoing the key. */
@@ -11,15 +12,20 @@ export const WRONG_KEY_MESSAGE = `invalid ${API_KEY_HEADER}`;
  * SHA-256, hex): idempotency keys are scoped by it, and it stays the same across restarts
  * and reordered key lists.
  */
-export type ApiKeyCheck = { ok: true; keyIndex: number; scope: string } | { ok: false; message: string };
+export type ApiKeyCheck =
+  /** `caller`: the key's access-file entry with its id, when the service runs with ACCESS_FILE. */
+  | { ok: true; keyIndex: number; scope: string; caller?: Caller }
+  /** `message` is what the client is told; `reason`, for the log only, why a known key was refused (expired, address). */
+  | { ok: false; message: string; reason?: string };
 
 /** Checks a presented key against the accepted ones. */
 export interface ApiKeyVerifier {
   /**
    * @param presented - the header value, or null/undefined when the header is absent
+   * @param clientAddress - the client's address (TRUSTED_PROXIES applied), for a key that may call only from some
    * @returns which accepted key matched (its position, never the key), or why none did
    */
-  check(presented: string | null | undefined): ApiKeyCheck;
+  check(presented: string | null | undefined, clientAddress?: string): ApiKeyCheck;
 }
 
 /**

@@ -11,6 +11,7 @@ export {
   type ApiKeyCheck,
   type ApiKeyVerifier,
 } from "./api-key.js";
+export { createAccessKeyVerifier } from "./access-keys.js";
 export { DISCARD_LIMIT_BYTES, LINGER_MS, discardRest } from "./early-answer.js";
 export { API_KEY_HEADER, IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "./headers.js";
 export type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./node-types.js";

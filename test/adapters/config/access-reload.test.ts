@@ -1,0 +1,151 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+
+import { expect } from "chai";
+import { type Logger, pino } from "pino";
+
+import { ConfigError, loadConfig } from "../../../adapters/config/env.js";
+import { openAccess } from "../../../adapters/startup/access.js";
+import { Shutdown } from "../../../adapters/startup/shutdown.js";
+import { waitFor } from "../../helpers/wait.js";
+
+const sha = (key: string) => createHash("sha256").update(key).digest("hex");
+const WALLET = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const DAI = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+const CHAIN = { wallets: [WALLET], coins: new Map([[DAI, "DAI"]]) };
+
+describe("the access file in force, reloaded", function () {
+  let dir: string;
+  let file: string;
+  let lines: Array<Record<string, unknown>>;
+  let log: Logger;
+  let shutdown: Shutdown;
+  let events: string[];
+
+  const write = (keys: string[], extra: Record<string, unknown> = {}) => {
+    // Written beside it and renamed over it, as editors and configuration tools do.
+    writeFileSync(
+      `${file}.new`,
+      JSON.stringify({ keys: keys.map((name) => ({ name, sha256: sha(name), roles: ["trader"] })), ...extra }),
+    );
+    renameSync(`${file}.new`, file);
+  };
+
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), "access-reload-"));
+    file = join(dir, "access.json");
+    lines = [];
+    const stream = new PassThrough();
+    stream.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString().split("\n")) if (line !== "") lines.push(JSON.parse(line));
+    });
+    log = pino({ level: "info" }, stream);
+    shutdown = new Shutdown(log);
+    events = [];
+  });
+  afterEach(async function () {
+    await shutdown.run();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function open() {
+    const config = loadConfig({ ACCESS_FILE: file });
+    const observer = {
+      loaded: (policy: { version: string }) => events.push(`loaded ${policy.version}`),
+      refused: () => events.push("refused"),
+    };
+    return openAccess(config, { ...CHAIN, log, shutdown, observer })!;
+  }
+
+  const names = (control: ReturnType<typeof open>) => control.current().keys.map((k) => k.name);
+
+  it("puts a changed file in force within 2 s, and logs which keys came and went", async function () {
+    write(["desk-eu", "backoffice"]);
+    const control = open();
+    expect(names(control)).to.deep.equal(["desk-eu", "backoffice"]);
+    const started = Date.now();
+    write(["desk-eu", "desk-us"]);
+    await waitFor("the new file in force", async () => names(control).includes("desk-us"), 2_000, 50);
+    expect(Date.now() - started).to.be.below(2_000);
+    const reloaded = lines.find((line) => line.msg === "access file reloaded")!;
+    expect(reloaded).to.deep.include({ keysAdded: ["desk-us"], keysRemoved: ["backoffice"], reason: "changed" });
+    expect(events).to.have.length(2);
+  });
+
+  it("refuses an invalid new file whole: the one in force stays, logged as an error and counted", async function () {
+    write(["desk-eu"]);
+    const control = open();
+    const before = control.current();
+    writeFileSync(file, JSON.stringify({ keys: [{ name: "desk-eu", sha256: "not a hash", roles: ["trader"] }] }));
+    await waitFor("the refusal", async () => events.includes("refused"), 2_000, 50);
+    expect(control.current()).to.equal(before);
+    const refused = lines.find((line) => line.msg === "access file refused: the one in force stays")!;
+    expect(refused.level).to.equal(50);
+    expect((refused.problems as string[])[0]).to.match(/^keys\[0\]\.sha256: must be the lower-case hex SHA-256/);
+    // Mended, it is taken.
+    write(["desk-eu", "desk-us"]);
+    await waitFor("the mended file in force", async () => names(control).includes("desk-us"), 2_000, 50);
+  });
+
+  it("reads the file again on SIGHUP, and when only its denylist changes", async function () {
+    write(["desk-eu"], { denylist: "denied.txt" });
+    writeFileSync(join(dir, "denied.txt"), "# none yet\n");
+    const control = open();
+    expect(control.current().denylist.size).to.equal(0);
+    writeFileSync(join(dir, "denied.txt"), "0x8589427373D6D84E98730D7795D8f6f8731FDA16\n");
+    await waitFor("the new denylist in force", async () => control.current().denylist.size === 1, 2_000, 50);
+    // SIGHUP: read at once, whatever the poll.
+    control.close();
+    write(["desk-eu", "ops"], { denylist: "denied.txt" });
+    process.emit("SIGHUP", "SIGHUP");
+    expect(names(control)).to.deep.equal(["desk-eu", "ops"]);
+    expect(lines.at(-1)).to.deep.include({ msg: "access file reloaded", reason: "SIGHUP" });
+  });
+
+  it("refuses at start a file that names a wallet or coin this service does not have", function () {
+    writeFileSync(
+      file,
+      JSON.stringify({
+        keys: [{ name: "desk", sha256: sha("desk"), roles: ["trader"], wallets: [DAI], coins: [WALLET] }],
+      }),
+    );
+    expect(() => open())
+      .to.throw(ConfigError)
+      .with.property("problems")
+      .that.deep.equals([
+        `ACCESS_FILE: keys[0].wallets[0]: ${DAI} is not an exchange wallet of this service`,
+        `ACCESS_FILE: keys[0].coins[0]: ${WALLET} is not a stable coin of this service`,
+      ]);
+  });
+
+  it("is refused at start together with API_KEYS or API_KEYS_FILE, naming them", function () {
+    write(["desk-eu"]);
+    const problems = (env: NodeJS.ProcessEnv) => {
+      try {
+        loadConfig({ ACCESS_FILE: file, ...env });
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      return [];
+    };
+    const keysFile = join(dir, "keys.txt");
+    writeFileSync(keysFile, "a-key-of-sixteen-characters\n");
+    expect(problems({ API_KEYS: "a-key-of-sixteen-characters", API_KEYS_FILE: keysFile })).to.include(
+      "ACCESS_FILE: lists the api keys, so API_KEYS and API_KEYS_FILE must be unset (both are set)",
+    );
+    expect(problems({ API_KEYS: "a-key-of-sixteen-characters" })).to.include(
+      "ACCESS_FILE: lists the api keys, so API_KEYS must be unset (it is set)",
+    );
+    // On a real chain the file is enough: no API_KEYS needed.
+    expect(
+      problems({
+        RPC_URL: "http://127.0.0.1:1",
+        DEPLOYMENT_FILE: join(dir, "d.json"),
+        EXCHANGE_PRIVATE_KEYS: `0x${"1".repeat(64)}`,
+      }),
+    ).to.not.include.members(["API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE, or ACCESS_FILE)"]);
+  });
+});
