@@ -61,6 +61,8 @@ export interface AccessRecord {
   completed: boolean;
   /** From the request's arrival to the end of its answer, in ms, to the µs. */
   ms: number;
+  /** The access file's name of the request's key (ACCESS_FILE), when it has one: never the key. */
+  key?: string | undefined;
 }
 
 /**
@@ -69,7 +71,12 @@ export interface AccessRecord {
  * not change), the ms, and the end.
  */
 export function accessLine(record: AccessRecord): string {
-  return `${clock.accessHead()}${quoted(record.reqId)}${middle(record).text}${millis(record.ms)}${ACCESS_END}`;
+  return `${clock.accessHead()}${quoted(record.reqId)}${middle(record).text}${millis(record.ms)}${keyField(record.key)}${ACCESS_END}`;
+}
+
+/** The key's name after `ms`, as pino writes a field that follows it; nothing without one. */
+export function keyField(key: string | undefined): string {
+  return key === undefined ? "" : `,"key":${quoted(key)}`;
 }
 
 const ACCESS_END = `,"msg":"request completed"}\n`;

@@ -6,7 +6,16 @@ import { writeSync } from "node:fs";
 
 import type { DestinationStream } from "pino";
 
-import { ACCESS_END_BYTES, PLAIN, accessLine, clock, middle, millis, type AccessRecord } from "./access-line.js";
+import {
+  ACCESS_END_BYTES,
+  PLAIN,
+  accessLine,
+  clock,
+  keyField,
+  middle,
+  millis,
+  type AccessRecord,
+} from "./access-line.js";
 
 /**
  * Lines are collected up to this many bytes (about 120 access lines), then written with one
@@ -119,8 +128,15 @@ export class LogBuffer implements DestinationStream {
     const head = clock.accessHeadBytes();
     const { reqId } = record;
     const mid = middle(record).bytes;
+    const key = keyField(record.key);
     const most =
-      head.length + 2 + reqId.length * JSON_UTF8_PER_UNIT + mid.length + NUMBER_TEXT_MAX + ACCESS_END_BYTES.length;
+      head.length +
+      2 +
+      reqId.length * JSON_UTF8_PER_UNIT +
+      mid.length +
+      NUMBER_TEXT_MAX +
+      key.length * JSON_UTF8_PER_UNIT +
+      ACCESS_END_BYTES.length;
     const bytes = this.#bytes;
     let at = this.#used;
     if (most > bytes.length - at) {
@@ -137,6 +153,7 @@ export class LogBuffer implements DestinationStream {
     bytes.set(mid, at);
     at += mid.length;
     at += bytes.write(millis(record.ms), at, "latin1");
+    if (key !== "") at += bytes.write(key, at, "utf8");
     bytes.set(ACCESS_END_BYTES, at);
     this.#used = at + ACCESS_END_BYTES.length;
     this.#wrote();

@@ -61,7 +61,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /**
  * Writes access lines ("request completed") to `log`'s destination, in the JSON pino writes for
- * `log.info({reqId, method, path, httpVersion, status, completed, ms}, "request completed")`
+ * `log.info({reqId, method, path, httpVersion, status, completed, ms, key}, "request completed")` (key: the
+ * access file's name of the request's key, left out without one)
  * (the same level, time, base fields, key order and escaping: test/adapters/shared/logger.test.ts
  * compares them). The fields are the handler's own, none a secret, so the line skips redaction.
  * To a LogBuffer (the service's stdout) the line is written in five parts straight into its

@@ -45,7 +45,7 @@ export async function serveApi(
     corsOrigins: config.corsOrigins,
     rateLimits: config.rateLimits,
     trustedProxies,
-    ...(metrics === undefined ? {} : { metrics }),
+    ...(metrics === undefined ? {} : { metrics, onRefusedKnownKey: (rule) => metrics.access.refusal(rule) }),
   });
   const server = await startServer({
     handler,

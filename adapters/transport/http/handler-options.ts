@@ -32,4 +32,6 @@ export interface HttpHandlerOptions {
   grpcFastPath?: boolean;
   /** Where each answered request is counted (adapters/observability/metrics.ts). */
   metrics?: RequestMetrics;
+  /** Told when the access file's verifier refuses a key it knows (expired, or used from elsewhere): the metrics. */
+  onRefusedKnownKey?: (rule: "key_expired" | "key_address") => void;
 }

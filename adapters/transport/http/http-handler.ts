@@ -35,7 +35,7 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
   const { log } = options;
   const cors = corsPolicy(options.corsOrigins ?? []);
   const limits = limitsStep(options.rateLimits, options.trustedProxies);
-  const keys = apiKeyStep(options.verifier, limits.countRefusedKey);
+  const keys = apiKeyStep(options.verifier, limits.countRefusedKey, options.trustedProxies, options.onRefusedKnownKey);
   const handlers = protocolHandlers(options, limits.countRefusedKey);
   const dispatch = dispatchStep(handlers);
   const answered = observeStep({ log, metrics: options.metrics, routeOf: handlers.json.routeOf });
@@ -43,7 +43,7 @@ export function createHttpHandler(options: HttpHandlerOptions): ServedHandler {
   const handler: NodeHandlerFn = (req, res) => {
     const context = bindRequestContext(req, log); // 1
     if (cors?.(req, res)) return; // 2: a preflight, answered
-    const key = keys.check(req, context.path); // 3
+    const key = keys.check(req, context); // 3
     if (limits.refuse(req, res, context, key)) return; // 4
     if (keys.refuseRpc(req, res, context, key)) return; // 5
     dispatch(req, res, context, key); // 6

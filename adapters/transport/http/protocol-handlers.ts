@@ -22,6 +22,7 @@ import {
 import {
   errorInterceptor,
   grpcUnary,
+  kCaller,
   kCallerKeyIndex,
   kCallerScope,
   kRequestLog,
@@ -115,7 +116,7 @@ export function protocolHandlers(
 /** The caller the api_key step found, for TokenService's handlers: its key's position and its scope. */
 function callerContext(values: ContextValues, req: NodeServerRequest): ContextValues {
   const key = checkedKey(req);
-  if (key?.ok) values.set(kCallerKeyIndex, key.keyIndex).set(kCallerScope, key.scope);
+  if (key?.ok) values.set(kCallerKeyIndex, key.keyIndex).set(kCallerScope, key.scope).set(kCaller, key.caller);
   return values;
 }
 

@@ -5,7 +5,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
-import type { UseCases } from "../../../core/index.js";
+import type { Caller, UseCases } from "../../../core/index.js";
 import {
   API_KEY_HEADER,
   requestContext,
@@ -102,7 +102,7 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
     const { route, param } = table.routeOf(path);
     if (route === undefined) throw notFound(method, path);
     if (method !== route.method) throw methodNotAllowed(method, path, route.method);
-    let scope = "";
+    let caller: Caller = { id: "" };
     if (route.authenticated) {
       const raw = req.headers[API_KEY_HEADER];
       const result = options.checkedKey?.(req) ?? verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
@@ -110,10 +110,10 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
         options.onRefusedKey?.(req);
         throw new HttpError(Code.Unauthenticated, result.message);
       }
-      scope = result.scope;
+      caller = result.caller ?? { id: result.scope };
     }
     const now = route.jsonBody ? undefined : route.now?.();
-    if (now === undefined) return answerLater(req, res, id, route, scope, param, limit);
+    if (now === undefined) return answerLater(req, res, id, route, caller, param, limit);
     sendAnswer(req, res, id, now);
     return undefined;
   };
@@ -137,7 +137,7 @@ async function answerLater(
   res: NodeServerResponse,
   id: string,
   route: Route,
-  scope: string,
+  caller: Caller,
   param: string,
   limit: number,
 ): Promise<void> {
@@ -146,7 +146,7 @@ async function answerLater(
     if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
     body = parseJson(await readBody(req, limit));
   }
-  sendAnswer(req, res, id, await route.handle(req, body, scope, param));
+  sendAnswer(req, res, id, await route.handle(req, body, caller, param));
 }
 
 function sendAnswer(req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void {
@@ -176,5 +176,13 @@ function refuse(req: NodeServerRequest, res: NodeServerResponse, context: Reques
   const { error, internal, status } = toConnectError(thrown);
   if (internal) reqLog.error({ err: thrown, path }, "request failed with an unexpected error");
   else reqLog.info({ code: codeName(error.code), reason: error.rawMessage, path }, "request refused");
-  send(req, res, id, status, JSON.stringify({ code: codeName(error.code), message: error.rawMessage }));
+  const retryAfter = error.metadata.get("retry-after");
+  send(
+    req,
+    res,
+    id,
+    status,
+    JSON.stringify({ code: codeName(error.code), message: error.rawMessage }),
+    retryAfter === null ? undefined : { "retry-after": retryAfter },
+  );
 }

@@ -6,7 +6,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
-import type { TradeUseCase, UseCases } from "../../../core/index.js";
+import type { Caller, TradeUseCase, UseCases } from "../../../core/index.js";
 import { OPENAPI_JSON } from "../docs/index.js";
 import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER, requestContext, type NodeServerRequest } from "../request/index.js";
 import { codeName } from "../rpc/index.js";
@@ -30,9 +30,12 @@ export type Answer =
   | { status: number; text: string; contentType: string; headers?: Record<string, string> };
 /**
  * @param body - the parsed JSON body for a route with `jsonBody`, else undefined
- * @param scope - the caller's scope for an authenticated route, else ""
+ * @param caller - who calls an authenticated route (its key's id, and its access-file entry), else { id: "" }
  */
-type Handler = (req: NodeServerRequest, body: unknown, scope: string, param: string) => Promise<Answer>;
+type Handler = (req: NodeServerRequest, body: unknown, caller: Caller, param: string) => Promise<Answer>;
+
+/** A use case's context for `caller`: its id scopes idempotency keys and quotes; its entry is the authorize step's subject. */
+const as = (caller: Caller) => ({ scope: caller.id, caller });
 
 export interface Route {
   method: "GET" | "POST";
@@ -63,25 +66,25 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     ["/api/v1/token/quote", quoteRoute(useCases)],
     ["/api/v1/token/price", priceRoute(useCases)],
     ["/api/v1/trades", tradesRoute(useCases)],
-    ["/api/v1/trades/summary", authenticatedGet((req, scope) => useCases.tradeSummary(queryOf(req), { scope }))],
+    ["/api/v1/trades/summary", authenticatedGet((req, caller) => useCases.tradeSummary(queryOf(req), as(caller)))],
     [
       "/api/v1/webhooks/deliveries",
-      authenticatedGet((req, scope) => useCases.webhookDeliveries(queryOf(req), { scope })),
+      authenticatedGet((req, caller) => useCases.webhookDeliveries(queryOf(req), as(caller))),
     ],
     ["/healthz", openGet(async () => ({ status: 200, body: { status: "ok" } }))],
     ["/api/v1/openapi.json", openGet(async () => ({ status: 200, json: OPENAPI_JSON }))],
     ["/readyz", openGet((req) => readyAnswer(req, checkReadiness, log))],
   ]);
   /** GET /api/v1/trades/{transactionHash}: any hash the trade broadcast; only the caller's own trades. */
-  const tradeStatus = authenticatedGet((_req, scope, hash) => useCases.trade(hash, { scope }));
+  const tradeStatus = authenticatedGet((_req, caller, hash) => useCases.trade(hash, as(caller)));
   /** POST /api/v1/webhooks/deliveries/{id}/retry: a failed delivery of the caller's, sent again. */
   const retryDelivery: Route = {
     method: "POST",
     authenticated: true,
     jsonBody: false,
-    handle: async (_req, _body, scope, id) => ({
+    handle: async (_req, _body, caller, id) => ({
       status: 200,
-      body: await useCases.retryWebhookDelivery(id, { scope }),
+      body: await useCases.retryWebhookDelivery(id, as(caller)),
     }),
   };
 
@@ -116,12 +119,12 @@ function tradeRoute(run: TradeUseCase): Route {
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (req, body, scope) => {
+    handle: async (req, body, caller) => {
       const key = req.headers[IDEMPOTENCY_KEY_HEADER];
       const idempotencyKey = Array.isArray(key) ? key.join(",") : key;
       const quote = req.headers[QUOTE_ID_HEADER];
       const quoteId = Array.isArray(quote) ? quote.join(",") : quote;
-      return { status: 200, body: await run(body, { scope, idempotencyKey, quoteId }) };
+      return { status: 200, body: await run(body, { ...as(caller), idempotencyKey, quoteId }) };
     },
   };
 }
@@ -132,7 +135,7 @@ function quoteRoute(useCases: UseCases): Route {
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (_req, body, scope) => ({ status: 200, body: await useCases.quote(body, { scope }) }),
+    handle: async (_req, body, caller) => ({ status: 200, body: await useCases.quote(body, as(caller)) }),
   };
 }
 
@@ -163,9 +166,9 @@ function tradesRoute(useCases: UseCases): Route {
     method: "GET",
     authenticated: true,
     jsonBody: false,
-    handle: async (req, _body, scope) => {
+    handle: async (req, _body, caller) => {
       const query = queryOf(req);
-      const list = await useCases.trades(query, { scope });
+      const list = await useCases.trades(query, as(caller));
       if (!acceptsCsv(req.headers.accept))
         return { status: 200, body: { trades: list.trades, nextCursor: list.nextCursor } };
       const headers: Record<string, string> = {};
@@ -180,12 +183,12 @@ function tradesRoute(useCases: UseCases): Route {
 }
 
 /** A GET that takes a key and answers 200 with what `read` gives. */
-function authenticatedGet(read: (req: NodeServerRequest, scope: string, param: string) => Promise<unknown>): Route {
+function authenticatedGet(read: (req: NodeServerRequest, caller: Caller, param: string) => Promise<unknown>): Route {
   return {
     method: "GET",
     authenticated: true,
     jsonBody: false,
-    handle: async (req, _body, scope, param) => ({ status: 200, body: await read(req, scope, param) }),
+    handle: async (req, _body, caller, param) => ({ status: 200, body: await read(req, caller, param) }),
   };
 }
 

@@ -66,13 +66,17 @@ export function createAccessKeyVerifier(current: () => AccessPolicy, now: () => 
         return { ok: false, message: WRONG_KEY_MESSAGE };
       const { key, allowFrom } = found;
       if (key.expiresAt !== undefined && now() >= key.expiresAt)
-        return { ok: false, message: WRONG_KEY_MESSAGE, reason: `api key "${key.name}" expired` };
-      if (allowFrom !== undefined && !allowed(allowFrom, clientAddress))
-        return {
-          ok: false,
-          message: WRONG_KEY_MESSAGE,
-          reason: `api key "${key.name}" may not be used from ${clientAddress ?? "an unknown address"}`,
-        };
+        return { ok: false, message: WRONG_KEY_MESSAGE, rule: "key_expired", reason: `api key "${key.name}" expired` };
+      if (allowFrom !== undefined) {
+        const address = clientAddress?.();
+        if (!allowed(allowFrom, address))
+          return {
+            ok: false,
+            message: WRONG_KEY_MESSAGE,
+            rule: "key_address",
+            reason: `api key "${key.name}" may not be used from ${address ?? "an unknown address"}`,
+          };
+      }
       const id = keyIdOf(hex);
       return { ok: true, keyIndex: 0, scope: id, caller: { id, key } } satisfies ApiKeyCheck;
     },

@@ -15,17 +15,20 @@ export const WRONG_KEY_MESSAGE = `invalid ${API_KEY_HEADER}`;
 export type ApiKeyCheck =
   /** `caller`: the key's access-file entry with its id, when the service runs with ACCESS_FILE. */
   | { ok: true; keyIndex: number; scope: string; caller?: Caller }
-  /** `message` is what the client is told; `reason`, for the log only, why a known key was refused (expired, address). */
-  | { ok: false; message: string; reason?: string };
+  /**
+   * `message` is what the client is told; for a known key refused all the same, `rule` (the
+   * metrics' reason) and `reason` say why, for the operator only.
+   */
+  | { ok: false; message: string; rule?: "key_expired" | "key_address"; reason?: string };
 
 /** Checks a presented key against the accepted ones. */
 export interface ApiKeyVerifier {
   /**
    * @param presented - the header value, or null/undefined when the header is absent
-   * @param clientAddress - the client's address (TRUSTED_PROXIES applied), for a key that may call only from some
+   * @param clientAddress - the client's address (TRUSTED_PROXIES applied), asked for only by a key that may call from some addresses only
    * @returns which accepted key matched (its position, never the key), or why none did
    */
-  check(presented: string | null | undefined, clientAddress?: string): ApiKeyCheck;
+  check(presented: string | null | undefined, clientAddress?: () => string): ApiKeyCheck;
 }
 
 /**

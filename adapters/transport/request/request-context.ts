@@ -17,6 +17,8 @@ export interface RequestContext {
   readonly log: Logger;
   /** When the handler took the request (performance.now()), for its latency. */
   readonly started: number;
+  /** The access file's name of the request's key once the api_key step accepted it (for the access line). */
+  keyName?: string | undefined;
 }
 
 /**
@@ -26,6 +28,7 @@ export interface RequestContext {
 class LazyRequestContext implements RequestContext {
   #log: Logger | undefined;
   readonly started = performance.now();
+  keyName: string | undefined = undefined;
 
   constructor(
     readonly id: string,

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 
+import type { Caller } from "../../../core/index.js";
 import { API_KEY_HEADER, type ApiKeyVerifier } from "../request/index.js";
 
 /** Which accepted key authenticated the call (its position in the key list), for handlers and logs. */
@@ -7,6 +8,8 @@ export const kCallerKeyIndex = createContextKey<number | undefined>(undefined, {
 
 /** The caller's scope (a hash of its key), which scopes its idempotency keys. */
 export const kCallerScope = createContextKey<string>("", { description: "caller scope" });
+/** The caller with its access-file entry, when the service runs with ACCESS_FILE. */
+export const kCaller = createContextKey<Caller | undefined>(undefined, { description: "caller" });
 
 /**
  * Refuses every RPC (gRPC, Connect, gRPC-Web) whose `api_key` header or metadata

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { DomainError, type DomainErrorCode } from "../../../core/index.js";
+import { DomainError, type DomainErrorCode, SpendingLimitError } from "../../../core/index.js";
 
 /**
  * Domain error code → Connect (gRPC) code. The single table every transport uses,
@@ -93,7 +93,7 @@ export function toConnectError(thrown: unknown): MappedError {
     const code = DOMAIN_TO_CONNECT_CODE[thrown.code] as Code | undefined;
     if (code !== undefined) {
       return {
-        error: new ConnectError(thrown.message, code, undefined, undefined, thrown),
+        error: new ConnectError(thrown.message, code, retryAfterOf(thrown), undefined, thrown),
         internal: false,
         status: DOMAIN_HTTP_STATUS[thrown.code] ?? httpStatusFor(code),
       };
@@ -104,6 +104,15 @@ export function toConnectError(thrown: unknown): MappedError {
     internal: true,
     status: 500,
   };
+}
+
+/**
+ * A spending limit's refusal says when its window frees enough room: `retry-after` in seconds,
+ * rounded up (a header on JSON and Connect, a trailer on gRPC and gRPC-Web); nothing for any other error.
+ */
+function retryAfterOf(error: DomainError): Headers | undefined {
+  if (!(error instanceof SpendingLimitError) || error.retryAfterMs === undefined) return undefined;
+  return new Headers({ "retry-after": String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) });
 }
 
 /**

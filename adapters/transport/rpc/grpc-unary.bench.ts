@@ -174,7 +174,7 @@ const handler =
     const key = verifier.check(req.headers[API_KEY_HEADER] as string | undefined);
     (req as Checked)[kKey] = key;
     res.setHeader("x-request-id", context.id);
-    if (path !== undefined && key.ok && path(req, res, key.scope, {})) return;
+    if (path !== undefined && key.ok && path(req, res, { id: key.scope }, {})) return;
     minimalGrpcMessageEncoding(req, res);
     connect(req, res);
   };

@@ -31,6 +31,7 @@
 import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 
+import type { Caller } from "../../../core/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { rpcError } from "./error.interceptor.js";
 import { grpcPercentEncode } from "./grpc-message.js";
@@ -71,11 +72,11 @@ interface UnaryMethod {
   call(request: Message, context: CallContext): Promise<Message>;
 }
 
-/** How the outermost handler tells the path who called: the verified key's scope. */
+/** How the outermost handler tells the path who called: the verified key's caller (its id, and its access-file entry). */
 export type GrpcUnaryHandler = (
   req: NodeServerRequest,
   res: NodeServerResponse,
-  scope: string,
+  caller: Caller,
   outcome: { code?: string },
 ) => boolean;
 
@@ -88,14 +89,14 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
   const methods = unaryMethods(options.calls);
   const frameOf = frameCache();
 
-  const handler: GrpcUnaryHandler = (req, res, scope, outcome) => {
+  const handler: GrpcUnaryHandler = (req, res, caller, outcome) => {
     const method = plainCall(req, methods);
     if (method === undefined) return false;
     const accepted = req.headers["grpc-accept-encoding"];
     const call: Call = {
       method,
       res,
-      scope,
+      caller,
       outcome,
       responseHeaders: answerHeaders(Array.isArray(accepted) ? accepted.join(", ") : accepted),
       chunks: [],
@@ -208,7 +209,8 @@ async function answer(
   let frame: Buffer;
   try {
     const message = await method.call(request, {
-      scope: call.scope,
+      scope: call.caller.id,
+      caller: call.caller,
       idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey,
       quoteId: Array.isArray(quoteId) ? quoteId.join(", ") : quoteId,
     });
@@ -218,7 +220,12 @@ async function answer(
     const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
     if (closed(res)) return;
     res.writeHead(200, responseHeaders);
-    res.addTrailers({ "grpc-message": grpcPercentEncode(error.rawMessage), "grpc-status": String(error.code) });
+    const retryAfter = error.metadata.get("retry-after");
+    res.addTrailers({
+      "grpc-message": grpcPercentEncode(error.rawMessage),
+      "grpc-status": String(error.code),
+      ...(retryAfter !== null && { "retry-after": retryAfter }),
+    });
     res.end();
     return;
   }
@@ -234,7 +241,7 @@ async function answer(
 interface Call {
   method: UnaryMethod;
   res: NodeServerResponse;
-  scope: string;
+  caller: Caller;
   outcome: { code?: string };
   responseHeaders: Record<string, string>;
   chunks: Buffer[];

@@ -3,7 +3,7 @@
  * path (grpc-unary.ts, docs/decisions/0007-lean-grpc-unary-path.md), the messages both map to
  * and from the use cases, and the one error map every protocol answers with (the JSON routes too).
  */
-export { apiKeyInterceptor, kCallerKeyIndex, kCallerScope } from "./api-key.interceptor.js";
+export { apiKeyInterceptor, kCaller, kCallerKeyIndex, kCallerScope } from "./api-key.interceptor.js";
 export {
   DOMAIN_HTTP_STATUS,
   DOMAIN_TO_CONNECT_CODE,

@@ -1,6 +1,6 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 
-import type { PriceRecord as PriceRecordView, UseCases } from "../../../core/index.js";
+import type { Caller, PriceRecord as PriceRecordView, UseCases } from "../../../core/index.js";
 import type {
   GetPriceRequest,
   GetTradeRequest,
@@ -17,7 +17,7 @@ import type {
   TransactionReceipt,
 } from "../../../gen/tokentrade/v1/token_pb.js";
 import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "../request/index.js";
-import { kCallerScope } from "./api-key.interceptor.js";
+import { kCaller, kCallerScope } from "./api-key.interceptor.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
 import { quoteInputFromMessage, quoteMessage } from "./quote-mapping.js";
 import {
@@ -33,6 +33,8 @@ import {
  */
 export interface CallContext {
   scope?: string;
+  /** The caller with its access-file entry (ACCESS_FILE), for the authorize step and what reads see. */
+  caller?: Caller;
   idempotencyKey?: string | undefined;
   quoteId?: string | undefined;
 }
@@ -81,6 +83,7 @@ function callContext(context: HandlerContext | undefined): CallContext {
   if (!context) return {};
   return {
     scope: context.values.get(kCallerScope),
+    ...callerOf(context.values.get(kCaller)),
     idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
     quoteId: context.requestHeader.get(QUOTE_ID_HEADER) ?? undefined,
   };
@@ -129,4 +132,8 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
   quote(request: QuoteRequest, context?: HandlerContext): Promise<QuoteResponse> {
     return this.#calls.quote(request, callContext(context));
   }
+}
+
+function callerOf(caller: Caller | undefined): { caller?: Caller } {
+  return caller === undefined ? {} : { caller };
 }

@@ -316,6 +316,9 @@ describe("access lines", function () {
       fc.double({ min: 0, max: 1e6, noNaN: true }),
       fc.integer({ min: 0, max: 1e9 }).map((us) => us / 1000),
     ),
+    key: fc.option(fc.oneof(fc.constant("desk-eu"), fc.string({ unit: "grapheme", maxLength: 64 })), {
+      nil: undefined,
+    }),
   });
 
   /** pino's own line for the record, time taken from ours (both are the same millisecond's clock, formatted once per ms). */

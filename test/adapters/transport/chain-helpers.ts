@@ -27,7 +27,14 @@ export async function startEmbeddedService(apiKey: string, env: Record<string, s
   let service: RunningService;
   try {
     service = await startService({
-      env: { PORT: "0", METRICS_PORT: String(await freePort()), CHAIN_PORT: "0", API_KEYS: apiKey, ...env },
+      env: {
+        PORT: "0",
+        METRICS_PORT: String(await freePort()),
+        CHAIN_PORT: "0",
+        // An access file lists the keys itself (API_KEYS must then be unset).
+        ...(env.ACCESS_FILE === undefined && { API_KEYS: apiKey }),
+        ...env,
+      },
       embeddedChain: async () => startEmbeddedChain,
       log: defaultLog(),
       rootDir: dir,

@@ -447,7 +447,7 @@ describe("which calls the lean gRPC path takes", function () {
     });
     const server = http2.createServer((req, res) => {
       bindRequestContext(req, log);
-      if (!lean(req, res, "scope", {})) {
+      if (!lean(req, res, { id: "scope" }, {})) {
         res.writeHead(200, { "x-taken-by": "nobody" });
         res.end();
       }

@@ -13,6 +13,7 @@ import {
   type NodeServerResponse,
   type RequestContext,
 } from "../../request/index.js";
+import { clientAddressOf, type TrustedProxies } from "../client-address.js";
 import { RPC_PATH_PREFIX } from "../protocol-of.js";
 import { refuseUnauthenticated } from "../refusals.js";
 
@@ -30,19 +31,33 @@ export interface ApiKeyStep {
    * Step 3: the key, when there is one (and for every RPC): one hash lookup, cheaper than the
    * throttle's bookkeeping, which is why it comes before the limits.
    */
-  check(req: NodeServerRequest, path: string): ApiKeyCheck | undefined;
+  check(req: NodeServerRequest, context: RequestContext): ApiKeyCheck | undefined;
   /** Step 5: refuses an RPC whose key was refused (true: answered). */
   refuseRpc(req: NodeServerRequest, res: NodeServerResponse, context: RequestContext, key?: ApiKeyCheck): boolean;
 }
 
-/** @param countRefusedKey - the refused-key throttle's count (limits.ts), absent without one */
-export function apiKeyStep(verifier: ApiKeyVerifier, countRefusedKey?: (req: NodeServerRequest) => void): ApiKeyStep {
+/**
+ * @param countRefusedKey - the refused-key throttle's count (limits.ts), absent without one
+ * @param onRefusedKnownKey - told when a key the access file knows is refused (expired, or from elsewhere): the metrics
+ */
+export function apiKeyStep(
+  verifier: ApiKeyVerifier,
+  countRefusedKey?: (req: NodeServerRequest) => void,
+  proxies?: TrustedProxies,
+  onRefusedKnownKey?: (rule: "key_expired" | "key_address") => void,
+): ApiKeyStep {
   return {
-    check(req, path) {
+    check(req, context) {
       const raw = req.headers[API_KEY_HEADER];
-      if (raw === undefined && !path.startsWith(RPC_PATH_PREFIX)) return undefined;
-      const key = verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
+      if (raw === undefined && !context.path.startsWith(RPC_PATH_PREFIX)) return undefined;
+      const key = verifier.check(Array.isArray(raw) ? raw.join(",") : raw, () => clientAddressOf(req, proxies));
       (req as WithKeyCheck)[kKeyCheck] = key;
+      if (key.ok) context.keyName = key.caller?.key?.name;
+      else if (key.rule !== undefined) {
+        // The client is told "invalid api_key" and nothing more; the operator, which key and why.
+        context.log.warn({ reason: key.reason }, "known api key refused");
+        onRefusedKnownKey?.(key.rule);
+      }
       return key;
     },
     refuseRpc(req, res, context, key) {

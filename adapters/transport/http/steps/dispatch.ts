@@ -27,7 +27,7 @@ export function dispatchStep(handlers: ProtocolHandlers): DispatchStep {
     if (path.startsWith(RPC_PATH_PREFIX)) {
       res.setHeader("x-request-id", context.id);
       // The api_key step has refused the call without a valid key: the lean path gets its scope.
-      if (lean !== undefined && key?.ok && lean(req, res, key.scope, rpcOutcome(req))) return;
+      if (lean !== undefined && key?.ok && lean(req, res, key.caller ?? { id: key.scope }, rpcOutcome(req))) return;
       minimalGrpcMessageEncoding(req, res);
       connect(req, res);
     } else if (isEcosystemPath(path)) {

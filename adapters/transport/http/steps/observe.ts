@@ -63,6 +63,7 @@ export function observeStep(options: {
         status: res.statusCode,
         completed: res.writableFinished,
         ms: Math.round(seconds * 1_000_000) / 1000,
+        key: context.keyName,
       });
     }
   };
