@@ -406,6 +406,7 @@ export interface GrpcTrade {
   error?: { code: string; message: string };
   created_at: string;
   updated_at: string;
+  api_key_name?: string;
 }
 
 interface GrpcAnswers {
