@@ -15,6 +15,7 @@ import { z } from "zod";
 import {
   type AccessKey,
   type AccessPolicy,
+  keyIdOf,
   LIMIT_PERS,
   LIMIT_USD_DECIMALS,
   ROLES,
@@ -40,6 +41,10 @@ const nonEmpty = <T extends z.ZodType>(item: T) =>
 const keySchema = z.strictObject({
   name: NAME,
   sha256: z.union([SHA256, z.array(SHA256).min(1, "must list at least one hash")]),
+  id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/, "must be a key id: 32 lower-case hex digits (the first 32 of a key's SHA-256)")
+    .optional(),
   roles: z.array(z.enum(ROLES)).min(1, "must list at least one role"),
   kinds: nonEmpty(z.enum(["sell", "buy", "remittance"])).optional(),
   wallets: nonEmpty(ADDRESS).optional(),
@@ -73,6 +78,8 @@ const limitSchema = z.strictObject({
 
 /** The access file's shape. The checks that relate fields, or the file to the service, are in `parseAccessFile`. */
 export const ACCESS_FILE_SCHEMA = z.strictObject({
+  /** Where an editor finds the schema (docs/access-file.schema.json): allowed, not read. */
+  $schema: z.string().optional(),
   keys: z.array(keySchema).min(1, "must list at least one key"),
   limits: z.array(limitSchema).optional(),
   denylist: z.string().min(1, "must name a file").optional(),
@@ -84,7 +91,6 @@ type AccessFile = z.infer<typeof ACCESS_FILE_SCHEMA>;
 export function accessFileJsonSchema(): object {
   return {
     ...z.toJSONSchema(ACCESS_FILE_SCHEMA),
-    $id: "https://github.com/token-trading-service/docs/access-file.schema.json",
     title: "ACCESS_FILE",
     description:
       "The api keys (by SHA-256), their roles and scopes, the spending limits and the denylist of the token trading service. docs/operations.md, 'Access and limits'.",
@@ -208,15 +214,24 @@ export function parseAccessFile(
 function checkKeys(file: AccessFile, context: AccessContext, problems: string[]): AccessKey[] {
   const names = new Map<string, number>();
   const hashes = new Map<string, number>();
+  const ids = new Map<string, number>();
   file.keys.forEach((key, i) => {
     const seen = names.get(key.name);
     if (seen !== undefined) problems.push(`keys[${i}].name: "${key.name}" is already the name of keys[${seen}]`);
     else names.set(key.name, i);
+    let sameKey = false;
     for (const hash of typeof key.sha256 === "string" ? [key.sha256] : key.sha256) {
       const other = hashes.get(hash);
       if (other !== undefined) problems.push(`keys[${i}].sha256: the same key as keys[${other}]'s`);
       else hashes.set(hash, i);
+      sameKey ||= other !== undefined;
     }
+    const id = idOf(key);
+    const other = ids.get(id);
+    // Two entries of one key share its id too: said once, as the same key.
+    if (other !== undefined && (key.id !== undefined || !sameKey))
+      problems.push(`keys[${i}].id: ${id} is already the id of keys[${other}]`);
+    else if (other === undefined) ids.set(id, i);
   });
   const wallets = context.wallets === undefined ? undefined : new Set(context.wallets.map((w) => w.toLowerCase()));
   const coins =
@@ -238,6 +253,10 @@ function checkKeys(file: AccessFile, context: AccessContext, problems: string[])
     const expiresAt = key.expiresAt === undefined ? undefined : Date.parse(key.expiresAt);
     if (expiresAt !== undefined && Number.isNaN(expiresAt)) problems.push(`${at}.expiresAt: is not a valid time`);
     const sees = key.sees ?? [];
+    if (sees.length > 0 && !key.roles.some((role) => role === "viewer" || role === "approver"))
+      problems.push(
+        `${at}.sees: only a viewer or an approver reads other keys' trades (an admin reads every trade); this key's roles are ${key.roles.join(", ")}`,
+      );
     sees.forEach((name, j) => {
       if (name === "*" ? sees.length > 1 : !names.has(name))
         problems.push(
@@ -246,6 +265,11 @@ function checkKeys(file: AccessFile, context: AccessContext, problems: string[])
     });
     return accessKey(key, expiresAt, sees);
   });
+}
+
+/** A key's id: the file's, else its first hash's first 32 hex digits. */
+function idOf(key: AccessFile["keys"][number]): string {
+  return key.id ?? keyIdOf(typeof key.sha256 === "string" ? key.sha256 : key.sha256[0]!);
 }
 
 function lowerSet(list: readonly string[] | undefined): ReadonlySet<string> | undefined {
@@ -260,6 +284,7 @@ function accessKey(key: AccessFile["keys"][number], expiresAt: number | undefine
   return {
     name: key.name,
     sha256: typeof key.sha256 === "string" ? [key.sha256] : [...key.sha256],
+    id: idOf(key),
     roles: new Set<Role>(key.roles),
     ...(kinds && { kinds }),
     ...(wallets && { wallets }),

@@ -49,7 +49,10 @@ export function tradeRefusal(
   order: TradeOrder,
 ): AccessRefusal | undefined {
   const key = caller.key;
-  if (policy === undefined || key === undefined) return undefined;
+  if (policy === undefined) return undefined;
+  // Under a policy every accepted key has its entry; a caller without one is refused, never free.
+  if (key === undefined)
+    return { rule: "role", message: "this api key has no entry in the access file: it may not trade" };
   const name = `api key "${key.name}"`;
   const scope = (message: string): AccessRefusal => ({ rule: "scope", message });
   if (!holdsAny(key, TRADING_ROLES))
@@ -109,10 +112,17 @@ export function authorizeDeliveryRetry(caller: Caller): void {
 export function visibilityOf(policy: AccessPolicy | undefined, caller: Caller): Visibility {
   const key = caller.key;
   if (policy === undefined || key === undefined) return { names: [], ids: [caller.id] };
-  if (key.sees === "all" || key.roles.has("admin")) return "all";
-  const names = new Set([key.name, ...key.sees]);
+  if (key.roles.has("admin")) return "all";
+  // `sees` is a reader's: a viewer's (an approver reads as one); a trader reads its own trades.
+  const reader = key.roles.has("viewer") || key.roles.has("approver");
+  if (reader && key.sees === "all") return "all";
+  const names = new Set([key.name, ...(reader && key.sees !== "all" ? key.sees : [])]);
   const ids = new Set([caller.id]);
-  for (const other of policy.keys) if (names.has(other.name)) for (const hash of other.sha256) ids.add(keyIdOf(hash));
+  for (const other of policy.keys) {
+    if (!names.has(other.name)) continue;
+    ids.add(other.id);
+    for (const hash of other.sha256) ids.add(keyIdOf(hash));
+  }
   return { names: [...names], ids: [...ids] };
 }
 

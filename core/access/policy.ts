@@ -15,6 +15,12 @@ export interface AccessKey {
   name: string;
   /** The lower-case hex SHA-256 of each key accepted under this name (two during a rotation). */
   sha256: readonly string[];
+  /**
+   * The id its requests carry (idempotency keys, quotes, webhooks, the rate limit): the file's
+   * `id`, else the id of its first hash (keyIdOf), so a key keeps the id it had before the access
+   * file, and every hash of a name shares one, across a rotation too.
+   */
+  id: string;
   roles: ReadonlySet<Role>;
   /** Scopes: absent means any. */
   kinds?: ReadonlySet<TradeKind>;
@@ -58,7 +64,7 @@ export interface AccessPolicy {
   denylist: ReadonlySet<string>;
 }
 
-/** The id of an api key (idempotency keys and webhooks are scoped by it): the first 32 hex digits of its SHA-256. */
+/** The id of an api key (idempotency keys and webhooks are scoped by it): the first 32 hex digits of its SHA-256. With an access file, a key's entry's (AccessKey.id). */
 export function keyIdOf(sha256Hex: string): string {
   return sha256Hex.slice(0, 32);
 }

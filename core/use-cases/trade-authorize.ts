@@ -47,8 +47,10 @@ function spendOf(caller: Caller, order: TradeOrder, usd: bigint): Spend {
 }
 
 /**
- * Step 2: whether the caller may send this trade (PermissionDeniedError otherwise), and, when
- * limits apply to it, what it counts against them (for TradeJournal.open).
+ * Step 2: whether the caller may send this trade (PermissionDeniedError otherwise), and what it
+ * counts against the limits (for TradeJournal.open). Under an access policy every trade is
+ * counted, whether or not a limit applies to it now, so that a limit a reload adds counts the
+ * trades already in its window.
  * @throws PermissionDeniedError naming the key and what it may not do
  */
 export async function authorizeStep(
@@ -59,10 +61,8 @@ export async function authorizeStep(
   const policy = access?.policy();
   if (policy === undefined) return undefined;
   authorizeTrade(policy, caller, order);
-  if (policy.limits.length === 0) return undefined;
   const probe = spendOf(caller, order, 0n);
   const checks = limitsFor(policy, probe);
-  if (checks.length === 0) return undefined;
   const usd =
     order.kind === "sell"
       ? await sellEstimate(access!.price, order)

@@ -102,7 +102,7 @@ export function tradeUseCase(
           "Idempotency-Key",
           "is not supported: this service runs without a trade journal",
         );
-      if (spending !== undefined) throw limitsNeedJournal();
+      if (spending !== undefined && spending.checks.length > 0) throw limitsNeedJournal();
       return tradeWithoutJournal(trade, order);
     }
 

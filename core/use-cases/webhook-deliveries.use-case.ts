@@ -107,6 +107,7 @@ export function deliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
 function ownIds(policy: AccessPolicy | undefined, caller: Caller): string[] {
   const ids = new Set([caller.id]);
   const own = policy?.keys.find((key) => key.name === caller.key?.name);
+  if (own !== undefined) ids.add(own.id);
   for (const hash of own?.sha256 ?? []) ids.add(keyIdOf(hash));
   return [...ids];
 }

@@ -88,7 +88,7 @@ export function accessFile(e: Env, problems: string[]): AppConfig["access"] {
 
 /** The ids (idempotency, webhooks) of the configured keys; undefined when none is (dev mode generates one). */
 export function knownKeyIds(keys: readonly string[], access: AppConfig["access"]): ReadonlySet<string> | undefined {
-  if (access !== undefined) return new Set(access.policy.keys.flatMap((key) => key.sha256.map(keyIdOf)));
+  if (access !== undefined) return new Set(access.policy.keys.map((key) => key.id));
   return keys.length === 0 ? undefined : new Set(keys.map((key) => keyIdOf(sha256Hex(key))));
 }
 

@@ -8,7 +8,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { BlockList, isIP } from "node:net";
 
-import { type AccessKey, type AccessPolicy, keyIdOf } from "../../../core/index.js";
+import type { AccessKey, AccessPolicy } from "../../../core/index.js";
 import { type ApiKeyCheck, type ApiKeyVerifier, MISSING_KEY_MESSAGE, WRONG_KEY_MESSAGE } from "./api-key.js";
 
 /** One policy's keys, by digest, with the networks each may call from. */
@@ -77,8 +77,8 @@ export function createAccessKeyVerifier(current: () => AccessPolicy, now: () => 
             reason: `api key "${key.name}" may not be used from ${address ?? "an unknown address"}`,
           };
       }
-      const id = keyIdOf(hex);
-      return { ok: true, keyIndex: 0, scope: id, caller: { id, key } } satisfies ApiKeyCheck;
+      // The entry's id, whichever of its hashes was sent: a rotation keeps idempotency keys, quotes and webhooks.
+      return { ok: true, keyIndex: 0, scope: key.id, caller: { id: key.id, key } } satisfies ApiKeyCheck;
     },
   };
 }

@@ -75,6 +75,7 @@ describe("ACCESS_FILE, the access file", function () {
     const [desk, backoffice] = policy!.keys;
     expect(desk!.name).to.equal("desk-eu");
     expect(desk!.sha256).to.deep.equal([sha("desk-eu-key-0123456789")]);
+    expect(desk!.id, "the id a key had before the access file").to.equal(sha("desk-eu-key-0123456789").slice(0, 32));
     expect([...desk!.roles]).to.deep.equal(["trader"]);
     expect([...desk!.kinds!]).to.deep.equal(["sell", "buy"]);
     expect([...desk!.wallets!]).to.deep.equal([WALLET.toLowerCase()]);
@@ -106,7 +107,25 @@ describe("ACCESS_FILE, the access file", function () {
     const { policy, problems } = parse(file);
     expect(problems).to.deep.equal([]);
     expect(policy!.keys[0]!.sha256).to.have.length(2);
+    expect(policy!.keys[0]!.id, "the first hash's id").to.equal(sha("old-key-0123456789").slice(0, 32));
     expect(policy!.keys[1]!.sees).to.equal("all");
+  });
+
+  it("keeps a name's id through a rotation: an id given keeps it once the first hash is gone, and may be no other key's", function () {
+    const file = example() as unknown as { keys: Record<string, unknown>[]; $schema?: string };
+    const oldId = sha("old-key-0123456789").slice(0, 32);
+    file.keys[0]!.sha256 = sha("new-key-0123456789");
+    file.keys[0]!.id = oldId;
+    file.$schema = "./access-file.schema.json";
+    const { policy, problems } = parse(file);
+    expect(problems).to.deep.equal([]);
+    expect(policy!.keys[0]!.id).to.equal(oldId);
+    file.keys[1]!.id = oldId;
+    expect(problemsOf(file)).to.deep.equal([`keys[1].id: ${oldId} is already the id of keys[0]`]);
+    file.keys[1]!.id = "ABC";
+    expect(problemsOf(file)).to.deep.equal([
+      "keys[1].id: must be a key id: 32 lower-case hex digits (the first 32 of a key's SHA-256)",
+    ]);
   });
 
   it("gives each version of the file, or of its denylist, a version of its own", function () {
@@ -184,6 +203,14 @@ describe("ACCESS_FILE, the access file", function () {
     const file = example();
     file.denylist = "missing.txt";
     expect(problemsOf(file)).to.deep.equal(["denylist: cannot read missing.txt (ENOENT)"]);
+  });
+
+  it("refuses `sees` on a key that reads only its own trades: a trader's", function () {
+    const file = example();
+    (file.keys[0] as { sees?: string[] }).sees = ["backoffice"];
+    expect(problemsOf(file)).to.deep.equal([
+      "keys[0].sees: only a viewer or an approver reads other keys' trades (an admin reads every trade); this key's roles are trader",
+    ]);
   });
 
   it("refuses a file that is not JSON, or holds no key", function () {
