@@ -98,6 +98,23 @@ describe("a quote under the access policy", () => {
     expect((await useCases.quote(quoteBody(), callerFor(listed))).issues).to.deep.equal([]);
   });
 
+  it("raises no destinatary issue for a quote that names no destinatary: it binds none", async () => {
+    const listed = accessKey("listed", ["trader"], { destinataries: addresses(CUSTOMER) });
+    const perPayee = limitOf("per customer", "destinatary", { maxTrades: 0 });
+    const perKey = limitOf("desk daily", "key", { maxUsd: USD });
+    const { useCases } = accessSetup(policyOf([listed], [perPayee, perKey]));
+    // The wallet stands in for the destinatary (for the gas estimate): it is no one the trade pays.
+    const { destinatary: _, ...unnamed } = quoteBody();
+    const quote = await useCases.quote(unnamed, callerFor(listed));
+    expect(quote.destinatary).to.equal(null);
+    expect(quote.issues.map((i) => [i.type, i.details.limit])).to.deep.equal([["limit_exceeded", "desk daily"]]);
+    // Named, the destinatary meets its list and its limit.
+    const named = await useCases.quote(quoteBody(), callerFor(listed));
+    expect(named.issues.map((i) => [i.type, i.details.limit])).to.deep.equal([
+      ["limit_exceeded", "per customer"],
+      ["limit_exceeded", "desk daily"],
+    ]);
+  });
   it("raises no issue for a trade that fills a limit exactly", async () => {
     const policy = policyOf([desk], [daily]);
     const { useCases } = await eightUsed(policy);
