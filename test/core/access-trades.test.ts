@@ -11,6 +11,7 @@ import {
   type AccessKey,
   type AccessPolicy,
   PermissionDeniedError,
+  PriceUnavailableError,
   type SpendingLimit,
   SpendingLimitError,
   TradeExpiredError,
@@ -359,6 +360,23 @@ describe("a trade under the access policy", () => {
       // 3 × 10^-18 tokens × 0.33333334 USD = 1.00000002 × 10^-18 USD: counted as 2 × 10^-18.
       expect(seen).to.deep.equal([2n]);
     });
+
+    for (const [what, rate] of [
+      ["a negative", -1.02],
+      ["a zero", 0],
+      ["a NaN", Number.NaN],
+    ] as const) {
+      it(`is refused as price_unavailable, counting nothing, when the price's USD rate is ${what} number`, async () => {
+        const policy = policyOf([desk], [daily]);
+        const { journal, trade, price, useCases } = accessSetup(policy);
+        price.record = { ...price.record, rateForCashCurrency: { CHF: 0.91, EUR: 0.95, USD: rate } };
+        const error = await rejection(useCases.sell(request({ amount: "1" }), callerFor(desk)));
+        expect(error).to.be.instanceOf(PriceUnavailableError);
+        expect(trade.calls).to.deep.equal([]);
+        expect(journal.trades()).to.deep.equal([]);
+        expect(await used(journal, policy)).to.deep.equal([{ usd: 0n, trades: 0 }]);
+      });
+    }
 
     it("reads no price for a buy or a remittance, whose amount is its count", async () => {
       const { price, useCases } = accessSetup(policyOf([desk], [daily]));
