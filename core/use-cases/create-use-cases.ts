@@ -84,12 +84,15 @@ export function createUseCases({
   assertTradeConfig(config);
   const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy } = quoting;
   const journalling = journal ? { journal, inFlightWaitMs, ...(quotes && { quotes }) } : undefined;
-  const access = policy === undefined ? undefined : { policy, price };
+  const prices = priceUseCase(price);
+  // A sell's first count reads the price through its checks, as the price route does: a rate that
+  // is not a positive number would count it at nothing, or less.
+  const access = policy === undefined ? undefined : { policy, price: { getPrice: prices, current: prices.now } };
   return {
     sell: tradeUseCase("sell", trade, config, journalling, access),
     buy: tradeUseCase("buy", trade, config, journalling, access),
     remittance: tradeUseCase("remittance", trade, config, journalling, access),
-    price: priceUseCase(price),
+    price: prices,
     trade: journal
       ? tradeStatusUseCase(journal, trade, policy)
       : async () => {

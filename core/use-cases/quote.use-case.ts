@@ -109,6 +109,7 @@ export function quoteUseCase(
       callerOf(context),
       order,
       coinToLimitUsd(payout, order.stable.decimals),
+      destinataryNamed,
     );
     const now = clock();
     const quote: StoredQuote = {

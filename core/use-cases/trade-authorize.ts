@@ -114,7 +114,9 @@ export interface LimitRoom {
 /**
  * The quote's issues from the policy: `not_permitted` (a role or scope refuses the trade),
  * `destinatary_denied` (the denylist, or the key's own list), `limit_exceeded` (naming the limit
- * and the room it has left). Nothing is counted or reserved.
+ * and the room it has left). Nothing is counted or reserved. A quote that names no destinatary
+ * (`destinataryNamed` false: the wallet stands in for it) binds none, so neither the
+ * destinatary checks nor the per-destinatary limits apply to it.
  */
 export async function policyIssues(
   access: TradeAccess | undefined,
@@ -122,16 +124,17 @@ export async function policyIssues(
   caller: Caller,
   order: TradeOrder,
   payoutUsd: bigint,
+  destinataryNamed: boolean,
 ): Promise<QuoteIssue[]> {
   const policy = access?.policy();
   if (policy === undefined) return [];
   const refusal = tradeRefusal(policy, caller, order);
-  if (refusal !== undefined) {
-    const denied = refusal.message.startsWith("destinatary:");
+  // The destinatary is checked last: a refusal of it means every other check passed.
+  const denied = refusal?.message.startsWith("destinatary:") === true;
+  if (refusal !== undefined && (destinataryNamed || !denied))
     return [{ type: denied ? "destinatary_denied" : "not_permitted", message: refusal.message, details: {} }];
-  }
   const spend = spendOf(caller, order, payoutUsd);
-  const checks = limitsFor(policy, spend);
+  const checks = limitsFor(policy, spend).filter((check) => destinataryNamed || check.limit.per !== "destinatary");
   if (checks.length === 0 || journal === undefined) return [];
   const uses = await journal.spendingUse(checks);
   const issues: QuoteIssue[] = [];
