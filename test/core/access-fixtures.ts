@@ -55,9 +55,12 @@ export function accessKey(
   extra: Omit<Partial<AccessKey>, "roles" | "sees"> & { sees?: string[] } = {},
 ): AccessKey {
   const { sees, ...rest } = extra;
+  const sha256 = rest.sha256 ?? [hashOf(name)];
   return {
     name,
-    sha256: [hashOf(name)],
+    sha256,
+    // As the parser gives it without an "id": the first hash's.
+    id: sha256[0]!.slice(0, 32),
     roles: new Set(roles),
     ...rest,
     sees: sees?.includes("*") ? "all" : new Set(sees ?? []),

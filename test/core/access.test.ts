@@ -72,9 +72,12 @@ describe("the access policy", () => {
   describe("who may send a trade (tradeRefusal, authorizeTrade)", () => {
     const desk = accessKey("desk", ["trader"]);
 
-    it("lets any caller trade when the service runs without an access file, or the caller has no entry", () => {
+    it("lets any caller trade when the service runs without an access file, and refuses one with no entry under a policy", () => {
       expect(tradeRefusal(undefined, callerOf(accessKey("audit", ["viewer"])), order())).to.equal(undefined);
-      expect(tradeRefusal(policyOf([desk]), { id: "0123" }, order())).to.equal(undefined);
+      expect(tradeRefusal(policyOf([desk]), { id: "0123" }, order())).to.deep.equal({
+        rule: "role",
+        message: "this api key has no entry in the access file: it may not trade",
+      });
     });
 
     it("lets a trader with no scope send every kind, from any wallet, in any coin, to anyone", () => {
