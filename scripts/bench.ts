@@ -24,6 +24,9 @@
  *   SQLite and PostgreSQL (`--only history` runs this alone).
  * - JSON-RPC calls per trade (bench-rpc.ts), on anvil at 1 s blocks: sequential sells and a
  *   burst of 50 (`--only rpc` runs this alone).
+ * - The chain-side decision records 0001–0004 (bench-records.ts), on a service of their own at
+ *   CHAIN_BLOCK_TIME_MS=1000: each replacement against the library it replaced, in alternating
+ *   rounds of JSON sells (`--only records` runs this alone).
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
  *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
  *   service's peak RSS after it.
@@ -39,7 +42,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history|webhooks, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|webhooks|rpc|records, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -63,8 +66,10 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 import type { RunningService } from "../adapters/main.js";
+import { type Tally, tallied, useLibraryFor } from "../adapters/shared/records.ab.js";
 import { flood, measureFlood } from "./bench-flood.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
+import { measureRecords, recordsTable } from "./bench-records.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
 import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
 
@@ -151,14 +156,23 @@ interface Usage {
   memory?: NodeJS.MemoryUsage;
   /** Peak RSS of the embedded chain's process (0 where /proc cannot tell). */
   chainMaxRssBytes: number;
+  /** What the records' A/B switches counted so far (adapters/shared/records.ab.ts; empty unless loaded). */
+  tallies?: Record<string, Tally>;
 }
 
 type ToServer =
   | { type: "usage" }
   | { type: "stop" }
   | { type: "log-level"; level: string }
+  | { type: "library"; records: string[] }
   | { type: "bare"; captured: Captured; capturedGrpc: CapturedGrpc };
-type FromServer = Ready | BareReady | Usage | { type: "log-level"; level: string } | { type: "error"; message: string };
+type FromServer =
+  | Ready
+  | BareReady
+  | Usage
+  | { type: "log-level"; level: string }
+  | { type: "library"; records: string[] }
+  | { type: "error"; message: string };
 
 // ---------------------------------------------------------------------------------------------
 // The server process: embedded chain, service, bare server
@@ -243,7 +257,12 @@ function answerDriver(service: RunningService, defaultLevel: string, dir: string
         maxRssBytes: usage.maxRSS * 1024,
         memory: process.memoryUsage(),
         chainMaxRssBytes: chain.maxRssBytes,
+        tallies: tallied(),
       });
+    } else if (message.type === "library") {
+      // The records bench's switches (scripts/bench-records.ts): they act only where its hooks loaded them.
+      useLibraryFor(message.records);
+      send({ type: "library", records: message.records });
     } else if (message.type === "log-level") {
       // "default" restores LOG_LEVEL; request loggers are made per request, so this takes at once.
       service.log.level = message.level === "default" ? defaultLevel : message.level;
@@ -412,8 +431,16 @@ class ServerProcess {
   readonly logFile: string;
   readonly #collector: ChildProcess;
 
-  /** @param env - added to this process's environment for the child's (the service reads its configuration there). */
-  constructor(apiKey: string, role: "server" | "bare" = "server", env: Record<string, string> = {}) {
+  /**
+   * @param env - added to this process's environment for the child's (the service reads its configuration there).
+   * @param imports - modules the child imports first, after tsx (the records bench's hooks).
+   */
+  constructor(
+    apiKey: string,
+    role: "server" | "bare" = "server",
+    env: Record<string, string> = {},
+    imports: readonly string[] = [],
+  ) {
     const logDir = mkdtempSync(join(tmpdir(), "bench-log-"));
     this.logFile = join(logDir, "service.log");
     const logFd = openSync(this.logFile, "a");
@@ -427,6 +454,7 @@ class ServerProcess {
         ...(role === "server" ? SERVICE_HEAP_FLAGS : []),
         "--import",
         "tsx",
+        ...imports.flatMap((module) => ["--import", module]),
         ...(opts.profile && role === "server"
           ? ["--cpu-prof", "--cpu-prof-interval=200", `--cpu-prof-dir=${opts.profile}`]
           : []),
@@ -485,6 +513,13 @@ class ServerProcess {
     } catch {
       return 0;
     }
+  }
+
+  /** Switches the records' replacements to their library (the records bench's service only). */
+  async library(records: readonly string[]): Promise<void> {
+    const reply = this.next("library", 10_000);
+    this.#child.send({ type: "library", records: [...records] } satisfies ToServer);
+    await reply;
   }
 
   async usage(): Promise<Usage> {
@@ -966,6 +1001,7 @@ const SEPARATE = {
   history: async () => historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`))),
   webhooks: () => benchWebhooks(),
   rpc: async () => rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) })),
+  records: () => benchRecords(sizes()),
 } as const;
 
 /** The main table's rows so far, and the loads whose CPU and event-loop figures are listed under it. */
@@ -976,9 +1012,9 @@ interface Findings {
 
 async function drive(): Promise<void> {
   const size = sizes();
-  if (opts.only !== undefined && !["price", "sells", "history", "webhooks", "rpc"].includes(opts.only))
-    throw new Error("--only: must be price, sells, history, webhooks or rpc");
-  if (opts.only === "history" || opts.only === "webhooks" || opts.only === "rpc") {
+  if (opts.only !== undefined && !["price", "sells", "history", "webhooks", "rpc", "records"].includes(opts.only))
+    throw new Error("--only: must be price, sells, history, webhooks, rpc or records");
+  if (opts.only === "history" || opts.only === "webhooks" || opts.only === "rpc" || opts.only === "records") {
     process.stdout.write(`${await SEPARATE[opts.only]()}\n`);
     return;
   }
@@ -1006,7 +1042,7 @@ async function drive(): Promise<void> {
 
   process.stdout.write(report(ready, found, memoryNote, totalSeconds, load));
   if (opts.only === undefined) {
-    for (const measure of [SEPARATE.history, SEPARATE.webhooks, SEPARATE.rpc])
+    for (const measure of [SEPARATE.history, SEPARATE.webhooks, SEPARATE.rpc, SEPARATE.records])
       process.stdout.write(`${await measure()}\n`);
   }
 }
@@ -1248,6 +1284,51 @@ async function benchWebhooks(): Promise<string> {
   } finally {
     await receiver.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The chain-side decision records (scripts/bench-records.ts) on a service of their own: its
+ * embedded chain at CHAIN_BLOCK_TIME_MS=1000, the records' A/B switches loaded, JSON sells.
+ * --duration is each round's measured seconds, --rounds the cycles, --concurrency the sells in flight.
+ */
+async function benchRecords({ seconds, concurrency, rounds }: Sizes): Promise<string> {
+  const apiKey = randomBytes(24).toString("base64url");
+  process.stderr.write("records: starting the service at CHAIN_BLOCK_TIME_MS=1000 with the records' switches…\n");
+  const hooks = fileURLToPath(new URL("./bench-records/register.ts", import.meta.url));
+  const server = new ServerProcess(apiKey, "server", { CHAIN_BLOCK_TIME_MS: "1000" }, [hooks]);
+  try {
+    const ready = await server.next("ready");
+    const target = httpSells(ready, apiKey, concurrency);
+    const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
+    const token = new Contract(ready.addresses.token, ERC20_ABI, provider);
+    try {
+      const result = await measureRecords(
+        {
+          library: (records) => server.library(records),
+          usage: async () => {
+            const { cpuMicros, tallies = {} } = await server.usage();
+            return { cpuMicros, tallies };
+          },
+          sell: (index) => target.sell(index),
+          wallet: async () => ({
+            nonce: await provider.getTransactionCount(ready.wallet, "latest"),
+            balance: (await token.getFunction("balanceOf")(ready.wallet)) as bigint,
+          }),
+          sellAmount: ONE_TOKEN,
+        },
+        { seconds, concurrency, cycles: rounds, progress: (line) => process.stderr.write(`${line}\n`) },
+      );
+      return recordsTable(result, { machine: machine(), config: ready.config });
+    } finally {
+      target.close?.();
+      provider.destroy();
+    }
+  } finally {
+    await server.stop();
   }
 }
 
