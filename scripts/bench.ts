@@ -22,6 +22,9 @@
  * - Peak RSS of the service process and of the embedded chain's process.
  * - The trade history (bench-history.ts): pages of 50 out of a journal of a million trades, on
  *   SQLite and PostgreSQL (`--only history` runs this alone).
+ * - The authorize step (bench-access.ts): what an access file's spending limits add to a trade's
+ *   first journal write, with a million trades in the limits' window, on SQLite and PostgreSQL
+ *   (`--only access` runs this alone).
  * - JSON-RPC calls per trade (bench-rpc.ts), on anvil at 1 s blocks: sequential sells and a
  *   burst of 50 (`--only rpc` runs this alone).
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
@@ -39,7 +42,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history|webhooks, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|access|webhooks|rpc, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -64,6 +67,7 @@ import { Contract, Interface, JsonRpcProvider, MaxUint256, Network, Wallet, kecc
 import { ERC20_ABI, SWAP_ABI, type DeploymentAddresses } from "../adapters/chain/index.js";
 import type { RunningService } from "../adapters/main.js";
 import { flood, measureFlood } from "./bench-flood.js";
+import { accessTable, measureAccess } from "./bench-access.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
 import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
@@ -964,6 +968,7 @@ function sizes(): Sizes {
 /** The measurements that run on services of their own, each answering its own table (`--only` one of them, or all last). */
 const SEPARATE = {
   history: async () => historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`))),
+  access: async () => accessTable(await measureAccess((line) => process.stderr.write(`${line}\n`))),
   webhooks: () => benchWebhooks(),
   rpc: async () => rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) })),
 } as const;
@@ -976,9 +981,9 @@ interface Findings {
 
 async function drive(): Promise<void> {
   const size = sizes();
-  if (opts.only !== undefined && !["price", "sells", "history", "webhooks", "rpc"].includes(opts.only))
-    throw new Error("--only: must be price, sells, history, webhooks or rpc");
-  if (opts.only === "history" || opts.only === "webhooks" || opts.only === "rpc") {
+  if (opts.only !== undefined && !["price", "sells", "history", "access", "webhooks", "rpc"].includes(opts.only))
+    throw new Error("--only: must be price, sells, history, access, webhooks or rpc");
+  if (opts.only === "history" || opts.only === "access" || opts.only === "webhooks" || opts.only === "rpc") {
     process.stdout.write(`${await SEPARATE[opts.only]()}\n`);
     return;
   }
@@ -1006,7 +1011,7 @@ async function drive(): Promise<void> {
 
   process.stdout.write(report(ready, found, memoryNote, totalSeconds, load));
   if (opts.only === undefined) {
-    for (const measure of [SEPARATE.history, SEPARATE.webhooks, SEPARATE.rpc])
+    for (const measure of [SEPARATE.history, SEPARATE.access, SEPARATE.webhooks, SEPARATE.rpc])
       process.stdout.write(`${await measure()}\n`);
   }
 }
