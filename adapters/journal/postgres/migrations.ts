@@ -135,8 +135,8 @@ export const MIGRATIONS = [
   // 10: the access file (spending.ts): the name of the key that sent each trade, and what each
   // trade counts against the spending limits, with a counter per limit scope.
   SPENDING_MIGRATION,
-  // 11: spend_admit reads a limit's window only to create its counter (spend-admit.ts), not on
-  // every trade.
+  // 11: spend_admit reads a limit's window only to create its counter, and ages a counter only
+  // when it is behind or full (spend-admit.ts), not on every trade.
   SPEND_ADMIT_MIGRATION,
 ];
 

@@ -1,10 +1,16 @@
 /**
  * Migration 11 of the PostgreSQL journal: `spend_admit` (spending.ts, which explains its steps)
- * made cheap on a busy window. What it decides is unchanged; what it reads is not: a counter is
- * created from the spends in its window only when it does not exist yet. The function of
- * migration 10 summed every check's whole window on every trade, before ON CONFLICT found the
- * counter there.
+ * made cheap on a busy window. What it decides is unchanged; what it reads is not:
+ *   - a counter is created from the spends in its window only when it does not exist yet (the
+ *     function of migration 10 summed every check's whole window on every trade, before ON
+ *     CONFLICT found the counter there);
+ *   - a counter is aged (the spends that left its window since `through_ms` taken out) when it
+ *     is more than AGE_AFTER_MS behind, or when, not aged, it would have no room for the trade.
+ *     A counter not aged counts spends that have left, so it never shows more room than there is:
+ *     a trade it has room for fits, and any other is checked again against the aged counter.
+ *     Aging on every trade cost each one a range read and an update per limit.
  */
+import { AGE_AFTER_MS } from "../spending.js";
 
 /** The counters of the spend `s`'s scopes. */
 const SCOPES_OF = (s: string) =>
@@ -12,11 +18,8 @@ const SCOPES_OF = (s: string) =>
      OR (per = 'destinatary' AND value = ${s}.destinatary) OR per = 'all')`;
 
 export const SPEND_ADMIT_MIGRATION = `
-  -- Admits a new spend (p_new) or a new amount for a trade's spend, against the checks given as
-  -- arrays (one element per limit). refused = 0: admitted and recorded; else the 1-based index of
-  -- the check that refused it, what that limit had used, and when its window frees enough room.
-  CREATE OR REPLACE FUNCTION spend_admit(p_trade TEXT, p_new BOOLEAN, p_usd NUMERIC, p_key TEXT, p_wallet TEXT, p_dest TEXT,
-      p_pers TEXT[], p_values TEXT[], p_windows BIGINT[], p_max_usd NUMERIC[], p_max_trades BIGINT[],
+  CREATE OR REPLACE FUNCTION spend_admit(p_trade TEXT, p_new BOOLEAN, p_usd NUMERIC, p_key TEXT, p_wallet TEXT,
+      p_dest TEXT, p_pers TEXT[], p_values TEXT[], p_windows BIGINT[], p_max_usd NUMERIC[], p_max_trades BIGINT[],
       OUT refused INT, OUT used_usd NUMERIC, OUT used_trades BIGINT, OUT retry_after_ms BIGINT)
   LANGUAGE plpgsql AS $$
   DECLARE
@@ -30,6 +33,7 @@ export const SPEND_ADMIT_MIGRATION = `
     base_n BIGINT;
     over_usd NUMERIC;
     over_n BIGINT;
+    uncounted BOOLEAN;
     frees BIGINT;
   BEGIN
     refused := 0;
@@ -54,21 +58,25 @@ export const SPEND_ADMIT_MIGRATION = `
     FOR i IN 1..checks LOOP
       cutoff := now_ms - p_windows[i];
       SELECT * INTO c FROM spend_counters WHERE per = p_pers[i] AND value = p_values[i] AND window_ms = p_windows[i];
-      IF c.through_ms < cutoff THEN
+      -- At most twice: as the counter is, then, if it must age, aged.
+      LOOP
+        base_usd := c.usd;
+        base_n := c.trades;
+        -- A new amount for a spend: checked only where it still counts, in place of its old amount.
+        uncounted := NOT p_new AND (NOT own.counts OR own.at_ms <= c.through_ms);
+        IF NOT p_new AND NOT uncounted THEN
+          base_usd := base_usd - own.usd;
+          base_n := base_n - 1;
+        END IF;
+        over_usd := CASE WHEN p_max_usd[i] IS NULL THEN 0 ELSE base_usd + p_usd - p_max_usd[i] END;
+        over_n := CASE WHEN p_max_trades[i] IS NULL THEN 0 ELSE base_n + 1 - p_max_trades[i] END;
+        EXIT WHEN c.through_ms >= cutoff
+          OR (c.through_ms >= cutoff - ${AGE_AFTER_MS} AND (uncounted OR (over_usd <= 0 AND over_n <= 0)));
         SELECT * INTO aged FROM spend_sum(p_pers[i], p_values[i], c.through_ms, cutoff);
         UPDATE spend_counters SET usd = usd - aged.usd, trades = trades - aged.n, through_ms = cutoff
           WHERE per = p_pers[i] AND value = p_values[i] AND window_ms = p_windows[i] RETURNING * INTO c;
-      END IF;
-      base_usd := c.usd;
-      base_n := c.trades;
-      IF NOT p_new THEN
-        -- A new amount for a spend: checked only where it still counts, in place of its old amount.
-        CONTINUE WHEN NOT own.counts OR own.at_ms <= c.through_ms;
-        base_usd := base_usd - own.usd;
-        base_n := base_n - 1;
-      END IF;
-      over_usd := CASE WHEN p_max_usd[i] IS NULL THEN 0 ELSE base_usd + p_usd - p_max_usd[i] END;
-      over_n := CASE WHEN p_max_trades[i] IS NULL THEN 0 ELSE base_n + 1 - p_max_trades[i] END;
+      END LOOP;
+      CONTINUE WHEN uncounted;
       IF over_usd > 0 OR over_n > 0 THEN
         refused := i;
         used_usd := base_usd;

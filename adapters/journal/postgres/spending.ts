@@ -10,8 +10,9 @@
  *   2. locks every counter of its key, wallet, destinatary and the service, in one order
  *      (per, value, window): the lock per limit scope, so two instances never both take the last
  *      room, and never deadlock;
- *   3. ages each counter it checks: takes out the spends that left the window since `through_ms`
- *      (an index range, amortised over the trades);
+ *   3. ages each counter it checks that is more than AGE_AFTER_MS behind, or that would have no
+ *      room for the trade without: takes out the spends that left the window since `through_ms`
+ *      (an index range; spend-admit.ts says why a counter that has not aged decides exactly);
  *   4. checks that what is used plus the trade is at most each maximum; else answers which limit
  *      refused, what it had used, and when the window frees enough room;
  *   5. records its spend and adds it to every counter of its scopes.
