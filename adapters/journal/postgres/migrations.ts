@@ -136,7 +136,8 @@ export const MIGRATIONS = [
   // trade counts against the spending limits, with a counter per limit scope.
   SPENDING_MIGRATION,
   // 11: spend_admit reads a limit's window only to create its counter, and ages a counter only
-  // when it is behind or full (spend-admit.ts), not on every trade.
+  // when it is behind or full (spend-admit.ts), not on every trade; spend_open admits a new
+  // trade's spend in the statement that inserts it.
   SPEND_ADMIT_MIGRATION,
 ];
 

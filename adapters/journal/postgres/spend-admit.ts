@@ -9,8 +9,13 @@
  *     A counter not aged counts spends that have left, so it never shows more room than there is:
  *     a trade it has room for fits, and any other is checked again against the aged counter.
  *     Aging on every trade cost each one a range read and an update per limit.
+ * And `spend_open`, which admits a new trade's spend in the statement that inserts the trade,
+ * raising on a refusal, so that a counted trade is one round trip (insertCounted, spending.ts).
  */
 import { AGE_AFTER_MS } from "../spending.js";
+
+/** The SQLSTATE spend_open raises a refusal with; its DETAIL is spend_admit's answer, as JSON. */
+export const SPEND_REFUSED = "TJ001";
 
 /** The counters of the spend `s`'s scopes. */
 const SCOPES_OF = (s: string) =>
@@ -98,5 +103,22 @@ export const SPEND_ADMIT_MIGRATION = `
         UPDATE spend_counters s SET usd = s.usd - own.usd + p_usd WHERE ${SCOPES_OF("own")} AND s.through_ms < own.at_ms;
       END IF;
       UPDATE spends SET usd = p_usd WHERE trade_id = p_trade;
+    END IF;
+  END $$;
+
+  -- A new trade's spend admitted in the statement that inserts the trade (insertCounted): a refusal
+  -- raises, which takes the insert back with it.
+  CREATE FUNCTION spend_open(p_trade TEXT, p_usd NUMERIC, p_key TEXT, p_wallet TEXT, p_dest TEXT, p_pers TEXT[],
+      p_values TEXT[], p_windows BIGINT[], p_max_usd NUMERIC[], p_max_trades BIGINT[])
+  RETURNS void LANGUAGE plpgsql AS $$
+  DECLARE
+    r RECORD;
+  BEGIN
+    SELECT * INTO r FROM spend_admit(p_trade, true, p_usd, p_key, p_wallet, p_dest, p_pers, p_values, p_windows,
+      p_max_usd, p_max_trades);
+    IF r.refused > 0 THEN
+      RAISE EXCEPTION 'spending limit % has no room for trade %', r.refused, p_trade USING ERRCODE = '${SPEND_REFUSED}',
+        DETAIL = json_build_object('refused', r.refused, 'used_usd', r.used_usd::text,
+          'used_trades', r.used_trades::text, 'retry_after_ms', r.retry_after_ms::text)::text;
     END IF;
   END $$;`;
