@@ -13,6 +13,14 @@ export function spends(status: TradeStatus): boolean {
   return (SPENDING_STATUSES as readonly TradeStatus[]).includes(status);
 }
 
+/**
+ * How far behind a counter may be before a trade ages it (takes out the spends that left its
+ * window), when it has room for the trade anyway: a counter that has not aged counts too much,
+ * never too little, and a busy limit is then aged about once in this long instead of by every
+ * trade (postgres/spend-admit.ts, sqlite/spending.ts).
+ */
+export const AGE_AFTER_MS = 1_000;
+
 /** The states that count, as SQL text: `'accepted', 'signed', …`. */
 export const SPENDING_STATUSES_SQL = SPENDING_STATUSES.map((status) => `'${status}'`).join(", ");
 

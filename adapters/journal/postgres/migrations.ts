@@ -6,6 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { amountColumns } from "./rows.js";
+import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
@@ -134,6 +135,10 @@ export const MIGRATIONS = [
   // 10: the access file (spending.ts): the name of the key that sent each trade, and what each
   // trade counts against the spending limits, with a counter per limit scope.
   SPENDING_MIGRATION,
+  // 11: spend_admit reads a limit's window only to create its counter, and ages a counter only
+  // when it is behind or full (spend-admit.ts), not on every trade; spend_open admits a new
+  // trade's spend in the statement that inserts it.
+  SPEND_ADMIT_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -10,20 +10,29 @@
  *   2. locks every counter of its key, wallet, destinatary and the service, in one order
  *      (per, value, window): the lock per limit scope, so two instances never both take the last
  *      room, and never deadlock;
- *   3. ages each counter it checks: takes out the spends that left the window since `through_ms`
- *      (an index range, amortised over the trades);
+ *   3. ages each counter it checks that is more than AGE_AFTER_MS behind, or that would have no
+ *      room for the trade without: takes out the spends that left the window since `through_ms`
+ *      (an index range; spend-admit.ts says why a counter that has not aged decides exactly);
  *   4. checks that what is used plus the trade is at most each maximum; else answers which limit
  *      refused, what it had used, and when the window frees enough room;
  *   5. records its spend and adds it to every counter of its scopes.
- * All of it is one call (spend_admit), in the transaction that inserts the trade: a refusal rolls
- * the trade back with it. A trade that stops counting (failed, expired, deleted) or counts again
+ * All of it is one call (spend_admit), in the statement that inserts the trade (insertCounted,
+ * spend_open) or in the transaction of a sell's new amount (admitSpend): a refusal rolls the
+ * trade back with it. A trade that stops counting (failed, expired, deleted) or counts again
  * (a receipt after all) moves its spend out of, or back into, the counters it has not left, by a
  * trigger on `trades`, in the same transaction as that change.
  */
 import type pg from "pg";
 
-import { type LimitCheck, type LimitUse, limitExceeded, type Spending } from "../../../core/index.js";
+import {
+  type LimitCheck,
+  type LimitUse,
+  limitExceeded,
+  type Spending,
+  type SpendingLimitError,
+} from "../../../core/index.js";
 import { SPENDING_STATUSES_SQL } from "../spending.js";
+import { SPEND_REFUSED } from "./spend-admit.js";
 
 /** The counters of the spend `s`'s scopes. */
 const SCOPES_OF = (s: string) =>
@@ -235,6 +244,31 @@ interface AdmitRow {
   retry_after_ms: string | null;
 }
 
+/** spend_admit's arguments after the trade's id and whether its spend is new. */
+function admitArguments(spend: Spending["spend"] | { usd: bigint }, checks: readonly LimitCheck[]): unknown[] {
+  const isNew = "key" in spend;
+  return [
+    spend.usd.toString(),
+    isNew ? spend.key : null,
+    isNew ? spend.wallet : null,
+    isNew ? spend.destinatary : null,
+    checks.map((check) => check.limit.per),
+    checks.map((check) => check.value),
+    checks.map((check) => check.limit.windowMs),
+    checks.map((check) => check.limit.maxUsd?.toString() ?? null),
+    checks.map((check) => check.limit.maxTrades ?? null),
+  ];
+}
+
+function refusal(row: AdmitRow, usd: bigint, checks: readonly LimitCheck[]): SpendingLimitError {
+  return limitExceeded(
+    checks[row.refused - 1]!,
+    { usd: BigInt(row.used_usd ?? "0"), trades: Number(row.used_trades ?? "0") },
+    { usd, trades: 1 },
+    row.retry_after_ms === null ? undefined : Number(row.retry_after_ms),
+  );
+}
+
 /**
  * Admits the spend of trade `tradeId` (new: `spending.spend`; else a new amount `usd` for the
  * spend it has) on `client`, inside the caller's transaction.
@@ -246,33 +280,45 @@ export async function admitSpend(
   spend: Spending["spend"] | { usd: bigint },
   checks: readonly LimitCheck[],
 ): Promise<void> {
-  const isNew = "key" in spend;
   const { rows } = await client.query<AdmitRow>(
     `SELECT refused, used_usd::text, used_trades::text, retry_after_ms::text
      FROM spend_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [
-      tradeId,
-      isNew,
-      spend.usd.toString(),
-      isNew ? spend.key : null,
-      isNew ? spend.wallet : null,
-      isNew ? spend.destinatary : null,
-      checks.map((check) => check.limit.per),
-      checks.map((check) => check.value),
-      checks.map((check) => check.limit.windowMs),
-      checks.map((check) => check.limit.maxUsd?.toString() ?? null),
-      checks.map((check) => check.limit.maxTrades ?? null),
-    ],
+    [tradeId, "key" in spend, ...admitArguments(spend, checks)],
   );
   const row = rows[0]!;
-  if (row.refused === 0) return;
-  const check = checks[row.refused - 1]!;
-  throw limitExceeded(
-    check,
-    { usd: BigInt(row.used_usd ?? "0"), trades: Number(row.used_trades ?? "0") },
-    { usd: spend.usd, trades: 1 },
-    row.retry_after_ms === null ? undefined : Number(row.retry_after_ms),
-  );
+  if (row.refused !== 0) throw refusal(row, spend.usd, checks);
+}
+
+/**
+ * A new trade's insert (`insert`, with `parameters`, RETURNING its row with its `id`) and the
+ * admission of its spend, as one statement (spend_open, ./spend-admit.ts): one round trip, where a
+ * transaction around the two takes three more. A refusal raises, and takes the insert back with it.
+ * Nothing is admitted when the insert inserts nothing (its idempotency key is taken). `insert` is
+ * the same text on every call: the statement is prepared by name.
+ * @throws SpendingLimitError when a check has no room
+ */
+export async function insertCounted<T extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  insert: string,
+  parameters: readonly unknown[],
+  spending: Spending,
+): Promise<T | undefined> {
+  const admit = admitArguments(spending.spend, spending.checks);
+  const placeholders = admit.map((_, i) => `$${parameters.length + i + 1}`).join(", ");
+  try {
+    // Named: each connection parses and plans it once; planned afresh on every trade, it cost the
+    // server a third of what counting the trade does (docs/benchmarks.md, "The authorize step").
+    const { rows } = await pool.query<T>({
+      name: "trade-open-counted",
+      text: `WITH t AS (${insert}) SELECT t.* FROM t CROSS JOIN LATERAL spend_open(t.id, ${placeholders})`,
+      values: [...parameters, ...admit],
+    });
+    return rows[0];
+  } catch (error) {
+    const { code, detail } = error as pg.DatabaseError;
+    if (code !== SPEND_REFUSED || detail === undefined) throw error;
+    throw refusal(JSON.parse(detail) as AdmitRow, spending.spend.usd, spending.checks);
+  }
 }
 
 /** What each check's limit has used in its window now (spend_used), in order. */

@@ -34,7 +34,7 @@ import {
   toRecord,
   visibleWhere,
 } from "./rows.js";
-import { admitSpend, spendingUse } from "./spending.js";
+import { admitSpend, insertCounted, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
 import { applies, decide, statusAfter } from "../transitions.js";
@@ -46,6 +46,12 @@ interface StateRow {
 }
 
 const stateOf = (row: StateRow | undefined) => row && { status: row.status, txHash: row.tx_hash };
+
+/** Inserts a trade, or nothing when its (scope, idempotency key) is taken. */
+const INSERT_TRADE = `INSERT INTO trades (id, scope, key_name, idempotency_key, request_hash, kind, request, status, owner)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, '${INITIAL_STATUS}', $8)
+  ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING ${COLUMNS}`;
 
 /**
  * Each change of a trade's status is made only where the trade model says its operation applies
@@ -80,15 +86,12 @@ export class PostgresTrades implements TradeJournal {
     for (let attempt = 0; attempt < 5; attempt++) {
       // Of concurrent inserts with one key, PostgreSQL lets exactly one through; the others wait
       // for it to commit, then do nothing, and read its row. With spending limits, the insert and
-      // the limits' check are one transaction (spending.ts): a refusal takes the insert back.
+      // the limits' check are one statement (insertCounted): a refusal takes the insert back.
+      const parameters = this.#insertParameters(id, trade);
       const created =
         spending === undefined
-          ? await this.#insert(this.#pool, id, trade)
-          : await transaction(this.#pool, async (client) => {
-              const row = await this.#insert(client, id, trade);
-              if (row !== undefined) await admitSpend(client, id, spending.spend, spending.checks);
-              return row;
-            });
+          ? (await this.#pool.query<Row>(INSERT_TRADE, parameters)).rows[0]
+          : await insertCounted<Row>(this.#pool, INSERT_TRADE, parameters, spending);
       if (created) return { created: true, record: toRecord(created, []) };
       const existing = await this.#pool.query<Row>(
         `SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`,
@@ -123,25 +126,18 @@ export class PostgresTrades implements TradeJournal {
     return rows.map((row) => ({ value: row.value, usd: BigInt(row.usd), trades: Number(row.trades) }));
   }
 
-  /** Inserts the trade `id`, or nothing when its (scope, idempotency key) is taken. */
-  async #insert(db: pg.Pool | pg.PoolClient, id: string, trade: NewTrade): Promise<Row | undefined> {
-    const inserted = await db.query<Row>(
-      `INSERT INTO trades (id, scope, key_name, idempotency_key, request_hash, kind, request, status, owner)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, '${INITIAL_STATUS}', $8)
-       ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-       RETURNING ${COLUMNS}`,
-      [
-        id,
-        trade.scope,
-        trade.keyName ?? null,
-        trade.idempotencyKey,
-        trade.requestHash,
-        trade.kind,
-        JSON.stringify(trade.request),
-        this.#instance,
-      ],
-    );
-    return inserted.rows[0];
+  /** INSERT_TRADE's parameters for the trade `id`. */
+  #insertParameters(id: string, trade: NewTrade): unknown[] {
+    return [
+      id,
+      trade.scope,
+      trade.keyName ?? null,
+      trade.idempotencyKey,
+      trade.requestHash,
+      trade.kind,
+      JSON.stringify(trade.request),
+      this.#instance,
+    ];
   }
 
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {

@@ -7,7 +7,7 @@
  * spend out of (or back into) the counters when its trade stops (or starts again) counting add
  * them with `spend_add`, a function this connection defines (registerSpendFunctions).
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
 
 import {
   type LimitCheck,
@@ -18,7 +18,7 @@ import {
   overBy,
   type Spend,
 } from "../../../core/index.js";
-import { retryAfterMs, SPENDING_STATUSES_SQL } from "../spending.js";
+import { AGE_AFTER_MS, retryAfterMs, SPENDING_STATUSES_SQL } from "../spending.js";
 
 /** The counters of the spend `s`'s scopes, on `spend_counters`. */
 const SCOPES_OF = (s: string) =>
@@ -151,21 +151,20 @@ export class SqliteSpending {
       ? spend
       : { key: String(own!.key_name), wallet: String(own!.wallet), destinatary: String(own!.destinatary) };
     for (const check of checks) {
-      const counter = this.#counter(check, now);
-      let used: LimitUse = { usd: counter.usd, trades: counter.trades };
-      if (own !== undefined) {
-        // A new amount: checked only where the spend still counts, in place of its old amount.
-        if (Number(own.counts) !== 1 || Number(own.at_ms) <= counter.through) continue;
-        used = { usd: used.usd - BigInt(String(own.usd)), trades: used.trades - 1 };
+      let counter = this.#counter(check, now, AGE_AFTER_MS);
+      let outcome = this.#outcome(check, counter, own, spend.usd);
+      // Not aged, the counter may count spends that have left: no room there is checked again, aged.
+      if (outcome?.over !== undefined && counter.through < now - check.limit.windowMs) {
+        counter = this.#counter(check, now, 0);
+        outcome = this.#outcome(check, counter, own, spend.usd);
       }
-      const add = { usd: spend.usd, trades: 1 };
-      const over = overBy(check.limit, used, add);
-      if (over === undefined) continue;
+      if (outcome?.over === undefined) continue;
       const inWindow = this.#sql.per[check.limit.per].after.iterate(check.value, counter.through, tradeId);
       const spends = (function* () {
         for (const row of inWindow) yield { at: Number(row.at_ms), usd: BigInt(String(row.usd)) };
       })();
-      throw limitExceeded(check, used, add, retryAfterMs(spends, over, check.limit.windowMs, now));
+      const add = { usd: spend.usd, trades: 1 };
+      throw limitExceeded(check, outcome.used, add, retryAfterMs(spends, outcome.over, check.limit.windowMs, now));
     }
     if (isNew) {
       this.#sql.insertSpend.run(tradeId, now, spend.usd.toString(), spend.key, spend.wallet, spend.destinatary);
@@ -188,12 +187,33 @@ export class SqliteSpending {
 
   /** What the check's limit has used in its window at `now` (its counter, brought up to date). */
   use(check: LimitCheck, now: number): LimitUse {
-    const { usd, trades } = this.#counter(check, now);
+    const { usd, trades } = this.#counter(check, now, 0);
     return { usd, trades };
   }
 
-  /** The check's counter, created from the spends in its window if new, with the spends that left the window taken out. */
-  #counter(check: LimitCheck, now: number): Counter {
+  /**
+   * What the check's limit has used but `own`'s old amount (a new amount for a spend is checked in
+   * its place), and what the trade puts it over by; undefined where `own` no longer counts.
+   */
+  #outcome(
+    check: LimitCheck,
+    counter: Counter,
+    own: Record<string, SQLOutputValue> | undefined,
+    usd: bigint,
+  ): { used: LimitUse; over: LimitUse | undefined } | undefined {
+    let used: LimitUse = { usd: counter.usd, trades: counter.trades };
+    if (own !== undefined) {
+      if (Number(own.counts) !== 1 || Number(own.at_ms) <= counter.through) return undefined;
+      used = { usd: used.usd - BigInt(String(own.usd)), trades: used.trades - 1 };
+    }
+    return { used, over: overBy(check.limit, used, { usd, trades: 1 }) };
+  }
+
+  /**
+   * The check's counter, created from the spends in its window if new, with the spends that left
+   * the window taken out when it is more than `slackMs` behind (AGE_AFTER_MS, ../spending.ts).
+   */
+  #counter(check: LimitCheck, now: number, slackMs: number): Counter {
     const { per, windowMs } = check.limit;
     const cutoff = now - windowMs;
     const row = this.#sql.counter.get(per, check.value, windowMs);
@@ -203,7 +223,7 @@ export class SqliteSpending {
       return { ...inWindow, through: cutoff };
     }
     const counter = { usd: BigInt(String(row.usd)), trades: Number(row.trades), through: Number(row.through_ms) };
-    if (counter.through >= cutoff) return counter;
+    if (counter.through >= cutoff - slackMs) return counter;
     const aged = this.#sum(this.#sql.per[per].between, check.value, counter.through, cutoff);
     const fresh = { usd: counter.usd - aged.usd, trades: counter.trades - aged.trades, through: cutoff };
     this.#sql.setCounter.run(fresh.usd.toString(), fresh.trades, cutoff, per, check.value, windowMs);

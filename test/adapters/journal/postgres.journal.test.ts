@@ -203,6 +203,76 @@ describe("on a real PostgreSQL server", function () {
       }
     });
 
+    it("counts a trade against limits whose counters exist without reading the spends in their window", async function () {
+      const url = await server.newDatabase();
+      const journal = await openPostgresJournal(url);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const spend = {
+          key: "desk",
+          wallet: "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+          destinatary: "0x15d34aaf54267db7d7c367839aaf71a00a2c6a65",
+          usd: 10n ** 18n,
+        };
+        const checks = (["key", "wallet", "destinatary", "all"] as const).map((per) => ({
+          limit: { name: `${per} daily`, per, windowMs: 86_400_000, window: "24h", maxUsd: 10n ** 30n },
+          value: per === "key" ? spend.key : per === "all" ? "*" : spend[per],
+        }));
+        // 5,000 earlier trades' spends in the window (as the journal records them), then a trade
+        // that creates the four counters from them.
+        await client.query(
+          `INSERT INTO spends (trade_id, at_ms, usd, key_name, wallet, destinatary)
+           SELECT 'earlier-' || i, (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000 - i, $1, $2, $3, $4
+           FROM generate_series(1, 5000) AS i`,
+          [spend.usd.toString(), spend.key, spend.wallet, spend.destinatary],
+        );
+        const request = {
+          userAddress: spend.wallet,
+          destinatary: spend.destinatary,
+          amount: "1",
+          usdAddress: spend.wallet,
+        };
+        const trade = {
+          scope: "s",
+          keyName: "desk",
+          idempotencyKey: null,
+          requestHash: "h",
+          kind: "buy" as const,
+          request,
+        };
+        await journal.open(trade, { spend, checks });
+        // The next trade's spend, admitted (spend_admit, which open calls) in a transaction rolled
+        // back: the rows of `spends` it read, by index (counted on the table for a bitmap scan, on
+        // the index for a plain one) or by a sequential scan.
+        await client.query("BEGIN");
+        await client.query("SELECT * FROM spend_admit('probe', true, $1, $2, $3, $4, $5, $6, $7, $8, $9)", [
+          spend.usd.toString(),
+          spend.key,
+          spend.wallet,
+          spend.destinatary,
+          checks.map((check) => check.limit.per),
+          checks.map((check) => check.value),
+          checks.map((check) => check.limit.windowMs),
+          checks.map((check) => check.limit.maxUsd.toString()),
+          checks.map(() => null),
+        ]);
+        const [read] = (
+          await client.query<{ rows: number }>(
+            `SELECT (sum(pg_stat_get_xact_tuples_fetched(c.oid)) + pg_stat_get_xact_tuples_returned('spends'::regclass))::int AS rows
+             FROM pg_class c WHERE c.oid = 'spends'::regclass
+               OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'spends'::regclass)`,
+          )
+        ).rows;
+        await client.query("ROLLBACK");
+        // Summing the four windows would read the 5,001 spends four times.
+        expect(read!.rows).to.be.below(100);
+      } finally {
+        await client.end();
+        await journal.close();
+      }
+    });
+
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {
       const url = await server.newDatabase();
       await sql(

@@ -190,6 +190,24 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(refused(await open(journal, 2n * USD, cap))).to.equal(true);
     });
 
+    it("refuses with what the window holds, not what a counter aged a moment ago still counts", async function () {
+      const journal = context.journal();
+      const cap = [limit({ windowMs: 1_500, window: "1.5s", maxUsd: 10n * USD })];
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      expect(refused(await open(journal, 6n * USD, cap))).to.equal(false);
+      await sleep(700);
+      expect(refused(await open(journal, 3n * USD, cap))).to.equal(false);
+      await sleep(600);
+      expect(refused(await open(journal, USD, cap))).to.equal(false); // 10 of 10
+      // The 6 leaves the window; a counter aged less than a second ago may still count it.
+      await sleep(300);
+      const over = (await open(journal, 8n * USD, cap)) as SpendingLimitError;
+      expect(over).to.be.instanceOf(SpendingLimitError);
+      expect(over.message).to.include("4 of 10 USD used, this trade counts 8 USD");
+      expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 4n * USD, trades: 2 });
+      expect(refused(await open(journal, 6n * USD, cap))).to.equal(false);
+    });
+
     it("counts the trades already in the window for a limit added later", async function () {
       const journal = context.journal();
       await open(journal, 7n * USD, [limit({ maxUsd: 1_000n * USD })]);
@@ -197,6 +215,18 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect((await journal.spendingUse(checksFor(spendOf(0n), added)))[0]).to.deep.equal({ usd: 7n * USD, trades: 1 });
       expect(refused(await open(journal, 3n * USD + 1n, added))).to.equal(true);
       expect(refused(await open(journal, 3n * USD, added))).to.equal(false);
+    });
+
+    it("records the spend of a trade no limit applies to, and counts it in a limit added later", async function () {
+      const journal = context.journal();
+      // A wallet of its own: the other tests' trades are not in this one's window.
+      const wallet = "0x00000000000000000000000000000000000000c7";
+      await open(journal, 7n * USD, [], { wallet });
+      const added = [limit({ name: "later wallet limit", per: "wallet", maxUsd: 10n * USD })];
+      const use = await journal.spendingUse([{ limit: added[0]!, value: wallet }]);
+      expect(use[0]).to.deep.equal({ usd: 7n * USD, trades: 1 });
+      expect(refused(await open(journal, 3n * USD + 1n, added, { wallet }))).to.equal(true);
+      expect(refused(await open(journal, 3n * USD, added, { wallet }))).to.equal(false);
     });
 
     it("never lets instances racing for the last room pass the cap", async function () {
