@@ -36,6 +36,12 @@ export interface TransactionSigner {
   readonly address: string;
   /** Signs a 32-byte digest: a recoverable secp256k1 signature with a low `s`. */
   signDigest(digest: Uint8Array): Promise<Signature>;
+  /**
+   * How many signatures it serves well at once (a remote signer's sessions or connections): the
+   * send queue asks for that many of a round at a time. Unset: one at a time (a local key signs
+   * synchronously, so asking for more gains nothing).
+   */
+  readonly concurrency?: number;
 }
 
 /** A signer over a key held in memory. */
