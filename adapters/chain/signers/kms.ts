@@ -63,7 +63,7 @@ export async function openKmsSigners(settings: KmsSignerSettings): Promise<Opene
   const attemptMs = Math.max(250, Math.floor(settings.timeoutMs / 2));
   const client = new KMSClient({
     maxAttempts: 1, // retried here, within the signature's budget
-    requestHandler: { requestTimeout: attemptMs, connectionTimeout: attemptMs },
+    requestHandler: { requestTimeout: attemptMs, connectionTimeout: attemptMs, throwOnRequestTimeout: true },
   });
   try {
     const signers: TransactionSigner[] = [];
@@ -138,9 +138,10 @@ async function signWithRetries(
 ): Promise<Uint8Array> {
   const until = Date.now() + budgetMs;
   let pause = 10;
+  let last = "no answer";
   for (let attempt = 1; ; attempt++) {
     const left = until - Date.now();
-    if (left <= 0) throw unavailable(`no signature within ${budgetMs} ms`);
+    if (left <= 0) throw unavailable(`${last}; no signature within ${budgetMs} ms`);
     try {
       const answer = await client.send(
         new SignCommand({ KeyId: keyId, Message: digest, MessageType: "DIGEST", SigningAlgorithm: "ECDSA_SHA_256" }),
@@ -150,6 +151,7 @@ async function signWithRetries(
       return answer.Signature;
     } catch (error) {
       const name = nameOf(error);
+      last = name;
       if (!RETRIED.has(name)) {
         if (error instanceof Error && error.name === "ChainUnavailableError") throw error;
         throw unavailable(name);
