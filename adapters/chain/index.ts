@@ -62,6 +62,7 @@ export {
   SignatureRefusedError,
   keystoreSigner,
   rawKeySigner,
+  signEip1559With,
   toSigner,
   type TransactionSigner,
 } from "./tx/index.js";
