@@ -1,6 +1,6 @@
 /**
- * A KMS-protocol HTTP server of the tests' own, on 127.0.0.1, for the AWS KMS signer: the real
- * @aws-sdk/client-kms talks to it through AWS_ENDPOINT_URL_KMS. It speaks JSON 1.1 as AWS's API
+ * A KMS-protocol HTTP server of the tests' (and the bench's) own, on 127.0.0.1, for the AWS KMS
+ * signer: the real @aws-sdk/client-kms talks to it through AWS_ENDPOINT_URL_KMS. It speaks JSON 1.1 as AWS's API
  * reference has it (`X-Amz-Target: TrentService.GetPublicKey` and `TrentService.Sign`, content type
  * application/x-amz-json-1.1, errors as HTTP 400 with `__type` and `message`), answers a DER
  * SubjectPublicKeyInfo for ECC_SECG_P256K1 keys and DER ECDSA signatures, and the errors AWS
@@ -65,6 +65,38 @@ export interface KmsServer {
   close(): Promise<void>;
 }
 
+/** GetPublicKey's answer: the key's DER SubjectPublicKeyInfo and what it is for. */
+function publicKeyOf(key: Key): { status: number; json: unknown } {
+  return {
+    status: 200,
+    json: {
+      KeyId: key.arn,
+      PublicKey: key.spki.toString("base64"),
+      KeySpec: "ECC_SECG_P256K1",
+      CustomerMasterKeySpec: "ECC_SECG_P256K1",
+      KeyUsage: "SIGN_VERIFY",
+      SigningAlgorithms: ["ECDSA_SHA_256"],
+    },
+  };
+}
+
+/** Sign's answer: the digest signed as it is, a DER signature whose s is high half of the time, as KMS's may be. */
+function signature(key: Key, body: Record<string, unknown>): { status: number; json: unknown } {
+  if (body.MessageType !== "DIGEST" || body.SigningAlgorithm !== "ECDSA_SHA_256")
+    return error("ValidationException", "this server signs digests with ECDSA_SHA_256 only");
+  const digest = Buffer.from(String(body.Message ?? ""), "base64");
+  if (digest.length !== 32)
+    return error("ValidationException", "Digest is invalid length for algorithm ECDSA_SHA_256.");
+  const compact = sign(digest, key.secret);
+  const r = BigInt(hexlify(compact.subarray(0, 32)));
+  const low = BigInt(hexlify(compact.subarray(32)));
+  const s = randomBytes(1)[0]! & 1 ? N - low : low;
+  return {
+    status: 200,
+    json: { KeyId: key.arn, Signature: derSignatureOf(r, s).toString("base64"), SigningAlgorithm: "ECDSA_SHA_256" },
+  };
+}
+
 export async function startKmsServer(): Promise<KmsServer> {
   const keys = new Map<string, Key>();
   const aliases = new Map<string, string>();
@@ -78,41 +110,18 @@ export async function startKmsServer(): Promise<KmsServer> {
     return id === undefined ? undefined : keys.get(id);
   };
 
-  const answer = (target: string, body: Record<string, unknown>): { status: number; json: unknown } => {
+  const answer = (target: string, body: Record<string, unknown>) => {
     const keyId = String(body.KeyId ?? "");
     const key = find(keyId);
     if (!key) return error("NotFoundException", `Key '${keyId}' does not exist`);
     if (!key.enabled) return error("DisabledException", `${key.arn} is disabled.`);
-    if (target === "TrentService.GetPublicKey")
-      return {
-        status: 200,
-        json: {
-          KeyId: key.arn,
-          PublicKey: key.spki.toString("base64"),
-          KeySpec: "ECC_SECG_P256K1",
-          CustomerMasterKeySpec: "ECC_SECG_P256K1",
-          KeyUsage: "SIGN_VERIFY",
-          SigningAlgorithms: ["ECDSA_SHA_256"],
-        },
-      };
+    if (target === "TrentService.GetPublicKey") return publicKeyOf(key);
     if (target !== "TrentService.Sign") return error("UnsupportedOperationException", `${target} is not served here`);
     if (throttled > 0) {
       throttled -= 1;
       return error("ThrottlingException", "Rate exceeded");
     }
-    if (body.MessageType !== "DIGEST" || body.SigningAlgorithm !== "ECDSA_SHA_256")
-      return error("ValidationException", "this server signs digests with ECDSA_SHA_256 only");
-    const digest = Buffer.from(String(body.Message ?? ""), "base64");
-    if (digest.length !== 32)
-      return error("ValidationException", "Digest is invalid length for algorithm ECDSA_SHA_256.");
-    const compact = sign(digest, key.secret);
-    const r = BigInt(hexlify(compact.subarray(0, 32)));
-    const low = BigInt(hexlify(compact.subarray(32)));
-    const s = randomBytes(1)[0]! & 1 ? N - low : low;
-    return {
-      status: 200,
-      json: { KeyId: key.arn, Signature: derSignatureOf(r, s).toString("base64"), SigningAlgorithm: "ECDSA_SHA_256" },
-    };
+    return signature(key, body);
   };
 
   const server = http.createServer((req, res) => {
