@@ -174,8 +174,8 @@ export async function measureSigners(size: SignerSizes, progress: (line: string)
   const services: Service[] = [];
   try {
     kms = await startKmsServer();
-    const token = initDevToken(join(dir, "softhsm"), "bench");
-    const hsmKey = newKey(token, "exchange");
+    const token = await initDevToken(join(dir, "softhsm"), "bench");
+    const hsmKey = await newKey(token, "exchange");
     const kmsKey = kms.createKey("exchange");
     progress("bench signers: starting three services (key, SoftHSM, KMS), each with its embedded chain…");
     services.push(await start("in-process key", {}, dir));

@@ -13,11 +13,7 @@ import { fileURLToPath } from "node:url";
 
 import pkcs11js from "pkcs11js";
 
-import {
-  addressOfEcPoint,
-  loadPkcs11Module as loadModule,
-  unloadPkcs11Module as unloadModule,
-} from "../adapters/chain/index.js";
+import { addressOfEcPoint, pkcs11Modules } from "../adapters/chain/index.js";
 
 const ENSURE = fileURLToPath(new URL("./ensure-softhsm.sh", import.meta.url));
 /** The DER of secp256k1's OID, which EC_PARAMS holds. */
@@ -44,7 +40,7 @@ export interface DevToken {
  * A SoftHSM configuration under `dir` (SOFTHSM2_CONF must name it before the module loads) and a
  * token labelled `label` in it, with a random user PIN and SO PIN, each in a file of mode 0600.
  */
-export function initDevToken(dir: string, label: string): DevToken {
+export async function initDevToken(dir: string, label: string): Promise<DevToken> {
   const root = resolve(dir);
   mkdirSync(join(root, "tokens"), { recursive: true, mode: 0o700 });
   const conf = join(root, "softhsm2.conf");
@@ -58,7 +54,8 @@ export function initDevToken(dir: string, label: string): DevToken {
   const pinFile = join(root, `${label}.pin`);
   const pin = randomBytes(12).toString("base64url");
   const soPin = randomBytes(12).toString("base64url");
-  const lib = loadModule(module);
+  const { load, unload } = await pkcs11Modules();
+  const lib = load(module);
   try {
     const slot = lib.C_GetSlotList(false).find((s) => !(lib.C_GetTokenInfo(s).flags & pkcs11js.CKF_TOKEN_INITIALIZED));
     if (slot === undefined) throw new Error("SoftHSM offers no free slot");
@@ -72,7 +69,7 @@ export function initDevToken(dir: string, label: string): DevToken {
     lib.C_Logout(session);
     lib.C_CloseSession(session);
   } finally {
-    unloadModule(module);
+    unload(module);
   }
   writeFileSync(pinFile, `${pin}\n`, { mode: 0o600 });
   writeFileSync(join(root, `${label}.so-pin`), `${soPin}\n`, { mode: 0o600 });
@@ -84,11 +81,12 @@ export function initDevToken(dir: string, label: string): DevToken {
  * Generates a secp256k1 key pair labelled `keyLabel` on the token (its CKA_ID random), and
  * answers its address: the wallet to fund.
  */
-export function newKey(token: DevToken, keyLabel: string): { address: string; id: string } {
+export async function newKey(token: DevToken, keyLabel: string): Promise<{ address: string; id: string }> {
   process.env.SOFTHSM2_CONF = token.conf;
   const pin = readFileSync(token.pinFile, "utf8").replace(/\r?\n$/, "");
   const id = randomBytes(8);
-  const lib = loadModule(token.module);
+  const { load, unload } = await pkcs11Modules();
+  const lib = load(token.module);
   try {
     const slot = lib
       .C_GetSlotList(true)
@@ -120,6 +118,6 @@ export function newKey(token: DevToken, keyLabel: string): { address: string; id
       lib.C_CloseSession(session);
     }
   } finally {
-    unloadModule(token.module);
+    unload(token.module);
   }
 }

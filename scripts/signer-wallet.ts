@@ -95,7 +95,7 @@ export async function openConfiguredSigners(env: NodeJS.ProcessEnv): Promise<Ope
   if (problems.length > 0) throw new Error(problems.join("\n  - "));
   if (config === undefined) return undefined;
   try {
-    return config.kind === "pkcs11" ? openPkcs11Signers(config) : await openKmsSigners(config);
+    return config.kind === "pkcs11" ? await openPkcs11Signers(config) : await openKmsSigners(config);
   } catch (error) {
     if (error instanceof SignerStartError) throw new Error(error.message);
     throw error;

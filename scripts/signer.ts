@@ -39,7 +39,7 @@ const conf = join(dir, "softhsm2.conf");
 if (command === "init") {
   if (existsSync(join(dir, `${values.token}.pin`)))
     fail(`init: the token "${values.token}" exists already in ${values.dir} (its PIN: ${values.token}.pin)`);
-  const token = initDevToken(dir, values.token);
+  const token = await initDevToken(dir, values.token);
   process.stdout.write(
     `A SoftHSM token "${token.label}" in ${values.dir}; its PIN is in ${token.pinFile} (mode 0600).\n` +
       `Next: npm run signer -- pkcs11 new-key --label exchange-1${values.token === "dev" ? "" : ` --token ${values.token}`}\n\n` +
@@ -56,7 +56,7 @@ if (command === "init") {
     label: values.token,
     pinFile: join(dir, `${values.token}.pin`),
   };
-  const { address, id } = newKey(token, values.label);
+  const { address, id } = await newKey(token, values.label);
   process.stdout.write(
     `A secp256k1 key "${values.label}" (id ${id}) on the token "${token.label}": the wallet to fund is\n\n` +
       `  ${address}\n\nPKCS11_KEY_LABELS=${values.label}\nEXCHANGE_ADDRESSES=${address}\n`,

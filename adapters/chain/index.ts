@@ -70,12 +70,11 @@ export {
   SignerStartError,
   addressOfEcPoint,
   addressOfSpki,
-  loadPkcs11Module,
   openKmsSigners,
   openPkcs11Signers,
   type KeyRef,
   type KmsSignerSettings,
   type OpenedSigners,
   type Pkcs11SignerSettings,
-  unloadPkcs11Module,
+  pkcs11Modules,
 } from "./signers/index.js";

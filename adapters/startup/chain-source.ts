@@ -101,7 +101,7 @@ async function openSigners(signer: RemoteSignerConfig, log: Logger): Promise<Ope
   const started = Date.now();
   let opened: OpenedSigners;
   try {
-    opened = signer.kind === "pkcs11" ? openPkcs11Signers(signer) : await openKmsSigners(signer);
+    opened = signer.kind === "pkcs11" ? await openPkcs11Signers(signer) : await openKmsSigners(signer);
   } catch (error) {
     if (error instanceof SignerStartError) throw new ConfigError([error.message]);
     throw error;

@@ -266,11 +266,11 @@ class ChaosRun {
 
   /** A SoftHSM token and key for the wallet; the suite deployed with its approvals signed there. */
   async deployWithHsm(): Promise<DeploymentAddresses> {
-    const token = softHsmToken(`chaos-${this.options.seed}-${process.pid}-${Date.now() % 100_000}`);
-    const key = token.newKey("exchange");
+    const token = await softHsmToken(`chaos-${this.options.seed}-${process.pid}-${Date.now() % 100_000}`);
+    const key = await token.newKey("exchange");
     this.wallet = key.address;
     this.keyEnv = { ...token.env, PKCS11_KEY_LABELS: key.label, EXCHANGE_ADDRESSES: key.address };
-    const opened = openPkcs11Signers({
+    const opened = await openPkcs11Signers({
       module: token.module,
       token: { label: token.label },
       pin: token.pin,

@@ -25,14 +25,14 @@ export interface TestToken extends DevToken {
   /** The variables that point the service at this token (SOFTHSM2_CONF included). */
   env: Record<string, string>;
   /** A new secp256k1 key on it: its label and address. */
-  newKey(label: string): { label: string; address: string; id: string };
+  newKey(label: string): Promise<{ label: string; address: string; id: string }>;
   /** Deletes the token, as if it were pulled out: every later signature fails. */
   remove(): void;
 }
 
 /** A new SoftHSM token labelled `label`, with a random PIN. */
-export function softHsmToken(label: string): TestToken {
-  const token = initDevToken(tokenDir(), label);
+export async function softHsmToken(label: string): Promise<TestToken> {
+  const token = await initDevToken(tokenDir(), label);
   const pin = readFileSync(token.pinFile, "utf8").trim();
   return {
     ...token,
@@ -44,7 +44,7 @@ export function softHsmToken(label: string): TestToken {
       PKCS11_TOKEN_LABEL: label,
       PKCS11_PIN_FILE: token.pinFile,
     },
-    newKey: (keyLabel) => ({ label: keyLabel, ...newKey(token, keyLabel) }),
+    newKey: async (keyLabel) => ({ label: keyLabel, ...(await newKey(token, keyLabel)) }),
     remove() {
       const run = spawnSync("softhsm2-util", ["--delete-token", "--token", label], {
         env: { ...process.env, SOFTHSM2_CONF: token.conf },

@@ -34,8 +34,8 @@ describe("npm run deploy with the exchange wallet's key in an HSM", function () 
   before(async function () {
     anvil = await startAnvil();
     dir = mkdtempSync(join(tmpdir(), "deploy-signers-"));
-    token = softHsmToken(`deploy-${process.pid}`);
-    key = token.newKey("exchange");
+    token = await softHsmToken(`deploy-${process.pid}`);
+    key = await token.newKey("exchange");
   });
 
   after(async function () {

@@ -9,10 +9,9 @@ import { expect } from "chai";
 import { Transaction, Wallet, getBytes, randomBytes, recoverAddress } from "ethers";
 
 import {
-  loadPkcs11Module,
   openPkcs11Signers,
+  pkcs11Modules,
   SignerStartError,
-  unloadPkcs11Module,
   type OpenedSigners,
   type Pkcs11SignerSettings,
 } from "../../../adapters/chain/index.js";
@@ -48,24 +47,24 @@ describe("PKCS#11 signer on SoftHSM", function () {
     timeoutMs: 5_000,
     ...overrides,
   });
-  const open = (overrides: Partial<Pkcs11SignerSettings> = {}) => {
-    const signers = openPkcs11Signers(settings(overrides));
+  const open = async (overrides: Partial<Pkcs11SignerSettings> = {}) => {
+    const signers = await openPkcs11Signers(settings(overrides));
     opened.push(signers);
     return signers;
   };
-  const refusal = (overrides: Partial<Pkcs11SignerSettings>) => {
+  const refusal = async (overrides: Partial<Pkcs11SignerSettings>) => {
     try {
-      open(overrides);
+      await open(overrides);
     } catch (error) {
       return error as SignerStartError;
     }
     throw new Error("the signer opened");
   };
 
-  before(function () {
-    token = softHsmToken(`unit-${process.pid}`);
-    key = token.newKey("wallet-1");
-    other = token.newKey("wallet-2");
+  before(async function () {
+    token = await softHsmToken(`unit-${process.pid}`);
+    key = await token.newKey("wallet-1");
+    other = await token.newKey("wallet-2");
   });
 
   afterEach(function () {
@@ -73,7 +72,7 @@ describe("PKCS#11 signer on SoftHSM", function () {
   });
 
   it("derives each wallet's address from its public key and signs transactions that recover to it", async function () {
-    const { signers } = open({
+    const { signers } = await open({
       keys: [{ label: key.label }, { id: other.id }],
       addresses: [key.address, other.address],
     });
@@ -87,7 +86,7 @@ describe("PKCS#11 signer on SoftHSM", function () {
   });
 
   it("answers a low s and the right recovery id for every digest, many at once", async function () {
-    const { signers } = open();
+    const { signers } = await open();
     const digests = Array.from({ length: 64 }, () => getBytes(randomBytes(32)));
     const signatures = await Promise.all(digests.map((digest) => signers[0]!.signDigest(digest)));
     const parities = new Set<number>();
@@ -99,38 +98,39 @@ describe("PKCS#11 signer on SoftHSM", function () {
     expect([...parities].sort(), "both recovery ids occur over 64 digests").to.deep.equal([0, 1]);
   });
 
-  it("refuses to start on a wrong PIN, naming PKCS11_PIN_FILE and never the PIN", function () {
-    const error = refusal({ pin: "wrong-pin-4711" });
+  it("refuses to start on a wrong PIN, naming PKCS11_PIN_FILE and never the PIN", async function () {
+    const error = await refusal({ pin: "wrong-pin-4711" });
     expect(error).to.be.instanceOf(SignerStartError);
     expect(error.message).to.match(/^PKCS11_PIN_FILE: the token "unit-\d+" refused the PIN \(CKR_PIN_INCORRECT\)$/);
     expect(error.message).to.not.include("wrong-pin-4711");
     expect(error.message).to.not.include(token.pin);
   });
 
-  it("refuses to start on a missing token, a missing key, a missing module and a key of another wallet, naming each variable", function () {
-    expect(refusal({ token: { label: "no-such-token" } }).message).to.match(
+  it("refuses to start on a missing token, a missing key, a missing module and a key of another wallet, naming each variable", async function () {
+    expect((await refusal({ token: { label: "no-such-token" } })).message).to.match(
       /^PKCS11_TOKEN_LABEL: no token labelled "no-such-token" \(tokens present: .*"unit-\d+"/,
     );
-    expect(refusal({ token: { slot: 424242 } }).message).to.equal("PKCS11_SLOT: no token in slot 424242");
-    expect(refusal({ keys: [{ label: "nope" }] }).message).to.match(
+    expect((await refusal({ token: { slot: 424242 } })).message).to.equal("PKCS11_SLOT: no token in slot 424242");
+    expect((await refusal({ keys: [{ label: "nope" }] })).message).to.match(
       /^PKCS11_KEY_LABELS: the token "unit-\d+" has no key pair labelled "nope"$/,
     );
-    expect(refusal({ module: "/nonexistent/libvendor.so" }).message).to.match(
+    expect((await refusal({ module: "/nonexistent/libvendor.so" })).message).to.match(
       /^PKCS11_MODULE: cannot load \/nonexistent\/libvendor\.so/,
     );
-    const wrong = refusal({ keys: [{ label: other.label }] });
+    const wrong = await refusal({ keys: [{ label: other.label }] });
     expect(wrong.message).to.equal(
       `EXCHANGE_ADDRESSES: the key labelled "${other.label}" on the token "${token.label}" is the key of ${other.address}, not of ${key.address}`,
     );
-    expect(refusal({ addresses: [] }).variable).to.equal("EXCHANGE_ADDRESSES");
+    expect((await refusal({ addresses: [] })).variable).to.equal("EXCHANGE_ADDRESSES");
   });
 
   it("opens its sessions again when the token logs out, or another part of the application closes them all", async function () {
-    const { signers } = open();
+    const { signers } = await open();
     const signer = signers[0]!;
     await signer.signDigest(getBytes(randomBytes(32)));
     // The same module, as another part of the process would use it: log out, then close every session.
-    const lib = loadPkcs11Module(token.module);
+    const modules = await pkcs11Modules();
+    const lib = modules.load(token.module);
     try {
       const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === token.label)!;
       const session = lib.C_OpenSession(slot, 4);
@@ -141,14 +141,14 @@ describe("PKCS#11 signer on SoftHSM", function () {
       const afterClose = await Promise.all([1, 2, 3, 4, 5, 6].map(() => signer.signDigest(getBytes(randomBytes(32)))));
       expect(afterClose).to.have.length(6);
     } finally {
-      unloadPkcs11Module(token.module);
+      modules.unload(token.module);
     }
   });
 
   it("answers unavailable, naming the wallet and not the PIN, once the token is pulled out", async function () {
-    const gone = softHsmToken(`gone-${process.pid}`);
-    const gk = gone.newKey("k");
-    const { signers } = open({
+    const gone = await softHsmToken(`gone-${process.pid}`);
+    const gk = await gone.newKey("k");
+    const { signers } = await open({
       token: { label: gone.label },
       pin: gone.pin,
       keys: [{ label: "k" }],
