@@ -5,7 +5,7 @@
  * loads), tokens and keys made as `npm run signer -- pkcs11 …` makes them.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -15,7 +15,11 @@ let dir: string | undefined;
 
 /** The directory this process's tokens live in (its SOFTHSM2_CONF set). */
 function tokenDir(): string {
-  dir ??= mkdtempSync(join(tmpdir(), "softhsm-test-"));
+  if (dir === undefined) {
+    const made = mkdtempSync(join(tmpdir(), "softhsm-test-"));
+    process.once("exit", () => rmSync(made, { recursive: true, force: true }));
+    dir = made;
+  }
   return dir;
 }
 
