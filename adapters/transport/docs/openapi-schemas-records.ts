@@ -141,7 +141,8 @@ export const RECORD_SCHEMAS = {
       status: { enum: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] },
       apiKeyName: {
         type: ["string", "null"],
-        description: "The access file's name of the key that sent it, recorded when it was accepted; null without ACCESS_FILE.",
+        description:
+          "The access file's name of the key that sent it, recorded when it was accepted; null without ACCESS_FILE.",
       },
       request: ref("TradeRequest"),
       wallet: { type: ["string", "null"] },
