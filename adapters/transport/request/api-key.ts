@@ -7,20 +7,39 @@ export const MISSING_KEY_MESSAGE = `missing ${API_KEY_HEADER} header`;
 export const WRONG_KEY_MESSAGE = `invalid ${API_KEY_HEADER}`;
 
 /**
- * `scope` identifies the caller without revealing its key (the first 16 bytes of the key's
- * SHA-256, hex): idempotency keys are scoped by it, and it stays the same across restarts
- * and reordered key lists.
+ * A key the verifier accepted. `scope` identifies the caller without revealing its key (the first
+ * 16 bytes of the key's SHA-256, hex): idempotency keys are scoped by it, and it stays the same
+ * across restarts and reordered key lists.
  */
-export type ApiKeyCheck = { ok: true; keyIndex: number; scope: string } | { ok: false; message: string };
+export type AcceptedKey = { ok: true; keyIndex: number; scope: string };
+
+/**
+ * The verifier's answer for one request, made once by the pipeline (http/steps/api-key.ts) and
+ * handed whole, as it is, to the request's handler (in its RequestContext), to Connect's handlers
+ * (rpc/request-values.ts), to the lean gRPC path and to the access line: whatever a verifier puts in
+ * it reaches all of them.
+ */
+export type ApiKeyCheck = AcceptedKey | { ok: false; message: string };
+
+/** What a verifier may ask of the request besides its key: the client's address, found when asked. */
+export interface KeyClient {
+  /** By TRUSTED_PROXIES' rule (http/client-address.ts). */
+  readonly clientAddress: string;
+}
 
 /** Checks a presented key against the accepted ones. */
 export interface ApiKeyVerifier {
   /**
    * @param presented - the header value, or null/undefined when the header is absent
+   * @param client - the request it came with (its context), for a verifier that looks at more than the key
    * @returns which accepted key matched (its position, never the key), or why none did
    */
-  check(presented: string | null | undefined): ApiKeyCheck;
+  check(presented: string | null | undefined, client?: KeyClient): ApiKeyCheck;
 }
+
+/** The refusals, one object each: the pipeline checks every request, the probes' (without a key) included. */
+const MISSING_KEY: ApiKeyCheck = Object.freeze({ ok: false, message: MISSING_KEY_MESSAGE });
+const WRONG_KEY: ApiKeyCheck = Object.freeze({ ok: false, message: WRONG_KEY_MESSAGE });
 
 /**
  * Builds a verifier over the accepted keys. The presented value is hashed (SHA-256) and its
@@ -44,15 +63,11 @@ export function createApiKeyVerifier(acceptedKeys: readonly string[]): ApiKeyVer
   });
   return {
     check(presented) {
-      if (presented === undefined || presented === null || presented === "") {
-        return { ok: false, message: MISSING_KEY_MESSAGE };
-      }
+      if (presented === undefined || presented === null || presented === "") return MISSING_KEY;
       // As hex first: crypto.hash answers a string faster than a Buffer.
       const hex = hash("sha256", presented, "hex");
       const found = byDigest.get(hex);
-      return found !== undefined && timingSafeEqual(Buffer.from(hex, "hex"), found.digest)
-        ? found.check
-        : { ok: false, message: WRONG_KEY_MESSAGE };
+      return found !== undefined && timingSafeEqual(Buffer.from(hex, "hex"), found.digest) ? found.check : WRONG_KEY;
     },
   };
 }

@@ -17,9 +17,9 @@ import type {
   TransactionReceipt,
 } from "../../../gen/tokentrade/v1/token_pb.js";
 import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "../request/index.js";
-import { kCallerScope } from "./api-key.interceptor.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
 import { quoteInputFromMessage, quoteMessage } from "./quote-mapping.js";
+import { acceptedKey } from "./request-values.js";
 import {
   listTradesMessage,
   listTradesQueryFromMessage,
@@ -76,11 +76,11 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
   };
 }
 
-/** The call context of a Connect handler: the caller's scope (set by the api_key step, or the interceptor), and the metadata. */
+/** The call context of a Connect handler: the caller's scope (from the key the pipeline accepted), and the metadata. */
 function callContext(context: HandlerContext | undefined): CallContext {
   if (!context) return {};
   return {
-    scope: context.values.get(kCallerScope),
+    scope: acceptedKey(context.values)?.scope ?? "",
     idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
     quoteId: context.requestHeader.get(QUOTE_ID_HEADER) ?? undefined,
   };

@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 import fc from "fast-check";
-import { pino } from "pino";
 
 import {
   ChainUnavailableError,
@@ -42,15 +42,12 @@ import {
   DOMAIN_TO_CONNECT_CODE,
   INTERNAL_MESSAGE,
   TokenServiceImpl,
-  apiKeyInterceptor,
   codeName,
-  errorInterceptor,
   grpcPercentEncode,
   httpStatusFor,
   priceMessage,
   receiptMessage,
   toConnectError,
-  tokenRoutes,
   tradeInputFromMessage,
 } from "../../../adapters/transport/rpc/index.js";
 import {
@@ -60,10 +57,11 @@ import {
   DAI,
   FakePricePort,
   FakeTradePort,
-  LogSink,
   USDT,
   WALLET,
   fakeReceipt,
+  startTestServer,
+  type TestServer,
 } from "./helpers.js";
 
 describe("error mapping", function () {
@@ -445,22 +443,20 @@ describe("TokenServiceImpl (a plain class over the use cases)", function () {
   });
 });
 
-describe("the RPC routes in memory (createRouterTransport)", function () {
-  function client() {
-    const trade = new FakeTradePort();
-    const logs = new LogSink();
-    const log = pino(logs);
-    const transport = createRouterTransport(
-      tokenRoutes(createUseCases({ trade, price: new FakePricePort(), config: CONFIG })),
-      {
-        router: { interceptors: [errorInterceptor(log), apiKeyInterceptor(createApiKeyVerifier([API_KEY]))] },
-      },
-    );
-    return { trade, logs, client: createClient(TokenService, transport) };
+describe("the RPC routes behind the service's handler (its api_key step)", function () {
+  let t: TestServer;
+  afterEach(async function () {
+    await t.close();
+  });
+
+  async function client() {
+    t = await startTestServer();
+    const transport = createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" });
+    return { trade: t.trade, logs: t.logs, client: createClient(TokenService, transport) };
   }
 
   it("serves a sell with the right key", async function () {
-    const { client: c, trade } = client();
+    const { client: c, trade } = await client();
     const receipt = await c.sell(
       { userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address },
       { headers: { api_key: API_KEY } },
@@ -470,7 +466,7 @@ describe("the RPC routes in memory (createRouterTransport)", function () {
   });
 
   it("refuses a wrong key before the handler runs, and logs the refusal without the key", async function () {
-    const { client: c, trade, logs } = client();
+    const { client: c, trade, logs } = await client();
     let code: Code | undefined;
     try {
       await c.buy(
