@@ -212,6 +212,24 @@ describe("api key verifier", function () {
     expect(JSON.stringify(verifier.check("guess-0123456789abcdef"))).not.to.include("guess");
   });
 
+  it("tells apart keys whose digests begin with the same four bytes", function () {
+    // A birthday search: some 80,000 keys give two whose SHA-256 digests share their first 32 bits.
+    const byPrefix = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const key = `colliding-key-${i}`;
+      const prefix = createHash("sha256").update(key).digest("hex").slice(0, 8);
+      const other = byPrefix.get(prefix);
+      if (other !== undefined) pair = [other, key];
+      else byPrefix.set(prefix, key);
+    }
+    const [first, second] = pair;
+    const both = createApiKeyVerifier([first, second]);
+    expect(both.check(first)).to.deep.include({ ok: true, keyIndex: 0 });
+    expect(both.check(second)).to.deep.include({ ok: true, keyIndex: 1 });
+    expect(createApiKeyVerifier([first]).check(second)).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
+  });
+
   it("refuses to be built without keys or with an empty key", function () {
     expect(() => createApiKeyVerifier([])).to.throw(TypeError);
     expect(() => createApiKeyVerifier([""])).to.throw(TypeError);
