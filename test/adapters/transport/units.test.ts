@@ -285,6 +285,16 @@ describe("request path", function () {
       "/api/v1/token/%73ell",
       "http://localhost/api/v1/token/price",
       "*",
+      "/tokentrade.v1.TokenService/Sell",
+      "/grpc.health.v1.Health/Check?x=1",
+      "/a.../b",
+      "/.../x",
+      "/a/.b/",
+      "/a/b./",
+      "/a/..",
+      "/a/./",
+      "/.",
+      "/a/...",
     ]) {
       expect(requestPath(target), target).to.equal(byUrl(target));
     }
@@ -304,6 +314,11 @@ describe("request path", function () {
       "token",
       "price",
       "sell",
+      "tokentrade.v1.TokenService",
+      "a.b",
+      "...",
+      ".x",
+      "x.",
       ".",
       "..",
       "",
