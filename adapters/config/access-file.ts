@@ -6,7 +6,7 @@
  * (`keys[2].wallets[0]: ...`), never echoing a key.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { dirname, resolve } from "node:path";
 
@@ -344,20 +344,37 @@ export function accessFileText(path: string, read: (path: string) => string): Ac
   return { text: read(absolute), readDenylist: (denylist) => read(resolve(dirname(absolute), denylist)) };
 }
 
+/** A file as it was read: its absolute path, and its identity then (inode, size, times), to tell when it changed. */
+export interface ReadFile {
+  path: string;
+  stamp: string;
+}
+
+/** A file's identity: what changes when it is written, or replaced by a rename or a symlink swap. */
+export function stampOf(stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number }): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+}
+
 /** What reading the access file found: the policy, or the problems; and the files it read (to watch). */
 export interface LoadedAccessFile {
   policy?: AccessPolicy;
   problems: string[];
-  /** The access file and the denylist it names, absolute. */
-  files: string[];
+  /** The access file and the denylist it names, each stamped as it was read. */
+  files: ReadFile[];
 }
 
 /** Reads and checks the access file at `path` (and its denylist) now. */
 export function loadAccessFile(path: string, context: AccessContext): LoadedAccessFile {
-  const files: string[] = [];
+  const files: ReadFile[] = [];
   const read = (file: string) => {
-    files.push(file);
-    return readFileSync(file, "utf8");
+    // Stamped from the descriptor the text is read from: the stamp is the text's, whatever is renamed meanwhile.
+    const fd = openSync(file, "r");
+    try {
+      files.push({ path: file, stamp: stampOf(fstatSync(fd)) });
+      return readFileSync(fd, "utf8");
+    } finally {
+      closeSync(fd);
+    }
   };
   const problems: string[] = [];
   let source: AccessFileText;

@@ -6,16 +6,17 @@
  * `current()` on every request, so a removed or expired key is refused on its next one; trades
  * already past their authorize step finish.
  */
-import { unwatchFile, watchFile } from "node:fs";
+import type { EventEmitter } from "node:events";
+import { stat } from "node:fs/promises";
 
 import type { Logger } from "pino";
 
 import type { AccessPolicy } from "../../core/index.js";
-import { type AccessContext, loadAccessFile } from "../config/access-file.js";
+import { type AccessContext, loadAccessFile, type ReadFile, stampOf } from "../config/access-file.js";
 import { type AppConfig, ConfigError } from "../config/env.js";
 import type { Shutdown } from "./shutdown.js";
 
-/** How often the files are looked at (their size and time): a change is in force within about this, well under 2 s. */
+/** How often the files are looked at (their inode, size and times): a change is in force within about this, well under 2 s. */
 const WATCH_INTERVAL_MS = 500;
 
 /** What the access file's loads and refusals are told to (the metrics). */
@@ -30,7 +31,10 @@ export class AccessControl {
   readonly #log: Logger;
   readonly #observer: AccessObserver | undefined;
   #policy: AccessPolicy;
-  #watched: string[] = [];
+  /** The files the policy in force (or the last refused one) was read from, as they were then. */
+  #read: ReadFile[] = [];
+  #poll: NodeJS.Timeout | undefined;
+  #looking = false;
 
   constructor(path: string, context: AccessContext, log: Logger, observer?: AccessObserver) {
     this.#path = path;
@@ -40,7 +44,11 @@ export class AccessControl {
     const loaded = loadAccessFile(path, context);
     if (loaded.policy === undefined) throw new ConfigError(loaded.problems.map((p) => `ACCESS_FILE: ${p}`));
     this.#policy = loaded.policy;
-    this.#watch(loaded.files);
+    this.#read = loaded.files;
+    // A stat poll of our own, against the stamps taken as the files were read: it follows renames
+    // and symlink swaps (editors, Kubernetes ConfigMaps), which fs.watch loses, and misses no change
+    // made between a read and the first poll (fs.watchFile's baseline is its own first stat).
+    this.#poll = setInterval(() => void this.#look(), WATCH_INTERVAL_MS).unref();
     observer?.loaded(loaded.policy, new Date());
     log.info(
       { version: loaded.policy.version, keys: loaded.policy.keys.length, limits: loaded.policy.limits.length },
@@ -54,7 +62,7 @@ export class AccessControl {
   /** Reads the file again; the new policy is in force at once when it is valid and differs. */
   reload(reason: string): boolean {
     const loaded = loadAccessFile(this.#path, this.#context);
-    this.#watch(loaded.files.length > 0 ? loaded.files : this.#watched);
+    if (loaded.files.length > 0) this.#read = loaded.files;
     if (loaded.policy === undefined) {
       this.#observer?.refused(new Date());
       this.#log.error(
@@ -75,19 +83,26 @@ export class AccessControl {
   }
 
   close(): void {
-    for (const file of this.#watched) unwatchFile(file);
-    this.#watched = [];
+    clearInterval(this.#poll);
+    this.#poll = undefined;
   }
 
-  /** Watches exactly `files` (the denylist may change with the file). */
-  #watch(files: readonly string[]): void {
-    for (const file of this.#watched) if (!files.includes(file)) unwatchFile(file);
-    for (const file of files) {
-      if (this.#watched.includes(file)) continue;
-      // A stat poll follows renames and symlink swaps (editors, Kubernetes ConfigMaps), which fs.watch loses.
-      watchFile(file, { interval: WATCH_INTERVAL_MS, persistent: false }, () => this.reload("changed"));
+  /** Reloads when a file read is no longer as it was (written, replaced, gone, or back). */
+  async #look(): Promise<void> {
+    if (this.#looking) return;
+    this.#looking = true;
+    try {
+      const read = this.#read;
+      const now = await Promise.all(
+        read.map(({ path }) => stat(path).then(stampOf, (error: NodeJS.ErrnoException) => `missing:${error.code}`)),
+      );
+      if (this.#poll === undefined || read !== this.#read || now.every((stamp, i) => stamp === read[i]!.stamp)) return;
+      this.reload("changed");
+      // A file that could not be read at all (gone, no permission) is looked at again only once it changes again.
+      if (this.#read === read) this.#read = read.map((file, i) => ({ path: file.path, stamp: now[i]! }));
+    } finally {
+      this.#looking = false;
     }
-    this.#watched = [...files];
   }
 }
 
@@ -108,20 +123,21 @@ function changes(before: AccessPolicy, after: AccessPolicy) {
 
 /**
  * The access control of ACCESS_FILE, or undefined without it (every key a trader with no
- * limits). Reloads on SIGHUP too.
+ * limits). Reloads on SIGHUP too (`hangUps`: where SIGHUP is heard, the process; a test gives an
+ * emitter of its own, so that its process's signal handling stays as it was).
  * @throws ConfigError naming each problem, when the file does not fit this service's wallets or coins
  */
 export function openAccess(
   config: AppConfig,
-  context: AccessContext & { log: Logger; shutdown: Shutdown; observer?: AccessObserver },
+  context: AccessContext & { log: Logger; shutdown: Shutdown; observer?: AccessObserver; hangUps?: EventEmitter },
 ): AccessControl | undefined {
   if (config.access === undefined) return undefined;
-  const { log, shutdown, observer, ...known } = context;
+  const { log, shutdown, observer, hangUps = process, ...known } = context;
   const control = new AccessControl(config.access.path, known, log, observer);
   const onHangUp = () => control.reload("SIGHUP");
-  process.on("SIGHUP", onHangUp);
+  hangUps.on("SIGHUP", onHangUp);
   shutdown.push(async () => {
-    process.off("SIGHUP", onHangUp);
+    hangUps.off("SIGHUP", onHangUp);
     control.close();
   });
   return control;

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +25,7 @@ describe("the access file in force, reloaded", function () {
   let log: Logger;
   let shutdown: Shutdown;
   let events: string[];
+  const hangUps = new EventEmitter();
 
   const write = (keys: string[], extra: Record<string, unknown> = {}) => {
     // Written beside it and renamed over it, as editors and configuration tools do.
@@ -57,7 +59,9 @@ describe("the access file in force, reloaded", function () {
       loaded: (policy: { version: string }) => events.push(`loaded ${policy.version}`),
       refused: () => events.push("refused"),
     };
-    return openAccess(config, { ...CHAIN, log, shutdown, observer })!;
+    // SIGHUP heard on an emitter of the test's: the test process's own signal handling is left alone
+    // (removing a handler restores the default, which would end this process on the next real SIGHUP).
+    return openAccess(config, { ...CHAIN, log, shutdown, observer, hangUps })!;
   }
 
   const names = (control: ReturnType<typeof open>) => control.current().keys.map((k) => k.name);
@@ -90,6 +94,18 @@ describe("the access file in force, reloaded", function () {
     await waitFor("the mended file in force", async () => names(control).includes("desk-us"), 2_000, 50);
   });
 
+  it("refuses a file that went away once, not at every look, and takes it again when it is back", async function () {
+    write(["desk-eu"]);
+    const control = open();
+    rmSync(file);
+    await waitFor("the refusal", async () => events.includes("refused"), 2_000, 50);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(events.filter((e) => e === "refused")).to.have.length(1);
+    expect(names(control)).to.deep.equal(["desk-eu"]);
+    write(["desk-eu", "desk-us"]);
+    await waitFor("the file back in force", async () => names(control).includes("desk-us"), 2_000, 50);
+  });
+
   it("reads the file again on SIGHUP, and when only its denylist changes", async function () {
     write(["desk-eu"], { denylist: "denied.txt" });
     writeFileSync(join(dir, "denied.txt"), "# none yet\n");
@@ -100,7 +116,7 @@ describe("the access file in force, reloaded", function () {
     // SIGHUP: read at once, whatever the poll.
     control.close();
     write(["desk-eu", "ops"], { denylist: "denied.txt" });
-    process.emit("SIGHUP", "SIGHUP");
+    hangUps.emit("SIGHUP");
     expect(names(control)).to.deep.equal(["desk-eu", "ops"]);
     expect(lines.at(-1)).to.deep.include({ msg: "access file reloaded", reason: "SIGHUP" });
   });
