@@ -298,7 +298,7 @@ export async function admitSpend(
  * @throws SpendingLimitError when a check has no room
  */
 export async function insertCounted<T extends pg.QueryResultRow>(
-  pool: pg.Pool,
+  pool: pg.Pool | pg.ClientBase,
   insert: string,
   parameters: readonly unknown[],
   spending: Spending,
