@@ -12,11 +12,14 @@ import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { expect } from "chai";
 import { pino } from "pino";
 
 import { startService, type RunningService } from "../../adapters/main.js";
 import { createLogger } from "../../adapters/shared/logger.js";
+import { OPENAPI_DOCUMENT } from "../../adapters/transport/docs/index.js";
 import type { AuditRecord } from "../../core/index.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 import { getJson } from "../adapters/transport/helpers.js";
@@ -137,6 +140,13 @@ describe("the audit log of one instance on SQLite, verified by npm run audit", f
     expect(lines[1]).to.match(new RegExp(`^1,${records[0]!.at},service,access.loaded,`));
     expect(lines[1]!.endsWith(`,${records[0]!.prevHash},${records[0]!.hash}`)).to.equal(true);
     expect(lines).to.have.length(5); // the header, three records, the final CRLF
+    // The JSON page as the OpenAPI document describes it.
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+    ajv.addSchema({ $id: "api", components: JSON.parse(JSON.stringify(OPENAPI_DOCUMENT.components)) });
+    const validate = ajv.compile({ $ref: "api#/components/schemas/AuditList" });
+    const page = await getJson(`${url}/api/v1/audit?limit=50`, { apiKey: KEYS.ops });
+    expect(validate(page.body), JSON.stringify(validate.errors)).to.equal(true);
   });
 
   it("passes npm run audit -- verify once stopped, and fails naming the record after each tampering", async function () {
