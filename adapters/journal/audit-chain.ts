@@ -59,6 +59,23 @@ export function sealAudit(entry: AuditEntry, head: AuditHead, atMs: number): Aud
   return { ...unsealed, hash: auditHash(unsealed) };
 }
 
+/**
+ * An entry's fields as the canonical JSON texts its record's canonical JSON is made of, for a
+ * storage that hashes the record where the chain's head is (PostgreSQL's audit_append): the record
+ * `{"action":A,"actor":B,"at":"<at>","details":D,"prevHash":"<hash>","seq":<seq>,"subject":S}`,
+ * its keys in RFC 8785's order, hashes as auditHash does (the conformance suite checks every
+ * storage's hashes against auditHash).
+ */
+export function canonicalParts(entry: AuditEntry): { action: string; actor: string; subject: string; details: string } {
+  assertExactNumbers(entry.details);
+  return {
+    action: canonicalJson(entry.action),
+    actor: canonicalJson(entry.actor),
+    subject: canonicalJson(entry.subject),
+    details: canonicalJson(entry.details),
+  };
+}
+
 function assertExactNumbers(value: unknown): void {
   if (typeof value === "number" && !Number.isSafeInteger(value))
     throw new TypeError(`an audit record's number ${value} is not a safe integer: write it as a decimal string`);

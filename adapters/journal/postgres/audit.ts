@@ -1,19 +1,27 @@
 /**
  * The PostgreSQL journal's audit log (core/ports/audit.port.ts): one chain for every instance
- * sharing the journal. Its head is one row (`audit_head`), locked FOR UPDATE as the last step of
- * the transaction that appends (`appendAudit`), so appends are serialized across instances for no
- * longer than the rest of that transaction takes to commit, and everything else the transaction
- * does (a trade's insert, its spending limits' counters) runs concurrently before it. Nothing may
- * wait for another lock once the head is held: with the head always locked last, no two appends
- * can deadlock.
+ * sharing the journal. Its head is one row (`audit_head`), locked FOR UPDATE by `audit_append`,
+ * which chains the record onto it, hashes it and moves the head, all inside the server: the lock
+ * is held from there to the commit, never across a round trip to the service
+ * (docs/decisions/0011-audit-append-in-the-database.md). Everything else the appending write does
+ * (a trade's insert, its spending limits' counters) runs concurrently before it. Nothing may wait
+ * for another lock once the head is held: audit_append is always a write's last step, so no two
+ * appends can deadlock.
+ *
+ * The hash is the shared module's (../audit-chain.ts), computed here: the service hands over the
+ * record's fields as canonical JSON texts (canonicalParts), the function writes them around the
+ * head's seq and hash and the time, in RFC 8785's key order, and takes their SHA-256.
  */
 import type pg from "pg";
 
 import type { AuditEntry, AuditHead, AuditLog, AuditPage, AuditPageQuery, AuditRecord } from "../../../core/index.js";
-import { canonicalJson, GENESIS_HASH, sealAudit } from "../audit-chain.js";
-import { transaction } from "./store.js";
+import { canonicalParts, GENESIS_HASH } from "../audit-chain.js";
 
-/** Migration 12: the chain, one row a record (`details` the canonical JSON text that was hashed), and its head. */
+/**
+ * Migration 12: the chain, one row a record (`details` the canonical JSON text that was hashed),
+ * its head, and audit_append. The text is hashed as UTF-8 (convert_to): the journal's database
+ * must be UTF8, as PostgreSQL creates it by default.
+ */
 export const AUDIT_MIGRATION = `
   CREATE TABLE audit_log (
     seq BIGINT PRIMARY KEY,               -- 1, 2, 3 … without gaps
@@ -33,7 +41,74 @@ export const AUDIT_MIGRATION = `
     seq BIGINT NOT NULL,
     hash TEXT NOT NULL
   );
-  INSERT INTO audit_head (seq, hash) VALUES (0, '${GENESIS_HASH}');`;
+  INSERT INTO audit_head (seq, hash) VALUES (0, '${GENESIS_HASH}');
+
+  -- Appends a record: its fields, then the same as canonical JSON texts; answers {seq, at, prevHash, hash}.
+  CREATE FUNCTION audit_append(p_action TEXT, p_actor TEXT, p_subject TEXT, p_details TEXT,
+      p_action_json TEXT, p_actor_json TEXT, p_subject_json TEXT)
+  RETURNS json LANGUAGE plpgsql AS $$
+  DECLARE
+    h RECORD;
+    v_seq BIGINT;
+    v_at TEXT;
+    v_hash TEXT;
+  BEGIN
+    SELECT a.seq, a.hash INTO h FROM audit_head a FOR UPDATE;
+    v_seq := h.seq + 1;
+    -- Read once the lock is held, so that at never goes back along the chain.
+    v_at := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+    v_hash := encode(sha256(convert_to(
+      '{"action":' || p_action_json || ',"actor":' || p_actor_json || ',"at":"' || v_at || '","details":' ||
+      p_details || ',"prevHash":"' || h.hash || '","seq":' || v_seq || ',"subject":' || p_subject_json || '}',
+      'UTF8')), 'hex');
+    INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
+      VALUES (v_seq, v_at, p_actor, p_action, p_subject, p_details, h.hash, v_hash);
+    UPDATE audit_head SET seq = v_seq, hash = v_hash;
+    RETURN json_build_object('seq', v_seq, 'at', v_at, 'prevHash', h.hash, 'hash', v_hash);
+  END $$;`;
+
+/** What audit_append answers. */
+export interface Appended {
+  seq: number;
+  at: string;
+  prevHash: string;
+  hash: string;
+}
+
+/** The call of audit_append with its arguments from `$first` on, and those arguments for `entry`. */
+export function auditAppendCall(entry: AuditEntry, first: number): { sql: string; values: unknown[] } {
+  const parts = canonicalParts(entry);
+  const values = [entry.action, entry.actor, entry.subject, parts.details, parts.action, parts.actor, parts.subject];
+  return { sql: `audit_append(${values.map((_, i) => `$${first + i}`).join(", ")})`, values };
+}
+
+/** The record `entry` became, from what audit_append answered. */
+export function appendedRecord(entry: AuditEntry, appended: Appended): AuditRecord {
+  return {
+    seq: Number(appended.seq),
+    at: appended.at,
+    actor: entry.actor,
+    action: entry.action,
+    subject: entry.subject,
+    details: JSON.parse(canonicalParts(entry).details) as AuditRecord["details"],
+    prevHash: appended.prevHash,
+    hash: appended.hash,
+  };
+}
+
+/**
+ * Appends `entry` on `client` (or the pool: a transaction of its own), as the last statement of
+ * the caller's transaction: the head stays locked until the caller commits or rolls back.
+ */
+export async function appendAudit(client: pg.ClientBase | pg.Pool, entry: AuditEntry): Promise<AuditRecord> {
+  const call = auditAppendCall(entry, 1);
+  const { rows } = await client.query<{ audit: Appended }>({
+    name: "audit-append",
+    text: `SELECT ${call.sql} AS audit`,
+    values: call.values,
+  });
+  return appendedRecord(entry, rows[0]!.audit);
+}
 
 interface AuditRow {
   seq: string;
@@ -62,41 +137,6 @@ export function auditRecordOf(row: AuditRow): AuditRecord {
   };
 }
 
-/**
- * Appends `entry` on `client`, inside the caller's transaction, as its last statements: the head
- * locked (held until the caller commits or rolls back), the record chained onto it at the
- * database's clock read once the lock is held, and the head moved to it.
- */
-export async function appendAudit(client: pg.ClientBase, entry: AuditEntry): Promise<AuditRecord> {
-  const { rows } = await client.query<{ seq: string; hash: string; now_ms: string }>({
-    name: "audit-head-lock",
-    // The clock in the outer query: read after the lock is granted, so `at` never goes back.
-    text: `SELECT h.seq::text AS seq, h.hash, (extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS now_ms
-           FROM (SELECT seq, hash FROM audit_head FOR UPDATE) h`,
-  });
-  const head = rows[0]!;
-  const record = sealAudit(entry, { seq: Number(head.seq), hash: head.hash }, Number(head.now_ms));
-  await client.query({
-    name: "audit-append",
-    text: `WITH r AS (
-             INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-           )
-           UPDATE audit_head SET seq = $1, hash = $8`,
-    values: [
-      record.seq,
-      record.at,
-      record.actor,
-      record.action,
-      record.subject,
-      canonicalJson(record.details),
-      record.prevHash,
-      record.hash,
-    ],
-  });
-  return record;
-}
-
 export class PostgresAudit implements AuditLog {
   readonly #pool: pg.Pool;
 
@@ -105,7 +145,7 @@ export class PostgresAudit implements AuditLog {
   }
 
   appendAudit(entry: AuditEntry): Promise<AuditRecord> {
-    return transaction(this.#pool, (client) => appendAudit(client, entry));
+    return appendAudit(this.#pool, entry);
   }
 
   async auditHead(): Promise<AuditHead> {

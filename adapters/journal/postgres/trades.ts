@@ -37,7 +37,7 @@ import {
   toRecord,
   visibleWhere,
 } from "./rows.js";
-import { appendAudit } from "./audit.js";
+import { appendAudit, auditAppendCall } from "./audit.js";
 import { admitSpend, insertCounted, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
@@ -100,20 +100,15 @@ export class PostgresTrades implements TradeJournal {
       // Of concurrent inserts with one key, PostgreSQL lets exactly one through; the others wait
       // for it to commit, then do nothing, and read its row. With spending limits, the insert and
       // the limits' check are one statement (insertCounted): a refusal takes the insert back. With
-      // `audit`, the record is appended in the insert's transaction, as its last statement.
+      // `audit`, its record is appended in the same statement, last (a trade found writes none).
       const parameters = this.#insertParameters(id, trade);
-      const insert = async (db: pg.Pool | pg.PoolClient) =>
-        spending === undefined
-          ? (await db.query<Row>(INSERT_TRADE, parameters)).rows[0]
-          : await insertCounted<Row>(db, INSERT_TRADE, parameters, spending);
+      const entry = audit === undefined ? undefined : { ...audit, subject: id };
       const created =
-        audit === undefined
-          ? await insert(this.#pool)
-          : await transaction(this.#pool, async (client) => {
-              const row = await insert(client);
-              if (row) await appendAudit(client, { ...audit, subject: id });
-              return row;
-            });
+        spending !== undefined
+          ? await insertCounted<Row>(this.#pool, INSERT_TRADE, parameters, spending, entry)
+          : entry === undefined
+            ? (await this.#pool.query<Row>(INSERT_TRADE, parameters)).rows[0]
+            : await this.#insertAudited(parameters, entry);
       if (created) return { created: true, record: toRecord(created, []) };
       const existing = await this.#pool.query<Row>(
         `SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`,
@@ -146,6 +141,17 @@ export class PostgresTrades implements TradeJournal {
       [per, windowMs, count],
     );
     return rows.map((row) => ({ value: row.value, usd: BigInt(row.usd), trades: Number(row.trades) }));
+  }
+
+  /** INSERT_TRADE and the trade's audit record, in one statement. */
+  async #insertAudited(parameters: unknown[], entry: AuditEntry): Promise<Row | undefined> {
+    const append = auditAppendCall(entry, parameters.length + 1);
+    const { rows } = await this.#pool.query<Row>({
+      name: "trade-open-audited",
+      text: `WITH t AS (${INSERT_TRADE}) SELECT t.*, ${append.sql} AS audit FROM t`,
+      values: [...parameters, ...append.values],
+    });
+    return rows[0];
   }
 
   /** INSERT_TRADE's parameters for the trade `id`. */

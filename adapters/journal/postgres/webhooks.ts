@@ -22,8 +22,7 @@ import type {
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
-import { appendAudit } from "./audit.js";
-import { transaction } from "./store.js";
+import { auditAppendCall } from "./audit.js";
 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 
@@ -270,14 +269,15 @@ export class PostgresOutbox implements WebhookOutbox {
     const visible = scopesWhere(scopes, values);
     const retry = `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, window_start = $2, finished_at = NULL
        WHERE id = $1 AND ${visible} AND status = 'failed' RETURNING *`;
+    // With `audit`, its record in the same statement, only for an event it retried.
+    const append = audit === undefined ? undefined : auditAppendCall(audit, values.length + 1);
     const updated =
-      audit === undefined
+      append === undefined
         ? await this.#pool.query<EventRow>(retry, values)
-        : await transaction(this.#pool, async (client) => {
-            const result = await client.query<EventRow>(retry, values);
-            if (result.rows[0]) await appendAudit(client, audit);
-            return result;
-          });
+        : await this.#pool.query<EventRow>(`WITH u AS (${retry}) SELECT u.*, ${append.sql} AS audit FROM u`, [
+            ...values,
+            ...append.values,
+          ]);
     if (updated.rows[0]) return (await this.#withHistory(updated.rows))[0];
     const asked: unknown[] = [id];
     const found = await this.#pool.query(
