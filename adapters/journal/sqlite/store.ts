@@ -37,6 +37,9 @@ function slotStatements(db: DatabaseSync) {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     slot: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND nonce = ?"),
+    savepoint: db.prepare("SAVEPOINT atomic_write"),
+    release: db.prepare("RELEASE atomic_write"),
+    rollbackTo: db.prepare("ROLLBACK TO atomic_write"),
   };
 }
 
@@ -95,15 +98,18 @@ export class SqliteStore {
   }
 
   #atomically(run: () => unknown): unknown {
-    const db = this.db;
-    db.exec("SAVEPOINT atomic_write");
+    const { savepoint, release, rollbackTo } = this.sql;
+    savepoint.run();
     try {
       const value = run();
-      db.exec("RELEASE atomic_write");
+      release.run();
       return value;
     } catch (error) {
       // Lost with the transaction (an I/O error rolled it back): the commit refuses every write.
-      if (db.isTransaction) db.exec("ROLLBACK TO atomic_write; RELEASE atomic_write");
+      if (this.db.isTransaction) {
+        rollbackTo.run();
+        release.run();
+      }
       throw error;
     }
   }
