@@ -169,10 +169,11 @@ export async function measureAudit(log: (line: string) => void): Promise<AuditRe
 
 export function auditTable({ sqlite, postgres, load }: AuditResult): string {
   const ms = (n: number) => n.toFixed(3);
+  const delta = (n: number) => `${n < 0 ? "−" : "+"}${ms(Math.abs(n))}`;
   const us = (n: number) => Math.round(n).toLocaleString("en-US");
   const row = (name: string, r: JournalAudit) =>
     `| ${name} | ${ms(r.without.p50)} / ${ms(r.without.p99)} | ${ms(r.with.p50)} / ${ms(r.with.p99)} | ` +
-    `+${ms(r.with.p50 - r.without.p50)} / +${ms(r.with.p99 - r.without.p99)} | ` +
+    `${delta(r.with.p50 - r.without.p50)} / ${delta(r.with.p99 - r.without.p99)} | ` +
     `${us(r.without.cpuUs)} / ${us(r.with.cpuUs)} (+${us(r.with.cpuUs - r.without.cpuUs)}) | ` +
     `${us(r.throughput.without)} / ${us(r.throughput.with)} (${(r.throughput.with / r.throughput.without).toFixed(2)}) |`;
   return [
