@@ -23,8 +23,11 @@
  * synchronous step, SQLite's `SqliteAudit.appendIn` inside the method's `store.write(run, true)`
  * (the `true` makes the write one savepoint: the change and its record commit together or not at
  * all), PostgreSQL's `appendAudit(client, entry)` as the last statement inside the method's
- * `transaction(pool, …)` (it locks the chain's head until the commit: nothing after it may wait
- * for another lock). The use case builds the entry (core/audit.ts) and passes it in.
+ * `transaction(pool, …)`, or `auditAppendCall(entry, n)` in the select list of the one statement
+ * that makes the change (`WITH c AS (UPDATE … RETURNING *) SELECT c.*, audit_append(…) FROM c`,
+ * when no trigger of the change takes locks at the statement's end): the database's audit_append
+ * locks the chain's head until the commit, so nothing after it may wait for another lock. The use
+ * case builds the entry (core/audit.ts) and passes it in.
  */
 
 /** What a record says was decided. */
