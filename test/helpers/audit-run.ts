@@ -149,11 +149,19 @@ export function described(record: AuditRecord): [string, string, string | null] 
 }
 
 /** `npm run audit -- verify` as an operator runs it (a child process), with `args`. */
-export async function verifyCommand(
+export function verifyCommand(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/audit.ts", "verify", ...args], {
+  return auditCommand(["verify", ...args], env);
+}
+
+/** `npm run audit -- <args>` (a child process). */
+export async function auditCommand(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/audit.ts", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -24,6 +24,7 @@ import type { AuditRecord } from "../../core/index.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../scripts/embedded-chain/chain.js";
 import { getJson } from "../adapters/transport/helpers.js";
 import {
+  auditCommand,
   auditRecords,
   described,
   KEYS,
@@ -182,5 +183,26 @@ describe("the audit log of one instance on SQLite, verified by npm run audit", f
       }
     };
     await tamperings(sql, (extra = []) => verifyCommand(["--journal", file, ...extra]), chained, checkpoint);
+  });
+
+  it("exports the records as JSON lines that verify --file checks, with the checkpoint, and refuses a bad --head", async function () {
+    const file = join(dir, "data", "journal.sqlite");
+    const exported = await auditCommand(["export", "--journal", file]);
+    expect(exported.code, exported.stderr).to.equal(0);
+    const lines = exported.stdout.trim().split("\n");
+    expect(lines).to.have.length(records.length + 1); // and the stop
+    writeFileSync(join(dir, "audit.jsonl"), exported.stdout);
+    const checked = await verifyCommand(["--file", join(dir, "audit.jsonl"), "--head", lastCheckpoint(output)]);
+    expect(checked.code, checked.stderr).to.equal(0);
+    const after = await auditCommand(["export", "--journal", file, "--after", String(records.length)]);
+    expect(
+      after.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line).action),
+    ).to.deep.equal(["service.stopped"]);
+    const bad = await verifyCommand(["--journal", file, "--head", "12"]);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.match(/--head: must be <seq>:<hash>/);
   });
 });
