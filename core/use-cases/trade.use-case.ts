@@ -145,7 +145,12 @@ export function tradeUseCase(
         });
       if (created) {
         const id = record.id;
-        const accepted = { order, id, spending, ...(refusal && { refused: (error: unknown) => refusal(error, id, quoteId) }) };
+        const accepted = {
+          order,
+          id,
+          spending,
+          ...(refusal && { refused: (error: unknown) => refusal(error, id, quoteId) }),
+        };
         if (quoteId === null) return execute(trade, journalling, accepted);
         return executeQuoted(trade, journalling, accepted, quoteId, caller.id);
       }
