@@ -20,6 +20,7 @@ import { codeName } from "../rpc/index.js";
 import { HttpError } from "./json-http.js";
 import type { Readiness } from "./readiness.js";
 import { acceptsCsv, CSV_CONTENT_TYPE, tradesCsv } from "./trade-history-csv.js";
+import { auditRoute } from "./audit-route.js";
 
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";
@@ -85,6 +86,7 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
       "/api/v1/webhooks/deliveries",
       authenticatedGet((req, caller) => useCases.webhookDeliveries(queryOf(req), caller)),
     ],
+    ["/api/v1/audit", auditRoute(useCases, queryOf)],
     ["/healthz", openGet(async () => ({ status: 200, body: { status: "ok" } }))],
     ["/api/v1/openapi.json", openGet(async () => ({ status: 200, json: OPENAPI_JSON }))],
     ["/readyz", openGet((_req, context) => readyAnswer(context, checkReadiness))],
