@@ -18,6 +18,7 @@ import { type DevDeployment, type StartEmbeddedChain, writeDevDeployment } from 
 import { ServiceMetrics } from "./observability/metrics.js";
 import { createLogger } from "./shared/logger.js";
 import { openAccess } from "./startup/access.js";
+import { startAudit } from "./startup/audit.js";
 import { startChainAdapter, startLifecycle } from "./startup/chain.js";
 import { connectChain } from "./startup/chain-source.js";
 import { openServiceJournal } from "./startup/journal.js";
@@ -73,19 +74,22 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // METRICS_PORT 0 turns metrics off: nothing is counted.
     const metrics = config.metricsPort === 0 ? undefined : new ServiceMetrics();
     const chain = await connectChain(config, options.embeddedChain, log, shutdown);
+    // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
+    const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+    const context = { instanceId, metrics, log, shutdown };
+    // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL),
+    // and keeps the audit log, whose stop record is written once everything opened after it closed.
+    const journal = await openServiceJournal(config, context);
+    const audit = startAudit(config, journal.ports.audit, context);
     // ACCESS_FILE, checked against the wallets and coins, and reloaded when it changes (absent: every key a trader).
-    const access = openAccess(config, {
+    const access = await openAccess(config, {
       wallets: chain.signers.map((signer) => signer.address),
       coins: new Map(Object.entries(chain.addresses.stableCoins).map(([symbol, address]) => [address, symbol])),
       log,
       shutdown,
+      audit: journal.ports.audit,
       ...(metrics && { observer: metrics.access }),
     });
-    // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
-    const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-    const context = { instanceId, metrics, log, shutdown };
-    // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL).
-    const journal = await openServiceJournal(config, context);
     const adapter = await startChainAdapter(config, chain, journal, context);
     const metricsUrl = await serveMetrics(config, metrics, adapter, context);
     const useCases = wireUseCases(config, adapter, journal, chain.addresses, metrics, access?.current);
@@ -108,6 +112,7 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       close: shutdown.run,
     };
     if (config.chain.mode === "embedded") await writeDeployment(service, options.rootDir ?? process.cwd());
+    await audit.started();
     return service;
   } catch (error) {
     await shutdown.run();

@@ -3,6 +3,27 @@ export * from "./types.js";
 export * from "./errors.js";
 export * from "./access/policy.js";
 export * from "./access/authorize.js";
+export {
+  AUDIT_ACTIONS,
+  SERVICE_ACTOR,
+  type AuditAction,
+  type AuditEntry,
+  type AuditHead,
+  type AuditLog,
+  type AuditNote,
+  type AuditPage,
+  type AuditPageQuery,
+  type AuditRecord,
+  type AuditValue,
+} from "./ports/audit.port.js";
+export {
+  actorOf,
+  acceptedEntry,
+  refusedEntry,
+  refusalDetails,
+  forgottenEntry,
+  deliveryRetriedEntry,
+} from "./audit.js";
 export type {
   ProvenTrade,
   ReservedTrade,
@@ -169,3 +190,10 @@ export {
   type WebhookDeliveryListView,
 } from "./use-cases/webhook-deliveries.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";
+export {
+  listAuditUseCase,
+  DEFAULT_AUDIT_PAGE,
+  MAX_AUDIT_PAGE,
+  type ListAuditUseCase,
+  type AuditListView,
+} from "./use-cases/audit.use-case.js";

@@ -124,7 +124,7 @@ async function step(journal: Journal, counted: boolean, j: number, destinatary: 
 }
 
 /** CPU time (ns) of the database's processes so far, from the scheduler: exact, where /proc/<pid>/stat has ticks. */
-class DatabaseCpu {
+export class DatabaseCpu {
   readonly #pids: number[];
   readonly #last = new Map<number, number>();
 
@@ -144,12 +144,12 @@ class DatabaseCpu {
   }
 }
 
-interface Sample {
+export interface Sample {
   ms: number;
   cpuUs: number;
 }
 
-async function sample(run: () => Promise<void>, db: DatabaseCpu): Promise<Sample> {
+export async function sample(run: () => Promise<void>, db: DatabaseCpu): Promise<Sample> {
   const dbBefore = db.ns();
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -159,7 +159,7 @@ async function sample(run: () => Promise<void>, db: DatabaseCpu): Promise<Sample
   return { ms, cpuUs: own.user + own.system + (db.ns() - dbBefore) / 1000 };
 }
 
-function side(samples: Sample[]): AccessSide {
+export function side(samples: Sample[]): AccessSide {
   const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
   const rank = (p: number) => ms[Math.ceil((ms.length * p) / 100) - 1]!;
   return { p50: rank(50), p99: rank(99), cpuUs: samples.reduce((sum, s) => sum + s.cpuUs, 0) / samples.length };
@@ -244,7 +244,7 @@ async function measurePostgres(log: (line: string) => void): Promise<JournalAcce
 }
 
 /** The server's processes: the journal's connections and the background ones (WAL writer, checkpointer…). */
-async function serverPids(url: string): Promise<number[]> {
+export async function serverPids(url: string): Promise<number[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -25,6 +25,8 @@
  * - The authorize step (bench-access.ts): what an access file's spending limits add to a trade's
  *   first journal write, with a million trades in the limits' window, on SQLite and PostgreSQL
  *   (`--only access` runs this alone).
+ * - The audit write (bench-audit.ts): what a trade's audit record adds to its first journal
+ *   write, one at a time and at once, on SQLite and PostgreSQL (`--only audit` runs this alone).
  * - JSON-RPC calls per trade (bench-rpc.ts), on anvil at 1 s blocks: sequential sells and a
  *   burst of 50 (`--only rpc` runs this alone).
  * - The chain-side decision records 0001–0004 (bench-records.ts), on a service of their own at
@@ -48,7 +50,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history|access|webhooks|rpc|records|signers, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|access|audit|webhooks|rpc|records|signers, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -75,6 +77,7 @@ import type { RunningService } from "../adapters/main.js";
 import { type Tally, tallied, useLibraryFor } from "../adapters/shared/records.ab.js";
 import { flood, measureFlood } from "./bench-flood.js";
 import { accessTable, measureAccess } from "./bench-access.js";
+import { auditTable, measureAudit } from "./bench-audit.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
 import { measureRecords, recordsTable } from "./bench-records.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
@@ -1008,6 +1011,7 @@ function sizes(): Sizes {
 const SEPARATE = {
   history: async () => historyTable(await measureHistory((line) => process.stderr.write(`${line}\n`))),
   access: async () => accessTable(await measureAccess((line) => process.stderr.write(`${line}\n`))),
+  audit: async () => auditTable(await measureAudit((line) => process.stderr.write(`${line}\n`))),
   webhooks: () => benchWebhooks(),
   rpc: async () => rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) })),
   records: () => benchRecords(sizes()),
@@ -1026,9 +1030,9 @@ interface Findings {
 
 async function drive(): Promise<void> {
   const size = sizes();
-  const separate = ["history", "access", "webhooks", "rpc", "records", "signers"] as const;
+  const separate = ["history", "access", "audit", "webhooks", "rpc", "records", "signers"] as const;
   if (opts.only !== undefined && !["price", "sells", ...separate].includes(opts.only))
-    throw new Error("--only: must be price, sells, history, access, webhooks, rpc, records or signers");
+    throw new Error("--only: must be price, sells, history, access, audit, webhooks, rpc, records or signers");
   if (separate.includes(opts.only as (typeof separate)[number])) {
     process.stdout.write(`${await SEPARATE[opts.only as (typeof separate)[number]]()}\n`);
     return;
@@ -1060,6 +1064,7 @@ async function drive(): Promise<void> {
     for (const measure of [
       SEPARATE.history,
       SEPARATE.access,
+      SEPARATE.audit,
       SEPARATE.webhooks,
       SEPARATE.rpc,
       SEPARATE.records,

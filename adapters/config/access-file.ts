@@ -6,8 +6,7 @@
  * (`keys[2].wallets[0]: ...`), never echoing a key.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 import { z } from "zod";
@@ -23,6 +22,9 @@ import {
   type SpendingLimit,
   type TradeKind,
 } from "../../core/index.js";
+import { calendarTime, parseCidr, parseDenylist, parseWindow, usdUnits } from "./access-file-values.js";
+
+export { parseCidr, parseDenylist, parseWindow } from "./access-file-values.js";
 
 const ADDRESS = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be an address: 0x followed by 40 hex digits");
 const SHA256 = z
@@ -104,29 +106,6 @@ export interface AccessContext {
   coins?: ReadonlyMap<string, string>;
 }
 
-/** The longest rolling window a limit may have. */
-const MAX_WINDOW_MS = 366 * 86_400_000;
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/** A window as the file writes it ("24h") in ms, or undefined when it is not a duration. */
-export function parseWindow(text: string): number | undefined {
-  const match = /^([1-9][0-9]{0,8})([smhd])$/.exec(text);
-  if (match === null) return undefined;
-  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
-  return ms <= MAX_WINDOW_MS ? ms : undefined;
-}
-
-/** An allowFrom entry: a CIDR, or one address (as /32 or /128), as Node's BlockList takes it; undefined when neither. */
-export function parseCidr(text: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } | undefined {
-  const match = /^([^/\s]+)(?:\/(\d{1,3}))?$/.exec(text);
-  if (match === null) return undefined;
-  const version = isIP(match[1]!);
-  if (version === 0) return undefined;
-  const max = version === 4 ? 32 : 128;
-  const prefix = match[2] === undefined ? max : Number(match[2]);
-  return prefix <= max ? { address: match[1]!, prefix, family: version === 4 ? "ipv4" : "ipv6" } : undefined;
-}
-
 /** A zod issue's path as the file's reader writes it: `keys[2].wallets[0]`. */
 function pathText(path: readonly PropertyKey[]): string {
   return path
@@ -151,19 +130,6 @@ function issueText(issue: z.core.$ZodIssue): string {
   }
 }
 
-/** The denylist's addresses, lower-case: one a line, `#` starts a comment. */
-export function parseDenylist(text: string, problems: string[]): Set<string> {
-  const addresses = new Set<string>();
-  text.split(/\r?\n/).forEach((raw, index) => {
-    const line = raw.replace(/#.*$/, "").trim();
-    if (line === "") return;
-    if (!/^0x[0-9a-fA-F]{40}$/.test(line))
-      problems.push(`denylist line ${index + 1}: is not an address (0x followed by 40 hex digits)`);
-    else addresses.add(line.toLowerCase());
-  });
-  return addresses;
-}
-
 /** The file's bytes and the denylist's, as read together. */
 export interface AccessFileText {
   text: string;
@@ -184,8 +150,9 @@ export function parseAccessFile(
   let document: unknown;
   try {
     document = JSON.parse(source.text);
-  } catch (error) {
-    problems.push(`is not valid JSON (${(error as Error).message})`);
+  } catch {
+    // Not the parser's message: it quotes the text around the error, which may hold a key pasted by mistake.
+    problems.push("is not valid JSON (a JSON linter, such as jq, shows where)");
     return undefined;
   }
   const parsed = ACCESS_FILE_SCHEMA.safeParse(document);
@@ -227,6 +194,11 @@ function checkKeys(file: AccessFile, context: AccessContext, problems: string[])
       sameKey ||= other !== undefined;
     }
     const id = idOf(key);
+    if (key.id !== undefined) {
+      // An id that is another entry's hash's would share that key's idempotency keys, quotes and readers.
+      const owner = file.keys.findIndex((k, j) => j !== i && hashesOf(k).some((hash) => keyIdOf(hash) === key.id));
+      if (owner !== -1) problems.push(`keys[${i}].id: ${key.id} is the id of a key of keys[${owner}]`);
+    }
     const other = ids.get(id);
     // Two entries of one key share its id too: said once, as the same key.
     if (other !== undefined && (key.id !== undefined || !sameKey))
@@ -250,7 +222,7 @@ function checkKeys(file: AccessFile, context: AccessContext, problems: string[])
       if (parseCidr(cidr) === undefined)
         problems.push(`${at}.allowFrom[${j}]: "${cidr}" is not a CIDR (10.0.0.0/8, 2001:db8::/32) or an address`);
     });
-    const expiresAt = key.expiresAt === undefined ? undefined : Date.parse(key.expiresAt);
+    const expiresAt = key.expiresAt === undefined ? undefined : calendarTime(key.expiresAt);
     if (expiresAt !== undefined && Number.isNaN(expiresAt)) problems.push(`${at}.expiresAt: is not a valid time`);
     const sees = key.sees ?? [];
     if (sees.length > 0 && !key.roles.some((role) => role === "viewer" || role === "approver"))
@@ -265,6 +237,10 @@ function checkKeys(file: AccessFile, context: AccessContext, problems: string[])
     });
     return accessKey(key, expiresAt, sees);
   });
+}
+
+function hashesOf(key: AccessFile["keys"][number]): string[] {
+  return typeof key.sha256 === "string" ? [key.sha256] : key.sha256;
 }
 
 /** A key's id: the file's, else its first hash's first 32 hex digits. */
@@ -332,32 +308,43 @@ function checkLimits(file: AccessFile, keyNames: ReadonlySet<string>, problems: 
   });
 }
 
-/** "250000.5" at LIMIT_USD_DECIMALS, exact. */
-function usdUnits(text: string): bigint {
-  const [whole = "0", part = ""] = text.split(".");
-  return BigInt(whole) * 10n ** BigInt(LIMIT_USD_DECIMALS) + BigInt(part.padEnd(LIMIT_USD_DECIMALS, "0"));
-}
-
 /** The file at `path` with its denylist resolved from its folder, read synchronously (start and reload). */
 export function accessFileText(path: string, read: (path: string) => string): AccessFileText {
   const absolute = resolve(path);
   return { text: read(absolute), readDenylist: (denylist) => read(resolve(dirname(absolute), denylist)) };
 }
 
+/** A file as it was read: its absolute path, and its identity then (inode, size, times), to tell when it changed. */
+export interface ReadFile {
+  path: string;
+  stamp: string;
+}
+
+/** A file's identity: what changes when it is written, or replaced by a rename or a symlink swap. */
+export function stampOf(stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number }): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+}
+
 /** What reading the access file found: the policy, or the problems; and the files it read (to watch). */
 export interface LoadedAccessFile {
   policy?: AccessPolicy;
   problems: string[];
-  /** The access file and the denylist it names, absolute. */
-  files: string[];
+  /** The access file and the denylist it names, each stamped as it was read. */
+  files: ReadFile[];
 }
 
 /** Reads and checks the access file at `path` (and its denylist) now. */
 export function loadAccessFile(path: string, context: AccessContext): LoadedAccessFile {
-  const files: string[] = [];
+  const files: ReadFile[] = [];
   const read = (file: string) => {
-    files.push(file);
-    return readFileSync(file, "utf8");
+    // Stamped from the descriptor the text is read from: the stamp is the text's, whatever is renamed meanwhile.
+    const fd = openSync(file, "r");
+    try {
+      files.push({ path: file, stamp: stampOf(fstatSync(fd)) });
+      return readFileSync(fd, "utf8");
+    } finally {
+      closeSync(fd);
+    }
   };
   const problems: string[] = [];
   let source: AccessFileText;

@@ -63,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     receiptTimeoutMs: e.RECEIPT_TIMEOUT_MS,
     idempotencyWaitMs: e.IDEMPOTENCY_WAIT_MS,
     quoteTtlMs: e.QUOTE_TTL_MS,
+    auditCheckpointMs: e.AUDIT_CHECKPOINT_MS,
     trade,
     stuckAfterMs: e.STUCK_AFTER_MS,
     rateLimits: rates,

@@ -7,6 +7,15 @@ import { openSqliteJournal } from "./sqlite/index.js";
 export { MemoryJournal } from "./memory/index.js";
 export { openPostgresJournal, type PostgresJournalOptions } from "./postgres/index.js";
 export { openSqliteJournal, type SqliteJournalOptions } from "./sqlite/index.js";
+export {
+  auditHash,
+  canonicalJson,
+  EMPTY_HEAD,
+  GENESIS_HASH,
+  verifyAudit,
+  type AuditVerdict,
+} from "./audit-chain.js";
+export { readAuditLog, type AuditSource } from "./audit-read.js";
 
 /**
  * A journal: the trades, the exchange wallets' nonces (their assignment, their ledger and its

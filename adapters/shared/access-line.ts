@@ -134,9 +134,64 @@ export function millis(ms: number): string {
   return `${whole}.${fraction < 10 ? "00" : fraction < 100 ? "0" : ""}${fraction}`;
 }
 
+/**
+ * millis(ms), written into `bytes` at `at` (ASCII, one byte a character); answers where it ends.
+ * A whole number of µs is written digit by digit, with no string made; any other number as millis
+ * makes it. `bytes` has room for NUMBER_TEXT_MAX bytes at `at`.
+ */
+export function writeMillis(bytes: Buffer, at: number, ms: number): number {
+  const micros = Math.round(ms * 1000);
+  if (micros / 1000 !== ms || micros < 0 || micros >= 1e12) return at + bytes.write(millis(ms), at, "latin1");
+  const whole = Math.floor(micros / 1000);
+  const fraction = micros - whole * 1000;
+  let end = at + digitsOf(whole);
+  for (let rest = whole, i = end - 1; i >= at; i--) {
+    bytes[i] = DIGIT_0 + (rest % 10);
+    rest = Math.floor(rest / 10);
+  }
+  if (fraction === 0) return end;
+  bytes[end++] = DOT;
+  bytes[end++] = DIGIT_0 + Math.floor(fraction / 100);
+  if (fraction % 100 === 0) return end;
+  bytes[end++] = DIGIT_0 + (Math.floor(fraction / 10) % 10);
+  if (fraction % 10 !== 0) bytes[end++] = DIGIT_0 + (fraction % 10);
+  return end;
+}
+
+/** Most characters JSON.stringify writes for a number (`-1.2345678901234567e-308`). */
+export const NUMBER_TEXT_MAX = 32;
+const DIGIT_0 = 0x30;
+const DOT = 0x2e;
+
+/** How many decimal digits a whole number below 1e9 takes. */
+function digitsOf(n: number): number {
+  let digits = 1;
+  for (let bound = 10; n >= bound && digits < 16; bound *= 10) digits++;
+  return digits;
+}
+
+/**
+ * `text` as a JSON string written into `bytes` at `at` when nothing in it needs escaping (PLAIN):
+ * answers where it ends, or -1 when it needs escaping (then what was written does not count).
+ * `bytes` has room for its length and two quotes at `at`.
+ */
+export function writePlainQuoted(bytes: Buffer, at: number, text: string): number {
+  let end = at;
+  bytes[end++] = QUOTE;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === QUOTE || c === BACKSLASH) return -1;
+    bytes[end++] = c;
+  }
+  bytes[end++] = QUOTE;
+  return end;
+}
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
 /** A JSON string: as it is between quotes when nothing needs escaping (the usual case), else JSON.stringify's. */
 function quoted(text: string): string {
   return PLAIN.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 /** Printable ASCII without a quote or a backslash: what JSON takes as it is in a string. */
-export const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;

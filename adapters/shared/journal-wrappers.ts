@@ -4,7 +4,7 @@
  * the wrapper writes once (time the call, wake someone after it). Each object is typed as its
  * port: a method left out fails to compile, and so does an operation's name misspelt.
  */
-import type { NoncesConsumed, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
+import type { AuditLog, NoncesConsumed, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
 import type { JournalPorts, LeasePort, NoncePort } from "./journal.js";
 
 /** The name of a method of one of a journal's ports. */
@@ -13,7 +13,8 @@ export type JournalOperation =
   | keyof NoncePort
   | keyof LeasePort
   | keyof QuoteStore
-  | keyof WebhookOutbox;
+  | keyof WebhookOutbox
+  | keyof AuditLog;
 
 /** Runs `call`, a call of the port method `operation`, and answers what it answers. */
 export type Around = <T>(operation: JournalOperation, call: () => Promise<T>) => Promise<T>;
@@ -30,12 +31,17 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
     },
     quotes: aroundQuotes(ports.quotes, around),
     webhooks: aroundWebhooks(ports.webhooks, around),
+    audit: {
+      appendAudit: (entry) => around("appendAudit", () => ports.audit.appendAudit(entry)),
+      auditHead: () => around("auditHead", () => ports.audit.auditHead()),
+      auditPage: (query) => around("auditPage", () => ports.audit.auditPage(query)),
+    },
   };
 }
 
 function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
   return {
-    open: (trade, spending) => around("open", () => port.open(trade, spending)),
+    open: (trade, spending, audit) => around("open", () => port.open(trade, spending, audit)),
     respend: (id, usd, checks) => around("respend", () => port.respend(id, usd, checks)),
     spendingUse: (checks) => around("spendingUse", () => port.spendingUse(checks)),
     spendingLeaders: (per, windowMs, by, count) =>
@@ -47,7 +53,7 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
     markFailed: (id, error) => around("markFailed", () => port.markFailed(id, error)),
     markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
-    discard: (id) => around("discard", () => port.discard(id)),
+    discard: (id, audit) => around("discard", () => port.discard(id, audit)),
     forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),
     get: (id) => around("get", () => port.get(id)),
     findByHash: (txHash) => around("findByHash", () => port.findByHash(txHash)),
@@ -100,8 +106,8 @@ function aroundWebhooks(port: WebhookOutbox, around: Around): WebhookOutbox {
     recordWebhookAttempt: (id, holder, attempt, outcome) =>
       around("recordWebhookAttempt", () => port.recordWebhookAttempt(id, holder, attempt, outcome)),
     listWebhookDeliveries: (query) => around("listWebhookDeliveries", () => port.listWebhookDeliveries(query)),
-    retryWebhookDelivery: (scope, id, now) =>
-      around("retryWebhookDelivery", () => port.retryWebhookDelivery(scope, id, now)),
+    retryWebhookDelivery: (scope, id, now, audit) =>
+      around("retryWebhookDelivery", () => port.retryWebhookDelivery(scope, id, now, audit)),
     webhookStats: () => around("webhookStats", () => port.webhookStats()),
     sweepWebhookEvents: (finishedBefore, limit) =>
       around("sweepWebhookEvents", () => port.sweepWebhookEvents(finishedBefore, limit)),

@@ -14,6 +14,10 @@
  * adapter areas meet only in shared/.
  */
 import type {
+  AuditEntry,
+  AuditLog,
+  AuditNote,
+  AuditPageQuery,
   Broadcast,
   LimitCheck,
   LimitPer,
@@ -55,18 +59,20 @@ export interface JournalPorts {
   readonly leases: LeasePort;
   readonly quotes: QuoteStore;
   readonly webhooks: WebhookOutbox;
+  /** The audit log, whose records the other ports' writes append in their own transactions. */
+  readonly audit: AuditLog;
 }
 
 /** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
-export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox {
+export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog {
   abstract readonly ports: JournalPorts;
 
   /** Closes the storage every port is over. */
   abstract close(): Promise<void>;
 
   // TradeJournal
-  open(trade: NewTrade, spending?: Spending) {
-    return this.ports.trades.open(trade, spending);
+  open(trade: NewTrade, spending?: Spending, audit?: AuditNote) {
+    return this.ports.trades.open(trade, spending, audit);
   }
   respend(id: string, usd: bigint, checks: readonly LimitCheck[]) {
     return this.ports.trades.respend(id, usd, checks);
@@ -98,8 +104,8 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   markExpired(id: string, error: { code: string; message: string }) {
     return this.ports.trades.markExpired(id, error);
   }
-  discard(id: string) {
-    return this.ports.trades.discard(id);
+  discard(id: string, audit?: AuditEntry) {
+    return this.ports.trades.discard(id, audit);
   }
   forgetUnsigned(staleAfterMs?: number) {
     return this.ports.trades.forgetUnsigned(staleAfterMs);
@@ -204,14 +210,25 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   listWebhookDeliveries(query: WebhookDeliveryQuery) {
     return this.ports.webhooks.listWebhookDeliveries(query);
   }
-  retryWebhookDelivery(scopes: WebhookScopes, id: string, now: Date) {
-    return this.ports.webhooks.retryWebhookDelivery(scopes, id, now);
+  retryWebhookDelivery(scopes: WebhookScopes, id: string, now: Date, audit?: AuditEntry) {
+    return this.ports.webhooks.retryWebhookDelivery(scopes, id, now, audit);
   }
   webhookStats() {
     return this.ports.webhooks.webhookStats();
   }
   sweepWebhookEvents(finishedBefore: Date, limit: number) {
     return this.ports.webhooks.sweepWebhookEvents(finishedBefore, limit);
+  }
+
+  // AuditLog
+  appendAudit(entry: AuditEntry) {
+    return this.ports.audit.appendAudit(entry);
+  }
+  auditHead() {
+    return this.ports.audit.auditHead();
+  }
+  auditPage(query: AuditPageQuery) {
+    return this.ports.audit.auditPage(query);
   }
 }
 

@@ -8,13 +8,14 @@ import type { DestinationStream } from "pino";
 
 import {
   ACCESS_END_BYTES,
-  PLAIN,
+  NUMBER_TEXT_MAX,
   accessLine,
   clock,
-  keyField,
   middle,
-  millis,
+  writeMillis,
+  writePlainQuoted,
   type AccessRecord,
+  keyField,
 } from "./access-line.js";
 
 /**
@@ -43,8 +44,6 @@ const LOG_FLUSH_MS = 200;
 const UTF8_PER_UNIT = 3;
 /** Most bytes one UTF-16 code unit takes once JSON-escaped (`\u001f`), then in UTF-8. */
 const JSON_UTF8_PER_UNIT = 6;
-/** Most characters JSON.stringify writes for a number (`-1.2345678901234567e-308`). */
-const NUMBER_TEXT_MAX = 32;
 /** Room kept above `minLength` in the byte buffer, so that a line arriving just below it still fits. */
 const HEADROOM_BYTES = 16 * 1024;
 
@@ -120,8 +119,9 @@ export class LogBuffer implements DestinationStream {
 
   /**
    * An access line (accessLog), its parts written straight into the bytes: the head made once per
-   * millisecond, the reqId, the middle made once per path, the ms and the end. A line too long for
-   * the room left goes through write() as one string.
+   * millisecond, the reqId (character by character, as it needs no escaping), the middle made once
+   * per path, the ms (digit by digit) and the end. A line too long for the room left goes through
+   * write() as one string.
    */
   writeAccess(record: AccessRecord): void {
     if (this.#broken) return;
@@ -145,14 +145,11 @@ export class LogBuffer implements DestinationStream {
     }
     bytes.set(head, at);
     at += head.length;
-    if (PLAIN.test(reqId)) {
-      bytes[at++] = QUOTE;
-      at += bytes.write(reqId, at, "latin1");
-      bytes[at++] = QUOTE;
-    } else at += bytes.write(JSON.stringify(reqId), at, "utf8");
+    const quoted = writePlainQuoted(bytes, at, reqId);
+    at = quoted === -1 ? at + bytes.write(JSON.stringify(reqId), at, "utf8") : quoted;
     bytes.set(mid, at);
     at += mid.length;
-    at += bytes.write(millis(record.ms), at, "latin1");
+    at = writeMillis(bytes, at, record.ms);
     if (key !== "") at += bytes.write(key, at, "utf8");
     bytes.set(ACCESS_END_BYTES, at);
     this.#used = at + ACCESS_END_BYTES.length;
@@ -282,6 +279,5 @@ export class LogBuffer implements DestinationStream {
   }
 }
 
-const QUOTE = 0x22;
 const NEWLINE = 0x0a;
 const SLEEP = new Int32Array(new SharedArrayBuffer(4));

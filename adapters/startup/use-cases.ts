@@ -33,6 +33,7 @@ export function wireUseCases(
     wallets: adapter.wallets,
     quoteTtlMs: config.quoteTtlMs,
     webhooks: journal,
+    audit: journal.ports.audit,
     ...(policy && { policy }),
   });
   // With metrics on, quotes are counted by outcome, trades naming one by theirs, and the policy's refusals by reason.

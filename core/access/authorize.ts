@@ -253,3 +253,20 @@ export function limitExceeded(
     retryAfterMs,
   );
 }
+
+/**
+ * Whether the caller may read the audit log: a key with the admin role. Without an access file no
+ * key holds a role, so none may: every key would otherwise read every other key's decisions.
+ * @throws PermissionDeniedError naming the key and the role it needs
+ */
+export function authorizeAuditRead(policy: AccessPolicy | undefined, caller: Caller): void {
+  const key = caller.key;
+  if (policy === undefined || key === undefined)
+    throw new PermissionDeniedError(
+      "the audit log is read with an admin key of the access file, and this service runs without ACCESS_FILE",
+    );
+  if (!key.roles.has("admin"))
+    throw new PermissionDeniedError(
+      `api key "${key.name}" may not read the audit log: its roles are ${rolesText(key)} (it needs admin)`,
+    );
+}

@@ -4,6 +4,7 @@ import type { LimitCheck, LimitUse, Spend } from "../access/authorize.js";
 import type { LimitPer } from "../access/policy.js";
 import type { Visibility } from "../access/policy.js";
 import type { Broadcast, Reservation } from "./nonce.port.js";
+import type { AuditEntry, AuditNote } from "./audit.port.js";
 
 /**
  * Where a journalled trade stands: its states, and what each of the journal's operations does
@@ -142,10 +143,12 @@ export interface TradeJournal {
    * instead. Atomic across instances: of two concurrent opens with one key, exactly one creates.
    * A null idempotencyKey always creates. With `spending`, a trade it creates is counted against
    * the limits in the same atomic step, and refused (nothing recorded) when one has no room; a
-   * record it finds is answered as it is, never counted again.
+   * record it finds is answered as it is, never counted again. With `audit`, a trade it creates is
+   * recorded in the audit log (its subject the new trade's id) in the same transaction; a record
+   * it finds, or a refusal, writes nothing.
    * @throws SpendingLimitError naming the limit, with when the window frees enough room
    */
-  open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }>;
+  open(trade: NewTrade, spending?: Spending, audit?: AuditNote): Promise<{ created: boolean; record: TradeRecord }>;
   /**
    * Counts a trade it created under `spending` at `usd` instead (a sell's payout, once proven),
    * checked against `checks` as `open` checked it, atomically; nothing changes when a limit has no
@@ -183,14 +186,18 @@ export interface TradeJournal {
   markFailed(id: string, error: { code: string; message: string }): Promise<void>;
   /** → `expired`, with the error saying why; its no-op took the nonce. */
   markExpired(id: string, error: { code: string; message: string }): Promise<void>;
-  /** Deletes a trade refused before anything was signed, so a retry with its key runs afresh. */
-  discard(id: string): Promise<void>;
+  /**
+   * Deletes a trade refused before anything was signed, so a retry with its key runs afresh. With
+   * `audit`, the refusal is recorded in the same transaction, only when the trade is deleted.
+   */
+  discard(id: string, audit?: AuditEntry): Promise<void>;
   /**
    * Deletes the trades that were accepted and never signed by a process that is gone (a previous
    * run of this one, or an instance sharing the journal whose lease ran out), and, given
    * `staleAfterMs`, this process's own trades left `accepted` (unchanged) for longer than that (a
    * discard that kept failing): nothing of them was, or can now be, paid, so their
-   * Idempotency-Keys work again. Returns how many.
+   * Idempotency-Keys work again. Each is recorded in the audit log (`trade.forgotten`, by the
+   * service) in the same transaction. Returns how many.
    *
    * Forgetting a trade that was still on its way is safe for money: its `markSigned` then fails,
    * and a transaction whose record cannot be written is never sent (TradeHooks.onSigned).

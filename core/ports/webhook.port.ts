@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit.port.js";
 import type { TradeRecord } from "./journal.port.js";
 
 /** Every change of a trade's state a client can be told of, in the Standard Webhooks `type` field. */
@@ -134,11 +135,13 @@ export interface WebhookOutbox {
   /**
    * Makes a failed event of one of the scopes pending again, due now, with a new retry window.
    * Returns the event, "not_failed" when it is not failed, or undefined when the scopes have no such event.
+   * With `audit`, the retry is recorded in the audit log in the same transaction, only when it is made.
    */
   retryWebhookDelivery(
     scopes: WebhookScopes,
     id: string,
     now: Date,
+    audit?: AuditEntry,
   ): Promise<WebhookDelivery | "not_failed" | undefined>;
   webhookStats(): Promise<WebhookOutboxStats>;
   /**

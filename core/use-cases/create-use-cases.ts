@@ -1,5 +1,7 @@
 import type { AccessPolicy } from "../access/policy.js";
 import { InvalidArgumentError } from "../errors.js";
+import type { AuditLog } from "../ports/audit.port.js";
+import { listAuditUseCase, type ListAuditUseCase } from "./audit.use-case.js";
 import type { TradeJournal } from "../ports/journal.port.js";
 import type { PricePort } from "../ports/price.port.js";
 import type { QuotePort, QuoteStore } from "../ports/quote.port.js";
@@ -41,6 +43,8 @@ export interface UseCases {
   webhookDeliveries: ListWebhookDeliveriesUseCase;
   /** Sends a failed webhook delivery of the caller's again. */
   retryWebhookDelivery: RetryWebhookDeliveryUseCase;
+  /** A page of the audit log, for an admin key. */
+  audit: ListAuditUseCase;
 }
 
 export interface UseCaseDeps {
@@ -67,6 +71,11 @@ export interface UseCaseDeps {
    * limits, reading its own trades.
    */
   policy?: () => AccessPolicy | undefined;
+  /**
+   * The audit log (the journal's storage): with it, every decision about money or access the use
+   * cases take is recorded (core/ports/audit.port.ts), and an admin key can read it.
+   */
+  audit?: AuditLog;
 }
 
 /**
@@ -82,8 +91,10 @@ export function createUseCases({
   ...quoting
 }: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy } = quoting;
-  const journalling = journal ? { journal, inFlightWaitMs, ...(quotes && { quotes }) } : undefined;
+  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy, audit } = quoting;
+  const journalling = journal
+    ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }) }
+    : undefined;
   const prices = priceUseCase(price);
   // A sell's first count reads the price through its checks, as the price route does: a rate that
   // is not a positive number would count it at nothing, or less.
@@ -113,7 +124,10 @@ export function createUseCases({
             );
           },
     webhookDeliveries: webhooks ? listWebhookDeliveriesUseCase(webhooks, policy) : withoutWebhooks,
-    retryWebhookDelivery: webhooks ? retryWebhookDeliveryUseCase(webhooks, undefined, policy) : withoutWebhooks,
+    retryWebhookDelivery: webhooks
+      ? retryWebhookDeliveryUseCase(webhooks, undefined, policy, audit !== undefined)
+      : withoutWebhooks,
+    audit: audit ? listAuditUseCase(audit, policy) : withoutAudit,
   };
 }
 
@@ -121,6 +135,13 @@ async function withoutWebhooks(): Promise<never> {
   throw new InvalidArgumentError(
     "webhooks",
     "webhook deliveries are kept in the trade journal, which this service runs without",
+  );
+}
+
+async function withoutAudit(): Promise<never> {
+  throw new InvalidArgumentError(
+    "audit",
+    "the audit log is kept in the trade journal, which this service runs without",
   );
 }
 

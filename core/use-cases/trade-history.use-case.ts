@@ -169,7 +169,7 @@ function format(amount: bigint | null, decimals: number | undefined): string | n
 }
 
 /** The query's fields as strings (numbers allowed for limit); absent and "" as undefined. */
-function fields<K extends string>(input: unknown, known: readonly K[]): Partial<Record<K, string>> {
+export function fields<K extends string>(input: unknown, known: readonly K[]): Partial<Record<K, string>> {
   if (input === undefined || input === null) return {};
   if (typeof input !== "object" || Array.isArray(input)) throw new InvalidArgumentError("query", "must be an object");
   const out: Partial<Record<K, string>> = {};
@@ -194,7 +194,8 @@ function oneOf<T extends string>(field: string, value: string | undefined, allow
   return value as T;
 }
 
-function range(query: { since?: string; until?: string }): { since?: Date; until?: Date } {
+/** `since` and `until` as ISO 8601 instants, since not after until; each optional. */
+export function range(query: { since?: string; until?: string }): { since?: Date; until?: Date } {
   const since = query.since === undefined ? undefined : parseInstant("since", query.since);
   const until = query.until === undefined ? undefined : parseInstant("until", query.until);
   if (since !== undefined && until !== undefined && since.getTime() > until.getTime())

@@ -7,11 +7,15 @@ import {
   IdempotencyInFlightError,
   IdempotencyKeyReusedError,
   InvalidArgumentError,
+  PermissionDeniedError,
   RecordedTradeError,
+  SpendingLimitError,
   TradeExpiredError,
   TradePendingError,
 } from "../errors.js";
 import type { Caller } from "../access/policy.js";
+import { acceptedEntry, refusedEntry } from "../audit.js";
+import type { AuditEntry, AuditLog } from "../ports/audit.port.js";
 import type { SignedTradeTx, Spending, TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { QuoteStore } from "../ports/quote.port.js";
 import type { ReservedTrade, SentTrade, TradePort } from "../ports/trade.port.js";
@@ -44,6 +48,12 @@ export interface TradeJournalling {
   inFlightWaitMs: number;
   /** Where quotes are kept (the journal's storage); without it a Quote-Id is refused. */
   quotes?: QuoteStore;
+  /**
+   * The audit log (the journal's storage): with it, a trade accepted is recorded with its first
+   * write, one refused after it was accepted with the write that discards it, and one refused by
+   * authorization or a spending limit in an append of its own, before the refusal is answered.
+   */
+  audit?: AuditLog;
 }
 
 /** Idempotency keys: 1 to 255 visible ASCII characters, as the IETF draft suggests. */
@@ -90,8 +100,20 @@ export function tradeUseCase(
   return async (input, context = {}) => {
     const order = parseTradeRequest(kind, input, config);
     const caller = callerOf(context);
-    // Step 2, authorize: roles, scopes and the denylist here; the limits with the first write.
-    const spending = await authorizeStep(access, caller, order);
+    const request = pickRequest(input as TradeRequest);
+    const audit = journalling?.audit;
+    /** The refusal's record (its subject the trade's id once accepted), when the service keeps an audit log. */
+    const refusal =
+      audit === undefined
+        ? undefined
+        : (error: unknown, id: string | null, quoteId: string | null) =>
+            refusedEntry(caller, error, { kind, request, quoteId, id });
+    // Step 2, authorize: roles, scopes and the denylist here; the limits with the first write. A
+    // refusal is recorded (the headers not yet read: it is answered whatever they hold).
+    const spending = await authorizeStep(access, caller, order).catch(async (error: unknown) => {
+      if (error instanceof PermissionDeniedError && refusal) await audit!.appendAudit(refusal(error, null, null));
+      throw error;
+    });
     const key = context.idempotencyKey === undefined ? null : parseIdempotencyKey(context.idempotencyKey);
     const quoteId = context.quoteId === undefined ? null : parseQuoteId(context.quoteId);
     if (quoteId !== null && journalling?.quotes === undefined)
@@ -108,14 +130,27 @@ export function tradeUseCase(
 
     const { journal } = journalling;
     const hash = requestHash(order, quoteId);
-    const request = pickRequest(input as TradeRequest);
+    const accepting = audit === undefined ? undefined : acceptedEntry(caller, kind, request, quoteId);
     for (;;) {
-      const { created, record } = await journal.open(
-        { scope: caller.id, keyName: caller.key?.name, idempotencyKey: key, requestHash: hash, kind, request },
-        spending,
-      );
+      const { created, record } = await journal
+        .open(
+          { scope: caller.id, keyName: caller.key?.name, idempotencyKey: key, requestHash: hash, kind, request },
+          spending,
+          accepting,
+        )
+        .catch(async (error: unknown) => {
+          // Refused by a limit inside open: nothing was written, so the refusal is appended alone.
+          if (error instanceof SpendingLimitError && refusal) await audit!.appendAudit(refusal(error, null, quoteId));
+          throw error;
+        });
       if (created) {
-        const accepted = { order, id: record.id, spending };
+        const id = record.id;
+        const accepted = {
+          order,
+          id,
+          spending,
+          ...(refusal && { refused: (error: unknown) => refusal(error, id, quoteId) }),
+        };
         if (quoteId === null) return execute(trade, journalling, accepted);
         return executeQuoted(trade, journalling, accepted, quoteId, caller.id);
       }
@@ -135,7 +170,7 @@ async function executeQuoted(
   quoteId: string,
   scope: string,
 ): Promise<TransactionReceipt> {
-  const { order, id } = accepted;
+  const { order, id, refused } = accepted;
   const quotes = journalling.quotes!;
   // Gives the quote back if this trade took it (a no-op otherwise: conditional on the trade's id).
   const release = () => quotes.releaseQuote(quoteId, id);
@@ -146,7 +181,7 @@ async function executeQuoted(
     terms = await redeemQuote(quotes, quoteId, order, scope, id, Date.now(), minLeft);
   } catch (error) {
     // The quote may have been taken and the answer lost: given back, since nothing was signed.
-    await forget(journalling.journal, id, release);
+    await forget(journalling.journal, id, release, refused?.(error));
     throw error;
   }
   return execute(trade, journalling, { ...accepted, order: { ...order, quote: terms } }, release);
@@ -159,7 +194,12 @@ async function executeQuoted(
  * for the lifecycle monitor to send, and its quote used. It goes back before the record does, so
  * a keyed retry that finds the record gone finds the quote free.
  */
-async function forget(journal: TradeJournal, id: string, release?: () => Promise<void>): Promise<void> {
+async function forget(
+  journal: TradeJournal,
+  id: string,
+  release?: () => Promise<void>,
+  audit?: AuditEntry,
+): Promise<void> {
   if (release !== undefined) {
     const record = await journal.get(id).then(
       (found) => found ?? "gone",
@@ -167,7 +207,7 @@ async function forget(journal: TradeJournal, id: string, release?: () => Promise
     );
     if (record === "gone" || record?.status === "accepted") await release().catch(() => {});
   }
-  await discard(journal, id);
+  await discard(journal, id, audit);
 }
 
 /**
@@ -175,10 +215,10 @@ async function forget(journal: TradeJournal, id: string, release?: () => Promise
  * asked again, 4 times in all over about 0.35 s; one that keeps failing leaves the record to
  * forgetUnsigned (adapters/startup/journal.ts).
  */
-async function discard(journal: TradeJournal, id: string): Promise<void> {
+async function discard(journal: TradeJournal, id: string, audit?: AuditEntry): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await journal.discard(id);
+      await journal.discard(id, audit);
       return;
     } catch {
       if (attempt === 4) return;
@@ -203,7 +243,7 @@ async function discard(journal: TradeJournal, id: string): Promise<void> {
 async function execute(
   trade: TradePort,
   journalling: TradeJournalling,
-  { order, id, spending }: AcceptedTrade,
+  { order, id, spending, refused }: AcceptedTrade,
   releaseQuote?: () => Promise<void>,
 ): Promise<TransactionReceipt> {
   const { journal } = journalling;
@@ -233,8 +273,9 @@ async function execute(
       signed = undefined;
     if (signed === undefined) {
       // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again
-      // (and its quote, if it named one, can be used).
-      await forget(journal, id, releaseQuote);
+      // (and its quote, if it named one, can be used). A decision of the service's, recorded with
+      // the discard; a trade that fails once signed is an outcome, which the trade's record keeps.
+      await forget(journal, id, releaseQuote, refused?.(error));
       throw error;
     }
     // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or
@@ -260,6 +301,8 @@ interface AcceptedTrade {
   order: TradeOrder;
   id: string;
   spending: Spending | undefined;
+  /** Its refusal's audit record, when the service keeps an audit log. */
+  refused?: (error: unknown) => AuditEntry;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
 } from "../ports/webhook.port.js";
 import { authorizeDeliveryRetry, callerOf, visibilityOf } from "../access/authorize.js";
 import { type AccessPolicy, type Caller, keyIdOf } from "../access/policy.js";
+import { deliveryRetriedEntry } from "../audit.js";
 import type { TradeContext } from "./trade.use-case.js";
 import type { PolicySource } from "./trade-status.use-case.js";
 
@@ -71,11 +72,15 @@ export function listWebhookDeliveriesUseCase(
   };
 }
 
-/** Sends a failed delivery of the caller's again: pending, due now, with a new retry window. */
+/**
+ * Sends a failed delivery of the caller's again: pending, due now, with a new retry window. With
+ * `audited`, the retry is recorded in the audit log in the write that makes it pending.
+ */
 export function retryWebhookDeliveryUseCase(
   outbox: WebhookOutbox,
   now = () => new Date(),
   policy?: PolicySource,
+  audited = false,
 ): RetryWebhookDeliveryUseCase {
   return async (id, context = {}) => {
     const caller = callerOf(context);
@@ -83,7 +88,8 @@ export function retryWebhookDeliveryUseCase(
     authorizeDeliveryRetry(caller);
     if (typeof id !== "string" || !DELIVERY_ID.test(id)) throw new WebhookDeliveryNotFoundError(String(id));
     const scopes = caller.key?.roles.has("admin") ? "all" : ownIds(policy?.(), caller);
-    const retried = await outbox.retryWebhookDelivery(scopes, id, now());
+    const audit = audited ? deliveryRetriedEntry(caller, id) : undefined;
+    const retried = await outbox.retryWebhookDelivery(scopes, id, now(), audit);
     if (retried === undefined) throw new WebhookDeliveryNotFoundError(id);
     if (retried === "not_failed") throw new WebhookDeliveryNotFailedError(id);
     return deliveryView(retried);

@@ -41,6 +41,8 @@ export interface AppConfig {
   receiptTimeoutMs: number;
   /** IDEMPOTENCY_WAIT_MS: how long a retry waits for the first request with its key before 409. */
   idempotencyWaitMs: number;
+  /** AUDIT_CHECKPOINT_MS: how often the audit log's head (seq and hash) is logged, a witness for an outside log store. */
+  auditCheckpointMs: number;
   /** QUOTE_TTL_MS: how long a quote may be named by a trade (Quote-Id). */
   quoteTtlMs: number;
   /** A trade's deadline and slippage, the fee cap, confirmations, and the lifecycle monitor's timing. */

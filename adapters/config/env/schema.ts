@@ -77,6 +77,7 @@ const schema = z.object({
   RECEIPT_TIMEOUT_MS: optional(integer("RECEIPT_TIMEOUT_MS", 1000, 3_600_000)).default(120_000),
   IDEMPOTENCY_WAIT_MS: optional(integer("IDEMPOTENCY_WAIT_MS", 0, 600_000)).default(10_000),
   QUOTE_TTL_MS: optional(integer("QUOTE_TTL_MS", 5_000, 600_000)).default(30_000),
+  AUDIT_CHECKPOINT_MS: optional(integer("AUDIT_CHECKPOINT_MS", 1_000, 86_400_000)).default(3_600_000),
   TRADE_LIFETIME_S: optional(integer("TRADE_LIFETIME_S", 10, 86_400)).default(300),
   SLIPPAGE_BPS: optional(integer("SLIPPAGE_BPS", 0, 5_000)).default(100),
   MAX_FEE_PER_GAS_GWEI: optional(

@@ -22,7 +22,8 @@ export class MemoryJournal extends Journal {
     nonces: new MemoryNonces(this.#store),
     leases: new MemoryLeases(),
     quotes: new MemoryQuotes(),
-    webhooks: new MemoryOutbox(this.#store.events),
+    webhooks: new MemoryOutbox(this.#store.events, this.#store.audit),
+    audit: this.#store.audit,
   };
 
   async close(): Promise<void> {}

@@ -11,6 +11,7 @@ import {
   type TradeRecord,
 } from "../../../core/index.js";
 import { webhookEventType } from "../webhook-events.js";
+import { MemoryAudit } from "./audit.js";
 import { MemoryEvents } from "./webhooks.js";
 
 export type StoredTrade = Omit<TradeRecord, "broadcasts">;
@@ -48,6 +49,8 @@ export class MemoryStore {
   readonly hashes = new Map<string, string>(); // tx hash → slot key
   /** The webhook outbox's events (webhooks.ts). */
   readonly events = new MemoryEvents();
+  /** The audit log, appended in the same synchronous step as the change each record records. */
+  readonly audit = new MemoryAudit();
 
   trade(id: string): StoredTrade {
     const stored = this.trades.get(id);

@@ -2,6 +2,8 @@
 import { randomUUID } from "node:crypto";
 
 import type {
+  AuditEntry,
+  AuditNote,
   Broadcast,
   LimitCheck,
   LimitPer,
@@ -20,6 +22,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import {
+  forgottenEntry,
   gasUsdOf,
   sees,
   TRADE_TRANSITIONS,
@@ -46,7 +49,11 @@ export class MemoryTrades implements TradeJournal {
     this.#spending = new MemorySpending(store);
   }
 
-  async open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
+  async open(
+    trade: NewTrade,
+    spending?: Spending,
+    audit?: AuditNote,
+  ): Promise<{ created: boolean; record: TradeRecord }> {
     const store = this.#store;
     if (trade.idempotencyKey !== null) {
       for (const stored of store.trades.values()) {
@@ -70,6 +77,8 @@ export class MemoryTrades implements TradeJournal {
       createdAt: now,
       updatedAt: now,
     };
+    // The record first: it is the only step that can throw, so a trade never exists without it.
+    if (audit !== undefined) store.audit.appendNow({ ...audit, subject: stored.id });
     store.trades.set(stored.id, stored);
     if (spending !== undefined) this.#spending.record(stored.id, spending.spend, now.getTime());
     return { created: true, record: store.record(stored) };
@@ -181,9 +190,10 @@ export class MemoryTrades implements TradeJournal {
       });
   }
 
-  async discard(id: string): Promise<void> {
+  async discard(id: string, audit?: AuditEntry): Promise<void> {
     const stored = this.#store.trades.get(id);
     if (stored !== undefined && this.#applies("discard", stored)) {
+      if (audit !== undefined) this.#store.audit.appendNow(audit);
       this.#store.trades.delete(id);
       this.#spending.forget(id);
     }
@@ -196,6 +206,7 @@ export class MemoryTrades implements TradeJournal {
     let forgotten = 0;
     for (const [id, stored] of this.#store.trades) {
       if (tradeVerdict("forgetUnsigned", stored) === "applies" && stored.updatedAt.getTime() < before) {
+        this.#store.audit.appendNow(forgottenEntry(id));
         this.#store.trades.delete(id);
         this.#spending.forget(id);
         forgotten += 1;

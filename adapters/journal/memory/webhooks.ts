@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 
 import type {
+  AuditEntry,
   TradeRecord,
   WebhookAttempt,
   WebhookDelivery,
@@ -19,6 +20,7 @@ import type {
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
+import type { MemoryAudit } from "./audit.js";
 
 interface StoredEvent extends WebhookDelivery {
   leaseHolder: string | null;
@@ -71,9 +73,11 @@ export class MemoryEvents {
 
 export class MemoryOutbox implements WebhookOutbox {
   readonly #events: MemoryEvents;
+  readonly #audit: MemoryAudit;
 
-  constructor(events: MemoryEvents) {
+  constructor(events: MemoryEvents, audit: MemoryAudit) {
     this.#events = events;
+    this.#audit = audit;
   }
 
   async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
@@ -172,10 +176,12 @@ export class MemoryOutbox implements WebhookOutbox {
     scopes: WebhookScopes,
     id: string,
     now: Date,
+    audit?: AuditEntry,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
     const event = this.#events.list.find((e) => e.id === id && (scopes === "all" || scopes.includes(e.scope)));
     if (event === undefined) return undefined;
     if (event.status !== "failed") return "not_failed";
+    if (audit !== undefined) this.#audit.appendNow(audit);
     Object.assign(event, { status: "pending", nextAttemptAt: now, windowStart: now, finishedAt: null });
     return view(event, true) as WebhookDelivery;
   }

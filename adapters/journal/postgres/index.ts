@@ -16,6 +16,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 
 import { Journal } from "../../shared/journal.js";
+import { PostgresAudit } from "./audit.js";
 import { PostgresLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { PostgresNonces } from "./nonces.js";
@@ -58,6 +59,7 @@ export class PostgresJournal extends Journal {
     leases: PostgresLeases;
     quotes: PostgresQuotes;
     webhooks: PostgresOutbox;
+    audit: PostgresAudit;
   };
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
@@ -76,6 +78,7 @@ export class PostgresJournal extends Journal {
       leases: new PostgresLeases(pool),
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
+      audit: new PostgresAudit(pool),
     };
     this.#pool = pool;
     this.#lockPool = lockPool;

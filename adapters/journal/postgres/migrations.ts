@@ -5,6 +5,7 @@
 import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPENDING_MIGRATION } from "./spending.js";
@@ -139,6 +140,9 @@ export const MIGRATIONS = [
   // when it is behind or full (spend-admit.ts), not on every trade; spend_open admits a new
   // trade's spend in the statement that inserts it.
   SPEND_ADMIT_MIGRATION,
+  // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
+  // record records, one chain for every instance.
+  AUDIT_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -25,6 +25,7 @@
 import type pg from "pg";
 
 import {
+  type AuditEntry,
   type LimitCheck,
   type LimitUse,
   limitExceeded,
@@ -32,6 +33,7 @@ import {
   type SpendingLimitError,
 } from "../../../core/index.js";
 import { SPENDING_STATUSES_SQL } from "../spending.js";
+import { auditAppendCall } from "./audit.js";
 import { SPEND_REFUSED } from "./spend-admit.js";
 
 /** The counters of the spend `s`'s scopes. */
@@ -298,20 +300,25 @@ export async function admitSpend(
  * @throws SpendingLimitError when a check has no room
  */
 export async function insertCounted<T extends pg.QueryResultRow>(
-  pool: pg.Pool,
+  pool: pg.Pool | pg.ClientBase,
   insert: string,
   parameters: readonly unknown[],
   spending: Spending,
+  audit?: AuditEntry,
 ): Promise<T | undefined> {
   const admit = admitArguments(spending.spend, spending.checks);
   const placeholders = admit.map((_, i) => `$${parameters.length + i + 1}`).join(", ");
+  // With `audit`, its record is appended in the select list, once the spend is admitted: the
+  // chain's head is the statement's last lock (./audit.ts).
+  const append = audit === undefined ? undefined : auditAppendCall(audit, parameters.length + admit.length + 1);
   try {
     // Named: each connection parses and plans it once; planned afresh on every trade, it cost the
     // server a third of what counting the trade does (docs/benchmarks.md, "The authorize step").
     const { rows } = await pool.query<T>({
-      name: "trade-open-counted",
-      text: `WITH t AS (${insert}) SELECT t.* FROM t CROSS JOIN LATERAL spend_open(t.id, ${placeholders})`,
-      values: [...parameters, ...admit],
+      name: append === undefined ? "trade-open-counted" : "trade-open-counted-audited",
+      text: `WITH t AS (${insert}) SELECT t.*${append === undefined ? "" : `, ${append.sql} AS audit`}
+             FROM t CROSS JOIN LATERAL spend_open(t.id, ${placeholders})`,
+      values: [...parameters, ...admit, ...(append?.values ?? [])],
     });
     return rows[0];
   } catch (error) {

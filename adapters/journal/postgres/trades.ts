@@ -4,7 +4,10 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 
 import {
+  type AuditEntry,
+  type AuditNote,
   type Broadcast,
+  forgottenEntry,
   INITIAL_STATUS,
   type NewTrade,
   type SignedTradeTx,
@@ -34,6 +37,7 @@ import {
   toRecord,
   visibleWhere,
 } from "./rows.js";
+import { appendAudit, auditAppendCall } from "./audit.js";
 import { admitSpend, insertCounted, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
@@ -69,29 +73,42 @@ export class PostgresTrades implements TradeJournal {
 
   async forgetUnsigned(staleAfterMs?: number): Promise<number> {
     // Another instance's, once its lease ran out; this one's own, once unchanged for staleAfterMs
-    // (by the database's clock, as the leases; none of its own without a bound).
-    const { rowCount } = await this.#pool.query(
-      `DELETE FROM trades t WHERE ${applies("forgetUnsigned", "t")}
-       AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
-         SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
-         OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))`,
-      [this.#instance, staleAfterMs ?? null],
-    );
-    return rowCount ?? 0;
+    // (by the database's clock, as the leases; none of its own without a bound). Each recorded in
+    // the audit log in the same transaction.
+    return transaction(this.#pool, async (client) => {
+      const { rows } = await client.query<{ id: string }>(
+        `DELETE FROM trades t WHERE ${applies("forgetUnsigned", "t")}
+         AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
+           SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
+           OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))
+         RETURNING t.id`,
+        [this.#instance, staleAfterMs ?? null],
+      );
+      for (const { id } of rows) await appendAudit(client, forgottenEntry(id));
+      return rows.length;
+    });
   }
 
-  async open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
+  async open(
+    trade: NewTrade,
+    spending?: Spending,
+    audit?: AuditNote,
+  ): Promise<{ created: boolean; record: TradeRecord }> {
     const id = randomUUID();
     // Retried only if the existing record is discarded between the two statements.
     for (let attempt = 0; attempt < 5; attempt++) {
       // Of concurrent inserts with one key, PostgreSQL lets exactly one through; the others wait
       // for it to commit, then do nothing, and read its row. With spending limits, the insert and
-      // the limits' check are one statement (insertCounted): a refusal takes the insert back.
+      // the limits' check are one statement (insertCounted): a refusal takes the insert back. With
+      // `audit`, its record is appended in the same statement, last (a trade found writes none).
       const parameters = this.#insertParameters(id, trade);
+      const entry = audit === undefined ? undefined : { ...audit, subject: id };
       const created =
-        spending === undefined
-          ? (await this.#pool.query<Row>(INSERT_TRADE, parameters)).rows[0]
-          : await insertCounted<Row>(this.#pool, INSERT_TRADE, parameters, spending);
+        spending !== undefined
+          ? await insertCounted<Row>(this.#pool, INSERT_TRADE, parameters, spending, entry)
+          : entry === undefined
+            ? (await this.#pool.query<Row>(INSERT_TRADE, parameters)).rows[0]
+            : await this.#insertAudited(parameters, entry);
       if (created) return { created: true, record: toRecord(created, []) };
       const existing = await this.#pool.query<Row>(
         `SELECT ${COLUMNS} FROM trades WHERE scope = $1 AND idempotency_key = $2`,
@@ -124,6 +141,17 @@ export class PostgresTrades implements TradeJournal {
       [per, windowMs, count],
     );
     return rows.map((row) => ({ value: row.value, usd: BigInt(row.usd), trades: Number(row.trades) }));
+  }
+
+  /** INSERT_TRADE and the trade's audit record, in one statement. */
+  async #insertAudited(parameters: unknown[], entry: AuditEntry): Promise<Row | undefined> {
+    const append = auditAppendCall(entry, parameters.length + 1);
+    const { rows } = await this.#pool.query<Row>({
+      name: "trade-open-audited",
+      text: `WITH t AS (${INSERT_TRADE}) SELECT t.*, ${append.sql} AS audit FROM t`,
+      values: [...parameters, ...append.values],
+    });
+    return rows[0];
   }
 
   /** INSERT_TRADE's parameters for the trade `id`. */
@@ -213,8 +241,16 @@ export class PostgresTrades implements TradeJournal {
     await this.#ended(id, "markExpired", error);
   }
 
-  async discard(id: string): Promise<void> {
-    const deleted = await this.#pool.query(`DELETE FROM trades WHERE id = $1 AND ${applies("discard")}`, [id]);
+  async discard(id: string, audit?: AuditEntry): Promise<void> {
+    const remove = `DELETE FROM trades WHERE id = $1 AND ${applies("discard")}`;
+    const deleted =
+      audit === undefined
+        ? await this.#pool.query(remove, [id])
+        : await transaction(this.#pool, async (client) => {
+            const result = await client.query(remove, [id]);
+            if (result.rowCount !== 0) await appendAudit(client, audit);
+            return result;
+          });
     if (deleted.rowCount !== 0) return;
     const trade = stateOf(
       (await this.#pool.query<StateRow>("SELECT status, tx_hash FROM trades WHERE id = $1", [id])).rows[0],

@@ -9,6 +9,7 @@
 import type pg from "pg";
 
 import type {
+  AuditEntry,
   WebhookAttempt,
   WebhookDelivery,
   WebhookDeliveryPage,
@@ -21,6 +22,7 @@ import type {
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import { auditAppendCall } from "./audit.js";
 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 
@@ -261,14 +263,21 @@ export class PostgresOutbox implements WebhookOutbox {
     scopes: WebhookScopes,
     id: string,
     now: Date,
+    audit?: AuditEntry,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
     const values: unknown[] = [id, now];
     const visible = scopesWhere(scopes, values);
-    const updated = await this.#pool.query<EventRow>(
-      `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, window_start = $2, finished_at = NULL
-       WHERE id = $1 AND ${visible} AND status = 'failed' RETURNING *`,
-      values,
-    );
+    const retry = `UPDATE webhook_events SET status = 'pending', next_attempt_at = $2, window_start = $2, finished_at = NULL
+       WHERE id = $1 AND ${visible} AND status = 'failed' RETURNING *`;
+    // With `audit`, its record in the same statement, only for an event it retried.
+    const append = audit === undefined ? undefined : auditAppendCall(audit, values.length + 1);
+    const updated =
+      append === undefined
+        ? await this.#pool.query<EventRow>(retry, values)
+        : await this.#pool.query<EventRow>(`WITH u AS (${retry}) SELECT u.*, ${append.sql} AS audit FROM u`, [
+            ...values,
+            ...append.values,
+          ]);
     if (updated.rows[0]) return (await this.#withHistory(updated.rows))[0];
     const asked: unknown[] = [id];
     const found = await this.#pool.query(

@@ -16,6 +16,7 @@ import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 
 import { Journal } from "../../shared/journal.js";
+import { SqliteAudit } from "./audit.js";
 import { SqliteLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
 import { registerSpendFunctions } from "./spending.js";
@@ -66,6 +67,7 @@ export class SqliteJournal extends Journal {
     leases: SqliteLeases;
     quotes: SqliteQuotes;
     webhooks: SqliteOutbox;
+    audit: SqliteAudit;
   };
   readonly #store: SqliteStore;
 
@@ -73,12 +75,14 @@ export class SqliteJournal extends Journal {
     super();
     const store = new SqliteStore(db);
     this.#store = store;
+    const audit = new SqliteAudit(store);
     this.ports = {
-      trades: new SqliteTrades(store),
+      trades: new SqliteTrades(store, audit),
       nonces: new SqliteNonces(store),
       leases: new SqliteLeases(store),
       quotes: new SqliteQuotes(store),
-      webhooks: new SqliteOutbox(db, (run) => store.write(run)),
+      webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),
+      audit,
     };
   }
 

@@ -5,6 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
@@ -145,6 +146,8 @@ export const MIGRATIONS = [
   // 11: the access file (spending.ts): the name of the key that sent each trade, and what each
   // trade counts against the spending limits, with a counter per limit scope.
   SPENDING_MIGRATION,
+  // 12: the audit log (audit.ts), appended in the same transaction as what each record records.
+  AUDIT_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

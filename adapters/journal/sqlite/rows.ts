@@ -11,6 +11,7 @@ import type {
   SlotPurpose,
   SlotState,
   TradeRecord,
+  TradeStatus,
   TransactionReceipt,
 } from "../../../core/index.js";
 import { tradeAmounts } from "../../../core/index.js";
@@ -77,4 +78,9 @@ export function toSlot(row: Row, broadcasts: Broadcast[]): NonceSlot {
 export function amountColumns(receipt: TransactionReceipt): [string | null, string | null, string | null] {
   const { amountIn, amountOut, gasWei } = tradeAmounts(receipt);
   return [amountIn?.toString() ?? null, amountOut?.toString() ?? null, gasWei?.toString() ?? null];
+}
+
+/** Where a trade stands, as the trade model reads it, from its row's status and tx_hash. */
+export function tradeState(row: Row): { status: TradeStatus; txHash: string | null } {
+  return { status: row.status as TradeStatus, txHash: row.tx_hash as string | null };
 }

@@ -19,6 +19,8 @@ import type { DatabaseSync } from "node:sqlite";
 /** A write waiting for the group commit: it runs in the group's transaction, and settles after its commit. */
 interface QueuedWrite {
   run: () => unknown;
+  /** Run as one savepoint: a write that throws leaves nothing of itself (one that appends an audit record). */
+  atomic: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -35,6 +37,9 @@ function slotStatements(db: DatabaseSync) {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     slot: db.prepare("SELECT * FROM nonce_slots WHERE wallet = ? AND nonce = ?"),
+    savepoint: db.prepare("SAVEPOINT atomic_write"),
+    release: db.prepare("RELEASE atomic_write"),
+    rollbackTo: db.prepare("ROLLBACK TO atomic_write"),
   };
 }
 
@@ -49,12 +54,16 @@ export class SqliteStore {
     this.sql = slotStatements(db);
   }
 
-  /** Queues `run` for this turn's group commit (see the header). */
-  write<T>(run: () => T): Promise<T> {
+  /**
+   * Queues `run` for this turn's group commit (see the header). With `atomic`, it runs as one
+   * savepoint, so that when it throws nothing it wrote stays (a write that appends an audit record
+   * with its change: both or neither); the others check first and write last.
+   */
+  write<T>(run: () => T, atomic = false): Promise<T> {
     if (!this.db.isOpen) return Promise.reject(new Error("the trade journal is closed"));
     return new Promise<T>((resolve, reject) => {
       if (this.#writes.length === 0) setImmediate(() => this.#commit());
-      this.#writes.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      this.#writes.push({ run, atomic, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -74,7 +83,7 @@ export class SqliteStore {
       for (const write of writes) {
         if (!db.isTransaction) throw new Error("the trade journal's transaction was rolled back");
         try {
-          done.push({ write, value: write.run() });
+          done.push({ write, value: write.atomic ? this.#atomically(write.run) : write.run() });
         } catch (error) {
           write.reject(error);
         }
@@ -86,6 +95,23 @@ export class SqliteStore {
       return;
     }
     for (const { write, value } of done) write.resolve(value);
+  }
+
+  #atomically(run: () => unknown): unknown {
+    const { savepoint, release, rollbackTo } = this.sql;
+    savepoint.run();
+    try {
+      const value = run();
+      release.run();
+      return value;
+    } catch (error) {
+      // Lost with the transaction (an I/O error rolled it back): the commit refuses every write.
+      if (this.db.isTransaction) {
+        rollbackTo.run();
+        release.run();
+      }
+      throw error;
+    }
   }
 
   /** Commits what was written before, then closes the file. */

@@ -3,6 +3,8 @@ import { randomUUID } from "node:crypto";
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 
 import type {
+  AuditEntry,
+  AuditNote,
   LimitCheck,
   LimitPer,
   LimitUse,
@@ -18,13 +20,14 @@ import type {
   TradeTotals,
   TransactionReceipt,
 } from "../../../core/index.js";
-import { gasUsdOf, INITIAL_STATUS, type TradeOperation, type TradeStatus } from "../../../core/index.js";
+import { forgottenEntry, gasUsdOf, INITIAL_STATUS, type TradeOperation } from "../../../core/index.js";
 import { applies, decide, statusAfter } from "../transitions.js";
 import { addToGroups, historyWhere, sortedGroups } from "./history.js";
-import { amountColumns, type Row, toBroadcast, toRecord } from "./rows.js";
+import { amountColumns, type Row, toBroadcast, toRecord, tradeState } from "./rows.js";
 import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
+import type { SqliteAudit } from "./audit.js";
 
 /**
  * The summary reads its rows in batches of this many, in the history's order (its index), and
@@ -74,7 +77,7 @@ function statements(db: DatabaseSync) {
     expired: endedStatement(db, "markExpired"),
     status: db.prepare("SELECT status, tx_hash FROM trades WHERE id = ?"),
     discard: db.prepare(`DELETE FROM trades WHERE id = ? AND ${applies("discard")}`),
-    forgetUnsigned: db.prepare(`DELETE FROM trades WHERE ${applies("forgetUnsigned")} AND updated_at < ?`),
+    forgetUnsigned: db.prepare(`DELETE FROM trades WHERE ${applies("forgetUnsigned")} AND updated_at < ? RETURNING id`),
     // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
     tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash FROM trades WHERE id = ?"),
     dropSlotBroadcasts: db.prepare(
@@ -114,9 +117,11 @@ export class SqliteTrades implements TradeJournal {
   readonly #openedAt = Date.now();
 
   readonly #spending: SqliteSpending;
+  readonly #audit: SqliteAudit;
 
-  constructor(store: SqliteStore) {
+  constructor(store: SqliteStore, audit: SqliteAudit) {
     this.#store = store;
+    this.#audit = audit;
     this.#sql = { ...store.sql, ...statements(store.db) };
     this.#spending = new SqliteSpending(store.db);
   }
@@ -128,10 +133,14 @@ export class SqliteTrades implements TradeJournal {
    */
   forgetUnsigned(staleAfterMs?: number): Promise<number> {
     const before = staleAfterMs === undefined ? this.#openedAt : Math.max(this.#openedAt, Date.now() - staleAfterMs);
-    return this.#store.write(() => Number(this.#sql.forgetUnsigned.run(before).changes));
+    return this.#store.write(() => {
+      const forgotten = this.#sql.forgetUnsigned.all(before);
+      for (const { id } of forgotten) this.#audit.appendIn(forgottenEntry(id as string));
+      return forgotten.length;
+    }, true);
   }
 
-  open(trade: NewTrade, spending?: Spending): Promise<{ created: boolean; record: TradeRecord }> {
+  open(trade: NewTrade, spending?: Spending, audit?: AuditNote): Promise<{ created: boolean; record: TradeRecord }> {
     // Synchronous statements on one connection: nothing runs between the check, the insert and the select.
     return this.#store.write(() => {
       const now = Date.now();
@@ -153,9 +162,12 @@ export class SqliteTrades implements TradeJournal {
         now,
         now,
       );
-      if (inserted) return { created: true, record: toRecord(inserted, []) };
+      if (inserted) {
+        if (audit !== undefined) this.#audit.appendIn({ ...audit, subject: id });
+        return { created: true, record: toRecord(inserted, []) };
+      }
       return { created: false, record: this.#record(this.#sql.byKey.get(trade.scope, trade.idempotencyKey)!) };
-    });
+    }, audit !== undefined);
   }
 
   respend(id: string, usd: bigint, checks: readonly LimitCheck[]): Promise<void> {
@@ -251,12 +263,15 @@ export class SqliteTrades implements TradeJournal {
     return this.#ended(id, "markExpired", error);
   }
 
-  discard(id: string): Promise<void> {
+  discard(id: string, audit?: AuditEntry): Promise<void> {
     return this.#store.write(() => {
-      if (Number(this.#sql.discard.run(id).changes) > 0) return;
+      if (Number(this.#sql.discard.run(id).changes) > 0) {
+        if (audit !== undefined) this.#audit.appendIn(audit);
+        return;
+      }
       const row = this.#sql.status.get(id);
       if (row) decide("discard", id, tradeState(row)); // an unknown trade: nothing to forget
-    });
+    }, audit !== undefined);
   }
 
   async get(id: string): Promise<TradeRecord | undefined> {
@@ -397,9 +412,4 @@ export class SqliteTrades implements TradeJournal {
             .map(toBroadcast);
     return toRecord(row, broadcasts);
   }
-}
-
-/** Where a trade stands, as the trade model reads it, from its row's status and tx_hash. */
-function tradeState(row: Row): { status: TradeStatus; txHash: string | null } {
-  return { status: row.status as TradeStatus, txHash: row.tx_hash as string | null };
 }

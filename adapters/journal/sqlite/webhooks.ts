@@ -8,6 +8,7 @@
 import type { DatabaseSync, SQLOutputValue } from "node:sqlite";
 
 import type {
+  AuditEntry,
   WebhookAttempt,
   WebhookDelivery,
   WebhookDeliveryPage,
@@ -20,6 +21,7 @@ import type {
   WebhookOutcome,
 } from "../../../core/index.js";
 import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import type { SqliteAudit } from "./audit.js";
 
 /** The trade's broadcasts (its nonce slot's), oldest first. */
 const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce
@@ -172,14 +174,16 @@ function statements(db: DatabaseSync) {
 
 export class SqliteOutbox implements WebhookOutbox {
   readonly #db: DatabaseSync;
-  readonly #write: <T>(run: () => T) => Promise<T>;
+  readonly #write: <T>(run: () => T, atomic?: boolean) => Promise<T>;
+  readonly #audit: SqliteAudit;
   #sql: ReturnType<typeof statements> | undefined;
   #leasesDropped = false;
 
-  /** @param write - the journal's group commit: `run` goes into its transaction. */
-  constructor(db: DatabaseSync, write: <T>(run: () => T) => Promise<T>) {
+  /** @param write - the journal's group commit: `run` goes into its transaction (as one savepoint when `atomic`). */
+  constructor(db: DatabaseSync, write: <T>(run: () => T, atomic?: boolean) => Promise<T>, audit: SqliteAudit) {
     this.#db = db;
     this.#write = write;
+    this.#audit = audit;
   }
 
   get #statements(): ReturnType<typeof statements> {
@@ -262,12 +266,15 @@ export class SqliteOutbox implements WebhookOutbox {
     scopes: WebhookScopes,
     id: string,
     now: Date,
+    audit?: AuditEntry,
   ): Promise<WebhookDelivery | "not_failed" | undefined> {
     const row = this.#statements.byId.get(id);
     if (row === undefined || (scopes !== "all" && !scopes.includes(String(row.scope)))) return undefined;
-    const changed = await this.#write(() =>
-      Number(this.#statements.retry.run(now.getTime(), now.getTime(), id, String(row.scope)).changes),
-    );
+    const changed = await this.#write(() => {
+      const made = Number(this.#statements.retry.run(now.getTime(), now.getTime(), id, String(row.scope)).changes);
+      if (made === 1 && audit !== undefined) this.#audit.appendIn(audit);
+      return made;
+    }, audit !== undefined);
     return changed === 1 ? this.#delivery(this.#statements.byId.get(id)!) : "not_failed";
   }
 

@@ -9,11 +9,17 @@ import type * as net from "node:net";
 import type { NodeServerResponse } from "../request/index.js";
 import type { Connections } from "./connections.js";
 
-/** Protection against slow or stalled HTTP/1.1 clients. */
+/**
+ * Protection against slow or stalled HTTP/1.1 clients; and a request without a body (no
+ * Content-Length, no Transfer-Encoding: a price, a probe) starts with its body stream already
+ * ended, so Node runs none of a stream's events for it (Node 24's optimizeEmptyRequests; earlier
+ * versions ignore the option).
+ */
 export const HTTP1_OPTIONS: http.ServerOptions = {
   headersTimeout: 20_000,
   requestTimeout: 60_000,
   keepAliveTimeout: 5_000,
+  optimizeEmptyRequests: true,
 };
 
 /** Answers 503 without running anything: the request may be sent again as it is. */

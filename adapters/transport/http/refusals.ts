@@ -10,30 +10,33 @@
  */
 import type { Http2ServerRequest, ServerHttp2Stream } from "node:http2";
 
-import type { Logger } from "pino";
-
-import { discardRest, requestContext, type NodeServerRequest, type NodeServerResponse } from "../request/index.js";
+import { discardRest, type NodeServerRequest, type NodeServerResponse, type RequestContext } from "../request/index.js";
 import { grpcPercentEncode } from "../rpc/index.js";
 import { isRpcRequest } from "./protocol-of.js";
-import { rpcOutcome } from "./steps/observe.js";
 
 /** Over a rate limit: 429 with Retry-After (JSON, Connect), RESOURCE_EXHAUSTED (gRPC, gRPC-Web). */
 export function refuseRateLimited(
   req: NodeServerRequest,
   res: NodeServerResponse,
+  context: RequestContext,
   retryAfterS: number,
   message: string,
 ): void {
   res.setHeader("retry-after", String(retryAfterS));
-  answerRpcError(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message });
+  answerRpcError(req, res, context, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message });
 }
 
 /**
  * Refuses an RPC without a valid api_key in its protocol's own form, as Connect would have:
  * gRPC and gRPC-Web with grpc-status 16, Connect as HTTP 401 with its error body.
  */
-export function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerResponse, message: string): void {
-  answerRpcError(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
+export function refuseUnauthenticated(
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  context: RequestContext,
+  message: string,
+): void {
+  answerRpcError(req, res, context, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message });
 }
 
 /**
@@ -41,13 +44,13 @@ export function refuseUnauthenticated(req: NodeServerRequest, res: NodeServerRes
  * returns true: gRPC and gRPC-Web with grpc-status 12 (UNIMPLEMENTED) in a trailers-only
  * answer, Connect with HTTP 404 and code "unimplemented". Anything else is not an RPC: false.
  */
-export function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, log: Logger): boolean {
-  const { path, id } = requestContext(req, log);
+export function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse, context: RequestContext): boolean {
+  const { path, id } = context;
   if (!isRpcRequest(req, path)) return false;
   res.setHeader("x-request-id", id);
   const service = path.slice(1, path.lastIndexOf("/"));
   const message = `${path.slice(1)} is not served here (no service ${service}, or no such method)`;
-  answerRpcError(req, res, { grpcStatus: 12, httpStatus: 404, code: "unimplemented", message });
+  answerRpcError(req, res, context, { grpcStatus: 12, httpStatus: 404, code: "unimplemented", message });
   return true;
 }
 
@@ -55,9 +58,10 @@ export function refuseUnknownRpc(req: NodeServerRequest, res: NodeServerResponse
 function answerRpcError(
   req: NodeServerRequest,
   res: NodeServerResponse,
+  context: RequestContext,
   { grpcStatus, httpStatus, code, message }: { grpcStatus: number; httpStatus: number; code: string; message: string },
 ): void {
-  rpcOutcome(req).code = code;
+  context.rpcCode = code;
   const contentType = String(req.headers["content-type"] ?? "");
   if (/^application\/grpc/i.test(contentType)) answerGrpcError(req, res, contentType, grpcStatus, message);
   else answerJsonError(req, res, httpStatus, code, message);

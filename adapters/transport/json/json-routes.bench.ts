@@ -3,7 +3,7 @@
  * answer, `GET /api/v1/token/price` through the JSON routes (`jsonRoutes`), against the same price
  * through connect-node's router: `POST /tokentrade.v1.TokenService/GetPrice` in Connect's JSON
  * protocol, served by the service's Connect adapter (`rpcAdapter` with `tokenRoutes`, built as
- * http/protocol-handlers.ts builds it). connect-es cannot serve the SPEC's path and bodies (no
+ * http/routes.ts builds it). connect-es cannot serve the SPEC's path and bodies (no
  * `google.api.http` transcoding), so its own path and proto3 JSON stand in for them: the record's
  * threshold is that such an answer costs within 10 % of this route's.
  *
@@ -13,16 +13,14 @@
  * CPU clock moves in steps of a few ms on some virtual machines); the client's part, writing a
  * request and finding the end of its answer, is small and the same for both. Before its
  * protocol's handler, each request takes the steps of the service's handler that run on both
- * paths (http/http-handler.ts): the request context, the api_key check, and for the RPC the
- * x-request-id header and the grpc-message wrapper (a no-op for JSON). CORS, the limits and the
+ * paths (http/http-handler.ts): the request context, the api_key check, the router's lookup of the
+ * path, and for the RPC the x-request-id header and the grpc-message wrapper (a no-op for JSON). CORS, the limits and the
  * access line are left out (off, or the same for both, as in the record's silent figures), and so
  * is the kernel: the ratio here is above the service's, where those costs are shared, so one near
  * 1.10 should be checked in docs/benchmarks.md's harness. `npm run bench:micro -- json-routes`.
  */
 import { createServer, type RequestListener } from "node:http";
 import { duplexPair } from "node:stream";
-
-import { createContextValues } from "@connectrpc/connect";
 
 import { createUseCases, type PriceRecord, type TradeConfig, type TradePort } from "../../../core/index.js";
 import { createLogger } from "../../shared/logger.js";
@@ -31,21 +29,11 @@ import {
   API_KEY_HEADER,
   bindRequestContext,
   createApiKeyVerifier,
-  requestContext,
-  type ApiKeyCheck,
   type NodeHandlerFn,
   type NodeServerRequest,
+  type RequestContext,
 } from "../request/index.js";
-import {
-  errorInterceptor,
-  kCallerKeyIndex,
-  kCallerScope,
-  kRequestLog,
-  kRpcOutcome,
-  minimalGrpcMessageEncoding,
-  rpcAdapter,
-  tokenRoutes,
-} from "../rpc/index.js";
+import { errorInterceptor, minimalGrpcMessageEncoding, rpcAdapter, tokenRoutes } from "../rpc/index.js";
 import { DEFAULT_BODY_LIMIT_BYTES, jsonRoutes } from "./json-routes.js";
 
 /**
@@ -84,47 +72,34 @@ const useCases = createUseCases({
 });
 const log = createLogger({ level: "silent" });
 const verifier = createApiKeyVerifier([KEY]);
-/** The api_key step's check, kept on the request as the service keeps it (http/steps/api-key.ts), for both paths to read. */
-const kKey = Symbol("api_key check");
-type Checked = NodeServerRequest & { [kKey]?: ApiKeyCheck };
-const checkKey = (req: NodeServerRequest) => {
-  (req as Checked)[kKey] = verifier.check(req.headers[API_KEY_HEADER] as string | undefined);
+/** The api_key step's check, into the request's context as the service's pipeline makes it (http/steps/api-key.ts). */
+const checkKey = (req: NodeServerRequest, context: RequestContext) => {
+  context.key = verifier.check(req.headers[API_KEY_HEADER] as string | undefined, context);
 };
-const checkedKey = (req: NodeServerRequest) => (req as Checked)[kKey];
 
-const json = jsonRoutes({
-  useCases,
-  verifier,
-  readiness: async () => ({ ready: true, detail: "bench" }),
-  log,
-  checkedKey,
-});
+const json = jsonRoutes({ useCases, readiness: async () => ({ ready: true, detail: "bench" }) });
 const connect = rpcAdapter({
   routes: tokenRoutes(useCases),
   interceptors: [errorInterceptor(log)],
   readMaxBytes: DEFAULT_BODY_LIMIT_BYTES,
   jsonOptions: { ignoreUnknownFields: false },
   compressMinBytes: Number.MAX_SAFE_INTEGER,
-  contextValues: (req) => {
-    const key = checkedKey(req);
-    const values = createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, {});
-    return key?.ok ? values.set(kCallerKeyIndex, key.keyIndex).set(kCallerScope, key.scope) : values;
-  },
 });
 
-/** The JSON route, after the steps both paths take (the context, the key). */
+/** The JSON route, after the steps both paths take (the context, the key, the router's lookup). */
 const viaJson: NodeHandlerFn = (req, res) => {
-  bindRequestContext(req, log);
-  checkKey(req);
-  json(req, res);
+  const context = bindRequestContext(req, log);
+  checkKey(req, context);
+  (json.paths.get(context.path) ?? json.other)(req, res, context);
 };
-/** Connect, after the same steps and what the dispatch step does for an RPC. */
+/** Connect, after the same steps and what the router's procedure route does for an RPC. */
 const viaConnect: NodeHandlerFn = (req, res) => {
   const context = bindRequestContext(req, log);
-  checkKey(req);
+  checkKey(req, context);
+  const procedure = connect.get(context.path)!;
   res.setHeader("x-request-id", context.id);
   minimalGrpcMessageEncoding(req, res);
-  connect(req, res);
+  procedure(req, res, context);
 };
 
 /** A keep-alive connection to a node:http server running `handler`, over an in-memory stream pair. */

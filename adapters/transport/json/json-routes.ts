@@ -1,20 +1,17 @@
 /**
- * The JSON routes' handler: finds a request's route (route-table.ts), checks its key, reads its
- * body when it has one, runs it, and answers, or refuses it with `{"code", "message"}`.
+ * The JSON routes' handlers, one per path in the service's router (http/router.ts): each checks
+ * its request (method, key, body), runs it, and answers, or refuses it with `{"code", "message"}`.
  */
 import { Code } from "@connectrpc/connect";
-import type { Logger } from "pino";
 
-import type { Caller, UseCases } from "../../../core/index.js";
+import type { UseCases } from "../../../core/index.js";
 import {
-  API_KEY_HEADER,
-  requestContext,
-  type ApiKeyCheck,
-  type ApiKeyVerifier,
-  type NodeHandlerFn,
+  MISSING_KEY_MESSAGE,
+  type AcceptedKey,
   type NodeServerRequest,
   type NodeServerResponse,
   type RequestContext,
+  type RouteHandler,
 } from "../request/index.js";
 import { codeName, toConnectError } from "../rpc/index.js";
 import {
@@ -28,7 +25,7 @@ import {
   send,
   unsupportedMediaType,
 } from "./json-http.js";
-import { cachedReadiness, type Readiness } from "./readiness.js";
+import type { Readiness } from "./readiness.js";
 import { routeTable, type Answer, type Route } from "./route-table.js";
 
 /** Largest accepted JSON body by default: a trade request is under 300 bytes. */
@@ -36,28 +33,26 @@ export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024;
 
 export interface JsonRoutesOptions {
   useCases: UseCases;
-  verifier: ApiKeyVerifier;
-  /** Backs GET /readyz (chain reachable, wallet funded). */
+  /** Backs GET /readyz (chain reachable, wallet funded): the service's one cached check (readiness.ts). */
   readiness: () => Promise<Readiness>;
   /** Bodies larger than this are refused with 413 without being read to the end. */
   bodyLimitBytes?: number;
-  /** /readyz answers 503 when the check takes longer than this. Default 5000 ms. */
-  readinessTimeoutMs?: number;
-  /**
-   * How long a readiness answer is reused, in ms. Default 1000: probes and anyone else calling
-   * /readyz (it needs no key) cost the node a check a second at most, shared by concurrent callers.
-   */
-  readinessCacheMs?: number;
-  log: Logger;
   /** Told of each request whose key an authenticated route refused (the rate limit on refused keys). */
-  onRefusedKey?: (req: NodeServerRequest) => void;
-  /** The api_key check the outer handler (http/steps/api-key.ts) made of a request already, if it did: not made again. */
-  checkedKey?: (req: NodeServerRequest) => ApiKeyCheck | undefined;
+  onRefusedKey?: (context: RequestContext) => void;
+}
+
+/** The JSON routes, for the service's router. */
+export interface JsonRoutes {
+  /** The handler of each route with a fixed path, by path. */
+  paths: ReadonlyMap<string, RouteHandler>;
+  /** Any other path: the route of a parameterised one (a trade by its hash, a delivery's retry), else 404. */
+  other: RouteHandler;
+  /** The label the request metrics give a path. */
+  label(path: string): string;
 }
 
 /**
- * The JSON routes of docs/SPEC.md plus the probes: http/http-handler.ts sends here every path that
- * is not an RPC, /docs or an unknown RPC:
+ * The JSON routes of docs/SPEC.md plus the probes:
  *
  * | Method | Path                  | Key | Answer                          |
  * |--------|-----------------------|-----|---------------------------------|
@@ -76,17 +71,12 @@ export interface JsonRoutesOptions {
  * | GET    | /readyz               | no  | {"status":"ready"} or 503       |
  *
  * Checks run in this order, the first failure answering: path (404), method (405),
- * api_key (401), Content-Type (415), size (413), JSON syntax (400), then the use
- * case's validation (400 naming the field) and the chain's refusals.
+ * api_key (401: the pipeline's check, in the request's context), Content-Type (415), size (413),
+ * JSON syntax (400), then the use case's validation (400 naming the field) and the chain's refusals.
  */
-export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeOf(path: string): string } {
-  const { verifier, log } = options;
+export function jsonRoutes(options: JsonRoutesOptions): JsonRoutes {
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const checkReadiness = cachedReadiness(options.readiness, {
-    timeoutMs: options.readinessTimeoutMs ?? 5_000,
-    cacheMs: options.readinessCacheMs ?? 1_000,
-  });
-  const table = routeTable(options.useCases, checkReadiness, log);
+  const table = routeTable(options.useCases, options.readiness);
 
   /**
    * Answers one request: at once when its answer is at hand (a cached price), else through the
@@ -95,49 +85,59 @@ export function jsonRoutes(options: JsonRoutesOptions): NodeHandlerFn & { routeO
   const answer = (
     req: NodeServerRequest,
     res: NodeServerResponse,
-    path: string,
-    id: string,
+    context: RequestContext,
+    route: Route,
+    param: string,
   ): Promise<void> | undefined => {
     const method = req.method ?? "GET";
-    const { route, param } = table.routeOf(path);
-    if (route === undefined) throw notFound(method, path);
-    if (method !== route.method) throw methodNotAllowed(method, path, route.method);
-    let caller: Caller = { id: "" };
+    if (method !== route.method) throw methodNotAllowed(method, context.path, route.method);
+    let key: AcceptedKey | undefined;
     if (route.authenticated) {
-      const raw = req.headers[API_KEY_HEADER];
-      const result = options.checkedKey?.(req) ?? verifier.check(Array.isArray(raw) ? raw.join(",") : raw);
-      if (!result.ok) {
-        options.onRefusedKey?.(req);
-        throw new HttpError(Code.Unauthenticated, result.message);
+      const check = context.key;
+      if (check?.ok !== true) {
+        options.onRefusedKey?.(context);
+        throw new HttpError(Code.Unauthenticated, check?.message ?? MISSING_KEY_MESSAGE);
       }
-      caller = result.caller ?? { id: result.scope };
+      key = check;
     }
     const now = route.jsonBody ? undefined : route.now?.();
-    if (now === undefined) return answerLater(req, res, id, route, caller, param, limit);
-    sendAnswer(req, res, id, now);
+    if (now === undefined) return answerLater(req, res, context, route, key, param, limit);
+    sendAnswer(req, res, context.id, now);
     return undefined;
   };
 
-  /** Answers one request, or refuses it. */
-  const handler: NodeHandlerFn = (req, res) => {
-    // The outermost handler has bound the context (and parsed the path) already.
-    const context = requestContext(req, log);
+  /** Answers one request for `route`, or refuses it. */
+  const serve = (
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+    context: RequestContext,
+    route: Route | undefined,
+    param: string,
+  ): void => {
     try {
-      answer(req, res, context.path, context.id)?.catch((thrown: unknown) => refuse(req, res, context, thrown));
+      if (route === undefined) throw notFound(req.method ?? "GET", context.path);
+      answer(req, res, context, route, param)?.catch((thrown: unknown) => refuse(req, res, context, thrown));
     } catch (thrown) {
       refuse(req, res, context, thrown);
     }
   };
-  return Object.assign(handler, { routeOf: table.label });
+
+  const paths = new Map<string, RouteHandler>();
+  for (const [path, route] of table.routes) paths.set(path, (req, res, context) => serve(req, res, context, route, ""));
+  const other: RouteHandler = (req, res, context) => {
+    const found = table.paramRoute(context.path);
+    serve(req, res, context, found?.route, found?.param ?? "");
+  };
+  return { paths, other, label: table.label };
 }
 
 /** The rest of `answer` for a route that reads a body (of at most `limit` bytes) or waits for its handler. */
 async function answerLater(
   req: NodeServerRequest,
   res: NodeServerResponse,
-  id: string,
+  context: RequestContext,
   route: Route,
-  caller: Caller,
+  key: AcceptedKey | undefined,
   param: string,
   limit: number,
 ): Promise<void> {
@@ -146,7 +146,9 @@ async function answerLater(
     if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
     body = parseJson(await readBody(req, limit));
   }
-  sendAnswer(req, res, id, await route.handle(req, body, caller, param));
+  // An authenticated route has its key: `answer` refused the request otherwise.
+  const answered = route.authenticated ? route.handle(req, body, key!, param) : route.handle(req, context);
+  sendAnswer(req, res, context.id, await answered);
 }
 
 function sendAnswer(req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void {

@@ -1,18 +1,26 @@
 /**
  * The JSON routes' table: each route of docs/SPEC.md, and the probes, as a method, whether it
- * takes a key and a JSON body, and what it does with the use cases; the route of a path (two are
- * parameterised), and the label the request metrics give it. json-routes.ts answers with it.
+ * takes a key and a JSON body, and what it does with the use cases; the routes by path, the
+ * route of a parameterised path (two are), and the label the request metrics give a path.
+ * json-routes.ts answers with it.
  */
 import { Code } from "@connectrpc/connect";
-import type { Logger } from "pino";
 
-import type { Caller, TradeUseCase, UseCases } from "../../../core/index.js";
+import type { TradeUseCase, UseCases } from "../../../core/index.js";
 import { OPENAPI_JSON } from "../docs/index.js";
-import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER, requestContext, type NodeServerRequest } from "../request/index.js";
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  QUOTE_ID_HEADER,
+  type AcceptedKey,
+  callerOf,
+  type NodeServerRequest,
+  type RequestContext,
+} from "../request/index.js";
 import { codeName } from "../rpc/index.js";
 import { HttpError } from "./json-http.js";
 import type { Readiness } from "./readiness.js";
 import { acceptsCsv, CSV_CONTENT_TYPE, tradesCsv } from "./trade-history-csv.js";
+import { auditRoute } from "./audit-route.js";
 
 /** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";
@@ -29,35 +37,42 @@ export type Answer =
   | { status: number; json: string }
   | { status: number; text: string; contentType: string; headers?: Record<string, string> };
 /**
+ * A route that takes a key (every /api/v1 route): its handler is given the key the pipeline
+ * accepted, the verifier's answer as it is.
  * @param body - the parsed JSON body for a route with `jsonBody`, else undefined
- * @param caller - who calls an authenticated route (its key's id, and its access-file entry), else { id: "" }
+ * @param param - the path parameter of a parameterised route, else ""
  */
-type Handler = (req: NodeServerRequest, body: unknown, caller: Caller, param: string) => Promise<Answer>;
+interface AuthenticatedRoute {
+  authenticated: true;
+  handle(req: NodeServerRequest, body: unknown, key: AcceptedKey, param: string): Promise<Answer>;
+}
 
-/** A use case's context for `caller`: its id scopes idempotency keys and quotes; its entry is the authorize step's subject. */
-const as = (caller: Caller) => ({ scope: caller.id, caller });
+/** A route without a key (the probes, the OpenAPI document): its handler is given the request's context. */
+interface OpenRoute {
+  authenticated: false;
+  handle(req: NodeServerRequest, context: RequestContext): Promise<Answer>;
+}
 
-export interface Route {
+export type Route = (AuthenticatedRoute | OpenRoute) & {
   method: "GET" | "POST";
-  /** Whether the api_key header is required (every /api/v1 route; not the probes). */
-  authenticated: boolean;
   /** Whether the body is a JSON document (checked for Content-Type and size, read and parsed before `handle`). */
   jsonBody: boolean;
-  handle: Handler;
   /** The answer when it is at hand without waiting (a cached price), else undefined: `handle` then runs. */
   now?: () => Answer | undefined;
-}
+};
 
 /** The routes, and how a path finds its own. */
 export interface RouteTable {
-  /** The route of a path, and the path parameter of a parameterised one. */
-  routeOf(path: string): { route?: Route; param: string };
+  /** The routes of fixed paths, by path. */
+  routes: ReadonlyMap<string, Route>;
+  /** The route of a path none of `routes` has, and its path parameter: a parameterised route's, or undefined. */
+  paramRoute(path: string): { route: Route; param: string } | undefined;
   /** A path's route as metrics label it: the route's own path ("{transactionHash}" for the trade's), or "other". */
   label(path: string): string;
 }
 
-/** The table over `useCases`; `checkReadiness` backs /readyz, `log` logs a failed readiness check. */
-export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Readiness>, log: Logger): RouteTable {
+/** The table over `useCases`; `checkReadiness` backs /readyz. */
+export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Readiness>): RouteTable {
   const routes = new Map<string, Route>([
     ["/api/v1/token/sell", tradeRoute(useCases.sell)],
     ["/api/v1/token/buy", tradeRoute(useCases.buy)],
@@ -66,31 +81,30 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     ["/api/v1/token/quote", quoteRoute(useCases)],
     ["/api/v1/token/price", priceRoute(useCases)],
     ["/api/v1/trades", tradesRoute(useCases)],
-    ["/api/v1/trades/summary", authenticatedGet((req, caller) => useCases.tradeSummary(queryOf(req), as(caller)))],
+    ["/api/v1/trades/summary", authenticatedGet((req, caller) => useCases.tradeSummary(queryOf(req), caller))],
     [
       "/api/v1/webhooks/deliveries",
-      authenticatedGet((req, caller) => useCases.webhookDeliveries(queryOf(req), as(caller))),
+      authenticatedGet((req, caller) => useCases.webhookDeliveries(queryOf(req), caller)),
     ],
+    ["/api/v1/audit", auditRoute(useCases, queryOf)],
     ["/healthz", openGet(async () => ({ status: 200, body: { status: "ok" } }))],
     ["/api/v1/openapi.json", openGet(async () => ({ status: 200, json: OPENAPI_JSON }))],
-    ["/readyz", openGet((req) => readyAnswer(req, checkReadiness, log))],
+    ["/readyz", openGet((_req, context) => readyAnswer(context, checkReadiness))],
   ]);
   /** GET /api/v1/trades/{transactionHash}: any hash the trade broadcast; only the caller's own trades. */
-  const tradeStatus = authenticatedGet((_req, caller, hash) => useCases.trade(hash, as(caller)));
+  const tradeStatus = authenticatedGet((_req, caller, hash) => useCases.trade(hash, caller));
   /** POST /api/v1/webhooks/deliveries/{id}/retry: a failed delivery of the caller's, sent again. */
   const retryDelivery: Route = {
     method: "POST",
     authenticated: true,
     jsonBody: false,
-    handle: async (_req, _body, caller, id) => ({
+    handle: async (_req, _body, key, id) => ({
       status: 200,
-      body: await useCases.retryWebhookDelivery(id, as(caller)),
+      body: await useCases.retryWebhookDelivery(id, callerOf(key)),
     }),
   };
 
-  const routeOf = (path: string): { route?: Route; param: string } => {
-    const route = routes.get(path);
-    if (route !== undefined) return { route, param: "" };
+  const paramRoute = (path: string): { route: Route; param: string } | undefined => {
     if (
       path.startsWith(DELIVERIES_PREFIX) &&
       path.endsWith(RETRY_SUFFIX) &&
@@ -99,18 +113,18 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
       return { route: retryDelivery, param: path.slice(DELIVERIES_PREFIX.length, -RETRY_SUFFIX.length) };
     if (path.startsWith(TRADES_PREFIX) && path.length > TRADES_PREFIX.length)
       return { route: tradeStatus, param: path.slice(TRADES_PREFIX.length) };
-    return { param: "" };
+    return undefined;
   };
   const labels = new Map([...routes.keys()].map((path) => [path, path]));
   const label = (path: string): string => {
     // The route's own string rather than the request's copy of it: the same object every time.
     const own = labels.get(path);
     if (own !== undefined) return own;
-    const { route } = routeOf(path);
+    const route = paramRoute(path)?.route;
     if (route === retryDelivery) return `${DELIVERIES_PREFIX}{id}${RETRY_SUFFIX}`;
     return route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
-  return { routeOf, label };
+  return { routes, paramRoute, label };
 }
 
 /** POST of a trade (sell, buy, remittance): the body, with the Idempotency-Key and the Quote-Id headers. */
@@ -119,12 +133,12 @@ function tradeRoute(run: TradeUseCase): Route {
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (req, body, caller) => {
-      const key = req.headers[IDEMPOTENCY_KEY_HEADER];
-      const idempotencyKey = Array.isArray(key) ? key.join(",") : key;
+    handle: async (req, body, key) => {
+      const idempotency = req.headers[IDEMPOTENCY_KEY_HEADER];
+      const idempotencyKey = Array.isArray(idempotency) ? idempotency.join(",") : idempotency;
       const quote = req.headers[QUOTE_ID_HEADER];
       const quoteId = Array.isArray(quote) ? quote.join(",") : quote;
-      return { status: 200, body: await run(body, { ...as(caller), idempotencyKey, quoteId }) };
+      return { status: 200, body: await run(body, { ...callerOf(key), idempotencyKey, quoteId }) };
     },
   };
 }
@@ -135,7 +149,7 @@ function quoteRoute(useCases: UseCases): Route {
     method: "POST",
     authenticated: true,
     jsonBody: true,
-    handle: async (_req, body, caller) => ({ status: 200, body: await useCases.quote(body, as(caller)) }),
+    handle: async (_req, body, key) => ({ status: 200, body: await useCases.quote(body, callerOf(key)) }),
   };
 }
 
@@ -166,9 +180,9 @@ function tradesRoute(useCases: UseCases): Route {
     method: "GET",
     authenticated: true,
     jsonBody: false,
-    handle: async (req, _body, caller) => {
+    handle: async (req, _body, key) => {
       const query = queryOf(req);
-      const list = await useCases.trades(query, as(caller));
+      const list = await useCases.trades(query, callerOf(key));
       if (!acceptsCsv(req.headers.accept))
         return { status: 200, body: { trades: list.trades, nextCursor: list.nextCursor } };
       const headers: Record<string, string> = {};
@@ -182,33 +196,31 @@ function tradesRoute(useCases: UseCases): Route {
   };
 }
 
-/** A GET that takes a key and answers 200 with what `read` gives. */
-function authenticatedGet(read: (req: NodeServerRequest, caller: Caller, param: string) => Promise<unknown>): Route {
+/** A GET that takes a key and answers 200 with what `read` gives, for the caller's scope. */
+function authenticatedGet(
+  read: (req: NodeServerRequest, caller: ReturnType<typeof callerOf>, param: string) => Promise<unknown>,
+): Route {
   return {
     method: "GET",
     authenticated: true,
     jsonBody: false,
-    handle: async (req, _body, caller, param) => ({ status: 200, body: await read(req, caller, param) }),
+    handle: async (req, _body, key, param) => ({ status: 200, body: await read(req, callerOf(key), param) }),
   };
 }
 
 /** A GET without a key (the probes, the OpenAPI document). */
-function openGet(handle: (req: NodeServerRequest) => Promise<Answer>): Route {
+function openGet(handle: OpenRoute["handle"]): Route {
   return { method: "GET", authenticated: false, jsonBody: false, handle };
 }
 
 /** /readyz: 200 while ready, else 503 with the reason; a check that fails is logged and answered 503. */
-async function readyAnswer(
-  req: NodeServerRequest,
-  checkReadiness: () => Promise<Readiness>,
-  log: Logger,
-): Promise<Answer> {
+async function readyAnswer(context: RequestContext, checkReadiness: () => Promise<Readiness>): Promise<Answer> {
   try {
     const result = await checkReadiness();
     if (result.ready) return { status: 200, body: { status: "ready", detail: result.detail } };
     return { status: 503, body: { code: codeName(Code.Unavailable), message: result.detail } };
   } catch (error) {
-    requestContext(req, log).log.warn({ err: error }, "readiness check failed");
+    context.log.warn({ err: error }, "readiness check failed");
     return { status: 503, body: { code: codeName(Code.Unavailable), message: "readiness check failed" } };
   }
 }

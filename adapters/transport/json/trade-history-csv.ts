@@ -37,7 +37,7 @@ export function acceptsCsv(accept: string | string[] | undefined): boolean {
  * "CSV injection": an error message can carry a node's words) gets a leading apostrophe; no
  * amount, address or time starts so.
  */
-function field(value: string | number | null): string {
+export function csvField(value: string | number | null): string {
   let text = value === null ? "" : String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
@@ -73,7 +73,7 @@ export function tradesCsv(list: TradeListView): string {
       errorCode: trade.error?.code ?? null,
       errorMessage: trade.error?.message ?? null,
     };
-    lines.push(TRADE_CSV_COLUMNS.map((column) => field(row[column])).join(","));
+    lines.push(TRADE_CSV_COLUMNS.map((column) => csvField(row[column])).join(","));
   });
   return `${lines.join("\r\n")}\r\n`;
 }

@@ -54,7 +54,7 @@ function allowed(list: BlockList, address: string | undefined): boolean {
 export function createAccessKeyVerifier(current: () => AccessPolicy, now: () => number = Date.now): ApiKeyVerifier {
   let table = tableOf(current());
   return {
-    check(presented, clientAddress) {
+    check(presented, client) {
       if (presented === undefined || presented === null || presented === "") {
         return { ok: false, message: MISSING_KEY_MESSAGE };
       }
@@ -68,7 +68,7 @@ export function createAccessKeyVerifier(current: () => AccessPolicy, now: () => 
       if (key.expiresAt !== undefined && now() >= key.expiresAt)
         return { ok: false, message: WRONG_KEY_MESSAGE, rule: "key_expired", reason: `api key "${key.name}" expired` };
       if (allowFrom !== undefined) {
-        const address = clientAddress?.();
+        const address = client?.clientAddress;
         if (!allowed(allowFrom, address))
           return {
             ok: false,

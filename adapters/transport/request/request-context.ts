@@ -1,15 +1,21 @@
 /**
  * The request context: a request id (the client's x-request-id when it is plain, else a new
- * UUID), the path, and a logger carrying the id, bound once per request by http/http-handler.ts.
+ * UUID), the path, a logger carrying the id, the client's address, the api_key check and an RPC's
+ * outcome, bound once per request by http/http-handler.ts and handed to the request's handler.
  */
 import { randomFillSync } from "node:crypto";
 
 import type { Logger } from "pino";
 
-import type { NodeServerRequest } from "./node-types.js";
+import type { ApiKeyCheck } from "./api-key.js";
+import type { NodeServerRequest, NodeServerResponse } from "./node-types.js";
 import { requestPath } from "./request-path.js";
 
-/** What every layer of a request can reach: its id, its path, and a logger that carries the id. */
+/**
+ * What every layer of a request can reach, handed to its handler as an argument (as Connect hands
+ * its handlers their context values): its id, its path, a logger that carries the id, the client's
+ * address, the api_key check, and an RPC's outcome.
+ */
 export interface RequestContext {
   readonly id: string;
   /** The request target's path, without the query (requestPath). */
@@ -17,28 +23,58 @@ export interface RequestContext {
   readonly log: Logger;
   /** When the handler took the request (performance.now()), for its latency. */
   readonly started: number;
-  /** The access file's name of the request's key once the api_key step accepted it (for the access line). */
-  keyName?: string | undefined;
+  /** The client's address, by TRUSTED_PROXIES' rule (http/client-address.ts), found on first use. */
+  readonly clientAddress: string;
+  /**
+   * The api_key check, made once for every request by the pipeline's api_key step (http/steps/api-key.ts),
+   * whether or not the request carries a key; undefined only for a request that did not pass through it.
+   */
+  key: ApiKeyCheck | undefined;
+  /** An RPC's outcome, for the request metrics: "ok", or its error code's name; written by whoever answered it. */
+  rpcCode: string | undefined;
 }
 
+/** A path's handler in the router (http/router.ts): the request, its response, and its context. */
+export type RouteHandler = (req: NodeServerRequest, res: NodeServerResponse, context: RequestContext) => void;
+
+/** How the client's address is found: http/client-address.ts's rule, given by the pipeline. */
+export type ClientAddressOf = (req: NodeServerRequest) => string;
+
+/** The peer's address, for a context made without the pipeline's rule. */
+const peerAddress: ClientAddressOf = (req) => req.socket?.remoteAddress ?? "";
+
 /**
- * A request's context whose logger is made on first use: most requests log nothing
- * but their "request completed" line, so most never pay for a pino child.
+ * A request's context whose logger and client address are found on first use: most requests log
+ * nothing but their "request completed" line, so most never pay for a pino child.
  */
 class LazyRequestContext implements RequestContext {
   #log: Logger | undefined;
+  #clientAddress: string | undefined;
+  readonly #req: NodeServerRequest;
+  readonly #addressOf: ClientAddressOf;
   readonly started = performance.now();
-  keyName: string | undefined = undefined;
+  key: ApiKeyCheck | undefined = undefined;
+  rpcCode: string | undefined = undefined;
 
   constructor(
     readonly id: string,
     readonly path: string,
     readonly parent: Logger,
-  ) {}
+    req: NodeServerRequest,
+    addressOf: ClientAddressOf,
+  ) {
+    this.#req = req;
+    this.#addressOf = addressOf;
+  }
 
   get log(): Logger {
     this.#log ??= this.parent.child({ reqId: this.id });
     return this.#log;
+  }
+
+  get clientAddress(): string {
+    this.#clientAddress ??= this.#addressOf(this.#req);
+    return this.#clientAddress;
   }
 }
 
@@ -91,11 +127,16 @@ export function newRequestId(): string {
 const DASH = 0x2d;
 
 /**
- * Gives the request its context (id from requestIdFrom, path from requestPath, logger made
- * on first use); done once, by the outermost handler.
+ * Gives the request its context (id from requestIdFrom, path from requestPath, logger and client
+ * address found on first use); done once, by the outermost handler, which hands it to the
+ * request's handler. The request keeps it too, for the end of its answer (http/steps/observe.ts).
  */
-export function bindRequestContext(req: NodeServerRequest, parent: Logger): RequestContext {
-  const context = new LazyRequestContext(requestIdFrom(req), requestPath(req.url), parent);
+export function bindRequestContext(
+  req: NodeServerRequest,
+  parent: Logger,
+  addressOf: ClientAddressOf = peerAddress,
+): RequestContext {
+  const context = new LazyRequestContext(requestIdFrom(req), requestPath(req.url), parent, req, addressOf);
   (req as WithContext)[kContext] = context;
   return context;
 }

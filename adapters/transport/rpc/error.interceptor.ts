@@ -1,32 +1,27 @@
-import { createContextKey, type ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { ConnectError, Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 
 import { codeName, toConnectError } from "./error-map.js";
+import { kRequestContext } from "./request-values.js";
 
-/** The request's logger (carrying its request id), set by the HTTP handler for every RPC. */
-export const kRequestLog = createContextKey<Logger | undefined>(undefined, { description: "request logger" });
-
-/** Where an RPC's outcome is written for the request metrics: "ok", or the error code's name. */
-export const kRpcOutcome = createContextKey<{ code?: string } | undefined>(undefined, { description: "rpc outcome" });
+/** Where an RPC's outcome is written for the request metrics (its RequestContext): "ok", or the error code's name. */
+export interface RpcOutcome {
+  rpcCode: string | undefined;
+}
 
 /**
- * The one error handler of the RPCs: maps whatever the handler or an inner
- * interceptor throws with rpcError, and rethrows the mapped error.
+ * The one error handler of the RPCs: maps whatever the handler or an inner interceptor throws
+ * with rpcError, and rethrows the mapped error; the outcome goes to the request's context.
  */
 export function errorInterceptor(fallbackLog: Logger): Interceptor {
   return (next) => async (req) => {
-    const outcome = req.contextValues.get(kRpcOutcome);
+    const context = req.contextValues.get(kRequestContext);
     try {
       const answer = await next(req);
-      if (outcome) outcome.code = "ok";
+      if (context) context.rpcCode = "ok";
       return answer;
     } catch (thrown) {
-      throw rpcError(
-        thrown,
-        req.contextValues.get(kRequestLog) ?? fallbackLog,
-        `${req.service.typeName}/${req.method.name}`,
-        outcome,
-      );
+      throw rpcError(thrown, context?.log ?? fallbackLog, `${req.service.typeName}/${req.method.name}`, context);
     }
   };
 }
@@ -37,9 +32,9 @@ export function errorInterceptor(fallbackLog: Logger): Interceptor {
  * metrics), and a log line with the request id: the whole error with its stack for a bug,
  * whose message to the client is generic; the code and message otherwise.
  */
-export function rpcError(thrown: unknown, log: Logger, procedure: string, outcome?: { code?: string }): ConnectError {
+export function rpcError(thrown: unknown, log: Logger, procedure: string, outcome?: RpcOutcome): ConnectError {
   const { error, internal } = toConnectError(thrown);
-  if (outcome) outcome.code = codeName(error.code);
+  if (outcome) outcome.rpcCode = codeName(error.code);
   if (internal) {
     log.error({ err: thrown, procedure }, "rpc failed with an unexpected error");
   } else {

@@ -1,7 +1,7 @@
 /**
  * Decision 0007 (docs/decisions/0007-lean-grpc-unary-path.md): the server's CPU per unary gRPC
  * call, the lean path (`grpcUnary`) against connect-node (the service's Connect adapter,
- * `rpcAdapter` with `tokenRoutes`, as http/protocol-handlers.ts builds both), for `GetPrice`
+ * `rpcAdapter` with `tokenRoutes`, as http/routes.ts builds both), for `GetPrice`
  * (a cached price) and `Sell` (a receipt of five logs), the two the record measured. Remove the
  * lean path when connect-node costs at most 1.1 times it for both.
  *
@@ -9,7 +9,8 @@
  * over the real use cases and fake ports (the price port holds a fresh record; the trade port
  * answers a receipt at once). Before its protocol's handler each call takes the steps of the
  * service's handler that run on both (http/http-handler.ts): the request context, the api_key
- * check, the x-request-id header, and for Connect the grpc-message wrapper. The client is
+ * check, the router's lookup of the path, the x-request-id header, and for Connect the
+ * grpc-message wrapper. The client is
  * `node:http2` in a worker thread, one session per server, 50 calls in flight as in the record's
  * harness, so the clock, the main thread's CPU time, counts the server alone (on Node 22, which
  * lacks threadCpuUsage, the process's, the client's too: ratios then read nearer 1). It moves in
@@ -22,7 +23,6 @@ import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
 
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createContextValues } from "@connectrpc/connect";
 
 import {
   createUseCases,
@@ -37,17 +37,8 @@ import {
 import { TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { createLogger } from "../../shared/logger.js";
 import { compare, formatNs } from "../../shared/micro-bench.js";
-import {
-  API_KEY_HEADER,
-  bindRequestContext,
-  createApiKeyVerifier,
-  requestContext,
-  type ApiKeyCheck,
-  type NodeHandlerFn,
-  type NodeServerRequest,
-} from "../request/index.js";
-import { kCallerKeyIndex, kCallerScope } from "./api-key.interceptor.js";
-import { errorInterceptor, kRequestLog, kRpcOutcome } from "./error.interceptor.js";
+import { API_KEY_HEADER, bindRequestContext, createApiKeyVerifier, type NodeHandlerFn } from "../request/index.js";
+import { errorInterceptor } from "./error.interceptor.js";
 import { minimalGrpcMessageEncoding } from "./grpc-message.js";
 import { grpcUnary, type GrpcUnaryHandler } from "./grpc-unary.js";
 import { rpcAdapter } from "./rpc-adapter.js";
@@ -140,9 +131,6 @@ const useCases = createUseCases({
 
 const log = createLogger({ level: "silent" });
 const verifier = createApiKeyVerifier([KEY]);
-/** The api_key step's check, kept on the request as the service keeps it (http/steps/api-key.ts). */
-const kKey = Symbol("api_key check");
-type Checked = NodeServerRequest & { [kKey]?: ApiKeyCheck };
 const calls = tokenCalls(useCases);
 const connect = rpcAdapter({
   routes: tokenRoutes(useCases, calls),
@@ -150,19 +138,13 @@ const connect = rpcAdapter({
   readMaxBytes: READ_MAX_BYTES,
   jsonOptions: { ignoreUnknownFields: false },
   compressMinBytes: Number.MAX_SAFE_INTEGER,
-  contextValues: (req) => {
-    const key = (req as Checked)[kKey];
-    const values = createContextValues().set(kRequestLog, requestContext(req, log).log).set(kRpcOutcome, {});
-    return key?.ok ? values.set(kCallerKeyIndex, key.keyIndex).set(kCallerScope, key.scope) : values;
-  },
 });
 const lean = grpcUnary({
   calls,
   readMaxBytes: READ_MAX_BYTES,
-  log,
-  connect: (req, res, body) => {
+  connect: (req, res, context, body) => {
     minimalGrpcMessageEncoding(req, res);
-    connect.withBody(req, res, body);
+    connect.get(context.path)?.(req, res, context, body);
   },
 });
 
@@ -171,12 +153,12 @@ const handler =
   (path: GrpcUnaryHandler | undefined): NodeHandlerFn =>
   (req, res) => {
     const context = bindRequestContext(req, log);
-    const key = verifier.check(req.headers[API_KEY_HEADER] as string | undefined);
-    (req as Checked)[kKey] = key;
+    context.key = verifier.check(req.headers[API_KEY_HEADER] as string | undefined, context);
+    const procedure = connect.get(context.path)!;
     res.setHeader("x-request-id", context.id);
-    if (path !== undefined && key.ok && path(req, res, { id: key.scope }, {})) return;
+    if (path?.(req, res, context)) return;
     minimalGrpcMessageEncoding(req, res);
-    connect(req, res);
+    procedure(req, res, context);
   };
 
 const listen = (server: Http2Server) =>

@@ -29,18 +29,18 @@
  * a trade that started runs to its outcome, which a retry with its Idempotency-Key finds.
  */
 import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
-import type { Logger } from "pino";
 
-import type { Caller } from "../../../core/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
 import { rpcError } from "./error.interceptor.js";
 import { grpcPercentEncode } from "./grpc-message.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
   QUOTE_ID_HEADER,
-  requestContext,
+  type AcceptedKey,
+  callerOf,
   type NodeServerRequest,
   type NodeServerResponse,
+  type RequestContext,
 } from "../request/index.js";
 import type { CallContext, TokenCalls } from "./token.service.js";
 
@@ -59,9 +59,13 @@ export interface GrpcUnaryOptions {
   calls: TokenCalls;
   /** The largest message accepted, in bytes (Connect's readMaxBytes). */
   readMaxBytes: number;
-  log: Logger;
-  /** Connect, serving the request with `body` in place of its own bytes (RpcAdapter.withBody). */
-  connect(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>): void;
+  /** Connect, serving the request with `body` in place of its own bytes (an RpcProcedure's `body`). */
+  connect(
+    req: NodeServerRequest,
+    res: NodeServerResponse,
+    context: RequestContext,
+    body: AsyncIterable<Uint8Array>,
+  ): void;
 }
 
 interface UnaryMethod {
@@ -72,32 +76,33 @@ interface UnaryMethod {
   call(request: Message, context: CallContext): Promise<Message>;
 }
 
-/** How the outermost handler tells the path who called: the verified key's caller (its id, and its access-file entry). */
-export type GrpcUnaryHandler = (
-  req: NodeServerRequest,
-  res: NodeServerResponse,
-  caller: Caller,
-  outcome: { code?: string },
-) => boolean;
+/**
+ * The path's handler, given the request's context: who called is its api_key check (`key`), which
+ * the pipeline has accepted (the path declines a call without an accepted key), and its outcome
+ * goes there for the request metrics.
+ */
+export type GrpcUnaryHandler = (req: NodeServerRequest, res: NodeServerResponse, context: RequestContext) => boolean;
 
 /**
  * The lean gRPC path. The handler returns false, having done nothing, for a request it does
  * not take from the first byte; the caller then hands it to Connect itself.
  */
 export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
-  const { readMaxBytes, log } = options;
+  const { readMaxBytes } = options;
   const methods = unaryMethods(options.calls);
   const frameOf = frameCache();
 
-  const handler: GrpcUnaryHandler = (req, res, caller, outcome) => {
+  const handler: GrpcUnaryHandler = (req, res, context) => {
+    const { key } = context;
+    if (key?.ok !== true) return false;
     const method = plainCall(req, methods);
     if (method === undefined) return false;
     const accepted = req.headers["grpc-accept-encoding"];
     const call: Call = {
       method,
       res,
-      caller,
-      outcome,
+      context,
+      key,
       responseHeaders: answerHeaders(Array.isArray(accepted) ? accepted.join(", ") : accepted),
       chunks: [],
       length: 0,
@@ -119,7 +124,7 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
       this.pause();
       this.off("data", onData);
       this.off("end", onEnd);
-      options.connect(this, call.res, replay(call.chunks, this));
+      options.connect(this, call.res, call.context, replay(call.chunks, this));
     }
   }
 
@@ -137,10 +142,10 @@ export function grpcUnary(options: GrpcUnaryOptions): GrpcUnaryHandler {
       request = fromBinary(call.method.input, body.subarray(PREFIX_BYTES));
     } catch {
       // No message, several, a compressed or truncated one, or bytes that do not decode.
-      options.connect(this, call.res, replay(call.chunks, undefined));
+      options.connect(this, call.res, call.context, replay(call.chunks, undefined));
       return;
     }
-    void answer(this, call, request, frameOf, log);
+    void answer(this, call, request, frameOf);
   }
 
   return handler;
@@ -201,23 +206,21 @@ async function answer(
   call: Call,
   request: Message,
   frameOf: (method: UnaryMethod, message: Message) => Buffer,
-  log: Logger,
 ): Promise<void> {
-  const { method, res, outcome, responseHeaders } = call;
+  const { method, res, context, responseHeaders } = call;
   const idempotencyKey = req.headers[IDEMPOTENCY_KEY_HEADER];
   const quoteId = req.headers[QUOTE_ID_HEADER];
   let frame: Buffer;
   try {
     const message = await method.call(request, {
-      scope: call.caller.id,
-      caller: call.caller,
+      ...callerOf(call.key),
       idempotencyKey: Array.isArray(idempotencyKey) ? idempotencyKey.join(", ") : idempotencyKey,
       quoteId: Array.isArray(quoteId) ? quoteId.join(", ") : quoteId,
     });
     frame = frameOf(method, message);
   } catch (thrown) {
     // A refusal, or a bug (an answer that does not encode included): "internal error", logged with its stack.
-    const error = rpcError(thrown, requestContext(req, log).log, method.procedure, outcome);
+    const error = rpcError(thrown, context.log, method.procedure, context);
     if (closed(res)) return;
     res.writeHead(200, responseHeaders);
     const retryAfter = error.metadata.get("retry-after");
@@ -229,7 +232,7 @@ async function answer(
     res.end();
     return;
   }
-  outcome.code = "ok";
+  context.rpcCode = "ok";
   if (closed(res)) return;
   res.writeHead(200, responseHeaders);
   res.write(frame);
@@ -241,8 +244,10 @@ async function answer(
 interface Call {
   method: UnaryMethod;
   res: NodeServerResponse;
-  caller: Caller;
-  outcome: { code?: string };
+  /** The request's context, where the outcome goes. */
+  context: RequestContext;
+  /** Who called. */
+  key: AcceptedKey;
   responseHeaders: Record<string, string>;
   chunks: Buffer[];
   length: number;

@@ -1,63 +1,84 @@
 /**
- * The RPC side of the port: connect-node's adapter (gRPC, Connect, gRPC-Web over a
- * ConnectRouter), plus gRPC-Web's text mode, which connect-es does not speak and which Google's
- * grpc-web client uses by default (`mode: "grpcwebtext"`): `application/grpc-web-text`, the
- * gRPC-Web frames base64-encoded in both directions.
+ * The RPC side of the port: a ConnectRouter's procedures (gRPC, Connect, gRPC-Web), each served
+ * from its path in the service's one router (http/router.ts) with the request's context passed
+ * in Connect's context values, plus gRPC-Web's text mode, which connect-es does not speak and
+ * which Google's grpc-web client uses by default (`mode: "grpcwebtext"`):
+ * `application/grpc-web-text`, the gRPC-Web frames base64-encoded in both directions.
  *
- * A text request is served as the binary one it encodes: its body decoded on the fly and its
- * content type made `application/grpc-web+proto`; the answer is encoded on the fly, chunk by
- * chunk, and typed `application/grpc-web-text+proto`. Everything else is connect-node's own adapter.
+ * Each procedure is served as connect-node's adapter serves it (its universal request, the
+ * router's handler, its universal response written back), but from the router's table rather
+ * than a map of its own, so that the request's state arrives as an argument. A text request is
+ * served as the binary one it encodes: its body decoded on the fly and its content type made
+ * `application/grpc-web+proto`; the answer is encoded on the fly, chunk by chunk, and typed
+ * `application/grpc-web-text+proto`.
  */
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import {
-  connectNodeAdapter,
+  Code,
+  ConnectError,
+  createConnectRouter,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+} from "@connectrpc/connect";
+import {
+  compressionBrotli,
+  compressionGzip,
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
-  type ConnectNodeAdapterOptions,
 } from "@connectrpc/connect-node";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 
 import {
   LINGER_MS,
   discardRest,
-  type NodeHandlerFn,
   type NodeServerRequest,
   type NodeServerResponse,
+  type RequestContext,
 } from "../request/index.js";
+import { requestValues } from "./request-values.js";
 
 const GRPC_WEB_TEXT = /^application\/grpc-web-text(?:\+proto)?(?:;|$)/i;
 
-/** connect-node's adapter, plus `withBody`: a request served with a body other than its own. */
-export type RpcAdapter = NodeHandlerFn & {
-  /**
-   * Serves `req` as Connect would, reading `body` instead of the request's own bytes (the lean
-   * gRPC path hands over a request it has begun to read). A path the router does not serve goes
-   * to the adapter as it is.
-   */
-  withBody(req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>): void;
-};
+/**
+ * One procedure of the router: serves `req` with its context. With `body`, reads that instead of
+ * the request's own bytes (the lean gRPC path hands over a request it has begun to read).
+ */
+export type RpcProcedure = (
+  req: NodeServerRequest,
+  res: NodeServerResponse,
+  context: RequestContext,
+  body?: AsyncIterable<Uint8Array>,
+) => void;
 
-/** connectNodeAdapter, also serving gRPC-Web text. */
-export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
-  const binary = connectNodeAdapter(options) as NodeHandlerFn;
-  const router = createConnectRouter(options);
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  /** Registers the services on the router. */
+  routes: (router: ConnectRouter) => void;
+}
+
+/**
+ * The procedures of the services `options.routes` registers, by their path (`/package.Service/Method`).
+ * Compressed requests are accepted (gzip, br), as connect-node's adapter accepts them by default.
+ */
+export function rpcAdapter(options: RpcAdapterOptions): Map<string, RpcProcedure> {
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
   options.routes(router);
-  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+  return new Map(router.handlers.map((handler) => [handler.requestPath, procedure(handler)]));
+}
 
-  /** `withBody`; in text mode the request is typed as the binary call it encodes, and the answer encoded back. */
-  const serve = (
-    req: NodeServerRequest,
-    res: NodeServerResponse,
-    body: AsyncIterable<Uint8Array>,
-    textMode: boolean,
-  ) => {
-    const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
-    if (handler === undefined) {
-      binary(req, res); // the fallback, as for any unknown path
-      return;
+/** Serves one of the router's handlers. */
+function procedure(handler: UniversalHandler): RpcProcedure {
+  const name = `rpc ${handler.method.name} of ${handler.service.typeName}`;
+  return (req, res, context, body) => {
+    if (req.httpVersionMajor === 1) {
+      const { socket } = req; // a request Connect lets go of is left without it
+      res.once("finish", () => afterAnswer(req, socket));
     }
-    const universal = universalRequestFromNodeRequest(req, res, undefined, options.contextValues?.(req));
-    if (textMode) universal.header.set("content-type", "application/grpc-web+proto");
-    universal.body = body;
+    const textMode = GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""));
+    const universal = universalRequestFromNodeRequest(req, res, undefined, requestValues(context));
+    if (textMode) {
+      // Served as the binary call it encodes, its body decoded on the fly.
+      universal.header.set("content-type", "application/grpc-web+proto");
+      universal.body = base64Decoded(body ?? (req as AsyncIterable<Uint8Array>));
+    } else if (body !== undefined) universal.body = body;
     handler(universal)
       .then((answer) => {
         if (textMode) {
@@ -70,26 +91,12 @@ export function rpcAdapter(options: ConnectNodeAdapterOptions): RpcAdapter {
         return universalResponseToNodeResponse(answer, res);
       })
       .catch((reason: unknown) => {
-        if (ConnectError.from(reason).code !== Code.Aborted) res.destroy();
+        if (ConnectError.from(reason).code === Code.Aborted) return;
+        // As connect-node's adapter does for a request it reads itself; one read for it is cut short.
+        if (body === undefined && !textMode) console.error(`handler for ${name} failed`, reason);
+        else res.destroy();
       });
   };
-
-  const handler: NodeHandlerFn = (req, res) => {
-    if (req.httpVersionMajor === 1) {
-      const { socket } = req; // a request Connect lets go of is left without it
-      res.once("finish", () => afterAnswer(req, socket));
-    }
-    if (!GRPC_WEB_TEXT.test(String(req.headers["content-type"] ?? ""))) {
-      binary(req, res);
-      return;
-    }
-    // Text mode: served as the binary call it encodes, its body decoded on the fly.
-    serve(req, res, base64Decoded(req as AsyncIterable<Uint8Array>), true);
-  };
-  return Object.assign(handler, {
-    withBody: (req: NodeServerRequest, res: NodeServerResponse, body: AsyncIterable<Uint8Array>) =>
-      serve(req, res, body, false),
-  });
 }
 
 /**

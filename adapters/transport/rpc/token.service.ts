@@ -16,10 +16,10 @@ import type {
   TradeRequest,
   TransactionReceipt,
 } from "../../../gen/tokentrade/v1/token_pb.js";
-import { IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "../request/index.js";
-import { kCaller, kCallerScope } from "./api-key.interceptor.js";
+import { type AcceptedKey, callerOf, IDEMPOTENCY_KEY_HEADER, QUOTE_ID_HEADER } from "../request/index.js";
 import { priceMessage, receiptMessage, tradeInputFromMessage, tradeMessage } from "./proto-mapping.js";
 import { quoteInputFromMessage, quoteMessage } from "./quote-mapping.js";
+import { acceptedKey } from "./request-values.js";
 import {
   listTradesMessage,
   listTradesQueryFromMessage,
@@ -78,12 +78,11 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
   };
 }
 
-/** The call context of a Connect handler: the caller's scope (set by the api_key step, or the interceptor), and the metadata. */
+/** The call context of a Connect handler: the caller's scope (from the key the pipeline accepted), and the metadata. */
 function callContext(context: HandlerContext | undefined): CallContext {
   if (!context) return {};
   return {
-    scope: context.values.get(kCallerScope),
-    ...callerOf(context.values.get(kCaller)),
+    ...callerFields(acceptedKey(context.values)),
     idempotencyKey: context.requestHeader.get(IDEMPOTENCY_KEY_HEADER) ?? undefined,
     quoteId: context.requestHeader.get(QUOTE_ID_HEADER) ?? undefined,
   };
@@ -134,6 +133,7 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
   }
 }
 
-function callerOf(caller: Caller | undefined): { caller?: Caller } {
-  return caller === undefined ? {} : { caller };
+/** The scope and caller of the key the pipeline accepted; a scope of "" without one. */
+function callerFields(key: AcceptedKey | undefined): { scope: string; caller?: Caller } {
+  return key === undefined ? { scope: "" } : callerOf(key);
 }

@@ -213,7 +213,28 @@ describe("ACCESS_FILE, the access file", function () {
     ]);
   });
 
-  it("refuses a file that is not JSON, or holds no key", function () {
+  it("refuses an expiry the calendar does not have, and an id that is another entry's key's", function () {
+    const file = example() as unknown as { keys: Record<string, unknown>[] };
+    file.keys[0]!.expiresAt = "2026-04-31T00:00:00Z";
+    file.keys[1]!.expiresAt = "2027-02-29T12:00:00+01:00";
+    (file.keys[1] as Record<string, unknown>).id = sha("desk-eu-key-0123456789").slice(0, 32);
+    expect(problemsOf(file)).to.have.members([
+      "keys[0].expiresAt: is not a valid time",
+      "keys[1].expiresAt: is not a valid time",
+      `keys[1].id: ${sha("desk-eu-key-0123456789").slice(0, 32)} is the id of a key of keys[0]`,
+      `keys[1].id: ${sha("desk-eu-key-0123456789").slice(0, 32)} is already the id of keys[0]`,
+    ]);
+    file.keys[0]!.expiresAt = "2028-02-29T23:59:59-05:00";
+    delete file.keys[1]!.expiresAt;
+    delete (file.keys[1] as Record<string, unknown>).id;
+    expect(parse(file).problems).to.deep.equal([]);
+  });
+
+  it("refuses a file that is not JSON, or holds no key, saying where and never quoting it", function () {
+    const problems = problemsOf('{"keys": [{"name": "desk", "sha256": my-secret-key-here}]}');
+    expect(problems).to.have.length(1);
+    expect(problems[0]).to.equal("is not valid JSON (a JSON linter, such as jq, shows where)");
+    expect(problems[0]).to.not.include("secret");
     expect(problemsOf("{ keys: [")[0]).to.match(/^is not valid JSON/);
     expect(problemsOf({ keys: [] })).to.deep.equal(["keys: must list at least one key"]);
   });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { expect } from "chai";
 import { type Logger, pino } from "pino";
 
 import { ConfigError, loadConfig } from "../../../adapters/config/env.js";
+import { MemoryJournal } from "../../../adapters/journal/index.js";
 import { openAccess } from "../../../adapters/startup/access.js";
 import { Shutdown } from "../../../adapters/startup/shutdown.js";
 import { waitFor } from "../../helpers/wait.js";
@@ -24,6 +26,8 @@ describe("the access file in force, reloaded", function () {
   let log: Logger;
   let shutdown: Shutdown;
   let events: string[];
+  const hangUps = new EventEmitter();
+  let journal: MemoryJournal;
 
   const write = (keys: string[], extra: Record<string, unknown> = {}) => {
     // Written beside it and renamed over it, as editors and configuration tools do.
@@ -45,26 +49,31 @@ describe("the access file in force, reloaded", function () {
     log = pino({ level: "info" }, stream);
     shutdown = new Shutdown(log);
     events = [];
+    journal = new MemoryJournal();
   });
   afterEach(async function () {
     await shutdown.run();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function open() {
+  async function open() {
     const config = loadConfig({ ACCESS_FILE: file });
     const observer = {
       loaded: (policy: { version: string }) => events.push(`loaded ${policy.version}`),
       refused: () => events.push("refused"),
     };
-    return openAccess(config, { ...CHAIN, log, shutdown, observer })!;
+    // SIGHUP heard on an emitter of the test's: the test process's own signal handling is left alone
+    // (removing a handler restores the default, which would end this process on the next real SIGHUP).
+    // The poll compares the files with their stamps as read, so a change right after the start is seen.
+    return (await openAccess(config, { ...CHAIN, log, shutdown, observer, hangUps, audit: journal.ports.audit }))!;
   }
 
-  const names = (control: ReturnType<typeof open>) => control.current().keys.map((k) => k.name);
+  const names = (control: Awaited<ReturnType<typeof open>>) => control.current().keys.map((k) => k.name);
+  const records = async () => (await journal.auditPage({ limit: 100 })).records;
 
   it("puts a changed file in force within 2 s, and logs which keys came and went", async function () {
     write(["desk-eu", "backoffice"]);
-    const control = open();
+    const control = await open();
     expect(names(control)).to.deep.equal(["desk-eu", "backoffice"]);
     const started = Date.now();
     write(["desk-eu", "desk-us"]);
@@ -73,11 +82,52 @@ describe("the access file in force, reloaded", function () {
     const reloaded = lines.find((line) => line.msg === "access file reloaded")!;
     expect(reloaded).to.deep.include({ keysAdded: ["desk-us"], keysRemoved: ["backoffice"], reason: "changed" });
     expect(events).to.have.length(2);
+    // Each load recorded before it was in force, by the service, its subject the file's digest.
+    const [loaded, reloadedRecord] = await records();
+    expect(loaded).to.deep.include({ seq: 1, actor: "service", action: "access.loaded" });
+    expect(loaded!.details).to.deep.equal({ keys: ["desk-eu", "backoffice"], limits: [], denylisted: 0 });
+    expect(reloadedRecord).to.deep.include({ seq: 2, action: "access.reloaded", subject: control.current().version });
+    expect(reloadedRecord!.details).to.deep.include({
+      keysAdded: ["desk-us"],
+      keysRemoved: ["backoffice"],
+      keysChanged: [],
+      previous: loaded!.subject,
+      reason: "changed",
+    });
+  });
+
+  it("records the keys and limits a reload changed, and keeps the old file when the record cannot be written", async function () {
+    write(["desk-eu", "ops"], { limits: [{ name: "daily", per: "key", window: "24h", maxUsd: "100" }] });
+    const control = await open();
+    const desk = { name: "desk-eu", sha256: sha("desk-eu"), roles: ["viewer"] };
+    const document = (maxUsd: string) =>
+      JSON.stringify({
+        keys: [desk, { name: "ops", sha256: sha("ops"), roles: ["trader"] }],
+        limits: [{ name: "daily", per: "key", window: "24h", maxUsd }],
+      });
+    writeFileSync(file, document("200"));
+    expect(await control.reload("SIGHUP")).to.equal(true);
+    expect((await records()).at(-1)!.details).to.deep.include({ keysChanged: ["desk-eu"], limitsChanged: ["daily"] });
+    const before = control.current();
+    const append = journal.ports.audit.appendAudit;
+    journal.ports.audit.appendAudit = async () => {
+      throw new Error("the journal is down");
+    };
+    try {
+      writeFileSync(file, document("300"));
+      expect(await control.reload("SIGHUP")).to.equal(false);
+      expect(control.current(), "not in force without its record").to.equal(before);
+      expect(lines.at(-1)).to.deep.include({ msg: "access file not reloaded: its audit record could not be written" });
+    } finally {
+      journal.ports.audit.appendAudit = append;
+    }
+    expect(await control.reload("SIGHUP")).to.equal(true);
+    expect(control.current()).to.not.equal(before);
   });
 
   it("refuses an invalid new file whole: the one in force stays, logged as an error and counted", async function () {
     write(["desk-eu"]);
-    const control = open();
+    const control = await open();
     const before = control.current();
     writeFileSync(file, JSON.stringify({ keys: [{ name: "desk-eu", sha256: "not a hash", roles: ["trader"] }] }));
     await waitFor("the refusal", async () => events.includes("refused"), 2_000, 50);
@@ -88,37 +138,52 @@ describe("the access file in force, reloaded", function () {
     // Mended, it is taken.
     write(["desk-eu", "desk-us"]);
     await waitFor("the mended file in force", async () => names(control).includes("desk-us"), 2_000, 50);
+    const refusal = (await records()).find((r) => r.action === "access.refused")!;
+    expect(refusal).to.deep.include({ actor: "service", subject: before.version });
+    expect((refusal.details.problems as string[])[0]).to.match(/^keys\[0\]\.sha256/);
+  });
+
+  it("refuses a file that went away once, not at every look, and takes it again when it is back", async function () {
+    write(["desk-eu"]);
+    const control = await open();
+    rmSync(file);
+    await waitFor("the refusal", async () => events.includes("refused"), 2_000, 50);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(events.filter((e) => e === "refused")).to.have.length(1);
+    expect(names(control)).to.deep.equal(["desk-eu"]);
+    write(["desk-eu", "desk-us"]);
+    await waitFor("the file back in force", async () => names(control).includes("desk-us"), 2_000, 50);
   });
 
   it("reads the file again on SIGHUP, and when only its denylist changes", async function () {
     write(["desk-eu"], { denylist: "denied.txt" });
     writeFileSync(join(dir, "denied.txt"), "# none yet\n");
-    const control = open();
+    const control = await open();
     expect(control.current().denylist.size).to.equal(0);
     writeFileSync(join(dir, "denied.txt"), "0x8589427373D6D84E98730D7795D8f6f8731FDA16\n");
     await waitFor("the new denylist in force", async () => control.current().denylist.size === 1, 2_000, 50);
     // SIGHUP: read at once, whatever the poll.
     control.close();
     write(["desk-eu", "ops"], { denylist: "denied.txt" });
-    process.emit("SIGHUP", "SIGHUP");
+    hangUps.emit("SIGHUP");
+    await waitFor("the SIGHUP's file in force", async () => names(control).includes("ops"), 2_000, 10);
     expect(names(control)).to.deep.equal(["desk-eu", "ops"]);
     expect(lines.at(-1)).to.deep.include({ msg: "access file reloaded", reason: "SIGHUP" });
   });
 
-  it("refuses at start a file that names a wallet or coin this service does not have", function () {
+  it("refuses at start a file that names a wallet or coin this service does not have", async function () {
     writeFileSync(
       file,
       JSON.stringify({
         keys: [{ name: "desk", sha256: sha("desk"), roles: ["trader"], wallets: [DAI], coins: [WALLET] }],
       }),
     );
-    expect(() => open())
-      .to.throw(ConfigError)
-      .with.property("problems")
-      .that.deep.equals([
-        `ACCESS_FILE: keys[0].wallets[0]: ${DAI} is not an exchange wallet of this service`,
-        `ACCESS_FILE: keys[0].coins[0]: ${WALLET} is not a stable coin of this service`,
-      ]);
+    const refused = await open().catch((error: unknown) => error);
+    expect(refused).to.be.instanceOf(ConfigError);
+    expect((refused as ConfigError).problems).to.deep.equal([
+      `ACCESS_FILE: keys[0].wallets[0]: ${DAI} is not an exchange wallet of this service`,
+      `ACCESS_FILE: keys[0].coins[0]: ${WALLET} is not a stable coin of this service`,
+    ]);
   });
 
   it("is refused at start together with API_KEYS or API_KEYS_FILE, naming them", function () {

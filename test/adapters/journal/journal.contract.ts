@@ -17,6 +17,7 @@ import type {
   TradeStatus,
   TransactionReceipt,
 } from "../../../core/index.js";
+import { describeAuditContract } from "./audit.contract.js";
 import { describeQuoteContract } from "./quote.contract.js";
 import { describeSpendingContract } from "./spending.contract.js";
 import { describeTransitionContract } from "./transitions.contract.js";
@@ -214,6 +215,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     describeWebhookContract({ journal: () => journal, peer });
     describeTransitionContract({ journal: () => journal });
     describeSpendingContract({ journal: () => journal, peer });
+    describeAuditContract({ journal: () => journal, peer });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {

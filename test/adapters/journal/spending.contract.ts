@@ -229,6 +229,28 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(refused(await open(journal, 3n * USD, added, { wallet }))).to.equal(false);
     });
 
+    it("sums amounts of every length exactly, from one base unit to a hundred thousand USD", async function () {
+      const journal = context.journal();
+      const wallet = "0x00000000000000000000000000000000000000d8";
+      const uncapped = [
+        limit({ name: "exact sums", per: "wallet", windowMs: 3_600_000, window: "1h", maxUsd: 10n ** 40n }),
+      ];
+      let seed = 20261201n;
+      let expected = 0n;
+      for (let i = 0; i < 40; i++) {
+        // Lengths from 1 to 24 digits: each 9-digit part boundary is crossed.
+        seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
+        const usd = seed % 10n ** BigInt(1 + (i % 24));
+        expected += usd;
+        expect(refused(await open(journal, usd, uncapped, { wallet }))).to.equal(false);
+      }
+      // A fresh window over the same spends sums them all at once (the counter's first sum).
+      const fresh = { ...uncapped[0]!, name: "fresh", windowMs: 3_600_001, window: "3600001ms" };
+      expect(await journal.spendingUse([{ limit: fresh, value: wallet }])).to.deep.equal([
+        { usd: expected, trades: 40 },
+      ]);
+    });
+
     it("never lets instances racing for the last room pass the cap", async function () {
       const journal = context.journal();
       const peer = await context.peer();

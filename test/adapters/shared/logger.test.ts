@@ -13,6 +13,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { pino } from "pino";
 
+import { millis, writeMillis } from "../../../adapters/shared/access-line.js";
 import { LogBuffer, accessLog, createLogger, type AccessRecord } from "../../../adapters/shared/logger.js";
 
 const LOGGER = fileURLToPath(new URL("../../../adapters/shared/logger.ts", import.meta.url));
@@ -376,6 +377,18 @@ describe("access lines", function () {
     for (let micros = 0; micros < 100_000_000; micros += micros < 2_000_000 ? 1 : 997) {
       const ms = micros / 1000;
       if (written(ms) !== JSON.stringify(ms)) expect(written(ms)).to.equal(JSON.stringify(ms));
+    }
+    for (const ms of [999_999_999.999, 1e9, 1e12 + 0.5, 0.1 + 0.2, -0.001, -0, 1e-7, 123.4567, 1e21, NaN, Infinity]) {
+      expect(written(ms), String(ms)).to.equal(JSON.stringify(ms));
+    }
+  });
+
+  it("write the ms into a LogBuffer's bytes as the same text, digit by digit, for every µs in the first 100 s and beyond", function () {
+    const bytes = Buffer.alloc(64);
+    const written = (ms: number) => bytes.toString("latin1", 8, writeMillis(bytes, 8, ms));
+    for (let micros = 0; micros < 100_000_000; micros += micros < 2_000_000 ? 1 : 997) {
+      const ms = micros / 1000;
+      if (written(ms) !== millis(ms)) expect(written(ms)).to.equal(millis(ms));
     }
     for (const ms of [999_999_999.999, 1e9, 1e12 + 0.5, 0.1 + 0.2, -0.001, -0, 1e-7, 123.4567, 1e21, NaN, Infinity]) {
       expect(written(ms), String(ms)).to.equal(JSON.stringify(ms));

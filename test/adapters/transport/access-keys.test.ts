@@ -49,10 +49,10 @@ describe("the api_key check with an access file", function () {
     );
     expect(verifier.check("")).to.deep.equal({ ok: false, message: "missing api_key header" });
     expect(verifier.check(OFFICE)).to.deep.equal({ ok: false, message: "invalid api_key" });
-    expect(verifier.check(DESK, () => "10.1.2.3").ok).to.equal(true);
-    expect(verifier.check(DESK, () => "2001:db8::7").ok).to.equal(true);
-    expect(verifier.check(DESK, () => "::ffff:10.1.2.3").ok).to.equal(true);
-    expect(verifier.check(DESK, () => "192.0.2.7")).to.deep.equal({
+    expect(verifier.check(DESK, { clientAddress: "10.1.2.3" }).ok).to.equal(true);
+    expect(verifier.check(DESK, { clientAddress: "2001:db8::7" }).ok).to.equal(true);
+    expect(verifier.check(DESK, { clientAddress: "::ffff:10.1.2.3" }).ok).to.equal(true);
+    expect(verifier.check(DESK, { clientAddress: "192.0.2.7" })).to.deep.equal({
       ok: false,
       message: "invalid api_key",
       rule: "key_address",
@@ -60,7 +60,7 @@ describe("the api_key check with an access file", function () {
     });
     expect(verifier.check(DESK).ok, "no address known: refused").to.equal(false);
     now = Date.UTC(2027, 0, 1);
-    expect(verifier.check(DESK, () => "10.1.2.3")).to.deep.equal({
+    expect(verifier.check(DESK, { clientAddress: "10.1.2.3" })).to.deep.equal({
       ok: false,
       message: "invalid api_key",
       rule: "key_expired",

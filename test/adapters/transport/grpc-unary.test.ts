@@ -436,8 +436,7 @@ describe("which calls the lean gRPC path takes", function () {
     const lean = grpcUnary({
       calls: tokenCalls(createUseCases({ trade: new FakeTradePort(), price: new FakePricePort(), config: CONFIG })),
       readMaxBytes: 16 * 1024,
-      log,
-      connect: async (req, res, body) => {
+      connect: async (req, res, _context, body) => {
         const chunks: Buffer[] = [];
         for await (const chunk of body) chunks.push(Buffer.from(chunk));
         handedOver.push({ path: req.url ?? "", body: Buffer.concat(chunks) });
@@ -446,8 +445,9 @@ describe("which calls the lean gRPC path takes", function () {
       },
     });
     const server = http2.createServer((req, res) => {
-      bindRequestContext(req, log);
-      if (!lean(req, res, { id: "scope" }, {})) {
+      const context = bindRequestContext(req, log);
+      context.key = { ok: true, keyIndex: 0, scope: "scope" };
+      if (!lean(req, res, context)) {
         res.writeHead(200, { "x-taken-by": "nobody" });
         res.end();
       }

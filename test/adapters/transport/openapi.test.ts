@@ -194,6 +194,7 @@ describe("the OpenAPI document", function () {
   it("documents exactly the routes the service answers: each of its paths answers, others are 404", async function () {
     expect(Object.keys(doc.paths).sort()).to.deep.equal(
       [
+        "/api/v1/audit",
         "/api/v1/remmitance",
         "/api/v1/token/buy",
         "/api/v1/token/price",
@@ -245,5 +246,11 @@ describe("the OpenAPI document", function () {
     });
     expect(check("/api/v1/webhooks/deliveries/{id}/retry", "post", retry.status, await retry.json())).to.deep.equal([]);
     expect(JSON.stringify((doc as { webhooks?: unknown }).webhooks)).to.include("WebhookEvent");
+  });
+
+  it("documents the audit log's refusal of a key that is not an admin's (here: no access file)", async function () {
+    const refused = await fetch(`${s.service.apiUrl}/api/v1/audit`, { headers: { api_key: API_KEY } });
+    expect(refused.status).to.equal(403);
+    expect(check("/api/v1/audit", "get", 403, await refused.json())).to.deep.equal([]);
   });
 });

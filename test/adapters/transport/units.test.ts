@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 import fc from "fast-check";
-import { pino } from "pino";
 
 import {
   ChainUnavailableError,
@@ -42,15 +42,12 @@ import {
   DOMAIN_TO_CONNECT_CODE,
   INTERNAL_MESSAGE,
   TokenServiceImpl,
-  apiKeyInterceptor,
   codeName,
-  errorInterceptor,
   grpcPercentEncode,
   httpStatusFor,
   priceMessage,
   receiptMessage,
   toConnectError,
-  tokenRoutes,
   tradeInputFromMessage,
 } from "../../../adapters/transport/rpc/index.js";
 import {
@@ -60,10 +57,11 @@ import {
   DAI,
   FakePricePort,
   FakeTradePort,
-  LogSink,
   USDT,
   WALLET,
   fakeReceipt,
+  startTestServer,
+  type TestServer,
 } from "./helpers.js";
 
 describe("error mapping", function () {
@@ -214,6 +212,24 @@ describe("api key verifier", function () {
     expect(JSON.stringify(verifier.check("guess-0123456789abcdef"))).not.to.include("guess");
   });
 
+  it("tells apart keys whose digests begin with the same four bytes", function () {
+    // A birthday search: some 80,000 keys give two whose SHA-256 digests share their first 32 bits.
+    const byPrefix = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const key = `colliding-key-${i}`;
+      const prefix = createHash("sha256").update(key).digest("hex").slice(0, 8);
+      const other = byPrefix.get(prefix);
+      if (other !== undefined) pair = [other, key];
+      else byPrefix.set(prefix, key);
+    }
+    const [first, second] = pair;
+    const both = createApiKeyVerifier([first, second]);
+    expect(both.check(first)).to.deep.include({ ok: true, keyIndex: 0 });
+    expect(both.check(second)).to.deep.include({ ok: true, keyIndex: 1 });
+    expect(createApiKeyVerifier([first]).check(second)).to.deep.equal({ ok: false, message: WRONG_KEY_MESSAGE });
+  });
+
   it("refuses to be built without keys or with an empty key", function () {
     expect(() => createApiKeyVerifier([])).to.throw(TypeError);
     expect(() => createApiKeyVerifier([""])).to.throw(TypeError);
@@ -269,6 +285,16 @@ describe("request path", function () {
       "/api/v1/token/%73ell",
       "http://localhost/api/v1/token/price",
       "*",
+      "/tokentrade.v1.TokenService/Sell",
+      "/grpc.health.v1.Health/Check?x=1",
+      "/a.../b",
+      "/.../x",
+      "/a/.b/",
+      "/a/b./",
+      "/a/..",
+      "/a/./",
+      "/.",
+      "/a/...",
     ]) {
       expect(requestPath(target), target).to.equal(byUrl(target));
     }
@@ -288,6 +314,11 @@ describe("request path", function () {
       "token",
       "price",
       "sell",
+      "tokentrade.v1.TokenService",
+      "a.b",
+      "...",
+      ".x",
+      "x.",
       ".",
       "..",
       "",
@@ -445,22 +476,20 @@ describe("TokenServiceImpl (a plain class over the use cases)", function () {
   });
 });
 
-describe("the RPC routes in memory (createRouterTransport)", function () {
-  function client() {
-    const trade = new FakeTradePort();
-    const logs = new LogSink();
-    const log = pino(logs);
-    const transport = createRouterTransport(
-      tokenRoutes(createUseCases({ trade, price: new FakePricePort(), config: CONFIG })),
-      {
-        router: { interceptors: [errorInterceptor(log), apiKeyInterceptor(createApiKeyVerifier([API_KEY]))] },
-      },
-    );
-    return { trade, logs, client: createClient(TokenService, transport) };
+describe("the RPC routes behind the service's handler (its api_key step)", function () {
+  let t: TestServer;
+  afterEach(async function () {
+    await t.close();
+  });
+
+  async function client() {
+    t = await startTestServer();
+    const transport = createConnectTransport({ baseUrl: t.url, httpVersion: "1.1" });
+    return { trade: t.trade, logs: t.logs, client: createClient(TokenService, transport) };
   }
 
   it("serves a sell with the right key", async function () {
-    const { client: c, trade } = client();
+    const { client: c, trade } = await client();
     const receipt = await c.sell(
       { userAddress: WALLET, destinatary: CUSTOMER, amount: "1", usdAddress: DAI.address },
       { headers: { api_key: API_KEY } },
@@ -470,7 +499,7 @@ describe("the RPC routes in memory (createRouterTransport)", function () {
   });
 
   it("refuses a wrong key before the handler runs, and logs the refusal without the key", async function () {
-    const { client: c, trade, logs } = client();
+    const { client: c, trade, logs } = await client();
     let code: Code | undefined;
     try {
       await c.buy(

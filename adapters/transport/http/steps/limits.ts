@@ -7,12 +7,10 @@
  */
 import {
   API_KEY_HEADER,
-  type ApiKeyCheck,
   type NodeServerRequest,
   type NodeServerResponse,
   type RequestContext,
 } from "../../request/index.js";
-import { clientAddressOf, type TrustedProxies } from "../client-address.js";
 import { HEALTH_PREFIX } from "../protocol-of.js";
 import { TokenBuckets, type RateLimitOptions } from "../rate-limit.js";
 import { refuseRateLimited } from "../refusals.js";
@@ -21,30 +19,31 @@ import { refuseRateLimited } from "../refusals.js";
 const PROBES = new Set(["/healthz", "/readyz"]);
 
 export interface LimitsStep {
-  /** Refuses a request over a limit (true: answered with 429 or RESOURCE_EXHAUSTED). */
-  refuse(req: NodeServerRequest, res: NodeServerResponse, context: RequestContext, key?: ApiKeyCheck): boolean;
+  /** Refuses a request over a limit (true: answered with 429 or RESOURCE_EXHAUSTED), after its key's check (step 3). */
+  refuse(req: NodeServerRequest, res: NodeServerResponse, context: RequestContext): boolean;
   /** Counts a refused key against the request's client address; absent without the throttle. */
-  countRefusedKey: ((req: NodeServerRequest) => void) | undefined;
+  countRefusedKey: ((context: RequestContext) => void) | undefined;
 }
 
-/** @param trustedProxies - whose X-Forwarded-For names the client (client-address.ts) */
-export function limitsStep(rateLimits?: RateLimitOptions, trustedProxies?: TrustedProxies): LimitsStep {
+/** The client's address is the context's, by TRUSTED_PROXIES' rule (client-address.ts). */
+export function limitsStep(rateLimits?: RateLimitOptions): LimitsStep {
   // Refused keys per client address: counted where a key is refused (the JSON routes, the RPC check).
   const refusedKeys = rateLimits?.authFailures ? new TokenBuckets(rateLimits.authFailures) : undefined;
   const perKey = rateLimits?.perKey ? new TokenBuckets(rateLimits.perKey) : undefined;
   return {
-    refuse(req, res, context, key) {
-      const { path } = context;
+    refuse(req, res, context) {
+      const { path, key } = context;
       if (refusedKeys !== undefined && key?.ok !== true && !PROBES.has(path) && !path.startsWith(HEALTH_PREFIX)) {
         // A client address with too many refused keys: refused, unless the key is valid (a valid key
         // is never refused for its neighbours' mistakes behind one address) or it is a probe. The
         // address by TRUSTED_PROXIES' rule: needed only for a request without a valid key.
-        const blocked = refusedKeys.peek(clientAddressOf(req, trustedProxies));
+        const blocked = refusedKeys.peek(context.clientAddress);
         if (!blocked.ok) {
           res.setHeader("x-request-id", context.id);
           refuseRateLimited(
             req,
             res,
+            context,
             blocked.retryAfterS,
             `too many requests with a refused ${API_KEY_HEADER} from this address; retry in ${blocked.retryAfterS} s`,
           );
@@ -58,6 +57,7 @@ export function limitsStep(rateLimits?: RateLimitOptions, trustedProxies?: Trust
           refuseRateLimited(
             req,
             res,
+            context,
             turn.retryAfterS,
             `rate limit of this ${API_KEY_HEADER} reached; retry in ${turn.retryAfterS} s`,
           );
@@ -66,7 +66,6 @@ export function limitsStep(rateLimits?: RateLimitOptions, trustedProxies?: Trust
       }
       return false;
     },
-    countRefusedKey:
-      refusedKeys === undefined ? undefined : (req) => void refusedKeys.take(clientAddressOf(req, trustedProxies)),
+    countRefusedKey: refusedKeys === undefined ? undefined : (context) => void refusedKeys.take(context.clientAddress),
   };
 }

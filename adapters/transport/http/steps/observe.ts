@@ -1,29 +1,21 @@
 /**
  * Step 7, observe: a request's end, told by the server when its response closes
  * (ServedHandler.answered), gives its metrics (route, protocol, code, seconds) and its one
- * "request completed" line, whatever protocol answered it. An RPC's code comes from its outcome
- * holder, which whoever answered it writes: the error interceptor (Connect), the lean gRPC path,
- * or a refusal of the pipeline's own (refusals.ts).
+ * "request completed" line, whatever protocol answered it, from the request's context (the one
+ * its handler was given, with its api_key check). An RPC's code is the context's `rpcCode`,
+ * which whoever answered it writes: the error interceptor (Connect), the lean gRPC path, or a
+ * refusal of the pipeline's own (refusals.ts).
  */
 import type { Logger } from "pino";
 
 import { accessLog } from "../../../shared/logger.js";
-import { boundRequestContext, type NodeServerRequest, type NodeServerResponse } from "../../request/index.js";
+import { boundRequestContext, type NodeServerResponse } from "../../request/index.js";
 import { codeName } from "../../rpc/index.js";
 import { RPC_ROUTES, protocolOf } from "../protocol-of.js";
 
 /** Where each answered request is counted (adapters/observability/metrics.ts). */
 export interface RequestMetrics {
   request(route: string, protocol: string, code: string, seconds: number): void;
-}
-
-const kOutcome = Symbol("rpc outcome");
-
-/** The request's RPC outcome holder (written by the error interceptor, the lean path, or a refusal). */
-export function rpcOutcome(req: NodeServerRequest): { code?: string } {
-  const holder = req as NodeServerRequest & { [kOutcome]?: { code?: string } };
-  holder[kOutcome] ??= {};
-  return holder[kOutcome];
 }
 
 /**
@@ -49,9 +41,7 @@ export function observeStep(options: {
       const protocol = protocolOf(req, path);
       const route = protocol === "http" ? routeOf(path) : RPC_ROUTES.has(path) ? path : "other";
       const code =
-        protocol === "grpc" || protocol === "grpc-web"
-          ? (rpcOutcome(req).code ?? grpcCodeOf(res))
-          : String(res.statusCode);
+        protocol === "grpc" || protocol === "grpc-web" ? (context.rpcCode ?? grpcCodeOf(res)) : String(res.statusCode);
       metrics.request(route, protocol, code, seconds);
     }
     if (logged) {
@@ -63,7 +53,7 @@ export function observeStep(options: {
         status: res.statusCode,
         completed: res.writableFinished,
         ms: Math.round(seconds * 1_000_000) / 1000,
-        key: context.keyName,
+        key: context.key?.ok === true ? context.key.caller?.key?.name : undefined,
       });
     }
   };

@@ -1,0 +1,91 @@
+/**
+ * What the audit log records of a trade and of a delivery retried (the entries; the chain is the
+ * journal's, core/ports/audit.port.ts): who, what, about what, and the code and the rule or limit
+ * that decided a refusal. Malformed requests and unknown keys are never recorded: they are
+ * refused before anything here runs, and recording them would let anyone grow the chain.
+ */
+import type { Caller } from "./access/policy.js";
+import { DomainError, PermissionDeniedError, SpendingLimitError } from "./errors.js";
+import { type AuditEntry, type AuditNote, type AuditValue, SERVICE_ACTOR } from "./ports/audit.port.js";
+import type { TradeKind, TradeRequest } from "./types.js";
+
+/** The actor of a caller's request: its key's name in the access file, or its id without one. */
+export function actorOf(caller: Caller): string {
+  return caller.key?.name ?? caller.id;
+}
+
+/** The trade as asked: its kind and the request's fields as sent (amounts as the caller wrote them). */
+function tradeDetails(kind: TradeKind, request: TradeRequest, quoteId: string | null): Record<string, AuditValue> {
+  return {
+    kind,
+    userAddress: request.userAddress,
+    destinatary: request.destinatary,
+    amount: request.amount,
+    usdAddress: request.usdAddress,
+    ...(quoteId === null ? {} : { quoteId }),
+  };
+}
+
+/** `trade.accepted`, but its subject: the journal gives it the id of the trade it creates. */
+export function acceptedEntry(
+  caller: Caller,
+  kind: TradeKind,
+  request: TradeRequest,
+  quoteId: string | null,
+): AuditNote {
+  return { actor: actorOf(caller), action: "trade.accepted", details: tradeDetails(kind, request, quoteId) };
+}
+
+/**
+ * The code and the rule or limit that refused it: a role, scope or the denylist
+ * (PermissionDeniedError), a spending limit (SpendingLimitError), or another domain error after
+ * it was accepted (the chain would revert it, funds, fees, a quote's terms). Anything else is a
+ * fault, recorded as `internal` without its message (which is only logged).
+ */
+export function refusalDetails(error: unknown): Record<string, AuditValue> {
+  if (!(error instanceof DomainError)) return { code: "internal", message: "internal error" };
+  const details: Record<string, AuditValue> = { code: error.code, message: error.message };
+  if (error instanceof PermissionDeniedError) details.rule = error.rule;
+  if (error instanceof SpendingLimitError) details.limit = error.limit;
+  return details;
+}
+
+/**
+ * `trade.refused`: before it was recorded (`subject` null, the trade as asked in its details), or
+ * after it was accepted and before anything was signed (`subject` its id; its record is discarded
+ * in the same write).
+ */
+export function refusedEntry(
+  caller: Caller,
+  error: unknown,
+  trade: { kind: TradeKind; request: TradeRequest; quoteId: string | null; id: string | null },
+): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "trade.refused",
+    subject: trade.id,
+    details: { ...refusalDetails(error), ...tradeDetails(trade.kind, trade.request, trade.quoteId) },
+  };
+}
+
+/** `trade.forgotten`: accepted, never signed, and forgotten by the journal's upkeep (TradeJournal.forgetUnsigned). */
+export function forgottenEntry(id: string): AuditEntry {
+  return {
+    actor: SERVICE_ACTOR,
+    action: "trade.forgotten",
+    subject: id,
+    details: {
+      reason: "accepted and never signed by a process that is gone, or for a trade's lifetime; nothing was paid",
+    },
+  };
+}
+
+/** `delivery.retried`: a failed webhook delivery sent again by hand, in the write that makes it pending. */
+export function deliveryRetriedEntry(caller: Caller, deliveryId: string): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "delivery.retried",
+    subject: deliveryId,
+    details: { by: caller.key?.roles.has("admin") === true ? "admin" : "owner" },
+  };
+}
