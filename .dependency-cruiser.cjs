@@ -5,12 +5,13 @@
  */
 /**
  * The chain adapter's folders and, for each, the folders it may import: the layering written at
- * the top of adapters/chain/index.ts (tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and
+ * the top of adapters/chain/index.ts (tx ← signers, tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and
  * blocks ← price ← trade). trade/ does not import lifecycle/: the assembly (assembly.ts) builds
  * both and hands each its parts.
  */
 const CHAIN_LAYERS = {
   tx: [],
+  signers: ["tx"],
   rpc: ["tx"],
   blocks: ["tx", "rpc"],
   send: ["tx", "rpc", "blocks"],

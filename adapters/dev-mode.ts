@@ -31,7 +31,7 @@ export interface EmbeddedChain {
   rpcUrl: string;
   chainId: number;
   deployer: string;
-  /** The exchange wallet; its key is a public Hardhat test key. */
+  /** The exchange wallet; its key is a public Hardhat test key (unused when the wallets are `fundedWallets`). */
   exchangeWallet: { address: string; privateKey: string };
   addresses: DeploymentAddresses;
   /** The chain's own process, when it runs in one (npm start's does). */
@@ -47,6 +47,12 @@ export interface EmbeddedChainOptions {
   feedHeartbeatMs?: number;
   /** Mine a block every this many ms once deployed (CHAIN_BLOCK_TIME_MS); unset = a block per transaction. */
   blockTimeMs?: number;
+  /**
+   * The exchange wallets, when their keys are in a signer (SIGNER=pkcs11 or aws-kms): funded with
+   * gas, tokens and stable coins, not approved (the service approves the swap at the first trade).
+   * Unset: Hardhat account #1, funded and approved.
+   */
+  fundedWallets?: string[];
 }
 
 /** Starts an embedded chain. Injected (scripts/embedded-chain/chain.ts) so adapters/ never imports Hardhat or scripts/. */
@@ -60,6 +66,7 @@ export async function startDevChain(
   config: EmbeddedChainConfig,
   embeddedChain: (() => Promise<StartEmbeddedChain>) | undefined,
   log: Logger,
+  fundedWallets?: string[],
 ): Promise<EmbeddedChain> {
   log.info({ chainPort: config.chainPort }, "starting the embedded Hardhat chain (no RPC_URL set)");
   if (embeddedChain === undefined) throw new Error("RPC_URL: is not set, and this entry point has no embedded chain");
@@ -68,6 +75,7 @@ export async function startDevChain(
     chainPort: config.chainPort,
     log,
     ...(config.blockTimeMs !== undefined ? { blockTimeMs: config.blockTimeMs } : {}),
+    ...(fundedWallets !== undefined ? { fundedWallets } : {}),
   });
 }
 

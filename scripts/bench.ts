@@ -38,6 +38,9 @@
  * - Webhooks (bench-webhooks.ts), on a service process of their own: the latency from a trade's
  *   state change to a local receiver (p50, p99), and the deliverer's throughput draining a
  *   backlog (`--only webhooks` runs this alone).
+ * - Signers (bench-signers.ts), on three services of their own: the in-process key, SoftHSM
+ *   (PKCS#11) and the local KMS server, in alternating rounds: sells/s, p99, the latency each adds
+ *   to a trade, and the blocks a burst of 100 buys spans at 1 s blocks (`--only signers`).
  *
  * Four processes, as `npm start` runs them and so that the load generators do not steal
  * the service's event loop: this one forks itself with `--role server` (the service on
@@ -47,7 +50,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history|access|audit|webhooks|rpc|records, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|access|audit|webhooks|rpc|records|signers, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -78,6 +81,7 @@ import { auditTable, measureAudit } from "./bench-audit.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
 import { measureRecords, recordsTable } from "./bench-records.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
+import { measureSigners } from "./bench-signers.js";
 import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
 
 const SELF = fileURLToPath(import.meta.url);
@@ -1011,6 +1015,11 @@ const SEPARATE = {
   webhooks: () => benchWebhooks(),
   rpc: async () => rpcTable(await measureRpc({ progress: (line) => process.stderr.write(`${line}\n`) })),
   records: () => benchRecords(sizes()),
+  signers: () =>
+    measureSigners(
+      { rounds: Math.max(3, Number(opts.rounds)), sequential: 20, concurrent: 100, concurrency: 20, burst: 100 },
+      (line) => process.stderr.write(`${line}\n`),
+    ),
 } as const;
 
 /** The main table's rows so far, and the loads whose CPU and event-loop figures are listed under it. */
@@ -1021,9 +1030,9 @@ interface Findings {
 
 async function drive(): Promise<void> {
   const size = sizes();
-  const separate = ["history", "access", "audit", "webhooks", "rpc", "records"] as const;
+  const separate = ["history", "access", "audit", "webhooks", "rpc", "records", "signers"] as const;
   if (opts.only !== undefined && !["price", "sells", ...separate].includes(opts.only))
-    throw new Error("--only: must be price, sells, history, access, audit, webhooks, rpc or records");
+    throw new Error("--only: must be price, sells, history, access, audit, webhooks, rpc, records or signers");
   if (separate.includes(opts.only as (typeof separate)[number])) {
     process.stdout.write(`${await SEPARATE[opts.only as (typeof separate)[number]]()}\n`);
     return;
@@ -1059,6 +1068,7 @@ async function drive(): Promise<void> {
       SEPARATE.webhooks,
       SEPARATE.rpc,
       SEPARATE.records,
+      SEPARATE.signers,
     ])
       process.stdout.write(`${await measure()}\n`);
   }

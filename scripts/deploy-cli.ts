@@ -21,6 +21,11 @@
  *   holds the token's MINTER_ROLE and the deployer does not; the deployer is the admin of both
  *   contracts and holds the swap's PAUSER_ROLE. A wrong role stops before the deployment file.
  * - Output: DEPLOYMENT_FILE, default deployments/<chainId>.json.
+ * - Exchange wallets whose keys are in an HSM or KMS: with the service's SIGNER variables set
+ *   (SIGNER=pkcs11 or aws-kms, EXCHANGE_ADDRESSES, PKCS11_* or KMS_KEY_IDS), their keys are opened
+ *   and checked before anything is sent; after the deployment each wallet gets DEPLOY_WALLET_GAS
+ *   native coin and, with DEPLOY_MOCKS=true, DEPLOY_WALLET_FUNDING tokens and mock coins, and
+ *   approves the swap for its balances, signed by its signer (scripts/deploy-wallets.ts).
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -29,6 +34,8 @@ import { network } from "hardhat";
 
 import DevMocks from "../ignition/modules/DevMocks.js";
 import TokenSwapSuite from "../ignition/modules/TokenSwapSuite.js";
+import { prepareWallets } from "./deploy-wallets.js";
+import { openConfiguredSigners } from "./signer-wallet.js";
 import {
   checkNetworkSupportsSuite,
   checkSuiteParameters,
@@ -66,6 +73,9 @@ if (process.env.DEPLOY_PARAMETERS !== undefined && process.env.DEPLOY_PARAMETERS
   }
 }
 const deploymentId = process.env.DEPLOYMENT_ID || `chain-${chainId}`;
+
+// The wallets' keys, opened and checked against EXCHANGE_ADDRESSES before anything is sent.
+const wallets = await openConfiguredSigners(process.env).catch((error: unknown) => fail([(error as Error).message]));
 
 if (process.env.DEPLOY_MOCKS === "true") {
   if (MAIN_NETWORKS.has(chainId))
@@ -148,4 +158,24 @@ await mkdir(dirname(file), { recursive: true });
 await writeFile(file, `${JSON.stringify(deployment, null, 2)}\n`);
 console.log(`Deployed; DEPLOYMENT_FILE written to ${file}:`);
 console.log(JSON.stringify(deployment, null, 2));
+if (wallets !== undefined) {
+  console.log(
+    `Preparing ${wallets.signers.length} exchange wallet(s) whose keys are in the ${process.env.SIGNER} signer:`,
+  );
+  try {
+    await prepareWallets({
+      provider: ethers.provider,
+      deployer,
+      signers: wallets.signers,
+      swap: deployment.swap,
+      token: deployment.token,
+      stableCoins: Object.values(deployment.stableCoins),
+      ...(process.env.DEPLOY_WALLET_GAS ? { gas: process.env.DEPLOY_WALLET_GAS } : {}),
+      ...(process.env.DEPLOY_MOCKS === "true" ? { funding: process.env.DEPLOY_WALLET_FUNDING || "1000000" } : {}),
+      log: (line) => console.log(line),
+    });
+  } finally {
+    wallets.close();
+  }
+}
 await connection.close();

@@ -30,6 +30,14 @@ export interface DeploySuiteOptions {
   reservesPerStable?: string;
   /** Tokens and each stable coin given to every exchange wallet, in whole units. Also the approved amount. */
   walletFunding?: string;
+  /**
+   * Wallets whose keys are in a signer outside the process (an HSM, KMS): funded like the others
+   * and given `walletGas` native coin from the deployer, but not approved (the service approves
+   * the swap at its first trade, through its signer).
+   */
+  fundedAddresses?: readonly string[];
+  /** Native coin given to each of `fundedAddresses`, in whole coins. Default 100. */
+  walletGas?: string;
 }
 
 export const FEED_DECIMALS = 8;
@@ -86,6 +94,14 @@ export async function deploySuite(ethers: HardhatEthers, options: DeploySuiteOpt
   // The native coin's USD price, for the gas in USD of quotes and the trade history. Deployed
   // last, so every other contract keeps the address it had before this feed existed.
   const nativeUsdFeed = await deployFeed(ethers, deployer, "ETH / USD", prices.nativeUsd);
+  // After every contract, so each keeps the address it has without these wallets.
+  if (options.fundedAddresses !== undefined && options.fundedAddresses.length > 0)
+    await fundAddresses(
+      funded,
+      options.fundedAddresses,
+      options.walletFunding ?? "1000000",
+      options.walletGas ?? "100",
+    );
 
   const feeds = { tokenUsd: tokenUsdFeed, eurUsd: eurUsdFeed, chfUsd: chfUsdFeed, nativeUsd: nativeUsdFeed };
   const addresses: DeploymentAddresses = {
@@ -171,6 +187,24 @@ async function fundWallets(
       await (await coin.connect(deployer).mint(address, amount)).wait();
       await (await coin.connect(wallet).approve(swapAddress, amount)).wait();
     }
+  }
+  await (await token.connect(deployer).renounceRole(MINTER_ROLE, owner)).wait();
+}
+
+/** Gives each address gas, `funding` tokens and whole coins of each stable coin, with no approval. */
+async function fundAddresses(
+  suite: { token: Token; stableCoins: StableCoins; deployer: Signer; owner: string },
+  addresses: readonly string[],
+  funding: string,
+  gas: string,
+) {
+  const { token, stableCoins, deployer, owner } = suite;
+  await (await token.connect(deployer).grantRole(MINTER_ROLE, owner)).wait();
+  for (const address of addresses) {
+    await (await deployer.sendTransaction({ to: address, value: parseUnits(gas, 18) })).wait();
+    await (await token.connect(deployer).mint(address, parseUnits(funding, 18))).wait();
+    for (const coin of Object.values(stableCoins))
+      await (await coin.connect(deployer).mint(address, parseUnits(funding, Number(await coin.decimals())))).wait();
   }
   await (await token.connect(deployer).renounceRole(MINTER_ROLE, owner)).wait();
 }

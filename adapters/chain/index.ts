@@ -7,6 +7,8 @@
  * Folders, from the bottom up; each is entered only through its index.ts and imports only the
  * folders it names below (.dependency-cruiser.cjs enforces both):
  * - tx/         what is sent: the ABIs, calldata, EIP-1559 encoding and signing, the signer port.
+ * - signers/    the signers whose keys stay outside the process: PKCS#11 (an HSM) and AWS KMS.
+ *               Imports tx/.
  * - rpc/        the node: the provider (endpoints, failover, WebSocket, pushed heads), the chain
  *               errors, the ordered batch, the one-eth_call-per-tick batcher. Imports tx/.
  * - blocks/     what each block tells: its head (the block watcher), its fees, the receipts in it
@@ -60,6 +62,19 @@ export {
   SignatureRefusedError,
   keystoreSigner,
   rawKeySigner,
+  signEip1559With,
   toSigner,
   type TransactionSigner,
 } from "./tx/index.js";
+export {
+  SignerStartError,
+  addressOfEcPoint,
+  addressOfSpki,
+  openKmsSigners,
+  openPkcs11Signers,
+  type KeyRef,
+  type KmsSignerSettings,
+  type OpenedSigners,
+  type Pkcs11SignerSettings,
+  pkcs11Modules,
+} from "./signers/index.js";

@@ -13,7 +13,13 @@ import { tradeSettings } from "./env/trade.js";
 import { webhookSettings } from "./env/webhooks.js";
 
 export { MIN_API_KEY_LENGTH } from "./env/access.js";
-export { type AppConfig, ConfigError, type EmbeddedChainConfig, type RpcChainConfig } from "./env/config.js";
+export {
+  type AppConfig,
+  ConfigError,
+  type EmbeddedChainConfig,
+  type RemoteSignerConfig,
+  type RpcChainConfig,
+} from "./env/config.js";
 
 /**
  * Validates the environment and builds the configuration. Files named by

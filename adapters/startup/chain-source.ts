@@ -8,13 +8,17 @@ import type { Logger } from "pino";
 import {
   keystoreSigner,
   KeystoreError,
+  openKmsSigners,
+  openPkcs11Signers,
   rawKeySigner,
   redactUrl,
+  SignerStartError,
   type DeploymentAddresses,
+  type OpenedSigners,
   type TransactionSigner,
 } from "../chain/index.js";
 import { readDeploymentFile } from "../config/deployment-file.js";
-import { ConfigError, type AppConfig, type RpcChainConfig } from "../config/env.js";
+import { ConfigError, type AppConfig, type RemoteSignerConfig, type RpcChainConfig } from "../config/env.js";
 import { startDevChain, type StartEmbeddedChain } from "../dev-mode.js";
 import type { Shutdown } from "./shutdown.js";
 
@@ -38,14 +42,17 @@ export async function connectChain(
   log: Logger,
   shutdown: Shutdown,
 ): Promise<ChainSource> {
+  const remote = config.chain.signer === undefined ? undefined : await openSigners(config.chain.signer, log);
+  if (remote !== undefined) shutdown.push(async () => remote.close());
   if (config.chain.mode === "embedded") {
-    const chain = await startDevChain(config.chain, embeddedChain, log);
+    const funded = remote?.signers.map((signer) => signer.address);
+    const chain = await startDevChain(config.chain, embeddedChain, log, funded);
     shutdown.push(() => chain.close());
     return {
       rpcUrl: chain.rpcUrl,
       rpcUrls: [chain.rpcUrl],
       addresses: chain.addresses,
-      signers: [rawKeySigner(chain.exchangeWallet.privateKey)],
+      signers: remote?.signers ?? [rawKeySigner(chain.exchangeWallet.privateKey)],
       embeddedChainId: chain.chainId,
       ...(chain.pid === undefined ? {} : { chainPid: chain.pid }),
     };
@@ -63,7 +70,7 @@ export async function connectChain(
       ...(nativeUsd === undefined ? {} : { nativeUsd }),
     },
   };
-  const signers = await loadSigners(config.chain, log);
+  const signers = remote?.signers ?? (await loadSigners(config.chain, log));
   log.info({ rpcUrls: rpcUrls.map(redactUrl), swap: addresses.swap }, "using an existing chain");
   return { rpcUrl, rpcUrls, addresses, signers, ...(deployedChainId === undefined ? {} : { deployedChainId }) };
 }
@@ -83,4 +90,25 @@ async function loadSigners(chain: RpcChainConfig, log: Logger): Promise<Transact
   }
   log.info({ wallets: signers.map((s) => s.address), ms: Date.now() - started }, "exchange wallet keystores decrypted");
   return signers;
+}
+
+/**
+ * The wallets' signers in an HSM (SIGNER=pkcs11) or AWS KMS (SIGNER=aws-kms), each key checked
+ * against the wallet address named for it before any trade.
+ * @throws ConfigError naming the variable (never the PIN) when a key cannot be used as configured
+ */
+async function openSigners(signer: RemoteSignerConfig, log: Logger): Promise<OpenedSigners> {
+  const started = Date.now();
+  let opened: OpenedSigners;
+  try {
+    opened = signer.kind === "pkcs11" ? await openPkcs11Signers(signer) : await openKmsSigners(signer);
+  } catch (error) {
+    if (error instanceof SignerStartError) throw new ConfigError([error.message]);
+    throw error;
+  }
+  log.info(
+    { signer: signer.kind, wallets: opened.signers.map((s) => s.address), ms: Date.now() - started },
+    "exchange wallet keys found in the signer, each its wallet's",
+  );
+  return opened;
 }

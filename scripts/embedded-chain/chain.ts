@@ -50,7 +50,12 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
         "the embedded chain does not use Hardhat's default accounts; remove custom accounts from hardhat.config.ts",
       );
     }
-    const { addresses, contracts } = await deploySuite(ethers, { exchangeWallet: exchange, deployer });
+    const funded = options.fundedWallets;
+    const { addresses, contracts } = await deploySuite(ethers, {
+      exchangeWallet: exchange,
+      deployer,
+      ...(funded === undefined ? {} : { fundedAddresses: funded }),
+    });
     // Like Chainlink's heartbeat: re-post each mock feed's answer hourly, so a long-running
     // development server never trips the swap's staleness check (25 hours by default).
     const heartbeat = setInterval(() => {
@@ -74,7 +79,7 @@ export async function startEmbeddedChain(options: EmbeddedChainOptions): Promise
         rpcUrl,
         chainId,
         swap: addresses.swap,
-        exchangeWallet: exchange.address,
+        exchangeWallet: funded?.[0] ?? exchange.address,
         mining: options.blockTimeMs === undefined ? "auto" : `every ${options.blockTimeMs} ms`,
       },
       "embedded chain ready",

@@ -31,10 +31,12 @@ import { getAddress, id, Interface, keccak256, toUtf8Bytes } from "ethers";
 
 import { SWAP_ABI, type DeploymentAddresses } from "../../adapters/chain/index.js";
 import { hardhatAccount } from "../../scripts/embedded-chain/chain.js";
+import { openPkcs11Signers } from "../../adapters/chain/index.js";
 import { deployOnAnvil, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { FAULTS, startFaultProxy, type Fault, type FaultMix, type FaultProxy } from "../helpers/fault-proxy.js";
 import { freePort } from "../helpers/service-defaults.js";
 import { seededRandom } from "../helpers/random.js";
+import { softHsmToken } from "../helpers/softhsm.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEY = "chaos-test-key-0123456789abcdef";
@@ -199,6 +201,8 @@ interface RunOptions {
   retries: number;
   /** RECEIPT_TIMEOUT_MS: how long a trade waits for its receipt before answering 504 "pending". */
   receiptTimeoutMs: number;
+  /** The wallet's key in SoftHSM (SIGNER=pkcs11) instead of EXCHANGE_PRIVATE_KEYS. */
+  signer?: "pkcs11";
 }
 
 interface RunResult {
@@ -221,6 +225,10 @@ class ChaosRun {
   /** Resolves once the service is up again (while it restarts). */
   up: Promise<void> = Promise.resolve();
   startBlock = 0;
+  /** The exchange wallet: Hardhat account #1, or a key generated in SoftHSM. */
+  wallet = EXCHANGE.address;
+  /** How the service finds the wallet's key. */
+  keyEnv: Record<string, string> = { EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey };
 
   constructor(readonly options: RunOptions) {}
 
@@ -228,7 +236,7 @@ class ChaosRun {
     return {
       RPC_URL: `${this.proxy.url},${this.anvil.url}`,
       DEPLOYMENT_FILE: join(this.dir, "deployment.json"),
-      EXCHANGE_PRIVATE_KEYS: EXCHANGE.privateKey,
+      ...this.keyEnv,
       API_KEYS: KEY,
       PORT: "0",
       METRICS_PORT: String(await freePort()),
@@ -241,7 +249,8 @@ class ChaosRun {
 
   async start(): Promise<void> {
     this.anvil = await startAnvil({ blockTime: 1 });
-    this.addresses = await deployOnAnvil(this.anvil, 1000);
+    this.addresses =
+      this.options.signer === "pkcs11" ? await this.deployWithHsm() : await deployOnAnvil(this.anvil, 1000);
     writeFileSync(join(this.dir, "deployment.json"), JSON.stringify(this.addresses));
     const { seed, holdMs } = this.options;
     this.proxy = await startFaultProxy({
@@ -253,6 +262,29 @@ class ChaosRun {
       lagMs: 4_000,
     });
     this.service = await startProcess(await this.env(), this.log);
+  }
+
+  /** A SoftHSM token and key for the wallet; the suite deployed with its approvals signed there. */
+  async deployWithHsm(): Promise<DeploymentAddresses> {
+    const token = await softHsmToken(`chaos-${this.options.seed}-${process.pid}-${Date.now() % 100_000}`);
+    const key = await token.newKey("exchange");
+    this.wallet = key.address;
+    this.keyEnv = { ...token.env, PKCS11_KEY_LABELS: key.label, EXCHANGE_ADDRESSES: key.address };
+    const opened = await openPkcs11Signers({
+      module: token.module,
+      token: { label: token.label },
+      pin: token.pin,
+      keys: [{ label: key.label }],
+      keyVariable: "PKCS11_KEY_LABELS",
+      addresses: [key.address],
+      sessions: 2,
+      timeoutMs: 5_000,
+    });
+    try {
+      return await deployOnAnvil(this.anvil, 1000, opened.signers);
+    } finally {
+      opened.close();
+    }
   }
 
   async close(failed: boolean): Promise<void> {
@@ -272,7 +304,7 @@ class ChaosRun {
   }
 
   async nonce(tag: "latest" | "pending"): Promise<number> {
-    return Number(await this.rpc<string>("eth_getTransactionCount", [EXCHANGE.address, tag]));
+    return Number(await this.rpc<string>("eth_getTransactionCount", [this.wallet, tag]));
   }
 
   async restart(): Promise<void> {
@@ -289,7 +321,7 @@ class ChaosRun {
     await this.up;
     const { apiUrl } = this.service!;
     const body = {
-      userAddress: EXCHANGE.address,
+      userAddress: this.wallet,
       destinatary: trade.destinatary,
       amount: trade.amount,
       usdAddress: this.addresses.stableCoins[trade.stable],
@@ -475,8 +507,8 @@ interface ChainEvidence {
 
 async function chainEvidence(run: ChaosRun, destinataries: Set<string>): Promise<ChainEvidence> {
   const head = Number(await run.rpc<string>("eth_blockNumber"));
-  const latest = Number(await run.rpc<string>("eth_getTransactionCount", [EXCHANGE.address, `0x${head.toString(16)}`]));
-  const wallet = EXCHANGE.address.toLowerCase();
+  const latest = Number(await run.rpc<string>("eth_getTransactionCount", [run.wallet, `0x${head.toString(16)}`]));
+  const wallet = run.wallet.toLowerCase();
   const mined: ChainEvidence["mined"] = new Map();
   for (let block = run.startBlock; block <= head; block++) {
     const { transactions } = await run.rpc<{
@@ -819,10 +851,21 @@ describe("chaos: faults on the first of two JSON-RPC endpoints (anvil, 1 s block
       expect(result.nonceAfter - result.nonceBefore, "nonces used: 8 trades and the sell afterwards").to.equal(9);
     });
 
+  const pkcs11Only = process.env.CHAOS_SIGNER === "pkcs11";
   for (const seed of seeds())
-    it(`seed ${seed}: random trades and faults${seed % 2 === 1 ? ", with a kill -9" : ""} keep every invariant`, async function () {
-      const result = await chaosRun(plan(seed));
+    it(`seed ${seed}: random trades and faults${seed % 2 === 1 ? ", with a kill -9" : ""}${pkcs11Only ? ", the key in SoftHSM," : ""} keep every invariant`, async function () {
+      const result = await chaosRun(pkcs11Only ? { ...plan(seed), signer: "pkcs11" } : plan(seed));
       report(result);
       expect(result.violations.map((v) => v.split("\n")[0])).to.deep.equal([]);
     });
+
+  // The same fixed seeds with the wallet's key in an HSM (SoftHSM): every signature a round trip
+  // to the token, through the same faults and kills.
+  if (process.env.CHAOS_SEED === undefined && !pkcs11Only)
+    for (const seed of FIXED_SEEDS)
+      it(`seed ${seed} with the PKCS#11 signer (SoftHSM): random trades and faults${seed % 2 === 1 ? ", with a kill -9" : ""} keep every invariant`, async function () {
+        const result = await chaosRun({ ...plan(seed), signer: "pkcs11" });
+        report(result);
+        expect(result.violations.map((v) => v.split("\n")[0])).to.deep.equal([]);
+      });
 });

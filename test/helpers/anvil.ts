@@ -9,8 +9,11 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 
-import type { DeploymentAddresses } from "../../adapters/chain/index.js";
+import type { Signer } from "ethers";
+
+import type { DeploymentAddresses, TransactionSigner } from "../../adapters/chain/index.js";
 import { deploySuite } from "../../scripts/deploy.js";
+import { SignerWallet } from "../../scripts/signer-wallet.js";
 
 const require = createRequire(import.meta.url);
 
@@ -117,13 +120,23 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
  * deploys, account #1 is the funded and approved exchange wallet; anvil unlocks the same
  * default accounts as Hardhat), mined at once, then sets `blockTime` ms interval mining.
  */
-export async function deployOnAnvil(anvil: Anvil, blockTimeMs: number): Promise<DeploymentAddresses> {
+export async function deployOnAnvil(
+  anvil: Anvil,
+  blockTimeMs: number,
+  wallets?: readonly TransactionSigner[],
+): Promise<DeploymentAddresses> {
   const { network } = await import("hardhat");
   await anvil.rpc("evm_setAutomine", [true]);
   const connection = await network.create({ network: "localhost", override: { url: anvil.url } });
   try {
     const [deployer, exchange] = await connection.ethers.getSigners();
-    const { addresses } = await deploySuite(connection.ethers, { deployer: deployer!, exchangeWallet: exchange! });
+    let exchangeWallet: Signer | Signer[] = exchange!;
+    if (wallets !== undefined) {
+      // Wallets whose keys are in an HSM or KMS: gas from anvil, approvals signed by their signers.
+      for (const wallet of wallets) await anvil.rpc("anvil_setBalance", [wallet.address, "0x56bc75e2d63100000"]);
+      exchangeWallet = wallets.map((wallet) => new SignerWallet(wallet, connection.ethers.provider));
+    }
+    const { addresses } = await deploySuite(connection.ethers, { deployer: deployer!, exchangeWallet });
     return addresses;
   } finally {
     await connection.close();

@@ -27,21 +27,7 @@ export async function prepare(
   refuse: (item: Queued, error: unknown) => void,
 ): Promise<{ ready: Signed[]; again: Queued[] }> {
   const wallet = context.signer.address;
-  const chunk: Signed[] = [];
-  for (const item of items) {
-    try {
-      const nonce = first + chunk.length;
-      const { rawTx, txHash } = await sign(
-        context,
-        { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
-        nonce,
-        item.tx.fees,
-      );
-      chunk.push({ item, nonce, rawTx, txHash });
-    } catch (error) {
-      refuse(item, error); // not sent, and its nonce goes to the next one
-    }
-  }
+  const chunk = await signAll(context, items, first, refuse);
   const written = await Promise.allSettled(
     chunk.map(({ item, nonce, txHash, rawTx }) =>
       item.tx.onSigned({ wallet, nonce, txHash, rawTx, ...item.tx.fees, deadline: item.tx.deadline ?? 0 }),
@@ -63,6 +49,48 @@ export async function prepare(
     again.push(item);
   }
   return { ready: chunk.slice(0, failed), again };
+}
+
+/**
+ * Signs `items` with consecutive nonces from `first`, as many at once as the signer serves well
+ * (`concurrency`: a remote signer's round trips overlap). A trade whose signing fails is refused
+ * and takes no nonce: the ones signed after it in the same wave, at the nonces past it, are signed
+ * again one nonce lower (their first signatures were never journalled or sent, and are dropped).
+ */
+async function signAll(
+  context: SignContext,
+  items: readonly Queued[],
+  first: number,
+  refuse: (item: Queued, error: unknown) => void,
+): Promise<Signed[]> {
+  const width = Math.max(1, context.signer.concurrency ?? 1);
+  const chunk: Signed[] = [];
+  const pending = [...items];
+  while (pending.length > 0) {
+    const wave = pending.splice(0, width);
+    const base = first + chunk.length;
+    const results = await Promise.allSettled(
+      wave.map((item, i) =>
+        sign(
+          context,
+          { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
+          base + i,
+          item.tx.fees,
+        ),
+      ),
+    );
+    const again: Queued[] = [];
+    results.forEach((result, i) => {
+      const item = wave[i]!;
+      const nonce = first + chunk.length;
+      if (result.status === "rejected")
+        refuse(item, result.reason); // not sent, and its nonce goes to the next one
+      else if (base + i === nonce) chunk.push({ item, nonce, ...result.value });
+      else again.push(item); // signed past a nonce now free: signed again at the right one
+    });
+    pending.unshift(...again);
+  }
+  return chunk;
 }
 
 /** One transaction of the chunk, signed by the queue's wallet for its chain. */

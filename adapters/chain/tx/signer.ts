@@ -10,12 +10,13 @@
  *   signing like the raw key. The key never sits in plain text on disk or in the
  *   environment.
  *
- * A KMS or Vault signer implements the same interface: `address` from the key's public key,
- * `signDigest` by calling the service (AWS KMS `Sign` with ECDSA_SHA_256 over the digest, or
- * Vault's transit `sign` with `prehashed=true`), then normalising `s` to the lower half and
- * finding the recovery bit by recovering the address. It is asynchronous for that reason.
- * What such a signer answers is checked before it goes into a transaction (assertSignedBy):
- * a high `s`, or a signature that recovers to another address, is refused, and nothing is sent.
+ * The signers whose keys never enter this process implement the same interface
+ * (adapters/chain/signers/: PKCS#11 for an HSM, AWS KMS): `address` from the key's public key,
+ * `signDigest` by asking the HSM or KMS for an ECDSA signature of the digest, then normalising `s`
+ * to the lower half and finding the recovery bit by recovering the address. It is asynchronous
+ * for that reason. What such a signer answers is checked again before it goes into a transaction
+ * (assertSignedBy): a high `s`, or a signature that recovers to another address, is refused, and
+ * nothing is sent.
  * The local key's signatures are its own, and are not checked again.
  */
 import {
@@ -36,6 +37,12 @@ export interface TransactionSigner {
   readonly address: string;
   /** Signs a 32-byte digest: a recoverable secp256k1 signature with a low `s`. */
   signDigest(digest: Uint8Array): Promise<Signature>;
+  /**
+   * How many signatures it serves well at once (a remote signer's sessions or connections): the
+   * send queue asks for that many of a round at a time. Unset: one at a time (a local key signs
+   * synchronously, so asking for more gains nothing).
+   */
+  readonly concurrency?: number;
 }
 
 /** A signer over a key held in memory. */

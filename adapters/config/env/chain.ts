@@ -6,6 +6,7 @@
 import type { AppConfig, EmbeddedChainConfig, RpcChainConfig } from "./config.js";
 import { readFile } from "./files.js";
 import type { Env } from "./schema.js";
+import { signerConfig } from "./signer.js";
 
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
 
@@ -20,7 +21,9 @@ const RPC_ONLY = [
 
 /** @param keys - the api keys already read: an existing chain needs at least one */
 export function chainConfig(e: Env, keys: readonly string[], problems: string[]): AppConfig["chain"] {
-  return e.RPC_URL === undefined ? embeddedChain(e, problems) : rpcChain(e, e.RPC_URL, keys, problems);
+  const signer = signerConfig(e, problems);
+  const chain = e.RPC_URL === undefined ? embeddedChain(e, problems) : rpcChain(e, e.RPC_URL, keys, problems);
+  return signer === undefined ? chain : { ...chain, signer };
 }
 
 function embeddedChain(e: Env, problems: string[]): EmbeddedChainConfig {
@@ -46,7 +49,8 @@ function rpcChain(e: Env, rpcUrl: string, keys: readonly string[], problems: str
     .split(",")
     .map((k) => k.trim())
     .filter((k) => k !== "");
-  const keystore = walletKeys(e, privateKeys, problems);
+  // SIGNER=pkcs11 or aws-kms: the keys are in the signer (signer.ts refuses the others beside it).
+  const keystore = e.SIGNER === "key" ? walletKeys(e, privateKeys, problems) : undefined;
   if (keys.length === 0 && e.ACCESS_FILE === undefined && !problems.some((p) => p.startsWith("API_KEYS"))) {
     problems.push("API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE, or ACCESS_FILE)");
   }

@@ -99,7 +99,27 @@ export interface EmbeddedChainConfig {
   chainPort: number;
   /** CHAIN_BLOCK_TIME_MS: mine a block every this many ms instead of one per transaction (automine). */
   blockTimeMs?: number;
+  /** SIGNER=pkcs11 or aws-kms: the embedded chain funds these wallets, whose keys are in the signer. */
+  signer?: RemoteSignerConfig;
 }
+
+/**
+ * SIGNER=pkcs11 or SIGNER=aws-kms (adapters/config/env/signer.ts): the keys' settings, and
+ * EXCHANGE_ADDRESSES, the wallets they must be; SIGNER_TIMEOUT_MS, SIGNER_CONCURRENCY.
+ */
+export type RemoteSignerConfig =
+  | {
+      kind: "pkcs11";
+      module: string;
+      token: { label: string } | { slot: number };
+      pin: string;
+      keys: Array<{ label: string } | { id: string }>;
+      keyVariable: "PKCS11_KEY_LABELS" | "PKCS11_KEY_IDS";
+      addresses: string[];
+      sessions: number;
+      timeoutMs: number;
+    }
+  | { kind: "aws-kms"; keyIds: string[]; addresses: string[]; timeoutMs: number; concurrency: number };
 
 /** RPC_URL set: an existing chain, with the suite's addresses from a file and the wallets' keys from a keystore or the environment. */
 export interface RpcChainConfig {
@@ -123,6 +143,8 @@ export interface RpcChainConfig {
   privateKeys: string[];
   /** EXCHANGE_KEYSTORE and its password file, read at start (decrypted by the composition root). */
   keystore?: { files: Array<{ path: string; json: string }>; password: string };
+  /** SIGNER=pkcs11 or aws-kms: the keys are there instead (no private keys, no keystore). */
+  signer?: RemoteSignerConfig;
 }
 
 export class ConfigError extends Error {

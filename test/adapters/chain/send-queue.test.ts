@@ -684,6 +684,32 @@ describe("SendQueue", function () {
       });
     }
 
+    it("asks for a round's signatures concurrently, and leaves no gap when one of them fails", async function () {
+      let inFlight = 0;
+      let most = 0;
+      let calls = 0;
+      const slow: TransactionSigner = {
+        address: wallet.address,
+        concurrency: 4,
+        async signDigest(digest) {
+          const call = ++calls;
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          inFlight -= 1;
+          if (call === 2) throw new Error("the token did not answer");
+          return wallet.signingKey.sign(digest);
+        },
+      };
+      const remote = queueWith(slow);
+      const outcomes = await Promise.allSettled([0, 1, 2, 3, 4, 5].map((i) => remote.send(trade(i))));
+      expect(most, "signatures in flight at once").to.be.at.least(2);
+      expect(outcomes.filter((o) => o.status === "rejected")).to.have.length(1);
+      const sent = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.nonce] : []));
+      expect(sent.sort((a, b) => a - b)).to.deep.equal([7, 8, 9, 10, 11]);
+      expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9, 10, 11]);
+    });
+
     it("broadcasts what it signs when its signatures are the wallet's", async function () {
       const sent = await queueWith(remoteSigner(wallet.address, wallet)).send(trade(0));
       expect(sent).to.deep.include({ nonce: 7, known: true });

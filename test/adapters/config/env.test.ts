@@ -409,6 +409,93 @@ describe("configuration from the environment", function () {
     });
   });
 
+  describe("SIGNER: the keys in an HSM or KMS", function () {
+    const WALLET = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+    const rpc = { RPC_URL: "https://rpc.example.com/v3/abc", DEPLOYMENT_FILE: "deployment.json", API_KEYS: API };
+    const pinFile = () => {
+      const file = join(dir, "pin");
+      writeFileSync(file, "1234-secret\n");
+      return file;
+    };
+
+    it("reads SIGNER=pkcs11 with the PIN from its file (its line break dropped), and needs no other key", function () {
+      const config = loadConfig({
+        ...rpc,
+        SIGNER: "pkcs11",
+        PKCS11_MODULE: "/usr/lib/softhsm/libsofthsm2.so",
+        PKCS11_TOKEN_LABEL: "hsm1",
+        PKCS11_PIN_FILE: pinFile(),
+        PKCS11_KEY_LABELS: "exchange-1",
+        EXCHANGE_ADDRESSES: WALLET,
+      });
+      expect(config.chain.signer).to.deep.equal({
+        kind: "pkcs11",
+        module: "/usr/lib/softhsm/libsofthsm2.so",
+        token: { label: "hsm1" },
+        pin: "1234-secret",
+        keys: [{ label: "exchange-1" }],
+        keyVariable: "PKCS11_KEY_LABELS",
+        addresses: [WALLET],
+        sessions: 4,
+        timeoutMs: 5_000,
+      });
+    });
+
+    it("reads SIGNER=aws-kms, on the embedded chain too", function () {
+      const config = loadConfig({
+        SIGNER: "aws-kms",
+        KMS_KEY_IDS: "alias/a, alias/b",
+        EXCHANGE_ADDRESSES: `${WALLET},${WALLET}`,
+      });
+      expect(config.chain.mode).to.equal("embedded");
+      expect(config.chain.signer).to.deep.include({ kind: "aws-kms", keyIds: ["alias/a", "alias/b"], concurrency: 4 });
+    });
+
+    it("names each missing or misplaced setting, and never echoes the PIN", function () {
+      expect(problem({ ...rpc, SIGNER: "pkcs11" }, "PKCS11_MODULE")).to.include("libsofthsm2.so");
+      expect(problem({ ...rpc, SIGNER: "pkcs11" }, "PKCS11_PIN_FILE")).to.include("required");
+      expect(problem({ ...rpc, SIGNER: "pkcs11" }, "PKCS11_KEY_LABELS")).to.include("PKCS11_KEY_IDS");
+      expect(problem({ ...rpc, SIGNER: "pkcs11" }, "EXCHANGE_ADDRESSES")).to.include("required");
+      expect(
+        problem({ ...rpc, SIGNER: "pkcs11", PKCS11_TOKEN_LABEL: "a", PKCS11_SLOT: "1" }, "PKCS11_TOKEN_LABEL"),
+      ).to.include("exactly one");
+      expect(problem({ ...rpc, SIGNER: "aws-kms", EXCHANGE_ADDRESSES: WALLET }, "KMS_KEY_IDS")).to.include("required");
+      expect(problem({ ...rpc, SIGNER: "aws-kms", EXCHANGE_PRIVATE_KEYS: KEY }, "EXCHANGE_PRIVATE_KEYS")).to.include(
+        "in the signer",
+      );
+      expect(problem({ ...rpc, EXCHANGE_PRIVATE_KEYS: KEY, KMS_KEY_IDS: "k" }, "KMS_KEY_IDS")).to.include(
+        "only used with SIGNER",
+      );
+      expect(problem({ SIGNER: "vault" }, "SIGNER")).to.include("pkcs11");
+      expect(
+        problem({ SIGNER: "aws-kms", KMS_KEY_IDS: "k", EXCHANGE_ADDRESSES: "0x12" }, "EXCHANGE_ADDRESSES"),
+      ).to.include("40 hex");
+      const missing = problem(
+        { ...rpc, SIGNER: "pkcs11", PKCS11_PIN_FILE: join(dir, "no-such-pin") },
+        "PKCS11_PIN_FILE",
+      );
+      expect(missing).to.include("ENOENT");
+    });
+
+    it("lists every signer variable in .env.example", function () {
+      const example = parseEnv(readFileSync(new URL("../../../.env.example", import.meta.url), "utf8"));
+      for (const name of [
+        "SIGNER",
+        "EXCHANGE_ADDRESSES",
+        "SIGNER_TIMEOUT_MS",
+        "SIGNER_CONCURRENCY",
+        "PKCS11_MODULE",
+        "PKCS11_TOKEN_LABEL",
+        "PKCS11_SLOT",
+        "PKCS11_PIN_FILE",
+        "PKCS11_KEY_LABELS",
+        "PKCS11_KEY_IDS",
+        "KMS_KEY_IDS",
+      ])
+        expect(example, name).to.have.property(name);
+    });
+  });
+
   describe("price feeds", function () {
     it("defaults: the FX feeds may be 96 h old (a weekend and margin), the token feed the swap's own maximum, no bounds, no sequencer", function () {
       expect(loadConfig({}).feedPolicy).to.deep.equal({
