@@ -8,6 +8,7 @@ import type { TransactionReceipt } from "../../../core/index.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
+import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
@@ -143,6 +144,8 @@ export const MIGRATIONS = [
   // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
   // record records, one chain for every instance.
   AUDIT_MIGRATION,
+  // 13: the scope locks that make a new counter's first sum whole across instances (spend-locks.ts).
+  SPEND_LOCKS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -6,6 +6,8 @@
  * is not summed over its window on each trade (a million trades in a day would make every trade
  * pay for them): each (per, value, window) has a counter in `spend_counters`, with what is
  * counted and the time up to which spends have left its window (`through_ms`). A trade:
+ *   0. takes the advisory locks of its scopes, exclusive where it creates a counter, so that a
+ *      counter's first sum holds every spend in flight beside it (./spend-locks.ts, which says why);
  *   1. creates the counters it needs that do not exist yet, from the spends in their windows;
  *   2. locks every counter of its key, wallet, destinatary and the service, in one order
  *      (per, value, window): the lock per limit scope, so two instances never both take the last

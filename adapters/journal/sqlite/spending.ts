@@ -6,6 +6,13 @@
  * with BigInt (SQLite's integers end at 2^63, a few USD at 18 decimals); the triggers that move a
  * spend out of (or back into) the counters when its trade stops (or starts again) counting add
  * them with `spend_add`, a function this connection defines (registerSpendFunctions).
+ *
+ * A counter created here is never short of a spend in flight beside it, as PostgreSQL's could be
+ * without its scope locks (../postgres/spend-locks.ts): every write goes through this one
+ * connection, one at a time, so a counter's first sum reads every spend written before it
+ * (committed, or in the group commit's open transaction, which this connection sees), and every
+ * spend written after it finds the counter and adds to it. A group that rolls back takes the
+ * counter and the spends with it. No other process writes the file (locking_mode=EXCLUSIVE).
  */
 import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
 

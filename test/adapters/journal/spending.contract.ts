@@ -2,8 +2,9 @@
  * The spending limits' part of the journal conformance suite (journal.contract.ts runs it on
  * memory, SQLite and PostgreSQL): a trade counted against its limits with its first write, exactly
  * at the cap and one base unit over, per key, wallet, destinatary and service, over a rolling
- * window, given back by a trade that paid nothing, replaced by a sell's proven payout, and never
- * past the cap when instances race for the last room.
+ * window, given back by a trade that paid nothing, replaced by a sell's proven payout, never past
+ * the cap when instances race for the last room, and with every spend in a new limit's counter
+ * when another instance's trade is in flight beside it.
  */
 import { expect } from "chai";
 
@@ -160,6 +161,24 @@ export function describeSpendingContract(context: SpendingContractContext): void
       await journal.respend(id, 9n * USD + 1n, checksFor(spendOf(0n), cap)).catch((e: unknown) => (error = e));
       expect(error).to.be.instanceOf(SpendingLimitError);
       expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 2 });
+    });
+
+    it("counts in a new limit's counter the trades accepted beside its creation by an instance without that limit", async function () {
+      // During a reload, one instance reads the file before and another after a limit was added:
+      // the first counts its trades against no limit while the second creates the limit's counters.
+      const journal = context.journal();
+      const before = await context.peer();
+      const perCustomer = limit({ name: "per customer", per: "destinatary", maxUsd: 10n ** 30n });
+      const customers = Array.from({ length: 120 }, (_, i) => `0x${(0xc000 + i).toString(16).padStart(40, "0")}`);
+      await Promise.all(
+        customers.flatMap((destinatary) => [
+          open(before, 100n * USD, [], { destinatary }),
+          open(journal, USD, [perCustomer], { destinatary }),
+        ]),
+      );
+      const uses = await journal.spendingUse(customers.map((value) => ({ limit: perCustomer, value })));
+      const short = customers.filter((_, i) => uses[i]!.usd !== 101n * USD || uses[i]!.trades !== 2);
+      expect(short, "customers whose counter missed a trade").to.deep.equal([]);
     });
 
     it("answers a keyed retry with its record when the limit is full, counting it once", async function () {
