@@ -9,6 +9,7 @@ import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
+import { SPEND_PAID_MIGRATION } from "./spend-paid.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
@@ -146,6 +147,8 @@ export const MIGRATIONS = [
   AUDIT_MIGRATION,
   // 13: the scope locks that make a new counter's first sum whole across instances (spend-locks.ts).
   SPEND_LOCKS_MIGRATION,
+  // 14: a sell counted at what its receipt says it paid, once mined (spend-paid.ts).
+  SPEND_PAID_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

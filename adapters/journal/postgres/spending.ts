@@ -22,7 +22,8 @@
  * spend_open) or in the transaction of a sell's new amount (admitSpend): a refusal rolls the
  * trade back with it. A trade that stops counting (failed, expired, deleted) or counts again
  * (a receipt after all) moves its spend out of, or back into, the counters it has not left, by a
- * trigger on `trades`, in the same transaction as that change.
+ * trigger on `trades`, in the same transaction as that change; a sell whose receipt is recorded
+ * counts what it paid (spend_paid, in the statement that records it).
  */
 import type pg from "pg";
 
@@ -308,7 +309,8 @@ export async function insertCounted<T extends pg.QueryResultRow>(
   spending: Spending,
   audit?: AuditEntry,
 ): Promise<T | undefined> {
-  const admit = admitArguments(spending.spend, spending.checks);
+  // A sell's coin decimals last (spend_open, ./spend-paid.ts): once mined it counts what it paid.
+  const admit = [...admitArguments(spending.spend, spending.checks), spending.spend.payoutDecimals ?? null];
   const placeholders = admit.map((_, i) => `$${parameters.length + i + 1}`).join(", ");
   // With `audit`, its record is appended in the select list, once the spend is admitted: the
   // chain's head is the statement's last lock (./audit.ts).

@@ -373,6 +373,7 @@ export class PostgresTrades implements TradeJournal {
   }
 
   async #mined(id: string, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): Promise<void> {
+    // With the outcome, a sell's spend becomes what it paid, $7 (spend_paid, spend-paid.ts).
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
          UPDATE trades SET status = ${statusAfter(operation)}, receipt = $2, tx_hash = $3, amount_in = $6, amount_out = $7,
@@ -382,7 +383,7 @@ export class PostgresTrades implements TradeJournal {
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($3), block_number = $4, block_hash = $5, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
-       SELECT 1 FROM t`,
+       SELECT 1 FROM t CROSS JOIN LATERAL spend_paid(t.id, $7)`,
       [
         id,
         JSON.stringify(receipt),
