@@ -296,6 +296,7 @@ export class MemoryTrades implements TradeJournal {
       txHash: receipt.transactionHash,
       error: null,
     });
+    this.#spending.paid(stored.id, tradeAmounts(receipt).amountOut);
     const slot = this.#store.tradeSlot(stored);
     if (slot && slot.state !== "final") {
       Object.assign(slot, {

@@ -8,6 +8,8 @@ import type { TransactionReceipt } from "../../../core/index.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
+import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
+import { SPEND_PAID_MIGRATION } from "./spend-paid.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
@@ -143,6 +145,10 @@ export const MIGRATIONS = [
   // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
   // record records, one chain for every instance.
   AUDIT_MIGRATION,
+  // 13: the scope locks that make a new counter's first sum whole across instances (spend-locks.ts).
+  SPEND_LOCKS_MIGRATION,
+  // 14: a sell counted at what its receipt says it paid, once mined (spend-paid.ts).
+  SPEND_PAID_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

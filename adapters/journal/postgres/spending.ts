@@ -6,6 +6,8 @@
  * is not summed over its window on each trade (a million trades in a day would make every trade
  * pay for them): each (per, value, window) has a counter in `spend_counters`, with what is
  * counted and the time up to which spends have left its window (`through_ms`). A trade:
+ *   0. takes the advisory locks of its scopes, exclusive where it creates a counter, so that a
+ *      counter's first sum holds every spend in flight beside it (./spend-locks.ts, which says why);
  *   1. creates the counters it needs that do not exist yet, from the spends in their windows;
  *   2. locks every counter of its key, wallet, destinatary and the service, in one order
  *      (per, value, window): the lock per limit scope, so two instances never both take the last
@@ -20,7 +22,8 @@
  * spend_open) or in the transaction of a sell's new amount (admitSpend): a refusal rolls the
  * trade back with it. A trade that stops counting (failed, expired, deleted) or counts again
  * (a receipt after all) moves its spend out of, or back into, the counters it has not left, by a
- * trigger on `trades`, in the same transaction as that change.
+ * trigger on `trades`, in the same transaction as that change; a sell whose receipt is recorded
+ * counts what it paid (spend_paid, in the statement that records it).
  */
 import type pg from "pg";
 
@@ -306,7 +309,8 @@ export async function insertCounted<T extends pg.QueryResultRow>(
   spending: Spending,
   audit?: AuditEntry,
 ): Promise<T | undefined> {
-  const admit = admitArguments(spending.spend, spending.checks);
+  // A sell's coin decimals last (spend_open, ./spend-paid.ts): once mined it counts what it paid.
+  const admit = [...admitArguments(spending.spend, spending.checks), spending.spend.payoutDecimals ?? null];
   const placeholders = admit.map((_, i) => `$${parameters.length + i + 1}`).join(", ");
   // With `audit`, its record is appended in the select list, once the spend is admitted: the
   // chain's head is the statement's last lock (./audit.ts).

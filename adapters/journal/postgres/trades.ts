@@ -75,14 +75,23 @@ export class PostgresTrades implements TradeJournal {
     // Another instance's, once its lease ran out; this one's own, once unchanged for staleAfterMs
     // (by the database's clock, as the leases; none of its own without a bound). Each recorded in
     // the audit log in the same transaction.
+    const forgettable = `${applies("forgetUnsigned", "t")}
+      AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
+        SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
+        OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))`;
     return transaction(this.#pool, async (client) => {
+      // Their spends' scope locks first, all in one order (spend-locks.ts): the delete's trigger
+      // would take them trade by trade.
+      const { rows: found } = await client.query<{ id: string }>(`SELECT t.id FROM trades t WHERE ${forgettable}`, [
+        this.#instance,
+        staleAfterMs ?? null,
+      ]);
+      if (found.length === 0) return 0;
+      const ids = found.map((row) => row.id);
+      await client.query("SELECT spend_lock_trades($1)", [ids]);
       const { rows } = await client.query<{ id: string }>(
-        `DELETE FROM trades t WHERE ${applies("forgetUnsigned", "t")}
-         AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
-           SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
-           OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))
-         RETURNING t.id`,
-        [this.#instance, staleAfterMs ?? null],
+        `DELETE FROM trades t WHERE t.id = ANY($3) AND ${forgettable} RETURNING t.id`,
+        [this.#instance, staleAfterMs ?? null, ids],
       );
       for (const { id } of rows) await appendAudit(client, forgottenEntry(id));
       return rows.length;
@@ -364,6 +373,7 @@ export class PostgresTrades implements TradeJournal {
   }
 
   async #mined(id: string, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): Promise<void> {
+    // With the outcome, a sell's spend becomes what it paid, $7 (spend_paid, spend-paid.ts).
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
          UPDATE trades SET status = ${statusAfter(operation)}, receipt = $2, tx_hash = $3, amount_in = $6, amount_out = $7,
@@ -373,7 +383,7 @@ export class PostgresTrades implements TradeJournal {
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($3), block_number = $4, block_hash = $5, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
-       SELECT 1 FROM t`,
+       SELECT 1 FROM t CROSS JOIN LATERAL spend_paid(t.id, $7)`,
       [
         id,
         JSON.stringify(receipt),

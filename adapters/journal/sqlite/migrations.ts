@@ -7,7 +7,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { TransactionReceipt } from "../../../core/index.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
-import { SPENDING_MIGRATION } from "./spending.js";
+import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
@@ -148,6 +148,8 @@ export const MIGRATIONS = [
   SPENDING_MIGRATION,
   // 12: the audit log (audit.ts), appended in the same transaction as what each record records.
   AUDIT_MIGRATION,
+  // 13: a sell's coin decimals with its spend (spending.ts): once mined it counts what it paid.
+  SPEND_PAYOUT_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -368,6 +368,7 @@ export class SqliteTrades implements TradeJournal {
           : null;
       const changes = statement.run(json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes;
       if (Number(changes) === 0) return this.#missed(operation, id);
+      this.#spending.paid(id, amounts[1]);
       const at = this.#sql.tradeNonce.get(id)!;
       if (at.wallet !== null)
         this.#sql.markTradeSlot.run(

@@ -2,8 +2,9 @@
  * The spending limits' part of the journal conformance suite (journal.contract.ts runs it on
  * memory, SQLite and PostgreSQL): a trade counted against its limits with its first write, exactly
  * at the cap and one base unit over, per key, wallet, destinatary and service, over a rolling
- * window, given back by a trade that paid nothing, replaced by a sell's proven payout, and never
- * past the cap when instances race for the last room.
+ * window, given back by a trade that paid nothing, replaced by a sell's proven payout and then by
+ * what its receipt says it paid, never past the cap when instances race for the last room, and
+ * with every spend in a new limit's counter when another instance's trade is in flight beside it.
  */
 import { expect } from "chai";
 
@@ -14,6 +15,7 @@ import {
   type Spend,
   type SpendingLimit,
   SpendingLimitError,
+  type TransactionReceipt,
 } from "../../../core/index.js";
 
 export interface SpendingContractContext {
@@ -162,6 +164,69 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 2 });
     });
 
+    it("counts a sell at what its receipt says it paid once mined, in place of its proven payout", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 13n * USD })];
+      const use = async () => (await journal.spendingUse(checksFor(spendOf(0n), cap)))[0];
+      // Proven at 12.5 DAI (18 decimals); the price rose before its block, and it paid 15.
+      const sell = (await open(journal, 125n * (USD / 10n), cap, { payoutDecimals: 18 }, { kind: "sell" })) as string;
+      await journal.markMined(sell, sellReceipt(10n * USD, 15n * USD));
+      expect(await use()).to.deep.equal({ usd: 15n * USD, trades: 1 });
+      // 12.5 + 0.5 would have fitted 13; 15 leaves no room.
+      const over = (await open(journal, USD / 2n, cap)) as SpendingLimitError;
+      expect(over).to.be.instanceOf(SpendingLimitError);
+      expect(over.message).to.include("15 of 13 USD used");
+      // Confirmed with the same receipt: counted once; a limit added later sums the payout too.
+      await journal.markConfirmed(sell, sellReceipt(10n * USD, 15n * USD));
+      expect(await use()).to.deep.equal({ usd: 15n * USD, trades: 1 });
+      const later = { ...cap[0]!, name: "later", windowMs: 86_400_001, window: "86400001ms" };
+      expect(await journal.spendingUse([{ limit: later, value: "desk" }])).to.deep.equal([
+        { usd: 15n * USD, trades: 1 },
+      ]);
+      // A reorg, then mined again in a block where the price was lower: what it paid there.
+      await journal.markReorged(sell);
+      await journal.markMined(sell, sellReceipt(10n * USD, 14n * USD));
+      expect(await use()).to.deep.equal({ usd: 14n * USD, trades: 1 });
+    });
+
+    it("counts a sell's payout in the coin's decimals, one that failed and was mined after all, and leaves a buy at its amount", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 100n * USD })];
+      const use = async () => (await journal.spendingUse(checksFor(spendOf(0n), cap)))[0];
+      // Proven at 10 USDC (6 decimals), paid 9.500001: counted at 9.500001 USD, exactly.
+      const usdc = (await open(journal, 10n * USD, cap, { payoutDecimals: 6 }, { kind: "sell" })) as string;
+      await journal.markMined(usdc, sellReceipt(8n * USD, 9_500_001n));
+      expect(await use()).to.deep.equal({ usd: 9_500_001n * 10n ** 12n, trades: 1 });
+      // Failed (its room given back), then found mined, paying 6 where it was counted at 5.
+      const late = (await open(journal, 5n * USD, cap, { payoutDecimals: 18 }, { kind: "sell" })) as string;
+      await journal.markFailed(late, { code: "nonce_taken", message: "taken" });
+      expect(await use()).to.deep.equal({ usd: 9_500_001n * 10n ** 12n, trades: 1 });
+      await journal.markMined(late, sellReceipt(4n * USD, 6n * USD));
+      expect(await use()).to.deep.equal({ usd: 15_500_001n * 10n ** 12n, trades: 2 });
+      // A buy counts its amount, exact when accepted: its receipt's payout is tokens, not USD.
+      const buy = (await open(journal, 3n * USD, cap)) as string;
+      await journal.markMined(buy, sellReceipt(3n * USD, 2n * USD, "buy"));
+      expect(await use()).to.deep.equal({ usd: 18_500_001n * 10n ** 12n, trades: 3 });
+    });
+
+    it("counts in a new limit's counter the trades accepted beside its creation by an instance without that limit", async function () {
+      // During a reload, one instance reads the file before and another after a limit was added:
+      // the first counts its trades against no limit while the second creates the limit's counters.
+      const journal = context.journal();
+      const before = await context.peer();
+      const perCustomer = limit({ name: "per customer", per: "destinatary", maxUsd: 10n ** 30n });
+      const customers = Array.from({ length: 120 }, (_, i) => `0x${(0xc000 + i).toString(16).padStart(40, "0")}`);
+      await Promise.all(
+        customers.flatMap((destinatary) => [
+          open(before, 100n * USD, [], { destinatary }),
+          open(journal, USD, [perCustomer], { destinatary }),
+        ]),
+      );
+      const uses = await journal.spendingUse(customers.map((value) => ({ limit: perCustomer, value })));
+      const short = customers.filter((_, i) => uses[i]!.usd !== 101n * USD || uses[i]!.trades !== 2);
+      expect(short, "customers whose counter missed a trade").to.deep.equal([]);
+    });
+
     it("answers a keyed retry with its record when the limit is full, counting it once", async function () {
       const journal = context.journal();
       const cap = [limit({ maxUsd: 10n * USD })];
@@ -292,6 +357,39 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect((await journal.summary({ visible: { names: ["desk"], ids: [] } }))[0]?.count).to.equal(1);
     });
   });
+}
+
+const word = (n: bigint) => n.toString(16).padStart(64, "0");
+/** The topics of the swap's Sold and Bought events (ITokenSwap.sol). */
+const SWAP_TOPICS = {
+  sell: "0x08e6c75843825654ebf8e0105264a482dca551d29d3f74f0568861868f59f3b7",
+  buy: "0xf60945982f79c9cab3a44143350c7546774426e21d7e50ad46cc065e4e5b1182",
+} as const;
+
+/** RECEIPT with the swap's event (its `to` emitted it): `paidIn` for `paidOut`, in base units. */
+function sellReceipt(paidIn: bigint, paidOut: bigint, kind: keyof typeof SWAP_TOPICS = "sell"): TransactionReceipt {
+  const zero = `0x${"00".repeat(32)}`;
+  return {
+    ...RECEIPT,
+    events: {
+      0: {
+        address: RECEIPT.to,
+        blockHash: RECEIPT.blockHash,
+        blockNumber: RECEIPT.blockNumber,
+        logIndex: 0,
+        removed: false,
+        transactionHash: RECEIPT.transactionHash,
+        transactionIndex: 0,
+        id: "log_sold",
+        returnValues: {},
+        signature: null,
+        raw: {
+          data: `0x${word(paidIn)}${word(paidOut)}${word(150_000_000n)}`,
+          topics: [SWAP_TOPICS[kind], zero, zero, zero],
+        },
+      },
+    },
+  };
 }
 
 const RECEIPT = {
