@@ -101,7 +101,10 @@ async function openSigners(signer: RemoteSignerConfig, log: Logger): Promise<Ope
   const started = Date.now();
   let opened: OpenedSigners;
   try {
-    opened = signer.kind === "pkcs11" ? await openPkcs11Signers(signer) : await openKmsSigners(signer);
+    opened =
+      signer.kind === "pkcs11"
+        ? await openPkcs11Signers({ ...signer, log: log.child({ signer: "pkcs11" }) })
+        : await openKmsSigners(signer);
   } catch (error) {
     if (error instanceof SignerStartError) throw new ConfigError([error.message]);
     throw error;

@@ -21,12 +21,3 @@ export class SignerStartError extends Error {
 export function signerUnavailable(address: string, what: string, reason: string): ChainUnavailableError {
   return new ChainUnavailableError(`the signer of ${address} (${what}) cannot sign (${reason}); nothing was sent`);
 }
-
-/** Resolves as `work` does, or rejects with `onTimeout()` once `ms` have passed. */
-export function withTimeout<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}

@@ -14,7 +14,7 @@ import type { OpenedSigners, Pkcs11SignerSettings } from "./pkcs11.js";
 
 export { SignerStartError } from "./errors.js";
 export type { KmsSignerSettings } from "./kms.js";
-export type { KeyRef, OpenedSigners, Pkcs11SignerSettings } from "./pkcs11.js";
+export type { KeyRef, OpenedSigners, Pkcs11SignerSettings, SignerLog } from "./pkcs11.js";
 export { addressOfEcPoint, addressOfSpki, derSignature, rawSignature, recoverableSignature } from "./recovery.js";
 
 /**
@@ -33,7 +33,10 @@ export async function openKmsSigners(settings: KmsSignerSettings): Promise<Opene
   return (await import("./kms.js")).openKmsSigners(settings);
 }
 
-/** The PKCS#11 modules of this process, loaded once each and shared (for set-up scripts and tests). */
+/**
+ * The PKCS#11 modules of this process, loaded once each and shared: for set-up scripts and tests
+ * (the signers use the token from a process of their own, pkcs11-process.ts).
+ */
 export async function pkcs11Modules(): Promise<{
   load(path: string): pkcs11js.PKCS11;
   unload(path: string): void;

@@ -77,7 +77,7 @@ export async function openKmsSigners(settings: KmsSignerSettings): Promise<Opene
         );
       signers.push(kmsSigner(client, keyId, address, settings));
     }
-    return { signers, close: () => client.destroy() };
+    return { signers, close: async () => client.destroy() };
   } catch (error) {
     client.destroy();
     throw error;

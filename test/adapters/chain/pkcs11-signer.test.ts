@@ -3,19 +3,20 @@
  * Debian's packages (scripts/ensure-softhsm.sh installs it). Addresses from CKA_EC_POINT, signed
  * transactions that ethers reads back to the wallet, a low `s` always, the start refused with the
  * variable to fix (and never the PIN), and sessions opened again when the token logs out or
- * closes them; a token pulled out answers unavailable.
+ * closes them (the tests' shim in front of SoftHSM does that to the signer's own process,
+ * test/helpers/pkcs11-shim.ts); a token pulled out answers unavailable.
  */
 import { expect } from "chai";
 import { Transaction, Wallet, getBytes, randomBytes, recoverAddress } from "ethers";
 
 import {
   openPkcs11Signers,
-  pkcs11Modules,
   SignerStartError,
   type OpenedSigners,
   type Pkcs11SignerSettings,
 } from "../../../adapters/chain/index.js";
 import { signEip1559With } from "../../../adapters/chain/tx/index.js";
+import { pkcs11Shim } from "../../helpers/pkcs11-shim.js";
 import { softHsmToken, type TestToken } from "../../helpers/softhsm.js";
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -67,8 +68,8 @@ describe("PKCS#11 signer on SoftHSM", function () {
     other = await token.newKey("wallet-2");
   });
 
-  afterEach(function () {
-    for (const signers of opened.splice(0)) signers.close();
+  afterEach(async function () {
+    for (const signers of opened.splice(0)) await signers.close();
   });
 
   it("derives each wallet's address from its public key and signs transactions that recover to it", async function () {
@@ -125,23 +126,24 @@ describe("PKCS#11 signer on SoftHSM", function () {
   });
 
   it("opens its sessions again when the token logs out, or another part of the application closes them all", async function () {
-    const { signers } = await open();
-    const signer = signers[0]!;
-    await signer.signDigest(getBytes(randomBytes(32)));
-    // The same module, as another part of the process would use it: log out, then close every session.
-    const modules = await pkcs11Modules();
-    const lib = modules.load(token.module);
+    // The signer's process is its own PKCS#11 application: the shim logs it out, or closes its sessions, under it.
+    const shim = pkcs11Shim(this, token);
     try {
-      const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === token.label)!;
-      const session = lib.C_OpenSession(slot, 4);
-      lib.C_Logout(session);
+      const { signers } = await open({ module: shim.module });
+      const signer = signers[0]!;
+      await signer.signDigest(getBytes(randomBytes(32)));
+      shim.next("logout");
       const afterLogout = getBytes(randomBytes(32));
       expect(recoverAddress(afterLogout, await signer.signDigest(afterLogout))).to.equal(key.address);
-      lib.C_CloseAllSessions(slot);
+      shim.next("close-all");
       const afterClose = await Promise.all([1, 2, 3, 4, 5, 6].map(() => signer.signDigest(getBytes(randomBytes(32)))));
       expect(afterClose).to.have.length(6);
+      const logins = shim.calls().filter((call) => call.startsWith("C_Login "));
+      expect(logins.length, "logged in again after each").to.be.at.least(3);
+      // CKR_OK, or CKR_USER_ALREADY_LOGGED_IN: the login is the application's, shared by its sessions.
+      expect(logins.filter((call) => call !== "C_Login 0x0" && call !== "C_Login 0x100")).to.deep.equal([]);
     } finally {
-      modules.unload(token.module);
+      shim.remove();
     }
   });
 
