@@ -47,6 +47,8 @@ export interface Shim {
   release(call: HeldCall): void;
   /** The next C_SignInit logs the application out first, or closes every session of the slot. */
   next(fault: "logout" | "close-all"): void;
+  /** The next C_SignInit first changes the user's PIN, in the signer's own process (SoftHSM's other processes would not see it). */
+  setPin(from: string, to: string): void;
   /** The calls made so far, each "C_Name 0x<return code>". */
   calls(): string[];
   /** Sessions used by two threads at once (PKCS#11 forbids it), one line each. */
@@ -75,6 +77,7 @@ export function pkcs11Shim(
     SHIM_LOG: join(dir, "violations"),
     SHIM_LOGOUT: join(dir, "logout"),
     SHIM_CLOSE_ALL: join(dir, "close-all"),
+    SHIM_SET_PIN: join(dir, "set-pin"),
     ...(options.maxHoldMs === undefined ? {} : { SHIM_HANG_MAX_MS: String(options.maxHoldMs) }),
   };
   delete process.env.SHIM_HANG_MAX_MS;
@@ -100,6 +103,7 @@ export function pkcs11Shim(
     hold: (call) => writeFileSync(held(call), ""),
     release: (call) => rmSync(held(call), { force: true }),
     next: (fault) => writeFileSync(fault === "logout" ? env.SHIM_LOGOUT! : env.SHIM_CLOSE_ALL!, ""),
+    setPin: (from, to) => writeFileSync(env.SHIM_SET_PIN!, `${from}\n${to}\n`, { mode: 0o600 }),
     calls: () => read(env.SHIM_TRACE!).split("\n").filter(Boolean),
     violations: () => read(env.SHIM_LOG!),
     remove: () => rmSync(dir, { recursive: true, force: true }),

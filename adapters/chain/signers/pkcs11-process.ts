@@ -19,22 +19,21 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 
+import { Pin, type SignerLog } from "./pkcs11-pin.js";
 import type { Failure, FromHost, HostSettings, ToHost } from "./pkcs11-protocol.js";
 import type { KeyRef, TokenSettings } from "./pkcs11-token.js";
+
+export type { SignerLog } from "./pkcs11-pin.js";
 
 export interface ProcessSettings extends TokenSettings {
   keys: readonly KeyRef[];
   keyVariable: string;
   /** How long one signature may take, in ms; and how long a call may stay in the token. */
   timeoutMs: number;
-  /** Where the child's lines about what it did go (a logger; pino's fits). */
+  /** PKCS11_PIN_FILE, read again when the token refused the PIN (pkcs11-pin.ts). */
+  pinFile?: string;
+  /** Where what happens to the token is said (a logger; pino's fits). */
   log?: SignerLog;
-}
-
-/** The part of a logger the signers use. */
-export interface SignerLog {
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
 }
 
 /** A signature the token could not make, and why (for the server's log: never the PIN). */
@@ -90,9 +89,11 @@ export class TokenProcess {
   #nextStart = 0;
   #pause = FIRST_PAUSE_MS;
   #lastFailure: TokenUnavailable | undefined;
+  readonly #pin: Pin;
 
   private constructor(settings: ProcessSettings) {
     this.#settings = settings;
+    this.#pin = new Pin(settings.pin, settings.pinFile, settings.log);
   }
 
   /**
@@ -192,6 +193,10 @@ export class TokenProcess {
         if (!host.dead) return host;
         continue;
       }
+      const pin = this.#pin.value;
+      const refusal = await this.#pin.refusal();
+      if (refusal !== undefined) throw new TokenUnavailable(refusal);
+      if (this.#pin.value !== pin) this.#nextStart = 0; // PKCS11_PIN_FILE holds another PIN: tried at once
       const wait = this.#nextStart - Date.now();
       if (wait > 0 && this.#lastFailure !== undefined && Date.now() + wait >= deadline) throw this.#lastFailure;
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -200,7 +205,8 @@ export class TokenProcess {
   }
 
   #spawn(): Host {
-    const { log: _, timeoutMs: __, ...settings } = this.#settings;
+    const { log: _, timeoutMs: __, pinFile: ___, ...rest } = this.#settings;
+    const settings = { ...rest, pin: this.#pin.value };
     const child = fork(HOST.file, [], {
       execArgv: HOST.execArgv,
       // The child's C_Sign calls run on its libuv pool: one thread per session.
@@ -244,6 +250,10 @@ export class TokenProcess {
         break;
       case "signed":
       case "failed": {
+        if (message.type === "failed" && message.failure.kind === "pin") {
+          this.#refused(host, message.failure); // its signature is answered as the token's next ones
+          return;
+        }
         const request = host.pending.get(message.id);
         if (request === undefined) return;
         host.pending.delete(message.id);
@@ -275,10 +285,14 @@ export class TokenProcess {
     host.onOpened(message);
   }
 
-  /** The child could not open the token: it goes, and the next start waits a while. */
+  /**
+   * The child could not open the token, or log in again: it goes, and the next start waits a
+   * while; after a refused PIN, until PKCS11_PIN_FILE changes.
+   */
   #refused(host: Host, failure: Failure): void {
     host.onOpened({ type: "refused", failure });
     if (host.dead) return;
+    if (failure.kind === "pin" && this.points.length > 0) this.#pin.refuse(failure, this.name);
     this.#lastFailure = new TokenUnavailable(failure);
     this.#nextStart = Date.now() + this.#pause;
     this.#pause = Math.min(this.#pause * 2, MAX_PAUSE_MS);

@@ -9,8 +9,9 @@
  * When the token logs out, or the module says a session or a key handle is no longer valid
  * (another application called C_CloseAllSessions, an HSM failover), every session is dropped, a
  * new one logs in again, the keys are looked up again and must still be the same keys (their
- * public points), and the signature is tried once more. The PIN is kept for the logins, and never
- * written anywhere: failures carry the module's return code only.
+ * public points), and the signature is tried once more. A PIN the token refuses then is never
+ * offered again by this process. The PIN is kept for the logins, and never written anywhere:
+ * failures carry the module's return code only.
  */
 import pkcs11js from "pkcs11js";
 
@@ -117,6 +118,8 @@ export class Pkcs11Token {
   readonly #waiting: Array<(session: Buffer) => void> = [];
   /** Bumped on every re-open: a session of an older generation is closed, never reused. */
   #generation = 0;
+  /** Set once the token refused the PIN on a login again: no login is tried after it. */
+  #pinRefused: TokenFailure | undefined;
   /** C_Sign calls on the pool, and whether close() waits for them. */
   #signing = 0;
   #closed = false;
@@ -152,6 +155,7 @@ export class Pkcs11Token {
 
   /** A new session, logged in (the login is the application's, shared by all its sessions). */
   #login(): Buffer {
+    if (this.#pinRefused) throw this.#pinRefused;
     const session = this.#openSession();
     try {
       this.#lib.C_Login(session, pkcs11js.CKU_USER, this.#settings.pin);
@@ -159,8 +163,14 @@ export class Pkcs11Token {
       if (codeOf(error) === pkcs11js.CKR_USER_ALREADY_LOGGED_IN) return session;
       this.#closeQuietly(session);
       const reason = pkcs11Reason(error);
-      if (PIN_REFUSED.has(codeOf(error)))
-        throw new TokenFailure("pin", "PKCS11_PIN_FILE", `the token "${this.name}" refused the PIN (${reason})`);
+      if (PIN_REFUSED.has(codeOf(error))) {
+        this.#pinRefused = new TokenFailure(
+          "pin",
+          "PKCS11_PIN_FILE",
+          `the token "${this.name}" refused the PIN (${reason})`,
+        );
+        throw this.#pinRefused;
+      }
       const kind = TOKEN_GONE.has(codeOf(error)) ? "token" : "sign";
       throw new TokenFailure(kind, this.#tokenVariable, `could not log in to the token "${this.name}" (${reason})`);
     }

@@ -419,12 +419,13 @@ describe("configuration from the environment", function () {
     };
 
     it("reads SIGNER=pkcs11 with the PIN from its file (its line break dropped), and needs no other key", function () {
+      const file = pinFile();
       const config = loadConfig({
         ...rpc,
         SIGNER: "pkcs11",
         PKCS11_MODULE: "/usr/lib/softhsm/libsofthsm2.so",
         PKCS11_TOKEN_LABEL: "hsm1",
-        PKCS11_PIN_FILE: pinFile(),
+        PKCS11_PIN_FILE: file,
         PKCS11_KEY_LABELS: "exchange-1",
         EXCHANGE_ADDRESSES: WALLET,
       });
@@ -433,6 +434,7 @@ describe("configuration from the environment", function () {
         module: "/usr/lib/softhsm/libsofthsm2.so",
         token: { label: "hsm1" },
         pin: "1234-secret",
+        pinFile: file,
         keys: [{ label: "exchange-1" }],
         keyVariable: "PKCS11_KEY_LABELS",
         addresses: [WALLET],

@@ -6,15 +6,17 @@
  *    call waits while the file it names exists (a token that stops answering), at most
  *    $SHIM_HANG_MAX_MS when set; with $SHIM_HANG_LOST set, a call that found the file keeps
  *    waiting once it is gone (a request the network lost: only new calls are answered);
- *  - $SHIM_LOGOUT, $SHIM_CLOSE_ALL: the next C_SignInit first logs the application out, or closes
- *    every session of the slot, as an HSM failover or another part of the application would, and
- *    removes the file;
+ *  - $SHIM_SET_PIN, $SHIM_LOGOUT, $SHIM_CLOSE_ALL: the next C_SignInit first changes the user's
+ *    PIN (the file holds the old and the new one, a line each: an administrator rotating it), logs
+ *    the application out, or closes every session of the slot, as an HSM failover or another part
+ *    of the application would, and removes the file;
  *  - $SHIM_TRACE: one line per call, "<function> 0x<return code>" (never a PIN or a digest);
  *  - $SHIM_LOG: a line whenever two threads are in one session at once (PKCS#11 forbids it). */
 #include "pkcs11.h" /* pkcs11js's copy of the OASIS header (it defines the platform macros) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,7 +101,25 @@ static CK_RV shim_FindObjectsFinal(CK_SESSION_HANDLE s) {
 static CK_RV shim_GetAttributeValue(CK_SESSION_HANDLE s, CK_OBJECT_HANDLE o, CK_ATTRIBUTE_PTR t, CK_ULONG n) {
   SESSION_CALL(C_GetAttributeValue, "SHIM_HANG_C_GETATTRIBUTEVALUE", real->C_GetAttributeValue(s, o, t, n))
 }
+/* The PIN changed as the file $SHIM_SET_PIN says ("old\nnew\n"), in a read-write session of its own. */
+static void set_pin(CK_SESSION_HANDLE s) {
+  const char *path = getenv("SHIM_SET_PIN");
+  FILE *f = path ? fopen(path, "r") : NULL;
+  if (!f) return;
+  char old_pin[128] = "", new_pin[128] = "";
+  int read = fscanf(f, "%127s %127s", old_pin, new_pin);
+  fclose(f);
+  if (read != 2 || unlink(path) != 0) return;
+  CK_SESSION_INFO info;
+  CK_SESSION_HANDLE rw;
+  if (real->C_GetSessionInfo(s, &info) != CKR_OK) return;
+  if (real->C_OpenSession(info.slotID, CKF_SERIAL_SESSION | CKF_RW_SESSION, NULL, NULL, &rw) != CKR_OK) return;
+  real->C_SetPIN(rw, (CK_UTF8CHAR_PTR)old_pin, strlen(old_pin), (CK_UTF8CHAR_PTR)new_pin, strlen(new_pin));
+  real->C_CloseSession(rw);
+}
+
 static CK_RV shim_SignInit(CK_SESSION_HANDLE s, CK_MECHANISM_PTR m, CK_OBJECT_HANDLE k) {
+  set_pin(s);
   if (triggered("SHIM_LOGOUT")) real->C_Logout(s);
   if (triggered("SHIM_CLOSE_ALL")) {
     CK_SESSION_INFO info;
