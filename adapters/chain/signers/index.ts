@@ -41,6 +41,6 @@ export async function pkcs11Modules(): Promise<{
   load(path: string): pkcs11js.PKCS11;
   unload(path: string): void;
 }> {
-  const { loadModule, unloadModule } = await import("./pkcs11-token.js");
+  const { loadModule, unloadModule } = await import("./pkcs11-module.js");
   return { load: loadModule, unload: unloadModule };
 }

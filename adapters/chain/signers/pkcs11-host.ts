@@ -56,7 +56,7 @@ async function open(settings: HostSettings): Promise<FromHost> {
 }
 
 function sign(id: number, key: number, digest: string): void {
-  const ticket: Ticket = {};
+  const ticket: Ticket = { cancelled: false };
   tickets.set(id, ticket);
   token!
     .sign(key, Buffer.from(digest, "hex"), ticket)
@@ -67,8 +67,14 @@ function sign(id: number, key: number, digest: string): void {
     .finally(() => tickets.delete(id));
 }
 
+/** The caller gave up: a signature still waiting for a session leaves the queue, and the token never sees it. */
 function cancel(id: number): void {
-  const since = tickets.get(id)?.inTokenSince;
+  const ticket = tickets.get(id);
+  const since = ticket?.inTokenSince;
+  if (ticket !== undefined && since === undefined) {
+    ticket.cancelled = true;
+    ticket.leave?.();
+  }
   send({ type: "cancelled", id, ...(since === undefined ? {} : { inTokenMs: performance.now() - since }) });
 }
 

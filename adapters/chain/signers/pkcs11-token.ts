@@ -6,16 +6,20 @@
  * libuv pool, so several sessions sign at once. A call that never returns is the parent's to
  * notice: it kills this process, and with it the module and its sessions.
  *
- * When the token logs out, or the module says a session or a key handle is no longer valid
- * (another application called C_CloseAllSessions, an HSM failover), every session is dropped, a
- * new one logs in again, the keys are looked up again and must still be the same keys (their
- * public points), and the signature is tried once more. A PIN the token refuses then is never
- * offered again by this process. The PIN is kept for the logins, and never written anywhere:
- * failures carry the module's return code only.
+ * The pool serves its callers in the order they came, a session belongs to the generation of
+ * logins it was opened in, and a caller that gave up (cancel) leaves the queue without the token
+ * doing anything for it. When the token logs out, or the module says a session or a key handle is
+ * no longer valid (another application called C_CloseAllSessions, an HSM failover), every session
+ * is dropped, a new one logs in again, the keys are looked up again and must still be the same
+ * keys (their public points), and the signature is tried once more. A PIN the token refuses then
+ * is never offered again by this process. The PIN is kept for the logins, and never written
+ * anywhere: failures carry the module's return code only.
  */
 import pkcs11js from "pkcs11js";
 
 import { SECP256K1_OID } from "./curve.js";
+import { codeOf, findSlot, loadModule, pkcs11Reason, unloadModule } from "./pkcs11-module.js";
+import { type FailureKind, TokenFailure } from "./pkcs11-failure.js";
 
 /** A wallet's key on the token: its CKA_LABEL, or its CKA_ID (hex). */
 export type KeyRef = { label: string } | { id: string };
@@ -30,30 +34,16 @@ export interface TokenSettings {
   sessions: number;
 }
 
-/**
- * What went wrong, by what the signer does about it: `pin`, the token refused the PIN (never
- * offered again); `token`, the token, its slot or the module is gone or broken (a new process may
- * find it again); `key`, a key is missing or not the one it was; `module`, the module cannot be
- * loaded; `sign`, this one signature failed.
- */
-export type FailureKind = "pin" | "token" | "key" | "module" | "sign";
+export { type FailureKind, TokenFailure } from "./pkcs11-failure.js";
+export { loadModule, pkcs11Reason, unloadModule } from "./pkcs11-module.js";
 
-export class TokenFailure extends Error {
-  override name = "TokenFailure";
-  constructor(
-    readonly kind: FailureKind,
-    /** The setting to fix, when one is to blame. */
-    readonly variable: string | undefined,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** A signature's place in the pool, as the host tracks it: in the token, or not yet. */
+/** A signature's place in the pool, as the host tracks it: cancelled by its caller, or in the token. */
 export interface Ticket {
+  cancelled: boolean;
   /** When C_SignInit was entered (performance.now()), once it was. */
   inTokenSince?: number | undefined;
+  /** While it waits for a session: how it is taken out of the queue. */
+  leave?: (() => void) | undefined;
 }
 
 /** Return codes after which the sessions are opened again and the signature tried once more. */
@@ -87,23 +77,20 @@ const PIN_REFUSED = new Set<number>([
   pkcs11js.CKR_PIN_LEN_RANGE,
 ]);
 
-/** The module's return code's name (CKR_PIN_INCORRECT), or the error's message: never the PIN. */
-export function pkcs11Reason(error: unknown): string {
-  if (error instanceof TokenFailure) return error.message;
-  if (error instanceof pkcs11js.Pkcs11Error)
-    return error.message.split(":")[0]!.trim() || `CKR 0x${error.code.toString(16)}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
-const codeOf = (error: unknown) => (error instanceof pkcs11js.Pkcs11Error ? error.code : -1);
-
 /** What kind of failure a signature's error is (a token gone, or just this signature). */
 export function failureKind(error: unknown): FailureKind {
   if (error instanceof TokenFailure) return error.kind;
   return TOKEN_GONE.has(codeOf(error)) ? "token" : "sign";
 }
 
-const trimmed = (label: string) => label.replace(/\0/g, "").trim();
+interface Session {
+  handle: Buffer;
+  /** The logins it was opened under: a session of an older generation is closed, never reused. */
+  generation: number;
+}
+
+/** A caller waiting for a session: given one, or the right to open one ("open"), or told it left ("left"). */
+type Grant = (grant: Session | "open" | "left") => void;
 
 export class Pkcs11Token {
   readonly #lib: pkcs11js.PKCS11;
@@ -113,10 +100,9 @@ export class Pkcs11Token {
   readonly name: string;
   /** Each wallet's key: what it was configured by, its private key handle, its public point. */
   readonly #keys: Array<{ ref: KeyRef; variable: string; handle: Buffer; point: Buffer }> = [];
-  readonly #idle: Buffer[] = [];
+  readonly #idle: Session[] = [];
   #open = 0;
-  readonly #waiting: Array<(session: Buffer) => void> = [];
-  /** Bumped on every re-open: a session of an older generation is closed, never reused. */
+  readonly #waiting: Grant[] = [];
   #generation = 0;
   /** Set once the token refused the PIN on a login again: no login is tried after it. */
   #pinRefused: TokenFailure | undefined;
@@ -140,7 +126,7 @@ export class Pkcs11Token {
     try {
       const { slot, name } = findSlot(lib, settings.token);
       const token = new Pkcs11Token(lib, slot, name, settings);
-      token.#idle.push(token.#login());
+      token.#idle.push({ handle: token.#login(), generation: 0 });
       token.#open = 1;
       return token;
     } catch (error) {
@@ -204,7 +190,7 @@ export class Pkcs11Token {
    */
   addKey(ref: KeyRef, variable: string): Buffer {
     const session = this.#idle[0]!;
-    const found = this.#find(session, ref, variable);
+    const found = this.#find(session.handle, ref, variable);
     this.#keys.push({ ref, variable, ...found });
     return found.point;
   }
@@ -241,62 +227,85 @@ export class Pkcs11Token {
   /**
    * Signs `digest` with key number `index` (CKM_ECDSA): 64 bytes, `r‖s`. A closed session or a
    * logged-out token is opened again once (the keys looked up again, and still the same keys).
-   * @throws TokenFailure, or the module's Pkcs11Error
+   * @throws TokenFailure, or the module's Pkcs11Error; "cancelled" when `ticket` was cancelled
+   *   before the token was asked anything for it
    */
   async sign(index: number, digest: Uint8Array, ticket: Ticket): Promise<Buffer> {
     try {
       return await this.#signOnce(index, digest, ticket);
     } catch (error) {
-      if (!REOPEN.has(codeOf(error)) || this.#closed) throw error;
-      this.#reopen();
-      return this.#signOnce(index, digest, ticket);
+      if (!(error instanceof Reopen) || this.#closed) throw error instanceof Reopen ? error.cause : error;
+      if (error.generation === this.#generation) this.#reopen();
+      return this.#signOnce(index, digest, ticket).catch((again: unknown) => {
+        throw again instanceof Reopen ? again.cause : again;
+      });
     }
   }
 
   async #signOnce(index: number, digest: Uint8Array, ticket: Ticket): Promise<Buffer> {
-    const generation = this.#generation;
-    const session = await this.#acquire();
+    const session = await this.#acquire(ticket);
+    if (ticket.cancelled) {
+      this.#release(session, true);
+      throw new TokenFailure("sign", undefined, "cancelled");
+    }
     let healthy = true;
     ticket.inTokenSince = performance.now();
     try {
       const key = this.#keys[index]!;
-      this.#lib.C_SignInit(session, { mechanism: pkcs11js.CKM_ECDSA }, key.handle);
+      this.#lib.C_SignInit(session.handle, { mechanism: pkcs11js.CKM_ECDSA }, key.handle);
       this.#signing += 1;
       return await new Promise<Buffer>((resolve, reject) =>
-        this.#lib.C_Sign(session, Buffer.from(digest), Buffer.alloc(72), (error, signature) => {
+        this.#lib.C_Sign(session.handle, Buffer.from(digest), Buffer.alloc(72), (error, signature) => {
           this.#signing -= 1;
           return error ? reject(error) : resolve(signature);
         }),
       );
     } catch (error) {
       healthy = !REOPEN.has(codeOf(error));
-      throw error;
+      throw healthy ? error : new Reopen(error, session.generation);
     } finally {
       ticket.inTokenSince = undefined;
-      this.#release(session, healthy && generation === this.#generation);
+      this.#release(session, healthy);
     }
   }
 
-  /** An idle session, a new one while fewer than `sessions` are open, or the next one released. */
-  async #acquire(): Promise<Buffer> {
-    const idle = this.#idle.pop();
-    if (idle !== undefined) return idle;
-    if (this.#open < this.#settings.sessions) {
-      this.#open += 1;
-      try {
-        return this.#openSession();
-      } catch (error) {
-        this.#open -= 1;
-        throw error;
-      }
+  /** An idle session, a new one while fewer than `sessions` are open, or the next one released, in the callers' order. */
+  async #acquire(ticket: Ticket): Promise<Session> {
+    if (this.#waiting.length === 0) {
+      const idle = this.#idle.pop();
+      if (idle !== undefined) return idle;
+      if (this.#open < this.#settings.sessions) return this.#newSession();
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    const grant = await new Promise<Session | "open" | "left">((resolve) => {
+      this.#waiting.push(resolve);
+      ticket.leave = () => {
+        const at = this.#waiting.indexOf(resolve);
+        if (at >= 0) this.#waiting.splice(at, 1);
+        resolve("left");
+      };
+    });
+    ticket.leave = undefined;
+    if (grant === "left") throw new TokenFailure("sign", undefined, "cancelled");
+    return grant === "open" ? this.#newSession(true) : grant;
   }
 
-  #release(session: Buffer, reuse: boolean): void {
-    if (!reuse) {
+  /** A session of this generation; `reserved` when its place in the count was taken for it already. */
+  #newSession(reserved = false): Session {
+    if (!reserved) this.#open += 1;
+    try {
+      return { handle: this.#openSession(), generation: this.#generation };
+    } catch (error) {
       this.#open -= 1;
-      this.#closeQuietly(session);
+      this.#grantNext();
+      throw error;
+    }
+  }
+
+  #release(session: Session, healthy: boolean): void {
+    if (!healthy || session.generation !== this.#generation || this.#closed) {
+      this.#open -= 1;
+      this.#closeQuietly(session.handle);
+      this.#grantNext();
       return;
     }
     const next = this.#waiting.shift();
@@ -304,24 +313,45 @@ export class Pkcs11Token {
     else this.#idle.push(session);
   }
 
-  /** Drops every session, logs in on a new one and looks the keys up again. */
+  /** The first callers waiting get to open the sessions that were closed. */
+  #grantNext(): void {
+    while (this.#waiting.length > 0 && this.#open < this.#settings.sessions && !this.#closed) {
+      this.#open += 1;
+      this.#waiting.shift()!("open");
+    }
+  }
+
+  /** Drops every idle session, logs in on a new one and looks the keys up again: the next generation. */
   #reopen(): void {
     this.#generation += 1;
-    for (const session of this.#idle.splice(0)) this.#release(session, false);
-    const session = this.#login();
+    for (const session of this.#idle.splice(0)) {
+      this.#open -= 1;
+      this.#closeQuietly(session.handle);
+    }
+    this.#open += 1;
+    let handle: Buffer;
+    try {
+      handle = this.#login();
+    } catch (error) {
+      this.#open -= 1;
+      this.#grantNext();
+      throw error;
+    }
     try {
       for (const key of this.#keys) {
-        const found = this.#find(session, key.ref, key.variable);
+        const found = this.#find(handle, key.ref, key.variable);
         if (Buffer.compare(found.point, key.point) !== 0)
           throw new TokenFailure("key", key.variable, `the key on the token "${this.name}" is no longer the wallet's`);
         key.handle = found.handle;
       }
     } catch (error) {
-      this.#closeQuietly(session);
-      throw error;
+      this.#release({ handle, generation: this.#generation }, false);
+      throw error instanceof TokenFailure
+        ? error
+        : new TokenFailure(failureKind(error), undefined, pkcs11Reason(error));
     }
-    this.#open += 1;
-    this.#release(session, true);
+    this.#release({ handle, generation: this.#generation }, true);
+    this.#grantNext();
   }
 
   /** Whether a C_Sign is still on the pool (close() then leaves the module as it is). */
@@ -333,69 +363,18 @@ export class Pkcs11Token {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const session of this.#idle.splice(0)) this.#closeQuietly(session);
+    for (const session of this.#idle.splice(0)) this.#closeQuietly(session.handle);
+    for (const waiter of this.#waiting.splice(0)) waiter("left");
     unloadModule(this.#settings.module);
   }
 }
 
-/**
- * The modules loaded in this process, by path, with how many tokens use each: a module is
- * initialised once per process (a second C_Initialize is refused), and finalised with its last user.
- */
-const modules = new Map<string, { lib: pkcs11js.PKCS11; users: number }>();
-
-/**
- * The module at `path`, loaded and initialised.
- * @throws TokenFailure naming PKCS11_MODULE
- */
-export function loadModule(path: string): pkcs11js.PKCS11 {
-  const loaded = modules.get(path);
-  if (loaded) {
-    loaded.users += 1;
-    return loaded.lib;
+/** A signature's failure that asks for the sessions to be opened again (carrying the session's generation). */
+class Reopen extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly generation: number,
+  ) {
+    super("reopen");
   }
-  const lib = new pkcs11js.PKCS11();
-  try {
-    lib.load(path);
-    lib.C_Initialize({ flags: pkcs11js.CKF_OS_LOCKING_OK });
-  } catch (error) {
-    if (codeOf(error) !== pkcs11js.CKR_CRYPTOKI_ALREADY_INITIALIZED)
-      throw new TokenFailure("module", "PKCS11_MODULE", `cannot load ${path} (${pkcs11Reason(error)})`);
-  }
-  modules.set(path, { lib, users: 1 });
-  return lib;
-}
-
-/** One user fewer of the module at `path`; the last one finalises and unloads it. */
-export function unloadModule(path: string): void {
-  const loaded = modules.get(path);
-  if (!loaded) return;
-  loaded.users -= 1;
-  if (loaded.users > 0) return;
-  modules.delete(path);
-  try {
-    loaded.lib.C_Finalize();
-    loaded.lib.close();
-  } catch {
-    // The module is going away with the process anyway.
-  }
-}
-
-/** The slot holding the token: by label, or by slot id. */
-function findSlot(lib: pkcs11js.PKCS11, token: TokenSettings["token"]): { slot: Buffer; name: string } {
-  const slots = lib.C_GetSlotList(true);
-  const labels = slots.map((slot) => trimmed(lib.C_GetTokenInfo(slot).label));
-  if ("label" in token) {
-    const index = labels.indexOf(token.label);
-    if (index < 0)
-      throw new TokenFailure(
-        "token",
-        "PKCS11_TOKEN_LABEL",
-        `no token labelled "${token.label}" (tokens present: ${labels.map((l) => `"${l}"`).join(", ") || "none"})`,
-      );
-    return { slot: slots[index]!, name: token.label };
-  }
-  const index = slots.findIndex((slot) => slot.readBigUInt64LE(0) === BigInt(token.slot));
-  if (index < 0) throw new TokenFailure("token", "PKCS11_SLOT", `no token in slot ${token.slot}`);
-  return { slot: slots[index]!, name: labels[index]! };
 }
