@@ -30,7 +30,11 @@ export interface KmsSignerSettings {
   concurrency: number;
 }
 
-/** Errors worth another try within the budget: KMS asks to slow down, or failed on its side. */
+/**
+ * Errors worth another try within the budget, by name or by code: KMS asks to slow down, or failed
+ * on its side, or the attempt timed out or lost its connection. The SDK's own request timeout
+ * (throwOnRequestTimeout) is a TimeoutError whose code is ETIMEDOUT.
+ */
 const RETRIED = new Set([
   "ThrottlingException",
   "KMSInternalException",
@@ -38,6 +42,7 @@ const RETRIED = new Set([
   "TimeoutError",
   "AbortError",
   "RequestTimeout",
+  "ETIMEDOUT",
   "ECONNRESET",
   "ECONNREFUSED",
   "EPIPE",
@@ -48,6 +53,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const nameOf = (error: unknown) => {
   const e = error as { name?: string; code?: string };
   return e.code?.startsWith("E") ? e.code : (e.name ?? "Error");
+};
+
+const retried = (error: unknown) => {
+  const e = error as { name?: string; code?: string };
+  return RETRIED.has(e.name ?? "") || RETRIED.has(e.code ?? "");
 };
 
 /**
@@ -152,7 +162,7 @@ async function signWithRetries(
     } catch (error) {
       const name = nameOf(error);
       last = name;
-      if (!RETRIED.has(name)) {
+      if (!retried(error)) {
         if (error instanceof Error && error.name === "ChainUnavailableError") throw error;
         throw unavailable(name);
       }

@@ -56,8 +56,8 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
     await kms.close();
   });
 
-  afterEach(function () {
-    for (const signers of opened.splice(0)) signers.close();
+  afterEach(async function () {
+    for (const signers of opened.splice(0)) await signers.close();
     kms.delayMs = 0;
     kms.throttle(0);
   });
@@ -109,8 +109,21 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
 
   it("retries a request that times out, and answers unavailable when KMS never answers in time", async function () {
     const key = kms.createKey();
-    const [signer] = await open([key.keyId], [key.address], 600);
-    kms.delayMs = 2_000;
+    // A budget of 1500 ms: each attempt gets half of it (750 ms), so one that times out leaves time for another.
+    const [signer] = await open([key.keyId], [key.address], 1_500);
+    const before = kms.calls.length;
+    kms.delayMs = 1_200; // the first Sign is answered after its attempt's 750 ms
+    const digest = getBytes(randomBytes(32));
+    const signing = signer!.signDigest(digest);
+    while (kms.calls.length === before) await new Promise((resolve) => setTimeout(resolve, 5));
+    kms.delayMs = 0; // the retry is answered at once
+    expect(recoverAddress(digest, await signing), "signed by the retry").to.equal(key.address);
+    expect(
+      kms.calls.slice(before).map((call) => call.target),
+      "the Sign that timed out, and its retry",
+    ).to.deep.equal(["TrentService.Sign", "TrentService.Sign"]);
+
+    kms.delayMs = 2_000; // never within the budget
     const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32))));
     expect(thrown?.name).to.equal("ChainUnavailableError");
     expect(thrown?.message).to.include("nothing was sent");
