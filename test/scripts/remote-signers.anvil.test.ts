@@ -204,9 +204,14 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
       expect(refused.length, "trades whose signatures hung").to.be.at.least(1);
       for (const answer of refused) {
         expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
-        expect(answer.body.message).to.include(`the signer of ${wallet}`);
-        expect(answer.body.message).to.not.include(doomed.pin);
+        // The client is told which wallet; the token's label and why are in the server's log.
+        expect(answer.body.message).to.equal(
+          `chain unavailable: the signer of ${wallet} cannot sign; nothing was sent`,
+        );
       }
+      expect(service.output()).to.include(
+        `"signer":"PKCS#11 token \\"${doomed.label}\\"","reason":"no answer within 5000 ms"`,
+      );
       expect(await settled(wallet), "one nonce per trade answered 200, none for the others").to.equal(
         before + first.length + ok.length,
       );
@@ -246,10 +251,12 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
     kms.throttle(0);
     for (const answer of throttled) {
       expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
-      expect(answer.body.message).to.match(
-        /cannot sign \((ThrottlingException|TimeoutError|AbortError)[^)]*\); nothing was sent/,
-      );
+      // The client is told which wallet; the KMS key (its ARN names the account) and why are in the server's log.
+      expect(answer.body.message).to.equal(`chain unavailable: the signer of ${wallet} cannot sign; nothing was sent`);
     }
+    expect(service.output()).to.match(
+      new RegExp(`"signer":"KMS key ${wallets.kmsKey}","reason":"(ThrottlingException|TimeoutError|AbortError)`),
+    );
     const mark = kms.calls.length;
     const after = await sell(service.apiUrl, wallet, addresses.stableCoins.USDT);
     expect(kms.calls.length - mark, "signed at the first attempt").to.equal(1);

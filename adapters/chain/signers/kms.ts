@@ -15,7 +15,7 @@ import { GetPublicKeyCommand, type GetPublicKeyCommandOutput, KMSClient, SignCom
 import type { Signature } from "ethers";
 
 import type { TransactionSigner } from "../tx/index.js";
-import { SignerStartError, signerUnavailable } from "./errors.js";
+import { type SignerLog, SignerStartError, signerUnavailable } from "./errors.js";
 import type { OpenedSigners } from "./pkcs11.js";
 import { addressOfSpki, derSignature, recoverableSignature } from "./recovery.js";
 
@@ -28,6 +28,8 @@ export interface KmsSignerSettings {
   timeoutMs: number;
   /** Most signatures asked for at once, per key. */
   concurrency: number;
+  /** Where a refused signature's detail goes (the key, why): the client is told only the wallet. */
+  log?: SignerLog;
 }
 
 /**
@@ -125,13 +127,18 @@ function kmsSigner(client: KMSClient, keyId: string, address: string, settings: 
     concurrency: settings.concurrency,
     async signDigest(digest: Uint8Array): Promise<Signature> {
       const der = await signWithRetries(client, keyId, digest, settings.timeoutMs, (reason) =>
-        signerUnavailable(address, what, reason),
+        signerUnavailable(address, what, reason, settings.log),
       );
       let parsed: { r: bigint; s: bigint };
       try {
         parsed = derSignature(der);
       } catch (error) {
-        throw signerUnavailable(address, what, `its signature cannot be read: ${(error as Error).message}`);
+        throw signerUnavailable(
+          address,
+          what,
+          `its signature cannot be read: ${(error as Error).message}`,
+          settings.log,
+        );
       }
       return recoverableSignature(address, digest, parsed.r, parsed.s);
     },

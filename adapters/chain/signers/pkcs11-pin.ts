@@ -9,13 +9,8 @@
  */
 import { readFile } from "node:fs/promises";
 
+import type { SignerLog } from "./errors.js";
 import type { Failure } from "./pkcs11-protocol.js";
-
-/** The part of a logger the signers use (pino's fits). */
-export interface SignerLog {
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
 
 export class Pin {
   #value: string;

@@ -19,11 +19,12 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 
-import { Pin, type SignerLog } from "./pkcs11-pin.js";
+import type { SignerLog } from "./errors.js";
+import { Pin } from "./pkcs11-pin.js";
 import type { Failure, FromHost, HostSettings, ToHost } from "./pkcs11-protocol.js";
 import type { KeyRef, TokenSettings } from "./pkcs11-token.js";
 
-export type { SignerLog } from "./pkcs11-pin.js";
+export type { SignerLog } from "./errors.js";
 
 export interface ProcessSettings extends TokenSettings {
   keys: readonly KeyRef[];

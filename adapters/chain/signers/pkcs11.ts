@@ -90,7 +90,7 @@ function pkcs11Signer(
       try {
         raw = await token.sign(index, digest, Date.now() + settings.timeoutMs);
       } catch (error) {
-        throw signerUnavailable(address, what, (error as Error).message);
+        throw signerUnavailable(address, what, (error as Error).message, settings.log);
       }
       const { r, s } = rawSignature(raw);
       return recoverableSignature(address, digest, r, s);
