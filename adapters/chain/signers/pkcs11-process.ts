@@ -53,7 +53,7 @@ const HOST = import.meta.url.endsWith(".ts")
 const START_MS = 30_000;
 /** How long after a failed start the next one is tried; doubled each time, up to MAX_PAUSE_MS. */
 const FIRST_PAUSE_MS = 1_000;
-const MAX_PAUSE_MS = 30_000;
+const MAX_PAUSE_MS = 10_000;
 
 interface Request {
   id: number;
@@ -253,6 +253,12 @@ export class TokenProcess {
       case "failed": {
         if (message.type === "failed" && message.failure.kind === "pin") {
           this.#refused(host, message.failure); // its signature is answered as the token's next ones
+          return;
+        }
+        if (message.type === "failed" && (message.failure.kind === "token" || message.failure.kind === "key")) {
+          // The token or its slot is gone (pulled out, restarted): a new process initialises the
+          // module again and finds the token by its label, maybe in another slot; this signature goes to it.
+          this.#retire(host, message.failure.detail);
           return;
         }
         const request = host.pending.get(message.id);

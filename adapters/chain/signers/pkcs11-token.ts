@@ -335,7 +335,7 @@ export class Pkcs11Token {
     } catch (error) {
       this.#open -= 1;
       this.#grantNext();
-      throw error;
+      throw reopenFailure(error);
     }
     try {
       for (const key of this.#keys) {
@@ -346,9 +346,7 @@ export class Pkcs11Token {
       }
     } catch (error) {
       this.#release({ handle, generation: this.#generation }, false);
-      throw error instanceof TokenFailure
-        ? error
-        : new TokenFailure(failureKind(error), undefined, pkcs11Reason(error));
+      throw reopenFailure(error);
     }
     this.#release({ handle, generation: this.#generation }, true);
     this.#grantNext();
@@ -367,6 +365,16 @@ export class Pkcs11Token {
     for (const waiter of this.#waiting.splice(0)) waiter("left");
     unloadModule(this.#settings.module);
   }
+}
+
+/**
+ * A re-open's failure: a refused PIN, or a key that is gone or another, as it is; anything else
+ * (a token gone, a module that answers CKR_GENERAL_ERROR for a token it lost) means this
+ * process's view of the token is broken, and a new process may find it again.
+ */
+function reopenFailure(error: unknown): TokenFailure {
+  if (error instanceof TokenFailure && (error.kind === "pin" || error.kind === "key")) return error;
+  return new TokenFailure("token", undefined, pkcs11Reason(error));
 }
 
 /** A signature's failure that asks for the sessions to be opened again (carrying the session's generation). */
