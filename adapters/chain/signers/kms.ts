@@ -14,7 +14,7 @@
 import { GetPublicKeyCommand, type GetPublicKeyCommandOutput, KMSClient, SignCommand } from "@aws-sdk/client-kms";
 import type { Signature } from "ethers";
 
-import type { TransactionSigner } from "../tx/index.js";
+import type { SignOptions, TransactionSigner } from "../tx/index.js";
 import { type SignerLog, SignerStartError, signerUnavailable } from "./errors.js";
 import type { OpenedSigners } from "./pkcs11.js";
 import { addressOfSpki, derSignature, recoverableSignature } from "./recovery.js";
@@ -125,8 +125,9 @@ function kmsSigner(client: KMSClient, keyId: string, address: string, settings: 
   return {
     address,
     concurrency: settings.concurrency,
-    async signDigest(digest: Uint8Array): Promise<Signature> {
-      const der = await signWithRetries(client, keyId, digest, settings.timeoutMs, (reason) =>
+    async signDigest(digest: Uint8Array, options?: SignOptions): Promise<Signature> {
+      const budget = { from: options?.startedAt ?? Date.now(), ms: settings.timeoutMs };
+      const der = await signWithRetries(client, keyId, digest, budget, (reason) =>
         signerUnavailable(address, what, reason, settings.log),
       );
       let parsed: { r: bigint; s: bigint };
@@ -145,15 +146,16 @@ function kmsSigner(client: KMSClient, keyId: string, address: string, settings: 
   };
 }
 
-/** KMS `Sign` of the digest, tried again on throttling and timeouts until `budgetMs` is spent. */
+/** KMS `Sign` of the digest, tried again on throttling and timeouts until the budget (`ms` from `from`) is spent. */
 async function signWithRetries(
   client: KMSClient,
   keyId: string,
   digest: Uint8Array,
-  budgetMs: number,
+  budget: { from: number; ms: number },
   unavailable: (reason: string) => Error,
 ): Promise<Uint8Array> {
-  const until = Date.now() + budgetMs;
+  const budgetMs = budget.ms;
+  const until = budget.from + budgetMs;
   let pause = 10;
   let last = "no answer";
   for (let attempt = 1; ; attempt++) {

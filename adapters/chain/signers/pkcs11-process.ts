@@ -127,6 +127,8 @@ export class TokenProcess {
         timer: setTimeout(() => this.#expire(request), Math.max(0, deadline - Date.now())),
       };
       if (this.#closed) this.#settle(request, new TokenUnavailable({ kind: "closed", detail: "the signer is closed" }));
+      else if (deadline <= Date.now())
+        this.#expire(request); // its budget was spent on an earlier attempt
       else void this.#dispatch(request);
     });
   }

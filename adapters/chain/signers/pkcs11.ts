@@ -13,7 +13,7 @@
  */
 import type { Signature } from "ethers";
 
-import type { TransactionSigner } from "../tx/index.js";
+import type { SignOptions, TransactionSigner } from "../tx/index.js";
 import { SignerStartError, signerUnavailable } from "./errors.js";
 import { type ProcessSettings, TokenProcess, TokenUnavailable } from "./pkcs11-process.js";
 import type { KeyRef } from "./pkcs11-token.js";
@@ -85,10 +85,10 @@ function pkcs11Signer(
   return {
     address,
     concurrency: settings.sessions,
-    async signDigest(digest: Uint8Array): Promise<Signature> {
+    async signDigest(digest: Uint8Array, options?: SignOptions): Promise<Signature> {
       let raw: Buffer;
       try {
-        raw = await token.sign(index, digest, Date.now() + settings.timeoutMs);
+        raw = await token.sign(index, digest, (options?.startedAt ?? Date.now()) + settings.timeoutMs);
       } catch (error) {
         throw signerUnavailable(address, what, (error as Error).message, settings.log);
       }

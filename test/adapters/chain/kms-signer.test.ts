@@ -136,6 +136,18 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
     expect(thrown?.message).to.include("nothing was sent");
   });
 
+  it("spends the budget of the trade's first attempt: a signature asked for again gets only what is left", async function () {
+    const key = kms.createKey();
+    const [signer] = await open([key.keyId], [key.address], 1_000);
+    const before = kms.calls.length;
+    const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32)), { startedAt: Date.now() - 1_000 }));
+    expect(thrown?.name).to.equal("ChainUnavailableError");
+    expect(kms.calls.length - before, "no request once the budget is spent").to.equal(0);
+    const digest = getBytes(randomBytes(32));
+    const signature = await signer!.signDigest(digest, { startedAt: Date.now() - 500 });
+    expect(recoverAddress(digest, signature), "within what is left").to.equal(key.address);
+  });
+
   it("answers unavailable at once for a key disabled after the start", async function () {
     const key = kms.createKey();
     const [signer] = await open([key.keyId], [key.address]);
