@@ -22,3 +22,16 @@ export class TokenFailure extends Error {
     super(message);
   }
 }
+
+/**
+ * What to do when the binding is missing: pkcs11js is an optional dependency (it compiles with
+ * node-gyp at install, which fails quietly where no compiler is), loaded only for SIGNER=pkcs11.
+ */
+export const PKCS11JS_MISSING =
+  "pkcs11 needs the npm package pkcs11js, an optional dependency that compiles at install and is not installed here: " +
+  "install a C++ compiler, make and Python (on Debian: apt-get install -y build-essential python3), then npm install pkcs11js";
+
+/** Whether `error` is Node's answer to importing pkcs11js where it is not installed. */
+export function isPkcs11jsMissing(error: unknown): boolean {
+  return (error as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && /pkcs11js/.test(String(error));
+}

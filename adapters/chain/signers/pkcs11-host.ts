@@ -6,6 +6,7 @@
  * (pkcs11-protocol.ts) and nothing else: it writes no logs, and leaves when the service's end
  * of the channel closes (even on kill -9 of the service).
  */
+import { isPkcs11jsMissing, PKCS11JS_MISSING } from "./pkcs11-failure.js";
 import type { Failure, FromHost, HostSettings, ToHost } from "./pkcs11-protocol.js";
 import type { Pkcs11Token, Ticket } from "./pkcs11-token.js";
 
@@ -31,18 +32,8 @@ async function open(settings: HostSettings): Promise<FromHost> {
   try {
     code = await import("./pkcs11-token.js");
   } catch (error) {
-    const missing = (error as { code?: string }).code === "ERR_MODULE_NOT_FOUND" && /pkcs11js/.test(String(error));
-    if (!missing) throw error;
-    return {
-      type: "refused",
-      failure: {
-        kind: "binding",
-        variable: "SIGNER",
-        detail:
-          "SIGNER=pkcs11 needs the optional dependency pkcs11js, which is not installed (it compiles at install: " +
-          "install a C++ compiler, make and python3, e.g. apt-get install -y build-essential python3, then npm install)",
-      },
-    };
+    if (!isPkcs11jsMissing(error)) throw error;
+    return { type: "refused", failure: { kind: "binding", variable: "SIGNER", detail: PKCS11JS_MISSING } };
   }
   try {
     token = code.Pkcs11Token.open(settings);

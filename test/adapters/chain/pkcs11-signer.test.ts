@@ -6,6 +6,11 @@
  * closes them (the tests' shim in front of SoftHSM does that to the signer's own process,
  * test/helpers/pkcs11-shim.ts); a token pulled out answers unavailable.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
 import { expect } from "chai";
 import { Transaction, Wallet, getBytes, randomBytes, recoverAddress } from "ethers";
 
@@ -130,6 +135,33 @@ describe("PKCS#11 signer on SoftHSM", function () {
       `EXCHANGE_ADDRESSES: the key labelled "${other.label}" on the token "${token.label}" is the key of ${other.address}, not of ${key.address}`,
     );
     expect((await refusal({ addresses: [] })).variable).to.equal("EXCHANGE_ADDRESSES");
+  });
+
+  it("refuses to start, naming what to install, on a machine where the optional binding pkcs11js is missing", async function () {
+    // pkcs11js compiles at install, and is skipped where no compiler is: the signer's process is
+    // started here with a resolve hook that answers as Node does for a package not installed.
+    const dir = mkdtempSync(join(tmpdir(), "no-pkcs11js-"));
+    const hook = join(dir, "hide-pkcs11js.mjs");
+    writeFileSync(
+      hook,
+      `import { register } from "node:module";\n` +
+        `register("data:text/javascript," + encodeURIComponent(${JSON.stringify(
+          'export async function resolve(specifier, context, next) { if (specifier === "pkcs11js") throw Object.assign(new Error("Cannot find package \'pkcs11js\'"), { code: "ERR_MODULE_NOT_FOUND" }); return next(specifier, context); }',
+        )}));\n`,
+    );
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `${saved ?? ""} --import ${pathToFileURL(hook).href}`.trim();
+    try {
+      const error = await refusal({});
+      expect(error).to.be.instanceOf(SignerStartError);
+      expect(error.message).to.match(/^SIGNER: pkcs11 needs the npm package pkcs11js/);
+      expect(error.message).to.include("build-essential");
+      expect(error.message).to.include("npm install");
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("opens its sessions again when the token logs out, or another part of the application closes them all", async function () {
