@@ -6,7 +6,9 @@
 import pkcs11js from "pkcs11js";
 
 import { TokenFailure } from "./pkcs11-failure.js";
-import type { TokenSettings } from "./pkcs11-token.js";
+
+/** The token: by label (PKCS11_TOKEN_LABEL) or slot id (PKCS11_SLOT). */
+export type TokenRef = { label: string } | { slot: number };
 
 /** The module's return code of `error`, or -1 when it is none of the module's. */
 export const codeOf = (error: unknown) => (error instanceof pkcs11js.Pkcs11Error ? error.code : -1);
@@ -65,7 +67,7 @@ export function unloadModule(path: string): void {
 }
 
 /** The slot holding the token: by label, or by slot id. */
-export function findSlot(lib: pkcs11js.PKCS11, token: TokenSettings["token"]): { slot: Buffer; name: string } {
+export function findSlot(lib: pkcs11js.PKCS11, token: TokenRef): { slot: Buffer; name: string } {
   const slots = lib.C_GetSlotList(true);
   const labels = slots.map((slot) => trimmed(lib.C_GetTokenInfo(slot).label));
   if ("label" in token) {

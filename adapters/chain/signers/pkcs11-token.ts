@@ -18,7 +18,7 @@
 import pkcs11js from "pkcs11js";
 
 import { SECP256K1_OID } from "./curve.js";
-import { codeOf, findSlot, loadModule, pkcs11Reason, unloadModule } from "./pkcs11-module.js";
+import { codeOf, findSlot, loadModule, pkcs11Reason, type TokenRef, unloadModule } from "./pkcs11-module.js";
 import { type FailureKind, TokenFailure } from "./pkcs11-failure.js";
 
 /** A wallet's key on the token: its CKA_LABEL, or its CKA_ID (hex). */
@@ -28,7 +28,7 @@ export interface TokenSettings {
   /** The vendor's PKCS#11 library (PKCS11_MODULE). */
   module: string;
   /** The token by label (PKCS11_TOKEN_LABEL) or slot id (PKCS11_SLOT). */
-  token: { label: string } | { slot: number };
+  token: TokenRef;
   pin: string;
   /** Most sessions signing at once. */
   sessions: number;
