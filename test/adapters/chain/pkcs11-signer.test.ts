@@ -16,11 +16,14 @@ import { Transaction, Wallet, getBytes, randomBytes, recoverAddress } from "ethe
 
 import {
   openPkcs11Signers,
+  pkcs11Modules,
   SignerStartError,
   type OpenedSigners,
   type Pkcs11SignerSettings,
 } from "../../../adapters/chain/index.js";
 import { signEip1559With } from "../../../adapters/chain/tx/index.js";
+import { parseEnvironment } from "../../../adapters/config/env/schema.js";
+import { signerConfig } from "../../../adapters/config/env/signer.js";
 import { pkcs11Shim } from "../../helpers/pkcs11-shim.js";
 import { softHsmToken, type TestToken } from "../../helpers/softhsm.js";
 
@@ -161,6 +164,33 @@ describe("PKCS#11 signer on SoftHSM", function () {
       if (saved === undefined) delete process.env.NODE_OPTIONS;
       else process.env.NODE_OPTIONS = saved;
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("opens the token by its slot id from PKCS11_SLOT, in decimal or in hex as pkcs11-tool prints it, and signs", async function () {
+    const modules = await pkcs11Modules();
+    const lib = modules.load(token.module);
+    let slotId: bigint;
+    try {
+      const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === token.label)!;
+      slotId = slot.readBigUInt64LE(0);
+    } finally {
+      modules.unload(token.module);
+    }
+    for (const written of [slotId.toString(), `0x${slotId.toString(16)}`]) {
+      const { PKCS11_TOKEN_LABEL: _, ...env } = token.env;
+      const problems: string[] = [];
+      const config = signerConfig(
+        parseEnvironment({ ...env, PKCS11_SLOT: written, PKCS11_KEY_IDS: key.id, EXCHANGE_ADDRESSES: key.address }),
+        problems,
+      );
+      expect(problems, `PKCS11_SLOT=${written}`).to.deep.equal([]);
+      if (config?.kind !== "pkcs11") throw new Error("not a pkcs11 configuration");
+      const { signers } = await open(config);
+      const digest = getBytes(randomBytes(32));
+      expect(recoverAddress(digest, await signers[0]!.signDigest(digest)), `PKCS11_SLOT=${written}`).to.equal(
+        key.address,
+      );
     }
   });
 
