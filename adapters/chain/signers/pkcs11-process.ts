@@ -76,6 +76,8 @@ interface Host {
   pending: Map<number, Request>;
   /** Signatures its caller gave up on, asked about (cancel), with the timer for a child that does not answer. */
   asked: Map<number, NodeJS.Timeout>;
+  /** It opened the token and served signatures. */
+  serving: boolean;
   dead: boolean;
 }
 
@@ -224,7 +226,7 @@ export class TokenProcess {
       onOpened = (message) => (message.type === "opened" ? resolve() : reject(new TokenUnavailable(message.failure)));
     });
     opened.catch(() => {}); // awaited by whoever needs it
-    const host: Host = { child, opened, onOpened, pending: new Map(), asked: new Map(), dead: false };
+    const host: Host = { child, opened, onOpened, pending: new Map(), asked: new Map(), serving: false, dead: false };
     const startTimer = setTimeout(
       () => this.#refused(host, { kind: "token", detail: `the token did not open within ${START_MS} ms` }),
       START_MS,
@@ -234,11 +236,13 @@ export class TokenProcess {
       () => clearTimeout(startTimer),
     );
     child.on("message", (message: FromHost) => this.#receive(host, message));
-    child.on("exit", (code, signal) => {
-      this.#refused(host, { kind: "token", detail: `its process exited (${signal ?? `code ${code}`})` });
-      this.#retire(host, `its process exited (${signal ?? `code ${code}`})`);
-    });
-    child.on("error", (error) => this.#retire(host, `its process failed (${error.message})`));
+    // A child that dies (the vendor's library crashed it, it could not start) counts as a failed start.
+    child.on("exit", (code, signal) =>
+      this.#refused(host, { kind: "token", detail: `its process exited (${signal ?? `code ${code}`})` }),
+    );
+    child.on("error", (error) =>
+      this.#refused(host, { kind: "token", detail: `its process failed (${error.message})` }),
+    );
     this.#send(host, { type: "open", settings: settings satisfies HostSettings });
     return host;
   }
@@ -291,6 +295,7 @@ export class TokenProcess {
     }
     this.#pause = FIRST_PAUSE_MS;
     this.#lastFailure = undefined;
+    host.serving = true;
     host.onOpened(message);
   }
 
@@ -301,7 +306,13 @@ export class TokenProcess {
   #refused(host: Host, failure: Failure): void {
     host.onOpened({ type: "refused", failure });
     if (host.dead) return;
-    if (failure.kind === "pin" && this.points.length > 0) this.#pin.refuse(failure, this.name);
+    const again = this.points.length > 0; // not the first start, whose failure stops the service's start
+    if (failure.kind === "pin" && again) this.#pin.refuse(failure, this.name);
+    else if (again && !this.#closed)
+      this.#settings.log?.warn(
+        { token: this.name, reason: failure.detail, retryInMs: this.#pause },
+        "the PKCS#11 token cannot be opened (again); its signatures fail until it can",
+      );
     this.#lastFailure = new TokenUnavailable(failure);
     this.#nextStart = Date.now() + this.#pause;
     this.#pause = Math.min(this.#pause * 2, MAX_PAUSE_MS);
@@ -321,10 +332,10 @@ export class TokenProcess {
     host.asked.clear();
     const held = [...host.pending.values()];
     host.pending.clear();
-    if (!this.#closed)
+    if (host.serving && !this.#closed)
       this.#settings.log?.warn(
         { token: this.name, reason },
-        "the PKCS#11 token's process was stopped; the next signatures start another",
+        "the PKCS#11 token's process was stopped; another opens the token for the next signatures",
       );
     for (const request of held) {
       if (request.attempts < 2 && !this.#closed) void this.#dispatch(request);
