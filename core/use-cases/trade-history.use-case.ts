@@ -6,7 +6,7 @@ import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
 import { callerOf, visibilityOf } from "../access/authorize.js";
-import type { TradeContext } from "./trade.use-case.js";
+import type { TradeContext } from "./trade-context.js";
 import { type PolicySource, tradeView, type TradeView } from "./trade-status.use-case.js";
 
 const TRADE_KINDS: readonly TradeKind[] = ["sell", "buy", "remittance"];
@@ -236,7 +236,7 @@ function parseInstant(field: string, value: string): Date {
   return new Date(at);
 }
 
-function parseLimit(value: string | undefined): number {
+export function parseLimit(value: string | undefined): number {
   if (value === undefined) return DEFAULT_PAGE_LIMIT;
   const limit = /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
   if (!(limit >= 1 && limit <= MAX_PAGE_LIMIT))

@@ -172,13 +172,14 @@ export class MemoryTrades implements TradeJournal {
     this.#mined(this.#store.trade(id), "markConfirmed", receipt);
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+  async markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
     const stored = this.#store.trade(id);
-    if (this.#applies("markFailed", stored))
-      this.#store.update(stored, {
-        status: TRADE_TRANSITIONS.markFailed.to,
-        error: { code: error.code, message: error.message },
-      });
+    if (!this.#applies("markFailed", stored)) return;
+    if (audit !== undefined) this.#store.audit.appendNow(audit);
+    this.#store.update(stored, {
+      status: TRADE_TRANSITIONS.markFailed.to,
+      error: { code: error.code, message: error.message },
+    });
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {

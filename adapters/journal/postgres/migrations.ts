@@ -5,6 +5,7 @@
 import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
@@ -143,6 +144,9 @@ export const MIGRATIONS = [
   // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
   // record records, one chain for every instance.
   AUDIT_MIGRATION,
+  // 13: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -233,8 +233,8 @@ export class PostgresTrades implements TradeJournal {
     await this.#mined(id, "markConfirmed", receipt);
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#ended(id, "markFailed", error);
+  async markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
+    await this.#ended(id, "markFailed", error, audit);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -386,12 +386,24 @@ export class PostgresTrades implements TradeJournal {
     if (rowCount !== 1) await this.#missed(operation, id);
   }
 
-  async #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }) {
-    const { rowCount } = await this.#pool.query(
-      `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
-       WHERE id = $1 AND ${applies(operation)}`,
-      [id, JSON.stringify({ code: error.code, message: error.message })],
-    );
+  /** With `audit`, its record appended in the same transaction, last, when the trade changed. */
+  async #ended(
+    id: string,
+    operation: "markFailed" | "markExpired",
+    error: { code: string; message: string },
+    audit?: AuditEntry,
+  ) {
+    const update = `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
+       WHERE id = $1 AND ${applies(operation)}`;
+    const values = [id, JSON.stringify({ code: error.code, message: error.message })];
+    const rowCount =
+      audit === undefined
+        ? (await this.#pool.query(update, values)).rowCount
+        : await transaction(this.#pool, async (client) => {
+            const changed = (await client.query(update, values)).rowCount;
+            if (changed !== 0) await appendAudit(client, audit);
+            return changed;
+          });
     if (rowCount === 0) await this.#missed(operation, id);
   }
 

@@ -5,6 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPENDING_MIGRATION } from "./spending.js";
@@ -148,6 +149,9 @@ export const MIGRATIONS = [
   SPENDING_MIGRATION,
   // 12: the audit log (audit.ts), appended in the same transaction as what each record records.
   AUDIT_MIGRATION,
+  // 13: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -255,8 +255,8 @@ export class SqliteTrades implements TradeJournal {
     return this.#mined(id, "markConfirmed", receipt);
   }
 
-  markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    return this.#ended(id, "markFailed", error);
+  markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
+    return this.#ended(id, "markFailed", error, audit);
   }
 
   markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -383,12 +383,18 @@ export class SqliteTrades implements TradeJournal {
     });
   }
 
-  #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }): Promise<void> {
+  #ended(
+    id: string,
+    operation: "markFailed" | "markExpired",
+    error: { code: string; message: string },
+    audit?: AuditEntry,
+  ): Promise<void> {
     const json = JSON.stringify({ code: error.code, message: error.message });
     const statement = operation === "markFailed" ? this.#sql.failed : this.#sql.expired;
     return this.#store.write(() => {
       if (Number(statement.run(json, Date.now(), id).changes) === 0) this.#missed(operation, id);
-    });
+      else if (audit !== undefined) this.#audit.appendIn(audit);
+    }, audit !== undefined);
   }
 
   /** After `operation`'s statement changed nothing: refused or unknown throws, ignored returns (../transitions.ts). */

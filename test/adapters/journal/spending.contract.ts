@@ -9,6 +9,8 @@ import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
 import {
+  heldEntry,
+  newApproval,
   type LimitCheck,
   type NewTrade,
   type Spend,
@@ -93,6 +95,36 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(page.trades).to.have.length(1);
       expect(refused(await open(journal, 40n * USD, cap))).to.equal(false);
       expect(refused(await open(journal, 1n, cap))).to.equal(true);
+    });
+
+    it("keeps a held trade's room while it waits and once approved, and gives it back when it is rejected or expires", async function () {
+      const journal = context.journal();
+      const cap = [limit()];
+      const hold = async (expiresAfterMs: number) => {
+        const id = (await open(journal, 60n * USD, cap)) as string;
+        const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const decide = (id: string, verdict: "approve" | "reject") =>
+        journal.decideApproval(id, verdict, { by: "approver", at: new Date().toISOString(), reason: null });
+      const over = () => open(journal, 40n * USD + 1n, cap);
+      const held = await hold(3_600_000);
+      expect(refused(await over()), "held: its 60 USD still counted").to.equal(true);
+      await decide(held, "reject");
+      const admitted = await over();
+      expect(refused(admitted), "rejected: its room given back").to.equal(false);
+      await journal.markFailed(admitted as string, { code: "x", message: "given back" });
+      const approved = await hold(3_600_000);
+      await decide(approved, "approve");
+      expect(refused(await over()), "approved: counted as it runs").to.equal(true);
+      await journal.markFailed(approved, { code: "quote_expired", message: "nothing signed" });
+      const expiring = await hold(-1);
+      expect(refused(await over()), "held again: counted").to.equal(true);
+      const swept = await journal.expireApprovals(new Date(), new Date(0));
+      expect(swept.expired).to.deep.equal([expiring]);
+      expect(refused(await over()), "expired: its room given back").to.equal(false);
     });
 
     it("counts trades against maxTrades, exactly at the cap", async function () {
