@@ -161,16 +161,20 @@ export class SqliteApprovals implements ApprovalJournal {
     throw new TradeTransitionError(operation, id, now);
   }
 
-  expireApprovals(now: Date, staleBefore: Date): Promise<{ expired: string[]; failed: string[] }> {
+  async expireApprovals(now: Date, staleBefore: Date): Promise<{ expired: string[]; failed: string[] }> {
+    // Read first: a sweep that finds nothing (nearly every one) writes nothing.
+    const due = this.#sql.due.all(now.getTime());
+    const stale = this.#sql.stale.all(staleBefore.getTime());
+    if (due.length === 0 && stale.length === 0) return { expired: [], failed: [] };
     return this.#store.write(() => {
       const expired: string[] = [];
-      for (const row of this.#sql.due.all(now.getTime())) {
+      for (const row of due) {
         const approval = JSON.parse(row.approval as string) as TradeApproval;
         if (this.#expire({ id: row.id as string, approval })) expired.push(row.id as string);
       }
       const failed: string[] = [];
       const at = Date.now();
-      for (const row of this.#sql.stale.all(staleBefore.getTime())) {
+      for (const row of stale) {
         const id = row.id as string;
         if (Number(this.#sql.interrupted.run(JSON.stringify(INTERRUPTED_ERROR), at, id).changes) === 0) continue;
         this.#audit.appendIn(interruptedEntry(id));
