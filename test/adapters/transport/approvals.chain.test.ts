@@ -14,7 +14,7 @@ import { join } from "node:path";
 
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
-import { JsonRpcProvider } from "ethers";
+import { Contract, JsonRpcProvider, Wallet } from "ethers";
 import { pino } from "pino";
 
 import type { DeploymentAddresses } from "../../../adapters/chain/index.js";
@@ -62,6 +62,12 @@ const KEYS = {
   admin: "admin-key-0123456789abcdefg",
 } as const;
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+const FEED_ABI = [
+  "function updateAnswer(int256 answer)",
+  "function latestRoundData() view returns (uint80, int256, uint256, uint256, uint80)",
+];
+/** How long a quote may be used: 10 s rather than the default 30 s, so that one expires while its trade is held within the test's time. */
+const QUOTE_TTL_MS = 10_000;
 const WALLET = hardhatAccount(EXCHANGE_ACCOUNT);
 
 /** The access file: two desks and a key that both trades and approves, approvers that see them (or not), the rules. */
@@ -101,6 +107,8 @@ for (const [name, start] of NODES) {
     let dir: string;
     let client: GrpcServiceClient;
     let DAI: string;
+    let feed: Contract;
+    let price: bigint;
 
     before(async function () {
       node = await start();
@@ -118,11 +126,20 @@ for (const [name, start] of NODES) {
           PORT: "0",
           METRICS_PORT: String(await freePort()),
           DATA_DIR: mkdtempSync(join(dir, "data-")),
+          QUOTE_TTL_MS: String(QUOTE_TTL_MS),
         },
         log: defaultLog(),
         rootDir: dir,
       });
       client = grpcClient(service.apiUrl);
+      // Account #0 (the deployer), never the exchange wallet: moving the price moves no nonce of the service's.
+      feed = new Contract(node.addresses.feeds.tokenUsd, FEED_ABI, new Wallet(hardhatAccount(0).privateKey, provider));
+      price = ((await feed.getFunction("latestRoundData")()) as bigint[])[1]!;
+    });
+
+    afterEach(async function () {
+      // Every test starts at the deployment's price, updated now.
+      await (await feed.getFunction("updateAnswer")(price)).wait();
     });
 
     after(async function () {
@@ -364,6 +381,57 @@ for (const [name, start] of NODES) {
         receipt.transactionHash,
       );
       expect(await nonce(), "paid once").to.equal(before + 1);
+    });
+
+    /** A sell of 100 tokens by desk under a fresh quote (slippage 0.5 %), held: its 202 and the quote. */
+    async function heldUnderQuote(): Promise<{ body: JsonBody; quote: JsonBody }> {
+      const quote = await postJson(
+        url("/api/v1/token/quote"),
+        { kind: "sell", amount: "100", usdAddress: DAI, destinatary: CUSTOMER, slippageBps: 50 },
+        { apiKey: KEYS.desk },
+      );
+      expect(quote.status, quote.text).to.equal(200);
+      const before = await nonce();
+      const answer = await postJson(
+        url("/api/v1/token/sell"),
+        { userAddress: WALLET.address, destinatary: CUSTOMER, amount: "100", usdAddress: DAI },
+        { apiKey: KEYS.desk, headers: { "quote-id": quote.body.quoteId } },
+      );
+      expect(answer.status, answer.text).to.equal(202);
+      expect(answer.body.approval.quote).to.deep.equal({
+        quoteId: quote.body.quoteId,
+        minOut: quote.body.minOut.baseUnits,
+        expiresAt: quote.body.expiresAt,
+      });
+      expect(await nonce()).to.equal(before);
+      return { body: answer.body, quote: quote.body };
+    }
+
+    it("fails an approved trade whose price moved past its quote's minimum, nothing paid", async function () {
+      const { body } = await heldUnderQuote();
+      await (await feed.getFunction("updateAnswer")((price * 99n) / 100n)).wait(); // −1 %, past the 0.5 %
+      const before = await nonce();
+      expect((await decide(KEYS.risk1, body.id, "approve")).status).to.equal(200);
+      const done = await paid(body.id);
+      expect(done.status).to.equal("failed");
+      expect(done.error.code).to.equal("quote_slippage");
+      expect(done.transactionHash).to.equal(null);
+      expect(await nonce(), "nothing paid").to.equal(before);
+    });
+
+    it("fails an approved trade whose quote expired before the approval (quote_expired), nothing paid", async function () {
+      const { body, quote } = await heldUnderQuote();
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(quote.expiresAt) - Date.now()) + 100));
+      const before = await nonce();
+      expect((await decide(KEYS.risk1, body.id, "approve")).status).to.equal(200);
+      const done = await paid(body.id);
+      expect(done.status).to.equal("failed");
+      expect(done.error.code).to.equal("quote_expired");
+      expect(await nonce(), "nothing paid").to.equal(before);
+      // The refusal is in the audit log, with the code.
+      const audit = await getJson(url("/api/v1/audit?action=trade.refused&limit=1000"), { apiKey: KEYS.admin });
+      const refusal = audit.body.records.find((r: JsonBody) => r.subject === body.id);
+      expect(refusal.details.code).to.equal("quote_expired");
     });
 
     it("answers gRPC failed_precondition with trade-id and trade-status, and approves over gRPC", async function () {
