@@ -162,6 +162,8 @@ export interface TradeTotals {
    * understate the cost. 0 when none executed.
    */
   gasUsd: bigint | null;
+  /** How many of the `count` trades are in each status (only the statuses some are in). */
+  statuses: Partial<Record<TradeStatus, number>>;
 }
 
 /**

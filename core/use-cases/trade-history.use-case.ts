@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { TradeJournal, TradePosition } from "../ports/journal.port.js";
 import { GAS_USD_DECIMALS, tradeAmounts } from "../trade-amounts.js";
-import { TRADE_STATUSES } from "../trade-states.js";
+import { TRADE_STATUSES, type TradeStatus } from "../trade-states.js";
 import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
@@ -67,6 +67,11 @@ export interface TradeSummaryGroup {
    * policy): a partial sum would understate the cost. `gasWei` is always complete.
    */
   gasUsd: string | null;
+  /**
+   * How many of the `count` trades are in each status, by status (only those some are in): the
+   * held (pending_approval), approved and rejected among them.
+   */
+  statuses: Partial<Record<TradeStatus, number>>;
 }
 
 /** GET /api/v1/trades/summary, gRPC GetTradeSummary. */
@@ -148,6 +153,7 @@ export function tradeSummaryUseCase(
           amountOut: { value: format(t.amountOut, outDecimals), baseUnits: t.amountOut.toString() },
           gasWei: t.gasWei.toString(),
           gasUsd: t.gasUsd === null ? null : formatUnits(t.gasUsd, GAS_USD_DECIMALS),
+          statuses: { ...t.statuses },
         };
       }),
     };

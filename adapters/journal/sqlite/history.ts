@@ -5,7 +5,7 @@
  */
 import type { SQLInputValue, SQLOutputValue } from "node:sqlite";
 
-import type { TradeTotals, Visibility } from "../../../core/index.js";
+import type { TradeStatus, TradeTotals, Visibility } from "../../../core/index.js";
 
 /** The conditions on `trades` for the trades the caller sees created in [since, until), their values pushed on `values`. */
 export function historyWhere(
@@ -39,7 +39,7 @@ export function visibleWhere(visible: Visibility, values: SQLInputValue[]): stri
   return `(scope IN (${marks(visible.ids.length)}) OR key_name IN (${marks(visible.names.length)}))`;
 }
 
-/** Adds a batch of the summary's rows (kind, stable, executed, amounts, gas) to its groups. */
+/** Adds a batch of the summary's rows (kind, stable, status, executed, amounts, gas) to its groups. */
 export function addToGroups(groups: Map<string, TradeTotals>, rows: Record<string, SQLOutputValue>[]): void {
   for (const row of rows) {
     const kind = row.kind as TradeTotals["kind"];
@@ -47,10 +47,22 @@ export function addToGroups(groups: Map<string, TradeTotals>, rows: Record<strin
     const key = `${kind}\u0000${stable}`;
     let group = groups.get(key);
     if (group === undefined) {
-      group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+      group = {
+        kind,
+        stable,
+        count: 0,
+        executed: 0,
+        amountIn: 0n,
+        amountOut: 0n,
+        gasWei: 0n,
+        gasUsd: 0n,
+        statuses: {},
+      };
       groups.set(key, group);
     }
     group.count += 1;
+    const status = row.status as TradeStatus;
+    group.statuses[status] = (group.statuses[status] ?? 0) + 1;
     if (Number(row.executed) !== 1) continue;
     group.executed += 1;
     group.amountIn += BigInt((row.amount_in as string | null) ?? 0);

@@ -322,7 +322,7 @@ export class SqliteTrades implements TradeJournal {
   async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
     const values: SQLInputValue[] = [];
     const where = historyWhere(query, values);
-    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable,
+    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable, status,
        status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei, gas_usd`;
     const order = `ORDER BY created_at DESC, id DESC LIMIT ${SUMMARY_BATCH}`;
     const first = this.#prepared(`SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} ${order}`);

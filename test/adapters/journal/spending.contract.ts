@@ -127,6 +127,42 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(refused(await over()), "expired: its room given back").to.equal(false);
     });
 
+    it("lets exactly one of two approvals racing on two instances complete a trade, and records both of a trade needing two", async function () {
+      const journal = context.journal();
+      const peer = await context.peer();
+      const held = async (approvers: number) => {
+        const id = (await open(journal, USD, [])) as string;
+        const rule = { name: "race", aboveUsd: 0n, approvers, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const approve = (on: Journal, id: string, by: string) =>
+        on.decideApproval(id, "approve", { by, at: new Date().toISOString(), reason: null }).then(
+          (decided) => decided.outcome,
+          (error: unknown) => (error as Error).name,
+        );
+      for (let round = 0; round < 5; round++) {
+        const one = await held(1);
+        const outcomes = await Promise.all([approve(journal, one, "a"), approve(peer, one, "b")]);
+        expect(outcomes.sort(), `round ${round}: one approves, the other is refused`).to.deep.equal([
+          "TradeTransitionError",
+          "approved",
+        ]);
+        const two = await held(2);
+        const both = await Promise.all([approve(journal, two, "a"), approve(peer, two, "b")]);
+        expect(both.sort(), `round ${round}: both counted, the second completes it`).to.deep.equal([
+          "approved",
+          "counted",
+        ]);
+        const after = (await journal.get(two))!;
+        expect([after.status, after.approval?.approvals.map((a) => a.by).sort()]).to.deep.equal([
+          "approved",
+          ["a", "b"],
+        ]);
+      }
+    });
+
     it("counts trades against maxTrades, exactly at the cap", async function () {
       const journal = context.journal();
       const { maxUsd: _, ...noUsd } = limit();

@@ -434,6 +434,33 @@ for (const [name, start] of NODES) {
       expect(refusal.details.code).to.equal("quote_expired");
     });
 
+    it("shows held, approved and rejected trades in the history, its CSV and the summary", async function () {
+      const body = await held(KEYS.desk, "150");
+      const history = (status: string, accept?: string) =>
+        getJson(url(`/api/v1/trades?status=${status}&limit=500`), {
+          apiKey: KEYS.desk,
+          ...(accept && { headers: { accept } }),
+        });
+      const pending = await history("pending_approval");
+      expect(pending.status, pending.text).to.equal(200);
+      const shown = pending.body.trades.find((t: JsonBody) => t.id === body.id);
+      expect(shown.approval.rules).to.deep.equal(["large payouts"]);
+      const rejected = await history("rejected");
+      expect(rejected.body.trades.length).to.be.at.least(1);
+      for (const t of rejected.body.trades) expect(t.approval.rejection.by).to.be.a("string");
+      const csv = await history("rejected", "text/csv");
+      const [header, first] = csv.text.split("\r\n");
+      expect(header!.split(",").slice(-2)).to.deep.equal(["approvedBy", "rejectedBy"]);
+      expect(first!.split(",").at(-1)).to.equal(rejected.body.trades[0].approval.rejection.by);
+      const approved = await history("confirmed", "text/csv");
+      expect(approved.text).to.match(/,risk-1 risk-2,\r\n/); // the trade that needed two
+      const summary = await getJson(url("/api/v1/trades/summary"), { apiKey: KEYS.desk });
+      const buys = summary.body.groups.find((g: JsonBody) => g.kind === "buy");
+      expect(buys.statuses.pending_approval).to.be.at.least(1);
+      expect(buys.statuses.rejected).to.be.at.least(1);
+      expect((await decide(KEYS.risk1, body.id, "reject")).status).to.equal(200);
+    });
+
     it("answers gRPC failed_precondition with trade-id and trade-status, and approves over gRPC", async function () {
       const before = await nonce();
       const request = { user_address: WALLET.address, destinatary: CUSTOMER, amount: "150", usd_address: DAI };
