@@ -23,6 +23,7 @@ import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../s
 import { deployOnAnvil, startAnvil } from "../../helpers/anvil.js";
 import { defaultLog, freePort } from "../../helpers/service-defaults.js";
 import { waitFor } from "../../helpers/wait.js";
+import { startWebhookReceiver, type WebhookReceiver } from "../../helpers/webhook-receiver.js";
 import { getJson, grpcCall, grpcClient, type GrpcServiceClient, type JsonBody, postJson } from "./helpers.js";
 
 interface Node {
@@ -109,12 +110,21 @@ for (const [name, start] of NODES) {
     let DAI: string;
     let feed: Contract;
     let price: bigint;
+    let receiver: WebhookReceiver;
 
     before(async function () {
       node = await start();
       dir = mkdtempSync(join(tmpdir(), "approvals-chain-"));
       writeFileSync(join(dir, "deployment.json"), JSON.stringify(node.addresses));
       writeFileSync(join(dir, "access.json"), JSON.stringify(accessFile()));
+      // desk's webhooks: its key's id is the first 32 hex digits of its SHA-256.
+      receiver = await startWebhookReceiver();
+      writeFileSync(
+        join(dir, "webhooks.json"),
+        JSON.stringify({
+          endpoints: [{ apiKeyId: sha(KEYS.desk).slice(0, 32), url: receiver.url, secrets: [receiver.secret] }],
+        }),
+      );
       provider = new JsonRpcProvider(node.url, undefined, { staticNetwork: true, cacheTimeout: -1 });
       DAI = node.addresses.stableCoins.DAI;
       service = await startService({
@@ -127,6 +137,10 @@ for (const [name, start] of NODES) {
           METRICS_PORT: String(await freePort()),
           DATA_DIR: mkdtempSync(join(dir, "data-")),
           QUOTE_TTL_MS: String(QUOTE_TTL_MS),
+          WEBHOOKS_FILE: join(dir, "webhooks.json"),
+          // The receiver listens on plain HTTP on this machine, which production refuses.
+          WEBHOOK_ALLOW_INSECURE: "true",
+          WEBHOOK_ALLOW_PRIVATE: "true",
         },
         log: defaultLog(),
         rootDir: dir,
@@ -145,6 +159,7 @@ for (const [name, start] of NODES) {
     after(async function () {
       client?.close();
       await service?.close();
+      await receiver?.close();
       provider?.destroy();
       await node?.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -459,6 +474,28 @@ for (const [name, start] of NODES) {
       expect(buys.statuses.pending_approval).to.be.at.least(1);
       expect(buys.statuses.rejected).to.be.at.least(1);
       expect((await decide(KEYS.risk1, body.id, "reject")).status).to.equal(200);
+    });
+
+    it("tells desk's webhook of each trade held, approved and rejected, naming the approver", async function () {
+      const kept = await held(KEYS.desk, "150");
+      expect((await decide(KEYS.risk2, kept.id, "approve", { reason: "fine" })).status).to.equal(200);
+      const dropped = await held(KEYS.desk, "150");
+      expect((await decide(KEYS.risk1, dropped.id, "reject", { reason: "no" })).status).to.equal(200);
+      const of = (id: string, type: string) =>
+        receiver.received.find((e) => e.data.id === id && e.type === type) as { data: JsonBody } | undefined;
+      await receiver.until(
+        () => of(dropped.id, "trade.rejected") !== undefined && of(kept.id, "trade.approved") !== undefined,
+      );
+      expect(receiver.rejected).to.equal(0);
+      expect(of(kept.id, "trade.pending_approval")!.data.approval.rules).to.deep.equal(["large payouts"]);
+      expect(of(kept.id, "trade.approved")!.data.approval.approvals[0]).to.deep.include({
+        by: "risk-2",
+        reason: "fine",
+      });
+      expect(of(dropped.id, "trade.rejected")!.data.approval.rejection).to.deep.include({ by: "risk-1", reason: "no" });
+      expect(of(dropped.id, "trade.rejected")!.data.status).to.equal("rejected");
+      // The approved one goes on to be paid, and is told so.
+      await receiver.until(() => of(kept.id, "trade.confirmed") !== undefined);
     });
 
     it("answers gRPC failed_precondition with trade-id and trade-status, and approves over gRPC", async function () {
