@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { create, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "chai";
 import { Contract, JsonRpcProvider, Wallet } from "ethers";
@@ -19,6 +20,7 @@ import { pino } from "pino";
 
 import type { DeploymentAddresses } from "../../../adapters/chain/index.js";
 import { startService, type RunningService } from "../../../adapters/main.js";
+import { TradeRequestSchema } from "../../../gen/tokentrade/v1/token_pb.js";
 import { EXCHANGE_ACCOUNT, hardhatAccount, startEmbeddedChain } from "../../../scripts/embedded-chain/chain.js";
 import { deployOnAnvil, startAnvil } from "../../helpers/anvil.js";
 import { defaultLog, freePort } from "../../helpers/service-defaults.js";
@@ -477,9 +479,10 @@ for (const [name, start] of NODES) {
     });
 
     it("tells desk's webhook of each trade held, approved and rejected, naming the approver", async function () {
+      // Both held first: the approved one's run signs in the background, and held() checks the nonce.
       const kept = await held(KEYS.desk, "150");
-      expect((await decide(KEYS.risk2, kept.id, "approve", { reason: "fine" })).status).to.equal(200);
       const dropped = await held(KEYS.desk, "150");
+      expect((await decide(KEYS.risk2, kept.id, "approve", { reason: "fine" })).status).to.equal(200);
       expect((await decide(KEYS.risk1, dropped.id, "reject", { reason: "no" })).status).to.equal(200);
       const of = (id: string, type: string) =>
         receiver.received.find((e) => e.data.id === id && e.type === type) as { data: JsonBody } | undefined;
@@ -525,6 +528,30 @@ for (const [name, start] of NODES) {
       expect(connect.headers.get("trade-status")).to.equal("pending_approval");
       const rejected = await grpcCall(client, "RejectTrade", { id: connectId, reason: "duplicate" }, KEYS.risk1);
       expect((rejected.response as JsonBody).status).to.equal("rejected");
+      // gRPC-Web (binary): the same, in its trailers (a headers-only answer, or the trailer frame).
+      const message = toBinary(
+        TradeRequestSchema,
+        create(TradeRequestSchema, {
+          userAddress: WALLET.address,
+          destinatary: CUSTOMER,
+          amount: "150",
+          usdAddress: DAI,
+        }),
+      );
+      const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, message.length]), message]);
+      frame.writeUInt32BE(message.length, 1);
+      const web = await fetch(url("/tokentrade.v1.TokenService/Buy"), {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", api_key: KEYS.desk },
+        body: frame,
+      });
+      const bytes = Buffer.from(await web.arrayBuffer());
+      const trailers = `${[...web.headers].map(([k, v]) => `${k}:${v}`).join("\r\n")}\r\n${bytes.subarray(5).toString()}`;
+      expect(trailers).to.match(/grpc-status: ?9\r\n/);
+      const webId = /trade-id: ?([0-9a-f-]{36})/.exec(trailers)?.[1];
+      expect(webId, trailers).to.be.a("string");
+      expect(trailers).to.match(/trade-status: ?pending_approval/);
+      expect((await decide(KEYS.risk1, webId!, "reject")).status).to.equal(200);
       const approved = await grpcCall(client, "ApproveTrade", { id, reason: "ok" }, KEYS.risk1);
       expect(approved.error).to.equal(undefined);
       expect((approved.response as JsonBody).approval.approvals[0].by).to.equal("risk-1");
