@@ -51,8 +51,16 @@ export interface TradeView {
 /** The access policy in force, for what a caller may read (absent: every key reads its own trades). */
 export type PolicySource = () => AccessPolicy | undefined;
 
-/** `reference`: the trade's id, or any transaction hash it broadcast. */
-export type TradeStatusUseCase = (reference: unknown, context?: TradeContext) => Promise<TradeView>;
+/**
+ * `reference`: the trade's id, or any transaction hash it broadcast; `field`: the field a malformed
+ * one is refused under (gRPC's, which names it), else `transactionHash` for what starts with 0x
+ * and `id` for anything else.
+ */
+export type TradeStatusUseCase = (
+  reference: unknown,
+  context?: TradeContext,
+  field?: "id" | "transactionHash",
+) => Promise<TradeView>;
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 /** A trade's id, as every journal makes them: a UUID. */
@@ -66,12 +74,14 @@ export const TRADE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
  * journal's view is answered with `confirmations` null.
  */
 export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort, policy?: PolicySource): TradeStatusUseCase {
-  return async (reference, context = {}) => {
+  return async (reference, context = {}, field) => {
     const byId = typeof reference === "string" && TRADE_ID.test(reference);
-    if (typeof reference !== "string" || (!byId && !TX_HASH.test(reference)))
-      throw typeof reference === "string" && reference.startsWith("0x")
+    if (typeof reference !== "string" || (!byId && !TX_HASH.test(reference))) {
+      const named = field ?? (typeof reference === "string" && reference.startsWith("0x") ? "transactionHash" : "id");
+      throw named === "transactionHash"
         ? new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits")
         : new InvalidArgumentError("id", "must be a trade's id (a UUID) or a transaction hash (0x and 64 hex digits)");
+    }
     const found = byId ? await journal.get(reference.toLowerCase()) : await journal.findByHash(reference.toLowerCase());
     if (found === undefined || !sees(visibilityOf(policy?.(), callerOf(context)), found))
       throw new TradeNotFoundError(reference, byId ? "id" : "transactionHash");

@@ -35,7 +35,8 @@ import { APPROVALS_EVENT_FUNCTION } from "./webhooks.js";
 
 /**
  * Migration 13: the approvals' states in the status constraint, each held trade's approval and
- * when it expires (the sweep's index), the webhook events of the approvals (the approval in each
+ * when it expires (the sweep's index), the held trades in the history's order (the approvers'
+ * list), the webhook events of the approvals (the approval in each
  * snapshot), and the spends' recount made again with a held or approved trade keeping its room.
  */
 export const APPROVALS_MIGRATION = `ALTER TABLE trades DROP CONSTRAINT IF EXISTS trades_status_check;
@@ -45,6 +46,7 @@ export const APPROVALS_MIGRATION = `ALTER TABLE trades DROP CONSTRAINT IF EXISTS
    ALTER TABLE trades ADD COLUMN approval JSON,     -- TradeApproval: what a held trade's approval needs and has
      ADD COLUMN hold_until TIMESTAMPTZ;             -- when a held trade's approval expires
    CREATE INDEX trades_held ON trades (hold_until) WHERE status = 'pending_approval';
+   CREATE INDEX trades_pending_approval ON trades (created_at DESC, id DESC) WHERE status = 'pending_approval';
    CREATE INDEX trades_approved ON trades (updated_at) WHERE status = 'approved';
    ${APPROVALS_EVENT_FUNCTION}
    DROP TRIGGER trades_spends_recount ON trades;

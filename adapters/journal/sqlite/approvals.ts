@@ -38,7 +38,8 @@ const COLUMNS_BEFORE = `id, scope, idempotency_key, request_hash, kind, request,
 /**
  * Migration 13: the approvals. SQLite cannot change a CHECK constraint, so `trades` is rebuilt
  * with the new states and two columns (the approval, and when a held one expires, for the sweep's
- * index), its indexes made again, and its triggers: the webhook events (the approvals' own, the
+ * index), its indexes made again (and one of the held trades in the history's order, for the
+ * approvers' list), and its triggers: the webhook events (the approvals' own, the
  * approval in each snapshot) and the spends' recount (a held or approved trade keeps its room).
  */
 export const APPROVALS_MIGRATION = `DROP TRIGGER trades_webhook_event;
@@ -83,6 +84,7 @@ export const APPROVALS_MIGRATION = `DROP TRIGGER trades_webhook_event;
    CREATE INDEX trades_history_name ON trades (key_name, created_at DESC, id DESC) WHERE key_name IS NOT NULL;
    CREATE INDEX trades_history_all ON trades (created_at DESC, id DESC);
    CREATE INDEX trades_held ON trades (hold_until) WHERE status = 'pending_approval';
+   CREATE INDEX trades_pending_approval ON trades (created_at DESC, id DESC) WHERE status = 'pending_approval';
    CREATE INDEX trades_approved ON trades (updated_at) WHERE status = 'approved';
    ${APPROVALS_EVENT_TRIGGER}
    ${spendsTriggers(SPENDING_STATUSES_SQL)}`;

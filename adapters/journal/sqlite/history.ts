@@ -5,7 +5,14 @@
  */
 import type { SQLInputValue, SQLOutputValue } from "node:sqlite";
 
-import type { TradeStatus, TradeTotals, Visibility } from "../../../core/index.js";
+import {
+  TRADE_STATUSES,
+  type TradePageQuery,
+  type TradeStatus,
+  type TradeTotals,
+  type Visibility,
+} from "../../../core/index.js";
+import { statusIn } from "../transitions.js";
 
 /** The conditions on `trades` for the trades the caller sees created in [since, until), their values pushed on `values`. */
 export function historyWhere(
@@ -20,6 +27,29 @@ export function historyWhere(
   if (query.until !== undefined) {
     where.push("created_at < ?");
     values.push(query.until.getTime());
+  }
+  return where;
+}
+
+/** The conditions of a page of the history (TradeJournal.page): who sees, the range, the filters, the cursor. */
+export function pageWhere(query: TradePageQuery, values: SQLInputValue[]): string[] {
+  const where = historyWhere(query, values);
+  if (query.status !== undefined) {
+    // Written as a literal, as the partial indexes on the status are (the held trades'): the
+    // planner matches only that form. A status of the model only: nothing else is written so.
+    if (!(TRADE_STATUSES as readonly string[]).includes(query.status))
+      throw new Error(`not a trade status: ${query.status}`);
+    where.push(statusIn("status", [query.status]));
+  }
+  if (query.kind !== undefined) {
+    where.push("kind = ?");
+    values.push(query.kind);
+  }
+  if (query.after !== undefined) {
+    // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
+    const at = Number(query.after.createdAtUs / 1000n);
+    where.push("created_at <= ? AND (created_at < ? OR id < ?)");
+    values.push(at, at, query.after.id);
   }
   return where;
 }

@@ -22,7 +22,7 @@ import type {
 } from "../../../core/index.js";
 import { forgottenEntry, gasUsdOf, INITIAL_STATUS, type TradeOperation } from "../../../core/index.js";
 import { applies, decide, statusAfter } from "../transitions.js";
-import { addToGroups, historyWhere, sortedGroups } from "./history.js";
+import { addToGroups, historyWhere, pageWhere, sortedGroups } from "./history.js";
 import { amountColumns, type Row, toBroadcast, toRecord, tradeState } from "./rows.js";
 import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
@@ -290,21 +290,7 @@ export class SqliteTrades implements TradeJournal {
   /** Reads the rows in the order of one of the history indexes (migration 4), from the cursor on. */
   async page(query: TradePageQuery): Promise<TradePage> {
     const values: SQLInputValue[] = [];
-    const where = historyWhere(query, values);
-    if (query.status !== undefined) {
-      where.push("status = ?");
-      values.push(query.status);
-    }
-    if (query.kind !== undefined) {
-      where.push("kind = ?");
-      values.push(query.kind);
-    }
-    if (query.after !== undefined) {
-      // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
-      const at = Number(query.after.createdAtUs / 1000n);
-      where.push("created_at <= ? AND (created_at < ? OR id < ?)");
-      values.push(at, at, query.after.id);
-    }
+    const where = pageWhere(query, values);
     const sql = `SELECT * FROM trades WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`;
     const rows = this.#prepared(sql).all(...values, query.limit + 1);
     const trades = rows.slice(0, query.limit);

@@ -76,7 +76,11 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
     },
     // By its id, or by a transaction hash (one of the two: the id when both are given).
     getTrade: async (request, context) =>
-      tradeMessage(await useCases.trade(request.id === "" ? request.transactionHash : request.id, context)),
+      tradeMessage(
+        await (request.id === ""
+          ? useCases.trade(request.transactionHash, context, "transactionHash")
+          : useCases.trade(request.id, context, "id")),
+      ),
     listTrades: async (request, context) =>
       listTradesMessage(await useCases.trades(listTradesQueryFromMessage(request), context)),
     getTradeSummary: async (request, context) =>
