@@ -4,7 +4,14 @@
  * the wrapper writes once (time the call, wake someone after it). Each object is typed as its
  * port: a method left out fails to compile, and so does an operation's name misspelt.
  */
-import type { AuditLog, NoncesConsumed, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
+import type {
+  ApprovalJournal,
+  AuditLog,
+  NoncesConsumed,
+  QuoteStore,
+  TradeJournal,
+  WebhookOutbox,
+} from "../../core/index.js";
 import type { JournalPorts, LeasePort, NoncePort } from "./journal.js";
 
 /** The name of a method of one of a journal's ports. */
@@ -14,7 +21,8 @@ export type JournalOperation =
   | keyof LeasePort
   | keyof QuoteStore
   | keyof WebhookOutbox
-  | keyof AuditLog;
+  | keyof AuditLog
+  | keyof ApprovalJournal;
 
 /** Runs `call`, a call of the port method `operation`, and answers what it answers. */
 export type Around = <T>(operation: JournalOperation, call: () => Promise<T>) => Promise<T>;
@@ -36,6 +44,13 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
       auditHead: () => around("auditHead", () => ports.audit.auditHead()),
       auditPage: (query) => around("auditPage", () => ports.audit.auditPage(query)),
     },
+    approvals: {
+      hold: (id, approval, audit) => around("hold", () => ports.approvals.hold(id, approval, audit)),
+      decideApproval: (id, verdict, decision) =>
+        around("decideApproval", () => ports.approvals.decideApproval(id, verdict, decision)),
+      expireApprovals: (now, staleBefore) =>
+        around("expireApprovals", () => ports.approvals.expireApprovals(now, staleBefore)),
+    },
   };
 }
 
@@ -51,7 +66,7 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     markReorged: (id) => around("markReorged", () => port.markReorged(id)),
     markMined: (id, receipt) => around("markMined", () => port.markMined(id, receipt)),
     markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
-    markFailed: (id, error) => around("markFailed", () => port.markFailed(id, error)),
+    markFailed: (id, error, audit) => around("markFailed", () => port.markFailed(id, error, audit)),
     markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
     discard: (id, audit) => around("discard", () => port.discard(id, audit)),
     forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),

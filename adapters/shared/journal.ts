@@ -14,6 +14,9 @@
  * adapter areas meet only in shared/.
  */
 import type {
+  ApprovalDecision,
+  ApprovalJournal,
+  ApprovalVerdict,
   AuditEntry,
   AuditLog,
   AuditNote,
@@ -36,6 +39,7 @@ import type {
   TradeJournal,
   TradePageQuery,
   TradeSummaryQuery,
+  TradeApproval,
   TransactionReceipt,
   WebhookAttempt,
   WebhookDeliveryQuery,
@@ -61,10 +65,14 @@ export interface JournalPorts {
   readonly webhooks: WebhookOutbox;
   /** The audit log, whose records the other ports' writes append in their own transactions. */
   readonly audit: AuditLog;
+  /** The held trades' approvals, on the trades' own rows. */
+  readonly approvals: ApprovalJournal;
 }
 
 /** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
-export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog {
+export abstract class Journal
+  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, ApprovalJournal
+{
   abstract readonly ports: JournalPorts;
 
   /** Closes the storage every port is over. */
@@ -98,8 +106,8 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   markConfirmed(id: string, receipt: TransactionReceipt) {
     return this.ports.trades.markConfirmed(id, receipt);
   }
-  markFailed(id: string, error: { code: string; message: string }) {
-    return this.ports.trades.markFailed(id, error);
+  markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry) {
+    return this.ports.trades.markFailed(id, error, audit);
   }
   markExpired(id: string, error: { code: string; message: string }) {
     return this.ports.trades.markExpired(id, error);
@@ -229,6 +237,17 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   }
   auditPage(query: AuditPageQuery) {
     return this.ports.audit.auditPage(query);
+  }
+
+  // ApprovalJournal
+  hold(id: string, approval: TradeApproval, audit: AuditEntry) {
+    return this.ports.approvals.hold(id, approval, audit);
+  }
+  decideApproval(id: string, verdict: ApprovalVerdict, decision: ApprovalDecision) {
+    return this.ports.approvals.decideApproval(id, verdict, decision);
+  }
+  expireApprovals(now: Date, staleBefore: Date) {
+    return this.ports.approvals.expireApprovals(now, staleBefore);
   }
 }
 

@@ -34,6 +34,7 @@ export function wireUseCases(
     quoteTtlMs: config.quoteTtlMs,
     webhooks: journal,
     audit: journal.ports.audit,
+    approvals: journal,
     ...(policy && { policy }),
   });
   // With metrics on, quotes are counted by outcome, trades naming one by theirs, and the policy's refusals by reason.

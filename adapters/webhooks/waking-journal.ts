@@ -17,6 +17,9 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markExpired",
   "recordBroadcast",
   "retryWebhookDelivery",
+  "hold",
+  "decideApproval",
+  "expireApprovals",
 ]);
 
 /** `journal`, each port wrapped so that its writes above wake the deliverer once they have committed. */

@@ -8,6 +8,7 @@
  */
 import type { TradeRecord } from "../../../core/index.js";
 import { Journal } from "../../shared/journal.js";
+import { MemoryApprovals } from "./approvals.js";
 import { MemoryLeases } from "./leases.js";
 import { MemoryNonces } from "./nonces.js";
 import { MemoryQuotes } from "./quotes.js";
@@ -24,6 +25,7 @@ export class MemoryJournal extends Journal {
     quotes: new MemoryQuotes(),
     webhooks: new MemoryOutbox(this.#store.events, this.#store.audit),
     audit: this.#store.audit,
+    approvals: new MemoryApprovals(this.#store),
   };
 
   async close(): Promise<void> {}

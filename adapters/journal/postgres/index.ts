@@ -16,6 +16,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 
 import { Journal } from "../../shared/journal.js";
+import { PostgresApprovals } from "./approvals.js";
 import { PostgresAudit } from "./audit.js";
 import { PostgresLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
@@ -60,6 +61,7 @@ export class PostgresJournal extends Journal {
     quotes: PostgresQuotes;
     webhooks: PostgresOutbox;
     audit: PostgresAudit;
+    approvals: PostgresApprovals;
   };
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
@@ -72,13 +74,15 @@ export class PostgresJournal extends Journal {
   constructor(pools: PostgresPools, instance: string, leaseMs: number) {
     super();
     const { pool, lockPool } = pools;
+    const trades = new PostgresTrades(pool, instance);
     this.ports = {
-      trades: new PostgresTrades(pool, instance),
+      trades,
       nonces: new PostgresNonces(pools),
       leases: new PostgresLeases(pool),
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
       audit: new PostgresAudit(pool),
+      approvals: new PostgresApprovals(pool, (id) => trades.get(id)),
     };
     this.#pool = pool;
     this.#lockPool = lockPool;

@@ -5,6 +5,7 @@
 import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
@@ -149,6 +150,9 @@ export const MIGRATIONS = [
   SPEND_LOCKS_MIGRATION,
   // 14: a sell counted at what its receipt says it paid, once mined (spend-paid.ts).
   SPEND_PAID_MIGRATION,
+  // 15: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -26,7 +26,7 @@
  * to exist needs no exclusive lock. The global order of locks: a trade's row, then the scope
  * locks, then the counters' rows (per, value, window), then the audit log's head.
  */
-import { SPENDING_STATUSES_SQL } from "../spending.js";
+import { SPENDING_STATUSES_BEFORE_APPROVALS_SQL } from "../spending.js";
 
 /** The counters of the spend `s`'s scopes. */
 export const SCOPES_OF = (s: string) =>
@@ -47,6 +47,41 @@ const TAKE_LOCKS = (scopes: string, creating: string) =>
         FROM unnest(${scopes} || ${creating}) AS s GROUP BY 1 ORDER BY 1 LOOP
       IF held.exclusive THEN PERFORM pg_advisory_xact_lock(held.k); ELSE PERFORM pg_advisory_xact_lock_shared(held.k); END IF;
     END LOOP;`;
+
+/**
+ * The recount trigger's function (migration 10's), under the scope locks: `counting` is the SQL
+ * text of the states that count. Migration 13 makes it with the states of its day; the approvals'
+ * migration makes it again with theirs, the locks kept.
+ */
+export const spendsRecountUnderLocks = (counting: string) => `
+  -- The recount trigger's function (migration 10), under the scope locks.
+  CREATE OR REPLACE FUNCTION spends_recount() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    tid TEXT;
+    now_counts BOOLEAN;
+    s spends%ROWTYPE;
+  BEGIN
+    IF TG_OP = 'DELETE' THEN
+      tid := OLD.id;
+      now_counts := false;
+    ELSE
+      tid := NEW.id;
+      now_counts := NEW.status IN (${counting});
+    END IF;
+    SELECT * INTO s FROM spends WHERE trade_id = tid;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    PERFORM spend_lock_scopes(${SCOPE_NAMES("s.key_name", "s.wallet", "s.destinatary")}, '{}');
+    PERFORM 1 FROM spend_counters WHERE ${SCOPES_OF("s")} ORDER BY per, value, window_ms FOR UPDATE;
+    SELECT * INTO s FROM spends WHERE trade_id = tid;
+    IF s.counts <> now_counts THEN
+      UPDATE spend_counters c SET usd = c.usd + CASE WHEN now_counts THEN s.usd ELSE -s.usd END,
+          trades = c.trades + CASE WHEN now_counts THEN 1 ELSE -1 END
+        WHERE ${SCOPES_OF("s")} AND c.through_ms < s.at_ms;
+      UPDATE spends SET counts = now_counts WHERE trade_id = tid;
+    END IF;
+    IF TG_OP = 'DELETE' THEN DELETE FROM spends WHERE trade_id = tid; END IF;
+    RETURN NULL;
+  END $$;`;
 
 export const SPEND_LOCKS_MIGRATION = `
   -- The scope locks of p_scopes and p_creating (scope names, per || ':' || value), for the
@@ -95,31 +130,4 @@ export const SPEND_LOCKS_MIGRATION = `
         p_max_usd, p_max_trades) a;
   END $$;
 
-  -- The recount trigger's function (migration 10), under the scope locks.
-  CREATE OR REPLACE FUNCTION spends_recount() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE
-    tid TEXT;
-    now_counts BOOLEAN;
-    s spends%ROWTYPE;
-  BEGIN
-    IF TG_OP = 'DELETE' THEN
-      tid := OLD.id;
-      now_counts := false;
-    ELSE
-      tid := NEW.id;
-      now_counts := NEW.status IN (${SPENDING_STATUSES_SQL});
-    END IF;
-    SELECT * INTO s FROM spends WHERE trade_id = tid;
-    IF NOT FOUND THEN RETURN NULL; END IF;
-    PERFORM spend_lock_scopes(${SCOPE_NAMES("s.key_name", "s.wallet", "s.destinatary")}, '{}');
-    PERFORM 1 FROM spend_counters WHERE ${SCOPES_OF("s")} ORDER BY per, value, window_ms FOR UPDATE;
-    SELECT * INTO s FROM spends WHERE trade_id = tid;
-    IF s.counts <> now_counts THEN
-      UPDATE spend_counters c SET usd = c.usd + CASE WHEN now_counts THEN s.usd ELSE -s.usd END,
-          trades = c.trades + CASE WHEN now_counts THEN 1 ELSE -1 END
-        WHERE ${SCOPES_OF("s")} AND c.through_ms < s.at_ms;
-      UPDATE spends SET counts = now_counts WHERE trade_id = tid;
-    END IF;
-    IF TG_OP = 'DELETE' THEN DELETE FROM spends WHERE trade_id = tid; END IF;
-    RETURN NULL;
-  END $$;`;
+  ${spendsRecountUnderLocks(SPENDING_STATUSES_BEFORE_APPROVALS_SQL)}`;

@@ -9,6 +9,7 @@ import {
   type Broadcast,
   forgottenEntry,
   INITIAL_STATUS,
+  TRADE_STATUSES,
   type NewTrade,
   type SignedTradeTx,
   type LimitCheck,
@@ -242,8 +243,8 @@ export class PostgresTrades implements TradeJournal {
     await this.#mined(id, "markConfirmed", receipt);
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#ended(id, "markFailed", error);
+  async markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
+    await this.#ended(id, "markFailed", error, audit);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -339,23 +340,26 @@ export class PostgresTrades implements TradeJournal {
     if (query.since !== undefined) where.push(`created_at >= $${values.push(query.since)}`);
     if (query.until !== undefined) where.push(`created_at < $${values.push(query.until)}`);
     const executed = "FILTER (WHERE status IN ('mined', 'confirmed'))";
-    const { rows } = await this.#pool.query<{
-      kind: TradeTotals["kind"];
-      stable: string;
-      count: number;
-      executed: number;
-      amount_in: string;
-      amount_out: string;
-      gas_wei: string;
-      gas_usd: string | null;
-    }>(
+    const { rows } = await this.#pool.query<
+      {
+        kind: TradeTotals["kind"];
+        stable: string;
+        count: number;
+        executed: number;
+        amount_in: string;
+        amount_out: string;
+        gas_wei: string;
+        gas_usd: string | null;
+      } & Record<string, number>
+    >(
       // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
       `SELECT kind, lower(request->>'usdAddress') AS stable, count(*)::int AS count, count(*) ${executed}::int AS executed,
          coalesce(sum(amount_in) ${executed}, 0)::text AS amount_in,
          coalesce(sum(amount_out) ${executed}, 0)::text AS amount_out,
          coalesce(sum(gas_wei) ${executed}, 0)::text AS gas_wei,
          CASE WHEN count(*) FILTER (WHERE status IN ('mined', 'confirmed') AND gas_usd IS NULL) > 0 THEN NULL
-           ELSE coalesce(sum(gas_usd) ${executed}, 0)::text END AS gas_usd
+           ELSE coalesce(sum(gas_usd) ${executed}, 0)::text END AS gas_usd,
+         ${TRADE_STATUSES.map((status) => `count(*) FILTER (WHERE status = '${status}')::int AS "s:${status}"`).join(", ")}
        FROM trades WHERE ${where.join(" AND ")}
        GROUP BY 1, 2 ORDER BY kind COLLATE "C", lower(request->>'usdAddress') COLLATE "C"`,
       values,
@@ -369,6 +373,9 @@ export class PostgresTrades implements TradeJournal {
       amountOut: BigInt(row.amount_out),
       gasWei: BigInt(row.gas_wei),
       gasUsd: row.gas_usd === null ? null : BigInt(row.gas_usd),
+      statuses: Object.fromEntries(
+        TRADE_STATUSES.filter((status) => row[`s:${status}`]! > 0).map((status) => [status, row[`s:${status}`]!]),
+      ),
     }));
   }
 
@@ -396,12 +403,24 @@ export class PostgresTrades implements TradeJournal {
     if (rowCount !== 1) await this.#missed(operation, id);
   }
 
-  async #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }) {
-    const { rowCount } = await this.#pool.query(
-      `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
-       WHERE id = $1 AND ${applies(operation)}`,
-      [id, JSON.stringify({ code: error.code, message: error.message })],
-    );
+  /** With `audit`, its record appended in the same transaction, last, when the trade changed. */
+  async #ended(
+    id: string,
+    operation: "markFailed" | "markExpired",
+    error: { code: string; message: string },
+    audit?: AuditEntry,
+  ) {
+    const update = `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
+       WHERE id = $1 AND ${applies(operation)}`;
+    const values = [id, JSON.stringify({ code: error.code, message: error.message })];
+    const rowCount =
+      audit === undefined
+        ? (await this.#pool.query(update, values)).rowCount
+        : await transaction(this.#pool, async (client) => {
+            const changed = (await client.query(update, values)).rowCount;
+            if (changed !== 0) await appendAudit(client, audit);
+            return changed;
+          });
     if (rowCount === 0) await this.#missed(operation, id);
   }
 

@@ -16,6 +16,7 @@ import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 
 import { Journal } from "../../shared/journal.js";
+import { SqliteApprovals } from "./approvals.js";
 import { SqliteAudit } from "./audit.js";
 import { SqliteLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
@@ -68,6 +69,7 @@ export class SqliteJournal extends Journal {
     quotes: SqliteQuotes;
     webhooks: SqliteOutbox;
     audit: SqliteAudit;
+    approvals: SqliteApprovals;
   };
   readonly #store: SqliteStore;
 
@@ -76,13 +78,15 @@ export class SqliteJournal extends Journal {
     const store = new SqliteStore(db);
     this.#store = store;
     const audit = new SqliteAudit(store);
+    const trades = new SqliteTrades(store, audit);
     this.ports = {
-      trades: new SqliteTrades(store, audit),
+      trades,
       nonces: new SqliteNonces(store),
       leases: new SqliteLeases(store),
       quotes: new SqliteQuotes(store),
       webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),
       audit,
+      approvals: new SqliteApprovals(store, audit, (id) => trades.get(id)),
     };
   }
 

@@ -5,6 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
@@ -150,6 +151,9 @@ export const MIGRATIONS = [
   AUDIT_MIGRATION,
   // 13: a sell's coin decimals with its spend (spending.ts): once mined it counts what it paid.
   SPEND_PAYOUT_MIGRATION,
+  // 14: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -26,13 +26,38 @@ import {
   overBy,
   type Spend,
 } from "../../../core/index.js";
-import { AGE_AFTER_MS, retryAfterMs, SPENDING_STATUSES_SQL } from "../spending.js";
+import { AGE_AFTER_MS, retryAfterMs, SPENDING_STATUSES_BEFORE_APPROVALS_SQL } from "../spending.js";
 
 /** The counters of the spend `s`'s scopes, on `spend_counters`. */
 const SCOPES_OF = (s: string) =>
   `((per = 'key' AND value = ${s}.key_name) OR (per = 'wallet' AND value = ${s}.wallet)
      OR (per = 'destinatary' AND value = ${s}.destinatary) OR per = 'all')`;
-const COUNTS = (status: string) => `(${status} IN (${SPENDING_STATUSES_SQL}))`;
+/** Whether `status` is among `counting` (SQL text of the states that count). */
+const COUNTS = (status: string, counting: string) => `(${status} IN (${counting}))`;
+
+/**
+ * The triggers that move a spend out of (or back into) the counters when its trade stops (or
+ * starts again) counting, or is deleted: `counting` is the SQL text of the states that count.
+ */
+export const spendsTriggers = (
+  counting: string,
+) => `CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades
+  WHEN ${COUNTS("OLD.status", counting)} <> ${COUNTS("NEW.status", counting)}
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, (SELECT CASE WHEN ${COUNTS("NEW.status", counting)} THEN s.usd ELSE '-' || s.usd END FROM spends s WHERE s.trade_id = NEW.id)),
+      trades = trades + CASE WHEN ${COUNTS("NEW.status", counting)} THEN 1 ELSE -1 END
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = NEW.id AND s.counts <> ${COUNTS("NEW.status", counting)}
+      AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    UPDATE spends SET counts = ${COUNTS("NEW.status", counting)} WHERE trade_id = NEW.id;
+  END;
+  CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, '-' || (SELECT s.usd FROM spends s WHERE s.trade_id = OLD.id)), trades = trades - 1
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = OLD.id AND s.counts AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    DELETE FROM spends WHERE trade_id = OLD.id;
+  END;`;
 
 /** Migration 11: the key's name on each trade, the spends and their counters, the recount triggers. */
 export const SPENDING_MIGRATION = `
@@ -61,23 +86,7 @@ export const SPENDING_MIGRATION = `
     through_ms INTEGER NOT NULL,
     PRIMARY KEY (per, value, window_ms)
   );
-  CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades
-  WHEN ${COUNTS("OLD.status")} <> ${COUNTS("NEW.status")}
-  BEGIN
-    UPDATE spend_counters SET
-      usd = spend_add(usd, (SELECT CASE WHEN ${COUNTS("NEW.status")} THEN s.usd ELSE '-' || s.usd END FROM spends s WHERE s.trade_id = NEW.id)),
-      trades = trades + CASE WHEN ${COUNTS("NEW.status")} THEN 1 ELSE -1 END
-    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = NEW.id AND s.counts <> ${COUNTS("NEW.status")}
-      AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
-    UPDATE spends SET counts = ${COUNTS("NEW.status")} WHERE trade_id = NEW.id;
-  END;
-  CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades
-  BEGIN
-    UPDATE spend_counters SET
-      usd = spend_add(usd, '-' || (SELECT s.usd FROM spends s WHERE s.trade_id = OLD.id)), trades = trades - 1
-    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = OLD.id AND s.counts AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
-    DELETE FROM spends WHERE trade_id = OLD.id;
-  END;`;
+  ${spendsTriggers(SPENDING_STATUSES_BEFORE_APPROVALS_SQL)}`;
 
 /**
  * Migration 13: a sell's stable-coin decimals with its spend, so that once its receipt is recorded

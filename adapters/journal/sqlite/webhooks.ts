@@ -29,9 +29,13 @@ const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.w
 
 /**
  * The trigger that writes an event when a trade changes, if `written` (a query on the trade's
- * scope) finds a row: the same rule as webhookEventType (webhook-events.ts).
+ * scope) finds a row: the same rule as webhookEventType (webhook-events.ts). With `approvals`
+ * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
-const eventTrigger = (written: string) => `CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
+const eventTrigger = (
+  written: string,
+  approvals = false,
+) => `CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
    WHEN EXISTS (${written})
    BEGIN
      INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
@@ -43,7 +47,7 @@ const eventTrigger = (written: string) => `CREATE TRIGGER trades_webhook_event A
              'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
              'noop', x.noop, 'sentAt', x.sent_at))
            FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
-         'receipt', json(NEW.receipt), 'error', json(NEW.error),
+         'receipt', json(NEW.receipt), 'error', json(NEW.error),${approvals ? " 'approval', json(NEW.approval), 'keyName', NEW.key_name," : ""}
          'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
        NEW.updated_at, NEW.updated_at, NEW.updated_at
      FROM (SELECT CASE
@@ -52,7 +56,11 @@ const eventTrigger = (written: string) => `CREATE TRIGGER trades_webhook_event A
              AND (SELECT count(*) FROM (${TRADE_BROADCASTS})) > 1 THEN 'trade.replaced' END
          WHEN NEW.status = 'submitted' AND OLD.status = 'signed' THEN 'trade.submitted'
          WHEN NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN 'trade.reorged'
-         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status
+         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status${
+           approvals
+             ? "\n         WHEN NEW.status IN ('pending_approval', 'approved', 'rejected') THEN 'trade.' || NEW.status"
+             : ""
+         }
        END AS type) AS e
      WHERE e.type IS NOT NULL;
    END;`;
@@ -104,6 +112,12 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    DROP TRIGGER trades_webhook_event;
    ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
    DROP TABLE webhook_scopes;`;
+
+/** The webhook trigger of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+export const APPROVALS_EVENT_TRIGGER = eventTrigger(
+  "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
+  true,
+);
 
 /**
  * When each event finished (was delivered, or failed), so that the upkeep deletes those finished

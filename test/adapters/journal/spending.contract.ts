@@ -10,6 +10,8 @@ import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
 import {
+  heldEntry,
+  newApproval,
   type LimitCheck,
   type NewTrade,
   type Spend,
@@ -95,6 +97,72 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(page.trades).to.have.length(1);
       expect(refused(await open(journal, 40n * USD, cap))).to.equal(false);
       expect(refused(await open(journal, 1n, cap))).to.equal(true);
+    });
+
+    it("keeps a held trade's room while it waits and once approved, and gives it back when it is rejected or expires", async function () {
+      const journal = context.journal();
+      const cap = [limit()];
+      const hold = async (expiresAfterMs: number) => {
+        const id = (await open(journal, 60n * USD, cap)) as string;
+        const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const decide = (id: string, verdict: "approve" | "reject") =>
+        journal.decideApproval(id, verdict, { by: "approver", at: new Date().toISOString(), reason: null });
+      const over = () => open(journal, 40n * USD + 1n, cap);
+      const held = await hold(3_600_000);
+      expect(refused(await over()), "held: its 60 USD still counted").to.equal(true);
+      await decide(held, "reject");
+      const admitted = await over();
+      expect(refused(admitted), "rejected: its room given back").to.equal(false);
+      await journal.markFailed(admitted as string, { code: "x", message: "given back" });
+      const approved = await hold(3_600_000);
+      await decide(approved, "approve");
+      expect(refused(await over()), "approved: counted as it runs").to.equal(true);
+      await journal.markFailed(approved, { code: "quote_expired", message: "nothing signed" });
+      const expiring = await hold(-1);
+      expect(refused(await over()), "held again: counted").to.equal(true);
+      const swept = await journal.expireApprovals(new Date(), new Date(0));
+      expect(swept.expired).to.deep.equal([expiring]);
+      expect(refused(await over()), "expired: its room given back").to.equal(false);
+    });
+
+    it("lets exactly one of two approvals racing on two instances complete a trade, and records both of a trade needing two", async function () {
+      const journal = context.journal();
+      const peer = await context.peer();
+      const held = async (approvers: number) => {
+        const id = (await open(journal, USD, [])) as string;
+        const rule = { name: "race", aboveUsd: 0n, approvers, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const approve = (on: Journal, id: string, by: string) =>
+        on.decideApproval(id, "approve", { by, at: new Date().toISOString(), reason: null }).then(
+          (decided) => decided.outcome,
+          (error: unknown) => (error as Error).name,
+        );
+      for (let round = 0; round < 5; round++) {
+        const one = await held(1);
+        const outcomes = await Promise.all([approve(journal, one, "a"), approve(peer, one, "b")]);
+        expect(outcomes.sort(), `round ${round}: one approves, the other is refused`).to.deep.equal([
+          "TradeTransitionError",
+          "approved",
+        ]);
+        const two = await held(2);
+        const both = await Promise.all([approve(journal, two, "a"), approve(peer, two, "b")]);
+        expect(both.sort(), `round ${round}: both counted, the second completes it`).to.deep.equal([
+          "approved",
+          "counted",
+        ]);
+        const after = (await journal.get(two))!;
+        expect([after.status, after.approval?.approvals.map((a) => a.by).sort()]).to.deep.equal([
+          "approved",
+          ["a", "b"],
+        ]);
+      }
     });
 
     it("counts trades against maxTrades, exactly at the cap", async function () {
