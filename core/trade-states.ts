@@ -113,6 +113,11 @@ export interface TradeTransition {
    * does to one with a transaction, whatever its status.
    */
   readonly whenSigned?: Exclude<TradeVerdict, "applies">;
+  /**
+   * Statuses of `applies` it applies from only when the trade has a signed transaction; from one
+   * of them without a transaction it is refused.
+   */
+  readonly onlySigned?: readonly TradeStatus[];
 }
 
 /** A compile error naming the statuses a transition leaves out, so that a new state is placed in every operation. */
@@ -155,6 +160,10 @@ export const TRADE_TRANSITIONS = {
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved"],
     ignored: [],
     refused: ["pending_approval", "rejected"],
+    // A failed or expired trade is signed again only over its own first signature; one that never
+    // had a transaction (an approved trade failed as interrupted while its run went on) stays
+    // failed: its client was told nothing was paid, and its room was given back.
+    onlySigned: ["failed", "expired"],
   }),
   // A node holds its transaction. Late news for a trade the chain already spoke of: nothing.
   markSubmitted: transition({
@@ -265,6 +274,7 @@ export function tradeVerdict(
 ): TradeVerdict {
   const rule = TRADE_TRANSITIONS[operation];
   if (rule.whenSigned !== undefined && trade.txHash !== null) return rule.whenSigned;
+  if (rule.onlySigned?.includes(trade.status) && trade.txHash === null) return "refused";
   if (rule.applies.includes(trade.status)) return "applies";
   return rule.ignored.includes(trade.status) ? "ignored" : "refused";
 }
@@ -276,10 +286,15 @@ export class TradeTransitionError extends Error {
   readonly status: TradeStatus;
 
   constructor(operation: TradeOperation, tradeId: string, trade: { status: TradeStatus; txHash: string | null }) {
-    const signed = trade.txHash !== null && TRADE_TRANSITIONS[operation].whenSigned === "refused";
-    super(
-      `trade ${tradeId} ${signed ? "has a signed transaction" : `is ${trade.status}`}: ${operation} does not apply`,
-    );
+    const rule: TradeTransition = TRADE_TRANSITIONS[operation];
+    const signed = trade.txHash !== null && rule.whenSigned === "refused";
+    const unsigned = trade.txHash === null && rule.onlySigned?.includes(trade.status) === true;
+    const why = signed
+      ? "has a signed transaction"
+      : unsigned
+        ? `is ${trade.status} without a signed transaction`
+        : `is ${trade.status}`;
+    super(`trade ${tradeId} ${why}: ${operation} does not apply`);
     this.name = "TradeTransitionError";
     this.operation = operation;
     this.tradeId = tradeId;

@@ -115,6 +115,18 @@ describe("the trade model", function () {
     expect(leaving.sort()).to.deep.equal(["expireApproval", "markApproved", "markRejected"]);
   });
 
+  it("signs a failed or expired trade again only over its own first signature, never one that had none", function () {
+    // An approved trade the upkeep failed as interrupted ("nothing was paid: send it again") while
+    // its run went on: the run's signature must not pay it after all.
+    for (const status of ["failed", "expired"] as const) {
+      expect(tradeVerdict("markSigned", { status, txHash: SIGNED }), `${status}, signed`).to.equal("applies");
+      expect(tradeVerdict("markSigned", { status, txHash: null }), `${status}, nothing signed`).to.equal("refused");
+    }
+    expect(new TradeTransitionError("markSigned", "t-3", { status: "failed", txHash: null }).message).to.equal(
+      "trade t-3 is failed without a signed transaction: markSigned does not apply",
+    );
+  });
+
   it("gives a refusal that names the trade, where it stands and the operation", function () {
     const refused = new TradeTransitionError("discard", "t-1", { status: "signed", txHash: SIGNED });
     expect(refused).to.be.instanceOf(Error);
