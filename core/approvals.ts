@@ -115,8 +115,8 @@ export function authorizeApprover(policy: AccessPolicy | undefined, caller: Call
 }
 
 /**
- * Whether the approver may decide on `trade`: it must see the key that sent it (`sees`; a trade it
- * does not see is not found, as for reads), and never be that key.
+ * Whether the approver may decide on `trade`: it must see the key that sent it (`sees`, an admin's
+ * too; a trade it does not see is not found, as for reads), and never be that key.
  * @throws TradeNotFoundError, or PermissionDeniedError for the requester's own trade
  */
 export function authorizeDecision(
@@ -125,10 +125,12 @@ export function authorizeDecision(
   trade: TradeRecord | undefined,
   id: string,
 ): TradeRecord {
-  if (trade === undefined || !sees(visibilityOf(policy, caller), trade)) throw new TradeNotFoundError(id, "id");
+  if (trade === undefined || !sees(visibilityOf(policy, caller, "approver"), trade))
+    throw new TradeNotFoundError(id, "id");
   if (isRequester(caller, trade))
     throw new PermissionDeniedError(
       `api key "${caller.key?.name ?? caller.id}" may not approve or reject its own trade: another approver must`,
+      "requester",
     );
   return trade;
 }

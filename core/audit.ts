@@ -5,7 +5,14 @@
  * refused before anything here runs, and recording them would let anyone grow the chain.
  */
 import type { Caller } from "./access/policy.js";
-import { DomainError, PermissionDeniedError, SpendingLimitError } from "./errors.js";
+import {
+  ApprovalConflictError,
+  DomainError,
+  PermissionDeniedError,
+  SpendingLimitError,
+  TradeNotFoundError,
+} from "./errors.js";
+import type { ApprovalVerdict } from "./ports/approval.port.js";
 import { type AuditEntry, type AuditNote, type AuditValue, SERVICE_ACTOR } from "./ports/audit.port.js";
 import type { TradeKind, TradeRequest } from "./types.js";
 
@@ -87,5 +94,33 @@ export function deliveryRetriedEntry(caller: Caller, deliveryId: string): AuditE
     action: "delivery.retried",
     subject: deliveryId,
     details: { by: caller.key?.roles.has("admin") === true ? "admin" : "owner" },
+  };
+}
+
+/** Whether an error refuses an approver's decision by authority or because the trade is decided (not a malformed request). */
+export function refusesDecision(error: unknown): boolean {
+  return (
+    error instanceof PermissionDeniedError ||
+    error instanceof TradeNotFoundError ||
+    error instanceof ApprovalConflictError
+  );
+}
+
+/**
+ * `approval.refused`: a decision on a held trade refused (no approver role, the requester's own,
+ * a trade the key does not see or that does not exist, one already decided); its subject the id
+ * asked, when it is one.
+ */
+export function decisionRefusedEntry(
+  caller: Caller,
+  verdict: ApprovalVerdict,
+  subject: string | null,
+  error: unknown,
+): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "approval.refused",
+    subject,
+    details: { verdict, ...refusalDetails(error) },
   };
 }

@@ -304,11 +304,12 @@ export class PermissionDeniedError extends DomainError {
   readonly code = "permission_denied";
   /**
    * @param rule - what refused: the key's roles, one of its scopes (kinds, wallets, coins,
-   *   destinataries), or the denylist (metrics count refusals by it)
+   *   destinataries), the denylist (metrics count refusals by it), or, deciding on a held trade,
+   *   that the key sent it
    */
   constructor(
     message: string,
-    readonly rule: "role" | "scope" | "denylist" = "role",
+    readonly rule: "role" | "scope" | "denylist" | "requester" = "role",
   ) {
     super(message);
     this.name = "PermissionDeniedError";

@@ -23,16 +23,18 @@ export const approvalRuleSchema = z.strictObject({
 
 type RuleText = z.infer<typeof approvalRuleSchema>;
 
-/** The keys as the rules see them: each name, and its roles. */
+/** The keys as the rules see them: each name, its roles, and whose trades it sees. */
 interface KeyText {
   name: string;
   roles: readonly Role[];
+  sees?: readonly string[] | undefined;
 }
 
 /**
  * Checks the rules against the keys and builds them, adding each problem (with its place in the
  * file) to `problems`: unique names, keys that exist, an expiry that is a duration, and enough
- * keys with the approver role for `approvers` (a rule no one can satisfy would hold every trade
+ * keys with the approver role for `approvers`, for each trader key the rule covers counting only
+ * the approver keys other than it that see it (a rule no one can satisfy would hold every trade
  * it matches until it expires).
  */
 export function checkApprovals(
@@ -62,6 +64,7 @@ export function checkApprovals(
       problems.push(
         `${at}.approvers: ${approvers} distinct approver keys must approve, and the file has ${approverKeys} key${approverKeys === 1 ? "" : "s"} with the approver role`,
       );
+    else checkSatisfiable(at, rule, approvers, keys, problems);
     if (problems.length > before || expiresAfterMs === undefined) return [];
     return [
       {
@@ -74,4 +77,29 @@ export function checkApprovals(
       },
     ];
   });
+}
+
+/** For each trader key the rule covers: at least `approvers` approver keys other than it see it. */
+function checkSatisfiable(
+  at: string,
+  rule: RuleText,
+  approvers: number,
+  keys: readonly KeyText[],
+  problems: string[],
+): void {
+  const covered = keys.filter(
+    (key) => key.roles.includes("trader") && (rule.keys === undefined || rule.keys.includes(key.name)),
+  );
+  for (const key of covered) {
+    const able = keys
+      .filter((other) => other !== key && other.roles.includes("approver"))
+      .filter((other) => other.sees?.includes("*") || other.sees?.includes(key.name))
+      .map((other) => other.name);
+    if (able.length >= approvers) continue;
+    const them = able.length === 1 ? "approver key other than it sees it" : "approver keys other than it see it";
+    problems.push(
+      `${at}.approvers: ${approvers} distinct approver key${approvers === 1 ? "" : "s"} must approve a trade of "${key.name}", ` +
+        `and ${able.length} ${them}${able.length > 0 ? ` (${able.join(", ")})` : ""}`,
+    );
+  }
 }

@@ -108,13 +108,19 @@ export function authorizeDeliveryRetry(caller: Caller): void {
  * The trades the caller reads: without a policy, those sent with its own key (its id); with one,
  * those sent under its name, plus those of every key it `sees`, by name and by the ids of their
  * hashes (trades and deliveries recorded before the key had a name); every trade for an admin.
+ * `as: "approver"`: the trades whose approval it may decide, by its `sees` alone, an admin's too.
  */
-export function visibilityOf(policy: AccessPolicy | undefined, caller: Caller): Visibility {
+export function visibilityOf(
+  policy: AccessPolicy | undefined,
+  caller: Caller,
+  as: "reader" | "approver" = "reader",
+): Visibility {
   const key = caller.key;
   if (policy === undefined || key === undefined) return { names: [], ids: [caller.id] };
-  if (key.roles.has("admin")) return "all";
+  // An admin reads every trade, but decides on a held one only as its approver role's `sees` allows.
+  if (as === "reader" && key.roles.has("admin")) return "all";
   // `sees` is a reader's: a viewer's (an approver reads as one); a trader reads its own trades.
-  const reader = key.roles.has("viewer") || key.roles.has("approver");
+  const reader = as === "approver" || key.roles.has("viewer") || key.roles.has("approver");
   if (reader && key.sees === "all") return "all";
   const names = new Set([key.name, ...(reader && key.sees !== "all" ? key.sees : [])]);
   const ids = new Set([caller.id]);

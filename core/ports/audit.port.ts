@@ -45,6 +45,9 @@ export const AUDIT_ACTIONS = [
   "trade.approved",
   "trade.rejected",
   "trade.approval_expired",
+  // A decision on a held trade refused: no approver role, the requester's own trade, a trade the
+  // key does not see (or none), a trade already decided; with the code and the rule.
+  "approval.refused",
   // The access file read at start, read again with a change, or refused (the one in force stays).
   "access.loaded",
   "access.reloaded",

@@ -9,8 +9,10 @@
 import { authorizeApprover, authorizeDecision, isRequester, MAX_REASON_LENGTH } from "../approvals.js";
 import { callerOf, visibilityOf } from "../access/authorize.js";
 import type { Caller } from "../access/policy.js";
+import { decisionRefusedEntry, refusesDecision } from "../audit.js";
 import { ApprovalConflictError, InvalidArgumentError } from "../errors.js";
 import type { ApprovalJournal, ApprovalVerdict } from "../ports/approval.port.js";
+import type { AuditLog } from "../ports/audit.port.js";
 import type { TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import { TradeTransitionError } from "../trade-states.js";
 import type { TradeContext } from "./trade-context.js";
@@ -32,6 +34,8 @@ export interface ApprovalDeps {
   journal: TradeJournal;
   approvals: ApprovalJournal;
   policy?: PolicySource;
+  /** The audit log, when the service keeps one: a refused decision is recorded there. */
+  audit?: AuditLog;
   /** Starts an approved trade's run, in the background (runApproved). */
   run(record: TradeRecord): void;
 }
@@ -50,7 +54,7 @@ export function listApprovalsUseCase(journal: TradeJournal, policy?: PolicySourc
       throw new InvalidArgumentError("status", "must be pending (the trades waiting for an approval)");
     const limit = parseLimit(query.limit);
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-    const visible = visibilityOf(current, caller);
+    const visible = visibilityOf(current, caller, "approver");
     const page = await journal.page({ visible, status: "pending_approval", limit, after });
     const now = Date.now();
     const waiting = page.trades.filter((record) => mayGive(caller, record, now));
@@ -87,8 +91,29 @@ function parseReason(body: unknown): string | null {
   return reason === "" ? null : reason;
 }
 
-/** An approver's decision (`verdict`) on a held trade. */
+/**
+ * An approver's decision (`verdict`) on a held trade. A decision refused by authority (no approver
+ * role, the requester's own trade, a trade the key does not see) or because the trade is decided
+ * is recorded (`approval.refused`) before it is answered; a malformed request is not.
+ */
 export function decideTradeUseCase(verdict: ApprovalVerdict, deps: ApprovalDeps): DecideTradeUseCase {
+  const decide = decision(verdict, deps);
+  const audit = deps.audit;
+  if (audit === undefined) return decide;
+  return async (id, body, context = {}) => {
+    try {
+      return await decide(id, body, context);
+    } catch (error) {
+      if (refusesDecision(error)) {
+        const subject = typeof id === "string" && TRADE_ID.test(id) ? id.toLowerCase() : null;
+        await audit.appendAudit(decisionRefusedEntry(callerOf(context), verdict, subject, error));
+      }
+      throw error;
+    }
+  };
+}
+
+function decision(verdict: ApprovalVerdict, deps: ApprovalDeps): DecideTradeUseCase {
   return async (id, body, context = {}) => {
     const caller = callerOf(context);
     const current = deps.policy?.();

@@ -176,6 +176,7 @@ function approvalUseCases(parts: {
     journal: journalling.journal,
     approvals,
     ...(policy && { policy }),
+    ...(journalling.audit && { audit: journalling.audit }),
     run: (record: TradeRecord) => void runApproved(runner, record),
   };
   return {

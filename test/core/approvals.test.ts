@@ -8,6 +8,7 @@
 import { expect } from "chai";
 
 import {
+  type AccessKey,
   type ApprovalRule,
   type Caller,
   createUseCases,
@@ -39,10 +40,10 @@ function rule(overrides: Partial<ApprovalRule> = {}): ApprovalRule {
   };
 }
 
-function setup(rules: ApprovalRule[] = [rule()]) {
+function setup(rules: ApprovalRule[] = [rule()], more: AccessKey[] = []) {
   const journal = new MemoryJournal();
   const trade = new StepTradePort();
-  const policy = { ...policyOf([DESK, RISK, VIEWER]), approvals: rules };
+  const policy = { ...policyOf([DESK, RISK, VIEWER, ...more]), approvals: rules };
   const useCases = createUseCases({
     trade,
     price: new CountingPricePort(),
@@ -137,5 +138,45 @@ describe("approvals in the core", function () {
     expect((await useCases.approvals({ status: "pending" }, risk)).trades.map((t) => t.id)).to.deep.equal([
       held.tradeId,
     ]);
+  });
+
+  it("records each refused decision in the audit log with its code and rule: no role, its own trade, a trade it does not see, a decided trade", async function () {
+    const self = accessKey("self", ["trader", "approver"], { sees: ["self"] });
+    const blind = accessKey("blind", ["approver"], { sees: ["someone"] });
+    const second = accessKey("second", ["approver"], { sees: ["desk"] });
+    const { journal, useCases } = setup([rule({ keys: new Set(["desk", "self"]) })], [self, blind, second]);
+    const held = (await rejection(useCases.buy(request({ amount: "150" }), as(callerFor(DESK))))) as TradeHeldError;
+    const own = (await rejection(useCases.buy(request({ amount: "150" }), as(callerFor(self))))) as TradeHeldError;
+    const before = (await journal.auditPage({ limit: 100 })).records.length;
+    await rejection(useCases.approveTrade(held.tradeId, undefined, as(callerFor(VIEWER))));
+    await rejection(useCases.approveTrade(own.tradeId, undefined, as(callerFor(self))));
+    await rejection(useCases.rejectTrade(held.tradeId, undefined, as(callerFor(blind))));
+    await useCases.approveTrade(held.tradeId, undefined, as(callerFor(RISK)));
+    await rejection(useCases.rejectTrade(held.tradeId, { reason: "too late" }, as(callerFor(second))));
+    // A malformed request is refused before anything is decided, and not recorded.
+    await rejection(useCases.approveTrade("0x12", undefined, as(callerFor(blind))));
+    const records = (await journal.auditPage({ limit: 100 })).records.slice(before);
+    const refused = records.filter((record) => record.action === "approval.refused");
+    expect(
+      refused.map(({ actor, subject, details }) => [actor, subject, details.verdict, details.code, details.rule]),
+    ).to.deep.equal([
+      ["viewer", held.tradeId, "approve", "permission_denied", "role"],
+      ["self", own.tradeId, "approve", "permission_denied", "requester"],
+      ["blind", held.tradeId, "reject", "trade_not_found", undefined],
+      ["second", held.tradeId, "reject", "approval_conflict", undefined],
+    ]);
+    expect(refused.every((record) => typeof record.details.message === "string")).to.equal(true);
+  });
+
+  it("decides as an approver sees though the key is an admin too: a trade of a key it does not see is not found, and not listed", async function () {
+    const both = accessKey("both", ["admin", "approver"], { sees: ["someone"] });
+    const { useCases } = setup([rule()], [both]);
+    const held = (await rejection(useCases.buy(request({ amount: "150" }), as(callerFor(DESK))))) as TradeHeldError;
+    expect((await useCases.approvals({}, as(callerFor(both)))).trades).to.deep.equal([]);
+    expect(await rejection(useCases.approveTrade(held.tradeId, undefined, as(callerFor(both))))).to.be.instanceOf(
+      TradeNotFoundError,
+    );
+    // As an admin it still reads the trade.
+    expect((await useCases.trade(held.tradeId, as(callerFor(both)), "id")).status).to.equal("pending_approval");
   });
 });

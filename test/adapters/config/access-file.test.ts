@@ -324,5 +324,25 @@ describe("ACCESS_FILE, the access file", function () {
         ["approvals[0].approvers: must be at least 1"],
       );
     });
+
+    it("refuses a rule no approvers can satisfy for a key it covers: approver keys other than it that see it are too few", function () {
+      // Two approver keys, but one sees nobody: desk-eu's trade could never get two approvals.
+      const file = withApprovals([{ name: "two eyes", aboveUsd: "1", approvers: 2, expiresAfter: "1h" }], 2);
+      file.keys.at(-1)!.sees = ["risk-0"];
+      expect(problemsOf(file)).to.deep.equal([
+        'approvals[0].approvers: 2 distinct approver keys must approve a trade of "desk-eu", and 1 approver key other than it sees it (risk-0)',
+      ]);
+      // A key that is both trader and approver never approves its own trades.
+      const own = withApprovals([{ name: "own", aboveUsd: "1", keys: ["desk-eu"], expiresAfter: "1h" }], 0);
+      own.keys[0]!.roles = ["trader", "approver"];
+      own.keys[0]!.sees = ["desk-eu"];
+      expect(problemsOf(own)).to.deep.equal([
+        'approvals[0].approvers: 1 distinct approver key must approve a trade of "desk-eu", and 0 approver keys other than it see it',
+      ]);
+      // "*" sees every key: two such approvers satisfy a two-approver rule over every key.
+      const all = withApprovals([{ name: "all", aboveUsd: "1", approvers: 2, expiresAfter: "1h" }], 2);
+      for (const key of all.keys.slice(-2)) key.sees = ["*"];
+      expect(parse(all).problems).to.deep.equal([]);
+    });
   });
 });
