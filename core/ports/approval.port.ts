@@ -43,8 +43,9 @@ export interface ApprovalJournal {
   /**
    * Expires every held trade whose approval expired at `now` (`expired`, error `approval_expired`,
    * its room in the limits given back), each with its audit record in its write; and fails every
-   * approved trade left unsigned since before `staleBefore` (its run was cut short: the process
-   * that ran it stopped), nothing signed. Returns the ids expired and failed.
+   * approved trade left unsigned since before `staleBefore`, or run by a process the journal knows
+   * is gone (SQLite: one opened before this one; PostgreSQL: an instance whose lease ran out), as
+   * its run was cut short, nothing signed. Returns the ids expired and failed.
    */
   expireApprovals(now: Date, staleBefore: Date): Promise<{ expired: string[]; failed: string[] }>;
 }

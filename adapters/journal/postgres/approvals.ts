@@ -59,13 +59,25 @@ type Step =
   | { kind: "applies"; outcome: Exclude<DecisionOutcome, "repeated">; record: TradeRecord }
   | { kind: "repeated" | "refused" | "expired"; record: TradeRecord };
 
+/**
+ * An approved trade whose run was cut short ($1: the bound for any run, $2: this instance): left
+ * unsigned since before $1, or owned by another instance whose lease ran out (it stopped; its
+ * runs went with it), or by none.
+ */
+const STALE_RUN = `(updated_at < $1 OR owner IS NULL OR (owner <> $2 AND NOT EXISTS (
+  SELECT 1 FROM leases l WHERE l.name = 'instance:' || trades.owner AND l.expires_at > clock_timestamp())))`;
+
 export class PostgresApprovals implements ApprovalJournal {
   readonly #pool: pg.Pool;
   /** The trade as the trades port reads it (with its broadcasts, once it has some). */
   readonly #get: (id: string) => Promise<TradeRecord | undefined>;
 
-  constructor(pool: pg.Pool, get: (id: string) => Promise<TradeRecord | undefined>) {
+  /** This instance's name: the owner of the approved trades it runs, while its lease lives. */
+  readonly #instance: string;
+
+  constructor(pool: pg.Pool, instance: string, get: (id: string) => Promise<TradeRecord | undefined>) {
     this.#pool = pool;
+    this.#instance = instance;
     this.#get = get;
   }
 
@@ -101,10 +113,12 @@ export class PostgresApprovals implements ApprovalJournal {
       if (found.kind === "expired") await this.#expire(client, trade);
       if (found.kind !== "applies") return { kind: found.kind, record: trade };
       const error = found.outcome === "rejected" ? JSON.stringify(rejectedError(decision)) : null;
+      // The approval that completes it makes this instance, which runs it, the trade's owner.
       const updated = await client.query<Row>(
-        `UPDATE trades SET status = $2, approval = $3, error = coalesce($4::json, error), updated_at = clock_timestamp()
+        `UPDATE trades SET status = $2, approval = $3, error = coalesce($4::json, error), updated_at = clock_timestamp(),
+         owner = CASE WHEN $2 = 'approved' THEN $5 ELSE owner END
          WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, found.status, JSON.stringify(found.approval), error],
+        [id, found.status, JSON.stringify(found.approval), error, this.#instance],
       );
       await appendAudit(client, decisionEntry(id, found.outcome, decision, found.approval));
       return { kind: "applies", outcome: found.outcome, record: toRecord(updated.rows[0]!, []) };
@@ -131,16 +145,16 @@ export class PostgresApprovals implements ApprovalJournal {
       if (done) expired.push(id);
     }
     const stale = await this.#pool.query<{ id: string }>(
-      "SELECT id FROM trades WHERE status = 'approved' AND updated_at < $1 LIMIT 1000",
-      [staleBefore],
+      `SELECT id FROM trades WHERE status = 'approved' AND ${STALE_RUN} LIMIT 1000`,
+      [staleBefore, this.#instance],
     );
     const failed: string[] = [];
     for (const { id } of stale.rows) {
       const done = await transaction(this.#pool, async (client) => {
         const { rowCount } = await client.query(
-          `UPDATE trades SET status = ${statusAfter("markFailed")}, error = $2, updated_at = clock_timestamp()
-           WHERE id = $1 AND status = 'approved' AND updated_at < $3`,
-          [id, JSON.stringify(INTERRUPTED_ERROR), staleBefore],
+          `UPDATE trades SET status = ${statusAfter("markFailed")}, error = $3, updated_at = clock_timestamp()
+           WHERE id = $4 AND status = 'approved' AND ${STALE_RUN}`,
+          [staleBefore, this.#instance, JSON.stringify(INTERRUPTED_ERROR), id],
         );
         if (rowCount === 0) return false;
         await appendAudit(client, interruptedEntry(id));

@@ -119,6 +119,12 @@ export class SqliteApprovals implements ApprovalJournal {
   /** The trade as the trades port reads it (with its broadcasts, once it has some). */
   readonly #get: (id: string) => Promise<TradeRecord | undefined>;
 
+  /**
+   * When this process opened the file: an approved trade unchanged since before then was being run
+   * by a process that is gone (one process holds the file), and is failed at the first sweep.
+   */
+  readonly #openedAt = Date.now();
+
   constructor(store: SqliteStore, audit: SqliteAudit, get: (id: string) => Promise<TradeRecord | undefined>) {
     this.#store = store;
     this.#audit = audit;
@@ -166,7 +172,7 @@ export class SqliteApprovals implements ApprovalJournal {
   async expireApprovals(now: Date, staleBefore: Date): Promise<{ expired: string[]; failed: string[] }> {
     // Read first: a sweep that finds nothing (nearly every one) writes nothing.
     const due = this.#sql.due.all(now.getTime());
-    const stale = this.#sql.stale.all(staleBefore.getTime());
+    const stale = this.#sql.stale.all(Math.max(staleBefore.getTime(), this.#openedAt));
     if (due.length === 0 && stale.length === 0) return { expired: [], failed: [] };
     return this.#store.write(() => {
       const expired: string[] = [];

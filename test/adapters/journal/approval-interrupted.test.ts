@@ -24,7 +24,56 @@ const tx: SignedTradeTx = {
   deadline: 1_900_000_000,
 };
 
+/** A buy held by a one-approver rule and approved by "risk", in `journal`. */
+async function approvedTrade(journal: Awaited<ReturnType<typeof openSqliteJournal>>, key: string): Promise<string> {
+  const { record } = await journal.open({
+    scope: "desk-id",
+    keyName: "desk",
+    idempotencyKey: key,
+    requestHash: "h",
+    kind: "buy",
+    request: { userAddress: WALLET, destinatary: WALLET, amount: "30000", usdAddress: WALLET },
+  });
+  const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+  const approval = newApproval([rule], Date.now());
+  await journal.hold(record.id, approval, heldEntry({ id: "desk-id" }, record.id, approval));
+  const decided = await journal.decideApproval(record.id, "approve", {
+    by: "risk",
+    at: new Date().toISOString(),
+    reason: null,
+  });
+  expect(decided.outcome).to.equal("approved");
+  return record.id;
+}
+
 describe("an approved trade failed as interrupted while its run goes on (SQLite)", function () {
+  it("fails at once an approved trade a process that is gone left unsigned, and never this process's own before its time", async function () {
+    const dir = await mkdtemp(join(tmpdir(), "interrupted-"));
+    const path = join(dir, "journal.sqlite");
+    const first = await openSqliteJournal(path);
+    let id: string;
+    try {
+      id = await approvedTrade(first, "k-restart");
+      // Its run is alive in this process: the sweep with the 10-minute bound leaves it.
+      expect((await first.expireApprovals(new Date(), new Date(Date.now() - 600_000))).failed).to.deep.equal([]);
+    } finally {
+      await first.close();
+    }
+    // The process stopped before signing it; on SQLite the next process is the only one.
+    const next = await openSqliteJournal(path);
+    try {
+      const swept = await next.expireApprovals(new Date(), new Date(Date.now() - 600_000));
+      expect(swept.failed, "failed at the first sweep after the restart, not 10 minutes later").to.deep.equal([id]);
+      expect((await next.get(id))?.error?.code).to.equal("approval_interrupted");
+      const own = await approvedTrade(next, "k-own");
+      expect((await next.expireApprovals(new Date(), new Date(Date.now() - 600_000))).failed).to.deep.equal([]);
+      expect((await next.get(own))?.status).to.equal("approved");
+    } finally {
+      await next.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("never signs a trade the sweep failed as approval_interrupted", async function () {
     const dir = await mkdtemp(join(tmpdir(), "interrupted-"));
     const journal = await openSqliteJournal(join(dir, "journal.sqlite"));

@@ -9,7 +9,9 @@ import { join } from "node:path";
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/postgres/migrations.js";
 import {
+  heldEntry,
   type LimitCheck,
+  newApproval,
   type NewTrade,
   type Spend,
   type SpendingLimit,
@@ -19,6 +21,8 @@ import { checkoutModules, postgresModules, startPostgres, type TestPostgres } fr
 import { waitFor } from "../../helpers/wait.js";
 import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
+
+const CUSTOMER = "0x90f79bf6eb2c4f870365e785982e1f101e93b906";
 
 describe("on a real PostgreSQL server", function () {
   let server: TestPostgres;
@@ -60,6 +64,42 @@ describe("on a real PostgreSQL server", function () {
   });
 
   describe("the PostgreSQL trade journal", function () {
+    it("fails an approved trade left unsigned once the instance running it is gone, at once, not after the 10-minute bound", async function () {
+      const url = await server.newDatabase();
+      const running = await openPostgresJournal(url, { instanceId: "running", leaseMs: 60_000 });
+      const other = await openPostgresJournal(url, { instanceId: "other", leaseMs: 60_000 });
+      try {
+        const { record } = await other.open({
+          scope: "desk-id",
+          keyName: "desk",
+          idempotencyKey: null,
+          requestHash: "h",
+          kind: "buy",
+          request: { userAddress: CUSTOMER, destinatary: CUSTOMER, amount: "30000", usdAddress: CUSTOMER },
+        });
+        const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await other.hold(record.id, approval, heldEntry({ id: "desk-id" }, record.id, approval));
+        // Approved through the instance that then runs it (the approver's).
+        const decided = await running.decideApproval(record.id, "approve", {
+          by: "risk",
+          at: new Date().toISOString(),
+          reason: null,
+        });
+        expect(decided.outcome).to.equal("approved");
+        const tenMinutesAgo = () => new Date(Date.now() - 600_000);
+        // While the running instance lives, neither sweep fails its run.
+        expect((await other.expireApprovals(new Date(), tenMinutesAgo())).failed).to.deep.equal([]);
+        expect((await running.expireApprovals(new Date(), tenMinutesAgo())).failed).to.deep.equal([]);
+        await running.close();
+        expect((await other.expireApprovals(new Date(), tenMinutesAgo())).failed).to.deep.equal([record.id]);
+        expect((await other.get(record.id))?.error?.code).to.equal("approval_interrupted");
+      } finally {
+        await running.close();
+        await other.close();
+      }
+    });
+
     it("creates its schema once when several instances start at once", async function () {
       const url = await server.newDatabase();
       const journals = await Promise.all(
