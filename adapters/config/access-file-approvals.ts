@@ -5,7 +5,7 @@
 import { z } from "zod";
 
 import { type ApprovalRule, LIMIT_USD_DECIMALS, type Role } from "../../core/index.js";
-import { parseWindow, usdUnits } from "./access-file-values.js";
+import { calendarTime, parseWindow, usdUnits } from "./access-file-values.js";
 
 /** One rule: a trade of one of `keys` (absent: any key's) counting more than `aboveUsd` waits for `approvers` approver keys. */
 export const approvalRuleSchema = z.strictObject({
@@ -28,14 +28,15 @@ interface KeyText {
   name: string;
   roles: readonly Role[];
   sees?: readonly string[] | undefined;
+  expiresAt?: string | undefined;
 }
 
 /**
  * Checks the rules against the keys and builds them, adding each problem (with its place in the
  * file) to `problems`: unique names, keys that exist, an expiry that is a duration, and enough
  * keys with the approver role for `approvers`, for each trader key the rule covers counting only
- * the approver keys other than it that see it (a rule no one can satisfy would hold every trade
- * it matches until it expires).
+ * the approver keys other than it that see it and have not expired (a rule no one can satisfy
+ * would hold every trade it matches until it expires).
  */
 export function checkApprovals(
   rules: readonly RuleText[] | undefined,
@@ -90,9 +91,12 @@ function checkSatisfiable(
   const covered = keys.filter(
     (key) => key.roles.includes("trader") && (rule.keys === undefined || rule.keys.includes(key.name)),
   );
+  const now = Date.now();
   for (const key of covered) {
     const able = keys
       .filter((other) => other !== key && other.roles.includes("approver"))
+      // A key already expired approves nothing (one that expires later is the operator's to replace in time).
+      .filter((other) => other.expiresAt === undefined || !(calendarTime(other.expiresAt) <= now))
       .filter((other) => other.sees?.includes("*") || other.sees?.includes(key.name))
       .map((other) => other.name);
     if (able.length >= approvers) continue;

@@ -92,9 +92,10 @@ function parseReason(body: unknown): string | null {
 }
 
 /**
- * An approver's decision (`verdict`) on a held trade. A decision refused by authority (no approver
- * role, the requester's own trade, a trade the key does not see) or because the trade is decided
- * is recorded (`approval.refused`) before it is answered; a malformed request is not.
+ * An approver's decision (`verdict`) on a held trade. Under an access file, a decision refused by
+ * authority (no approver role, the requester's own trade, a trade the key does not see) or because
+ * the trade is decided is recorded (`approval.refused`) before it is answered; a malformed request
+ * is not (it is refused before anything else).
  */
 export function decideTradeUseCase(verdict: ApprovalVerdict, deps: ApprovalDeps): DecideTradeUseCase {
   const decide = decision(verdict, deps);
@@ -104,7 +105,8 @@ export function decideTradeUseCase(verdict: ApprovalVerdict, deps: ApprovalDeps)
     try {
       return await decide(id, body, context);
     } catch (error) {
-      if (refusesDecision(error)) {
+      // Without an access file no trade is ever held, and no key may decide: nothing to record.
+      if (refusesDecision(error) && deps.policy?.() !== undefined) {
         const subject = typeof id === "string" && TRADE_ID.test(id) ? id.toLowerCase() : null;
         await audit.appendAudit(decisionRefusedEntry(callerOf(context), verdict, subject, error));
       }
@@ -117,13 +119,14 @@ function decision(verdict: ApprovalVerdict, deps: ApprovalDeps): DecideTradeUseC
   return async (id, body, context = {}) => {
     const caller = callerOf(context);
     const current = deps.policy?.();
-    authorizeApprover(current, caller);
+    // A malformed request is refused first, so that it is never recorded as a refused decision.
     if (typeof id !== "string" || !TRADE_ID.test(id))
       throw new InvalidArgumentError(
         "id",
         "must be a trade's id (a UUID, as GET /api/v1/trades/{id} and the 202 name it)",
       );
     const reason = parseReason(body);
+    authorizeApprover(current, caller);
     const trade = authorizeDecision(current, caller, await deps.journal.get(id.toLowerCase()), id);
     const decision = { by: caller.key!.name, at: new Date().toISOString(), reason };
     let decided: Awaited<ReturnType<ApprovalJournal["decideApproval"]>>;

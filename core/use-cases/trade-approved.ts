@@ -15,6 +15,7 @@ import type { AccessPolicy, Caller } from "../access/policy.js";
 import { DomainError, PermissionDeniedError, QuoteExpiredError } from "../errors.js";
 import type { Spending, TradeRecord } from "../ports/journal.port.js";
 import type { TradePort } from "../ports/trade.port.js";
+import { TradeTransitionError } from "../trade-states.js";
 import type { TradeOrder } from "../types.js";
 import { parseTradeRequest, type TradeConfig } from "../validation/trade-request.js";
 import { minTimeLeftMs } from "./quote.use-case.js";
@@ -60,6 +61,10 @@ export async function runApproved(runner: ApprovedRunner, record: TradeRecord): 
   const requester = requesterOf(runner.access?.policy(), record);
   const quoteId = record.approval?.quote?.quoteId ?? null;
   const fail = async (error: unknown): Promise<void> => {
+    // Its signature refused because the upkeep failed it meanwhile (approval_interrupted, or
+    // another instance's sweep): that outcome stands, and is not written over.
+    if (error instanceof TradeTransitionError) return;
+    if ((await journal.get(record.id).catch(() => undefined))?.status !== "approved") return;
     const recorded =
       error instanceof DomainError
         ? { code: error.code, message: error.message }

@@ -166,6 +166,34 @@ describe("approvals in the core", function () {
       ["second", held.tradeId, "reject", "approval_conflict", undefined],
     ]);
     expect(refused.every((record) => typeof record.details.message === "string")).to.equal(true);
+    // A key without the role sending a malformed decision gets 400, and nothing is recorded.
+    const count = (await journal.auditPage({ limit: 100 })).records.length;
+    expect(await rejection(useCases.approveTrade("../../x", { junk: 1 }, as(callerFor(VIEWER))))).to.have.property(
+      "field",
+      "id",
+    );
+    expect((await journal.auditPage({ limit: 100 })).records).to.have.length(count);
+  });
+
+  it("records no refused decision without an access file, where no trade is ever held", async function () {
+    const journal = new MemoryJournal();
+    const trade = new StepTradePort();
+    const useCases = createUseCases({
+      trade,
+      price: new CountingPricePort(),
+      config: CONFIG,
+      journal,
+      quote: trade,
+      quotes: journal,
+      wallets: [WALLET],
+      audit: journal.ports.audit,
+      approvals: journal,
+    });
+    const scope = { scope: "a".repeat(32) };
+    expect(
+      await rejection(useCases.approveTrade("00000000-0000-4000-8000-000000000000", undefined, scope)),
+    ).to.be.instanceOf(PermissionDeniedError);
+    expect((await journal.auditPage({ limit: 100 })).records).to.deep.equal([]);
   });
 
   it("decides as an approver sees though the key is an admin too: a trade of a key it does not see is not found, and not listed", async function () {

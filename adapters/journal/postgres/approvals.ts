@@ -60,12 +60,14 @@ type Step =
   | { kind: "repeated" | "refused" | "expired"; record: TradeRecord };
 
 /**
- * An approved trade whose run was cut short ($1: the bound for any run, $2: this instance): left
- * unsigned since before $1, or owned by another instance whose lease ran out (it stopped; its
- * runs went with it), or by none.
+ * An approved trade whose run was cut short, by the database's clock ($1: the bound for any run,
+ * in ms; $2: this instance; $3: the grace, in ms): unchanged for $1, or owned by another instance
+ * whose lease ran out more than $3 ago (it stopped, and its runs went with it; a live instance
+ * whose renewal is late is not taken for gone), or by none.
  */
-const STALE_RUN = `(updated_at < $1 OR owner IS NULL OR (owner <> $2 AND NOT EXISTS (
-  SELECT 1 FROM leases l WHERE l.name = 'instance:' || trades.owner AND l.expires_at > clock_timestamp())))`;
+const STALE_RUN = `(updated_at < clock_timestamp() - make_interval(secs => $1::float8 / 1000) OR owner IS NULL
+  OR (owner <> $2 AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.name = 'instance:' || trades.owner
+    AND l.expires_at > clock_timestamp() - make_interval(secs => $3::float8 / 1000))))`;
 
 export class PostgresApprovals implements ApprovalJournal {
   readonly #pool: pg.Pool;
@@ -74,10 +76,17 @@ export class PostgresApprovals implements ApprovalJournal {
 
   /** This instance's name: the owner of the approved trades it runs, while its lease lives. */
   readonly #instance: string;
+  /** How long past its lease's end another instance's run is still taken for alive: a lease's length. */
+  readonly #graceMs: number;
 
-  constructor(pool: pg.Pool, instance: string, get: (id: string) => Promise<TradeRecord | undefined>) {
+  constructor(
+    pool: pg.Pool,
+    instance: { name: string; leaseMs: number },
+    get: (id: string) => Promise<TradeRecord | undefined>,
+  ) {
     this.#pool = pool;
-    this.#instance = instance;
+    this.#instance = instance.name;
+    this.#graceMs = instance.leaseMs;
     this.#get = get;
   }
 
@@ -144,17 +153,19 @@ export class PostgresApprovals implements ApprovalJournal {
       });
       if (done) expired.push(id);
     }
+    // The bound as a length of time, compared with the database's clock (which wrote updated_at).
+    const staleMs = Date.now() - staleBefore.getTime();
     const stale = await this.#pool.query<{ id: string }>(
       `SELECT id FROM trades WHERE status = 'approved' AND ${STALE_RUN} LIMIT 1000`,
-      [staleBefore, this.#instance],
+      [staleMs, this.#instance, this.#graceMs],
     );
     const failed: string[] = [];
     for (const { id } of stale.rows) {
       const done = await transaction(this.#pool, async (client) => {
         const { rowCount } = await client.query(
-          `UPDATE trades SET status = ${statusAfter("markFailed")}, error = $3, updated_at = clock_timestamp()
-           WHERE id = $4 AND status = 'approved' AND ${STALE_RUN}`,
-          [staleBefore, this.#instance, JSON.stringify(INTERRUPTED_ERROR), id],
+          `UPDATE trades SET status = ${statusAfter("markFailed")}, error = $4, updated_at = clock_timestamp()
+           WHERE id = $5 AND status = 'approved' AND ${STALE_RUN}`,
+          [staleMs, this.#instance, this.#graceMs, JSON.stringify(INTERRUPTED_ERROR), id],
         );
         if (rowCount === 0) return false;
         await appendAudit(client, interruptedEntry(id));

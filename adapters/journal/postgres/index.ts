@@ -82,7 +82,7 @@ export class PostgresJournal extends Journal {
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
       audit: new PostgresAudit(pool),
-      approvals: new PostgresApprovals(pool, instance, (id) => trades.get(id)),
+      approvals: new PostgresApprovals(pool, { name: instance, leaseMs }, (id) => trades.get(id)),
     };
     this.#pool = pool;
     this.#lockPool = lockPool;

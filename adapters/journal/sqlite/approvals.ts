@@ -106,6 +106,7 @@ function statements(db: DatabaseSync) {
     ),
     due: db.prepare("SELECT id, approval FROM trades WHERE status = 'pending_approval' AND hold_until <= ?"),
     stale: db.prepare("SELECT id FROM trades WHERE status = 'approved' AND updated_at < ?"),
+    approved: db.prepare("SELECT id FROM trades WHERE status = 'approved'"),
     interrupted: db.prepare(
       `UPDATE trades SET status = ${statusAfter("markFailed")}, error = ?, updated_at = ? WHERE id = ? AND status = 'approved'`,
     ),
@@ -120,16 +121,18 @@ export class SqliteApprovals implements ApprovalJournal {
   readonly #get: (id: string) => Promise<TradeRecord | undefined>;
 
   /**
-   * When this process opened the file: an approved trade unchanged since before then was being run
-   * by a process that is gone (one process holds the file), and is failed at the first sweep.
+   * The approved trades the file held when this process opened it: their runs were a process's
+   * that is gone (one process holds the file), so each is failed at the first sweep. Found by
+   * status, not by time, so that a clock stepped back never takes this process's own for them.
    */
-  readonly #openedAt = Date.now();
+  readonly #inherited: Set<string>;
 
   constructor(store: SqliteStore, audit: SqliteAudit, get: (id: string) => Promise<TradeRecord | undefined>) {
     this.#store = store;
     this.#audit = audit;
     this.#sql = statements(store.db);
     this.#get = get;
+    this.#inherited = new Set(this.#sql.approved.all().map((row) => row.id as string));
   }
 
   hold(id: string, approval: TradeApproval, audit: AuditEntry): Promise<void> {
@@ -172,7 +175,11 @@ export class SqliteApprovals implements ApprovalJournal {
   async expireApprovals(now: Date, staleBefore: Date): Promise<{ expired: string[]; failed: string[] }> {
     // Read first: a sweep that finds nothing (nearly every one) writes nothing.
     const due = this.#sql.due.all(now.getTime());
-    const stale = this.#sql.stale.all(Math.max(staleBefore.getTime(), this.#openedAt));
+    const stale = this.#sql.stale.all(staleBefore.getTime());
+    if (this.#inherited.size > 0) {
+      const ids = new Set(stale.map((row) => row.id as string));
+      for (const id of this.#inherited) if (!ids.has(id)) stale.push({ id });
+    }
     if (due.length === 0 && stale.length === 0) return { expired: [], failed: [] };
     return this.#store.write(() => {
       const expired: string[] = [];
@@ -188,6 +195,8 @@ export class SqliteApprovals implements ApprovalJournal {
         this.#audit.appendIn(interruptedEntry(id));
         failed.push(id);
       }
+      // Each failed now, or no longer approved (signed, failed): none is looked at again.
+      this.#inherited.clear();
       return { expired, failed };
     }, true);
   }

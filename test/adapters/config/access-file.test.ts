@@ -339,6 +339,12 @@ describe("ACCESS_FILE, the access file", function () {
       expect(problemsOf(own)).to.deep.equal([
         'approvals[0].approvers: 1 distinct approver key must approve a trade of "desk-eu", and 0 approver keys other than it see it',
       ]);
+      // An approver key already expired approves nothing.
+      const stale = withApprovals([{ name: "stale", aboveUsd: "1", expiresAfter: "1h" }], 1);
+      (stale.keys.at(-1) as { expiresAt?: string }).expiresAt = "2020-01-01T00:00:00Z";
+      expect(problemsOf(stale)).to.deep.equal([
+        'approvals[0].approvers: 1 distinct approver key must approve a trade of "desk-eu", and 0 approver keys other than it see it',
+      ]);
       // "*" sees every key: two such approvers satisfy a two-approver rule over every key.
       const all = withApprovals([{ name: "all", aboveUsd: "1", approvers: 2, expiresAfter: "1h" }], 2);
       for (const key of all.keys.slice(-2)) key.sees = ["*"];
