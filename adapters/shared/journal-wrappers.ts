@@ -4,7 +4,14 @@
  * the wrapper writes once (time the call, wake someone after it). Each object is typed as its
  * port: a method left out fails to compile, and so does an operation's name misspelt.
  */
-import type { AuditLog, NoncesConsumed, QuoteStore, TradeJournal, WebhookOutbox } from "../../core/index.js";
+import type {
+  AuditLog,
+  NoncesConsumed,
+  QuoteStore,
+  TradeJournal,
+  WatchJournal,
+  WebhookOutbox,
+} from "../../core/index.js";
 import type { JournalPorts, LeasePort, NoncePort } from "./journal.js";
 
 /** The name of a method of one of a journal's ports. */
@@ -14,7 +21,8 @@ export type JournalOperation =
   | keyof LeasePort
   | keyof QuoteStore
   | keyof WebhookOutbox
-  | keyof AuditLog;
+  | keyof AuditLog
+  | keyof WatchJournal;
 
 /** Runs `call`, a call of the port method `operation`, and answers what it answers. */
 export type Around = <T>(operation: JournalOperation, call: () => Promise<T>) => Promise<T>;
@@ -36,6 +44,20 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
       auditHead: () => around("auditHead", () => ports.audit.auditHead()),
       auditPage: (query) => around("auditPage", () => ports.audit.auditPage(query)),
     },
+    watch: aroundWatch(ports.watch, around),
+  };
+}
+
+function aroundWatch(port: WatchJournal, around: Around): WatchJournal {
+  return {
+    recordOutsideTransaction: (tx, event, audit, pause) =>
+      around("recordOutsideTransaction", () => port.recordOutsideTransaction(tx, event, audit, pause)),
+    setWatchAlarm: (name, raised, event) => around("setWatchAlarm", () => port.setWatchAlarm(name, raised, event)),
+    watchAlarms: () => around("watchAlarms", () => port.watchAlarms()),
+    unknownTransactions: (wallet, hashes) =>
+      around("unknownTransactions", () => port.unknownTransactions(wallet, hashes)),
+    walletPauses: () => around("walletPauses", () => port.walletPauses()),
+    resumeWallet: (wallet, audit) => around("resumeWallet", () => port.resumeWallet(wallet, audit)),
   };
 }
 
@@ -97,8 +119,8 @@ function aroundQuotes(port: QuoteStore, around: Around): QuoteStore {
 
 function aroundWebhooks(port: WebhookOutbox, around: Around): WebhookOutbox {
   return {
-    registerWebhookScopes: (holder, scopes, ttlMs) =>
-      around("registerWebhookScopes", () => port.registerWebhookScopes(holder, scopes, ttlMs)),
+    registerWebhookScopes: (holder, scopes, ttlMs, watchers) =>
+      around("registerWebhookScopes", () => port.registerWebhookScopes(holder, scopes, ttlMs, watchers)),
     failOrphanedWebhookEvents: (windowStartBefore, limit) =>
       around("failOrphanedWebhookEvents", () => port.failOrphanedWebhookEvents(windowStartBefore, limit)),
     claimWebhookEvents: (holder, limits, leaseMs) =>

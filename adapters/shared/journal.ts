@@ -37,6 +37,9 @@ import type {
   TradePageQuery,
   TradeSummaryQuery,
   TransactionReceipt,
+  OutsideTransaction,
+  WatchEvent,
+  WatchJournal,
   WebhookAttempt,
   WebhookDeliveryQuery,
   WebhookScopes,
@@ -61,10 +64,14 @@ export interface JournalPorts {
   readonly webhooks: WebhookOutbox;
   /** The audit log, whose records the other ports' writes append in their own transactions. */
   readonly audit: AuditLog;
+  /** What the watch keeps: outside transactions, paused wallets, alarms (their events in the outbox). */
+  readonly watch: WatchJournal;
 }
 
 /** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
-export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog {
+export abstract class Journal
+  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, WatchJournal
+{
   abstract readonly ports: JournalPorts;
 
   /** Closes the storage every port is over. */
@@ -195,8 +202,8 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   }
 
   // WebhookOutbox
-  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number) {
-    return this.ports.webhooks.registerWebhookScopes(holder, scopes, ttlMs);
+  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number, watchers?: readonly string[]) {
+    return this.ports.webhooks.registerWebhookScopes(holder, scopes, ttlMs, watchers);
   }
   failOrphanedWebhookEvents(windowStartBefore: Date, limit: number) {
     return this.ports.webhooks.failOrphanedWebhookEvents(windowStartBefore, limit);
@@ -229,6 +236,26 @@ export abstract class Journal implements TradeJournal, NonceStore, NonceLedger, 
   }
   auditPage(query: AuditPageQuery) {
     return this.ports.audit.auditPage(query);
+  }
+
+  // WatchJournal
+  recordOutsideTransaction(tx: OutsideTransaction, event: WatchEvent, audit: AuditEntry, pause: boolean) {
+    return this.ports.watch.recordOutsideTransaction(tx, event, audit, pause);
+  }
+  setWatchAlarm(name: string, raised: boolean, event: WatchEvent) {
+    return this.ports.watch.setWatchAlarm(name, raised, event);
+  }
+  watchAlarms() {
+    return this.ports.watch.watchAlarms();
+  }
+  unknownTransactions(wallet: string, hashes: readonly string[]) {
+    return this.ports.watch.unknownTransactions(wallet, hashes);
+  }
+  walletPauses() {
+    return this.ports.watch.walletPauses();
+  }
+  resumeWallet(wallet: string, audit: AuditEntry) {
+    return this.ports.watch.resumeWallet(wallet, audit);
   }
 }
 

@@ -17,6 +17,8 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markExpired",
   "recordBroadcast",
   "retryWebhookDelivery",
+  "recordOutsideTransaction",
+  "setWatchAlarm",
 ]);
 
 /** `journal`, each port wrapped so that its writes above wake the deliverer once they have committed. */

@@ -17,7 +17,9 @@ import {
 } from "./trade-history.use-case.js";
 import { tradeStatusUseCase, type TradeStatusUseCase } from "./trade-status.use-case.js";
 import { tradeUseCase, type TradeUseCase } from "./trade.use-case.js";
+import type { WatchJournal } from "../ports/watch.port.js";
 import type { WebhookOutbox } from "../ports/webhook.port.js";
+import { resumeWalletUseCase, type ResumeWalletUseCase } from "./wallet-resume.use-case.js";
 import {
   listWebhookDeliveriesUseCase,
   retryWebhookDeliveryUseCase,
@@ -45,6 +47,8 @@ export interface UseCases {
   retryWebhookDelivery: RetryWebhookDeliveryUseCase;
   /** A page of the audit log, for an admin key. */
   audit: ListAuditUseCase;
+  /** Ends a paused exchange wallet's pause, for an admin key. */
+  resumeWallet: ResumeWalletUseCase;
 }
 
 export interface UseCaseDeps {
@@ -76,6 +80,8 @@ export interface UseCaseDeps {
    * cases take is recorded (core/ports/audit.port.ts), and an admin key can read it.
    */
   audit?: AuditLog;
+  /** What the watch keeps in the journal (the wallets paused); without it no wallet is ever paused. */
+  watch?: WatchJournal;
 }
 
 /**
@@ -91,7 +97,7 @@ export function createUseCases({
   ...quoting
 }: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy, audit } = quoting;
+  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy, audit, watch } = quoting;
   const journalling = journal
     ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }) }
     : undefined;
@@ -128,7 +134,12 @@ export function createUseCases({
       ? retryWebhookDeliveryUseCase(webhooks, undefined, policy, audit !== undefined)
       : withoutWebhooks,
     audit: audit ? listAuditUseCase(audit, policy) : withoutAudit,
+    resumeWallet: watch ? resumeWalletUseCase(watch, wallets, policy) : withoutWatch,
   };
+}
+
+async function withoutWatch(): Promise<never> {
+  throw new InvalidArgumentError("address", "no wallet is paused: this service runs without a trade journal");
 }
 
 async function withoutWebhooks(): Promise<never> {

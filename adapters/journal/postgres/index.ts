@@ -23,6 +23,7 @@ import { PostgresNonces } from "./nonces.js";
 import { PostgresQuotes } from "./quotes.js";
 import { openPools, type PostgresPools } from "./store.js";
 import { PostgresTrades } from "./trades.js";
+import { PostgresWatch } from "./watch.js";
 import { PostgresOutbox } from "./webhooks.js";
 
 export interface PostgresJournalOptions {
@@ -60,6 +61,7 @@ export class PostgresJournal extends Journal {
     quotes: PostgresQuotes;
     webhooks: PostgresOutbox;
     audit: PostgresAudit;
+    watch: PostgresWatch;
   };
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
@@ -79,6 +81,7 @@ export class PostgresJournal extends Journal {
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
       audit: new PostgresAudit(pool),
+      watch: new PostgresWatch(pool),
     };
     this.#pool = pool;
     this.#lockPool = lockPool;

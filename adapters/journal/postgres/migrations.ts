@@ -9,6 +9,7 @@ import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPENDING_MIGRATION } from "./spending.js";
+import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -143,6 +144,9 @@ export const MIGRATIONS = [
   // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
   // record records, one chain for every instance.
   AUDIT_MIGRATION,
+  // 13: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // outside transactions, the paused wallets and the alarms.
+  WATCH_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

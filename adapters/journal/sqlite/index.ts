@@ -24,6 +24,7 @@ import { SqliteNonces } from "./nonces.js";
 import { SqliteQuotes } from "./quotes.js";
 import { SqliteStore } from "./store.js";
 import { SqliteTrades } from "./trades.js";
+import { SqliteWatch } from "./watch.js";
 import { SqliteOutbox } from "./webhooks.js";
 
 export interface SqliteJournalOptions {
@@ -68,6 +69,7 @@ export class SqliteJournal extends Journal {
     quotes: SqliteQuotes;
     webhooks: SqliteOutbox;
     audit: SqliteAudit;
+    watch: SqliteWatch;
   };
   readonly #store: SqliteStore;
 
@@ -83,6 +85,7 @@ export class SqliteJournal extends Journal {
       quotes: new SqliteQuotes(store),
       webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),
       audit,
+      watch: new SqliteWatch(store, audit),
     };
   }
 

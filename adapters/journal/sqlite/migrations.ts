@@ -8,6 +8,7 @@ import type { TransactionReceipt } from "../../../core/index.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPENDING_MIGRATION } from "./spending.js";
+import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
@@ -148,6 +149,9 @@ export const MIGRATIONS = [
   SPENDING_MIGRATION,
   // 12: the audit log (audit.ts), appended in the same transaction as what each record records.
   AUDIT_MIGRATION,
+  // 13: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // outside transactions, the paused wallets and the alarms.
+  WATCH_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -54,6 +54,10 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   permission_denied: Code.PermissionDenied,
   // A spending limit has no room for the trade (ACCESS_FILE); Retry-After says when the window frees enough.
   spending_limit_exceeded: Code.ResourceExhausted,
+  // The wallet is paused after a transaction the service never signed (OUTSIDE_TX_POLICY=pause): nothing sent; an admin resumes it.
+  wallet_paused: Code.Unavailable,
+  // A resume asked for a wallet that is not paused (HTTP 409).
+  wallet_not_paused: Code.FailedPrecondition,
 };
 
 /**
@@ -66,6 +70,7 @@ export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number
   quote_expired: 410,
   quote_mismatch: 422,
   webhook_delivery_not_failed: 409,
+  wallet_not_paused: 409,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */

@@ -178,6 +178,60 @@ describe("the SQLite trade journal file", function () {
     }
   });
 
+  it("migrates a journal with the audit log (version 12): trades' events kept in order, events without a trade from then on", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (const [i, migration] of MIGRATIONS.slice(0, 12).entries()) {
+      old.exec(migration);
+      old.prepare("INSERT INTO schema_version VALUES (?, 0)").run(i + 1);
+    }
+    // Two events the trigger wrote (their trade's snapshot as it writes it).
+    const snapshot = JSON.stringify({
+      id: "t1",
+      scope: "s",
+      requestHash: "h",
+      kind: "sell",
+      request: {},
+      status: "submitted",
+      wallet: null,
+      nonce: null,
+      deadline: null,
+      txHash: null,
+      broadcasts: [],
+      receipt: null,
+      error: null,
+      createdAt: 1,
+      updatedAt: 3,
+    });
+    const insert = old.prepare(
+      `INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+       VALUES (?, 's', ?, 'trade.submitted', ?, 3, 3, 3)`,
+    );
+    insert.run(`msg_${"1".repeat(32)}`, "t1", snapshot);
+    insert.run(`msg_${"2".repeat(32)}`, "t2", snapshot.replace('"t1"', '"t2"'));
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      await journal.registerWebhookScopes("process-a", ["s"], 60_000, ["s"]);
+      await journal.setWatchAlarm("wallet:native", true, {
+        type: "wallet.balance_low",
+        subject: "0xab",
+        data: { asset: "native" },
+        at: new Date(),
+      });
+      const { deliveries } = await journal.listWebhookDeliveries({ scopes: ["s"], limit: 10 });
+      expect(deliveries.map((d) => [d.seq, d.tradeId, d.type])).to.deep.equal([
+        [3, null, "wallet.balance_low"],
+        [2, "t2", "trade.submitted"],
+        [1, "t1", "trade.submitted"],
+      ]);
+    } finally {
+      await journal.close();
+    }
+  });
+
   it("deletes a swept webhook event's attempts with it, and no other's", async function () {
     const path = join(dataDir, "journal.sqlite");
     const journal = await openSqliteJournal(path);

@@ -61,10 +61,10 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
       expect(view(written[0]!.trade)).to.deep.equal(view(submitted));
       expect(view(written[1]!.trade)).to.deep.equal(view(replaced));
-      expect(written[1]!.trade.broadcasts.map((b) => b.hash)).to.deep.equal([trade.txHash, hash]);
+      expect(written[1]!.trade!.broadcasts.map((b) => b.hash)).to.deep.equal([trade.txHash, hash]);
       expect(view(written[3]!.trade)).to.deep.equal(view(reorged));
       expect(view(written[4]!.trade)).to.deep.equal(view(confirmed));
-      expect(written[4]!.trade.receipt).to.deep.equal(receiptFor(hash, 43));
+      expect(written[4]!.trade!.receipt).to.deep.equal(receiptFor(hash, 43));
       for (const e of written) {
         expect(e).to.include({ scope: WEBHOOK_SCOPE, tradeId: trade.id, status: "pending", attempts: 0 });
         expect(e.id).to.match(/^msg_[0-9a-f]{32}$/);
@@ -92,7 +92,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [failed.id, "trade.failed"],
         [expired.id, "trade.expired"],
       ]);
-      expect(written[1]!.trade.error).to.deep.equal({ code: "trade_expired", message: "expired" });
+      expect(written[1]!.trade!.error).to.deep.equal({ code: "trade_expired", message: "expired" });
     });
 
     it("writes nothing for a scope nobody registered, nor once its holder drops it", async function () {
@@ -185,7 +185,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [first, "trade.submitted"],
         [second, "trade.submitted"],
       ]);
-      expect(claimed[0]!.trade.id).to.equal(first);
+      expect(claimed[0]!.trade!.id).to.equal(first);
       expect(await peer.claimWebhookEvents("b", mine(10), 60_000)).to.deep.equal([]);
       expect(
         await peer.recordWebhookAttempt(

@@ -90,6 +90,8 @@ describe("error mapping", function () {
       quote_slippage: Code.Aborted,
       webhook_delivery_not_found: Code.NotFound,
       webhook_delivery_not_failed: Code.FailedPrecondition,
+      wallet_paused: Code.Unavailable,
+      wallet_not_paused: Code.FailedPrecondition,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });
