@@ -16,7 +16,15 @@ import { stat } from "node:fs/promises";
 
 import type { Logger } from "pino";
 
-import { type AccessKey, type AccessPolicy, type AuditEntry, type AuditLog, SERVICE_ACTOR } from "../../core/index.js";
+import {
+  type AccessKey,
+  type AccessPolicy,
+  type AuditEntry,
+  type AuditLog,
+  keyIdOf,
+  SERVICE_ACTOR,
+  watchesEverything,
+} from "../../core/index.js";
 import { type AccessContext, loadAccessFile, type ReadFile, stampOf } from "../config/access-file.js";
 import { type AppConfig, ConfigError } from "../config/env.js";
 import type { Shutdown } from "./shutdown.js";
@@ -214,4 +222,12 @@ export async function openAccess(
   });
   await control.recordLoaded();
   return control;
+}
+
+/**
+ * The scopes (key ids) of the keys that see every trade, an admin or `sees: ["*"]`, under each of
+ * their hashes (a rotation): their webhook endpoints also get the events about the wallets and the swap.
+ */
+export function watcherScopes(policy: AccessPolicy): string[] {
+  return policy.keys.filter(watchesEverything).flatMap((key) => [key.id, ...key.sha256.map(keyIdOf)]);
 }

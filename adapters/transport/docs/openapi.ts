@@ -9,6 +9,7 @@
 import { AUDIT_PATHS, AUDIT_SCHEMAS } from "./openapi-paths-audit.js";
 import { PROBE_PATHS } from "./openapi-paths-probes.js";
 import { TRADE_PATHS } from "./openapi-paths-trades.js";
+import { WALLET_PATHS, WALLET_SCHEMAS } from "./openapi-paths-wallets.js";
 import { WEBHOOK_PATHS, WEBHOOKS } from "./openapi-paths-webhooks.js";
 import { CALL_SCHEMAS } from "./openapi-schemas-calls.js";
 import { RECORD_SCHEMAS } from "./openapi-schemas-records.js";
@@ -24,9 +25,16 @@ export const OPENAPI_DOCUMENT = {
   },
   servers: [{ url: "/" }],
   security: [{ api_key: [] }],
-  tags: [{ name: "Trades" }, { name: "Price" }, { name: "Webhooks" }, { name: "Audit" }, { name: "Probes" }],
+  tags: [
+    { name: "Trades" },
+    { name: "Price" },
+    { name: "Webhooks" },
+    { name: "Audit" },
+    { name: "Wallets" },
+    { name: "Probes" },
+  ],
   webhooks: WEBHOOKS,
-  paths: { ...TRADE_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...PROBE_PATHS },
+  paths: { ...TRADE_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...WALLET_PATHS, ...PROBE_PATHS },
   components: {
     securitySchemes: {
       api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." },
@@ -49,7 +57,7 @@ export const OPENAPI_DOCUMENT = {
         schema: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
       },
     },
-    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS },
+    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...WALLET_SCHEMAS },
   },
 } as const;
 
