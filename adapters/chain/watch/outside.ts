@@ -138,7 +138,7 @@ export class OutsideDetector {
     for (const hash of unknown) {
       const tx = (await this.#c.provider.send("eth_getTransactionByHash", [hash])) as RpcTransaction | null;
       // Its receipt was just read: a node that does not know it now lags; its nonce will tell.
-      if (tx !== null) await this.#record(outsideOf(wallet, tx, block));
+      if (tx !== null) await this.#record(outsideOf(wallet, tx, block), "block receipts");
     }
   }
 
@@ -163,6 +163,7 @@ export class OutsideDetector {
         tx === undefined
           ? { wallet, nonce, hash: null, to: null, value: null, blockNumber: since + 1 }
           : outsideOf(wallet, tx, since + 1),
+        "nonce",
       );
     }
   }
@@ -186,7 +187,8 @@ export class OutsideDetector {
     return found;
   }
 
-  async #record(tx: OutsideTransaction): Promise<void> {
+  /** `seen`: how it was seen, in the log line (the receipts of a block read, or the wallet's nonce). */
+  async #record(tx: OutsideTransaction, seen: "block receipts" | "nonce"): Promise<void> {
     const { journal, policy, log } = this.#c;
     const pause = policy === "pause";
     const value = tx.value === null ? null : tx.value.toString();
@@ -206,6 +208,7 @@ export class OutsideDetector {
       value,
       block: tx.blockNumber,
       policy,
+      seen,
     };
     if (first) {
       log.error(
