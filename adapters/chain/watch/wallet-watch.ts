@@ -8,8 +8,8 @@
  * - while trades are in flight (the block watcher expects transactions), its reads ride the call
  *   batcher's next eth_call, the one the next trade's proof goes out in, once per new block: no
  *   call of its own. The receipts the watcher reads of each new block are matched for outside
- *   transactions, at no call either. Only when no trade's eth_call came for BUSY_PATIENCE periods
- *   do its reads go out alone;
+ *   transactions, at no call either. Only when the trades are done, or no trade's eth_call came
+ *   for BUSY_PATIENCE periods, do its reads go out alone;
  * - otherwise (idle, or after a block the watcher did not read all of), one batched request per
  *   block, or per WATCH_INTERVAL_MS when blocks come faster: the eth_call of its reads and
  *   eth_getTransactionCount of each wallet, in one JSON-RPC batch.
@@ -41,6 +41,13 @@ export interface WatchState {
   reserves: Array<{ asset: string; units: bigint; decimals: number; threshold?: Threshold; low: boolean }>;
 }
 
+/** A reading under way: since when, whether its reads went alone, and the nonces asked with them when sent alone later. */
+interface ReadingUnderWay {
+  since: number;
+  alone: boolean;
+  nonces?: Promise<number[]>;
+}
+
 export class WalletWatch {
   readonly #o: WalletWatchOptions;
   readonly #thresholds: WatchThresholds;
@@ -52,7 +59,7 @@ export class WalletWatch {
   #timer: NodeJS.Timeout | undefined;
   #stopped = true;
   /** The reading under way, and since when (ms). */
-  #reading: { since: number; alone: boolean } | undefined;
+  #reading: ReadingUnderWay | undefined;
   #last: { reading: Reading; block: number | undefined; at: number } | undefined;
   /** When the last reading was started (ms). */
   #startedAt = Number.NEGATIVE_INFINITY;
@@ -97,6 +104,19 @@ export class WalletWatch {
   /** The block watcher's hook: a block whose receipts it read, all of them. */
   readonly onBlock = (block: { number: number; hash: string }, receipts: readonly unknown[]): void => {
     this.#outside.onBlock(block, receipts as Parameters<OutsideDetector["onBlock"]>[1]);
+    // A new block while trades run: the reads wait to ride the next trade's eth_call, which
+    // follows within the block (the trade after one just mined). After a block the watcher did not
+    // read all of (its first look reads by transaction), the nonces at once, with the reads.
+    if (this.#stopped || this.#o.watcher.expected === 0) return;
+    const gap = this.#outside.needsNonces(block.number);
+    const pending = this.#reading;
+    if (pending !== undefined) {
+      // Reads waiting to ride when a block was missed: they go now, with the nonces.
+      if (gap && !pending.alone) this.#sendAlone(pending, true);
+      return;
+    }
+    const last = this.#last?.block;
+    if (last === undefined || block.number > last) this.#begin(gap, gap);
   };
 
   /** Reads the journal's alarms and pauses, then watches. */
@@ -133,11 +153,11 @@ export class WalletWatch {
     const now = Date.now();
     const reading = this.#reading;
     if (reading !== undefined) {
-      // Riding and no trade's eth_call came: it goes alone.
-      if (!reading.alone && now - reading.since >= BUSY_PATIENCE * period) {
-        reading.alone = true;
-        this.#o.calls.flushRiders();
-      }
+      // Riding, and the trades are done (the next reading reads the nonces), or no trade's
+      // eth_call came for a while: it goes alone.
+      const idle = this.#busyHead(period) === undefined;
+      // Idle now: the blocks from here on go unread, so the nonces come with these reads.
+      if (!reading.alone && (idle || now - reading.since >= BUSY_PATIENCE * period)) this.#sendAlone(reading, idle);
       this.#schedule(this.#o.settings.intervalMs);
       return;
     }
@@ -145,28 +165,49 @@ export class WalletWatch {
       this.#schedule(this.#startedAt + period - now);
       return;
     }
-    const watcher = this.#o.watcher;
-    const head = watcher.expected > 0 ? watcher.recentHead() : undefined;
+    const head = this.#busyHead(period);
     // While trades are in flight, once per new block, riding; otherwise alone with the nonces.
     if (head !== undefined && this.#last?.block !== undefined && head <= this.#last.block) {
       this.#schedule(this.#o.settings.intervalMs);
       return;
     }
-    const nonces = this.#outside.needsNonces(head);
+    // A block the watcher skipped (its receipts not all read) needs the nonce; the head's own may
+    // still be on their way (the look that read the head reads them next): the block below it decides.
+    const nonces = this.#outside.needsNonces(head === undefined ? undefined : head - 1);
     this.#begin(head === undefined || nonces, nonces);
     this.#schedule(this.#o.settings.intervalMs);
+  }
+
+  /**
+   * The head the block watcher read, while it is at work: trades in flight, or a look within the
+   * last period (between two trades of a run, nothing is expected for a moment). Undefined: idle.
+   */
+  #busyHead(period: number): number | undefined {
+    const watcher = this.#o.watcher;
+    const read = watcher.lastHead();
+    if (read === undefined) return undefined;
+    if (watcher.expected === 0 && Date.now() - read.at > period) return undefined;
+    return Number(read.block.number);
   }
 
   #begin(alone: boolean, nonces: boolean): void {
     const since = Date.now();
     this.#startedAt = since;
-    this.#reading = { since, alone };
+    const state: ReadingUnderWay = { since, alone };
+    this.#reading = state;
     const latest = this.#o.fees.latest();
     // The price of gas for tradesLeft, when no trade read it lately: with this reading's batch.
     if (alone && (latest === undefined || since / 1000 - latest.head.timestamp > 60))
       void this.#o.fees.read().catch(() => {});
     read(this.#plan, alone, nonces)
-      .then((reading) => this.#took(reading))
+      .then(async (reading) => {
+        // Nonces asked when the riders were sent alone (idle): read with them.
+        const counts = state.nonces === undefined ? [] : await state.nonces;
+        counts.forEach((nonce, i) => {
+          reading.nonces.set(this.#plan.wallets[i]!, nonce);
+        });
+        await this.#took(reading);
+      })
       .then(
         () => {
           if (this.#failing) this.#o.log.info({}, "wallet watch: reading again");
@@ -180,6 +221,17 @@ export class WalletWatch {
       .finally(() => {
         this.#reading = undefined;
       });
+  }
+
+  /** The reads waiting to ride go now, alone (with the nonces, when `nonces`). */
+  #sendAlone(reading: ReadingUnderWay, nonces: boolean): void {
+    reading.alone = true;
+    if (nonces) reading.nonces = this.#readNonces();
+    this.#o.calls.flushRiders();
+  }
+
+  #readNonces(): Promise<number[]> {
+    return Promise.all(this.#plan.wallets.map((wallet) => this.#o.provider.getTransactionCount(wallet, "latest")));
   }
 
   async #took(reading: Reading): Promise<void> {
