@@ -23,7 +23,7 @@ import {
   type FeedPolicy,
 } from "./price/index.js";
 import { readiness, walletSource, type WalletSource } from "./readiness.js";
-import { RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
+import { type EndpointStatus, RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
 import { assembleTrades, type Lifecycle } from "./assembly.js";
 import { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./settings.js";
 import type { ChainTradeAdapter } from "./trade/index.js";
@@ -104,6 +104,8 @@ export interface ChainAdapter {
   walletSource(): WalletSource;
   /** The wallet watch's last reading, its alarms and pauses; undefined without a watch. */
   watchState(): WatchState | undefined;
+  /** Each JSON-RPC endpoint as the provider's failover sees it (none for another provider). */
+  endpoints(): EndpointStatus[];
   /** Reads the journal's pauses again (after an admin resumed a wallet); nothing without a watch. */
   refreshPauses(): Promise<void>;
   close(): Promise<void>;
@@ -191,6 +193,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
       readiness({ lifecycle, stuckAfterMs, swap, wallets, provider, watch: () => lifecycle.watch?.state() }),
     watchState: () => lifecycle.watch?.state(),
     refreshPauses: async () => lifecycle.watch?.pauses.refresh(),
+    endpoints: () => (provider instanceof RpcProvider ? provider.endpoints() : []),
     walletSource: () =>
       walletSource({
         lifecycle,

@@ -46,6 +46,8 @@ export class WatchMetrics {
   /** The gauges, read from the watch's last reading at each scrape; empty without a watch. */
   watch(source: () => WatchState | undefined): void {
     const registers = [this.#registry];
+    // Each wallet's counter from 0, so that rate() and increase() see its first outside transaction.
+    for (const wallet of source()?.wallets ?? []) this.#outside.inc({ wallet: wallet.wallet }, 0);
     const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: WatchState) => void) =>
       new Gauge({
         name: `${PREFIX}${name}`,
