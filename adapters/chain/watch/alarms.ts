@@ -83,7 +83,8 @@ export class Alarms {
     const data: WatchData = {
       ...check.state,
       asset: check.asset,
-      [check.kind === "wallet" ? "balance" : "reserves"]: amount,
+      // The amount compared: the wallet's balance of the asset, or the swap's (its reserves of the coin).
+      balance: amount,
       threshold: amountView(check.threshold.min, check.decimals),
       clearsAt: amountView(clearsAt(check.threshold), check.decimals),
       setting: check.threshold.setting,

@@ -37,14 +37,14 @@ export const WALLET_SCHEMAS = {
   WatchEventData: {
     type: "object",
     description:
-      "An event about a wallet or the swap (wallet.outside_transaction, wallet.balance_low/ok, swap.reserves_low/ok): the wallet's state (`wallet`, `block`, `paused`, `balances` by asset, `tradesLeft`) or the swap's (`swap`, `block`, `reserves` by coin); with `asset`, `balance` or `reserves`, `threshold`, `clearsAt` and `setting` for an alarm, `transaction` and `policy` for an outside transaction.",
+      "An event about a wallet or the swap (wallet.outside_transaction, wallet.balance_low/ok, swap.reserves_low/ok): the wallet's state (`wallet`, `block`, `paused`, `balances` by asset, `tradesLeft`) or the swap's (`swap`, `block`, `reserves` by coin); with `asset`, `balance` (the amount compared), `threshold`, `clearsAt` and `setting` for an alarm, `transaction` and `policy` for an outside transaction.",
     properties: {
       wallet: ADDRESS,
       swap: ADDRESS,
       block: { type: ["integer", "null"] },
       paused: { type: "boolean" },
       balances: { type: "object", additionalProperties: AMOUNT },
-      reserves: { oneOf: [AMOUNT, { type: "object", additionalProperties: AMOUNT }] },
+      reserves: { type: "object", additionalProperties: AMOUNT },
       tradesLeft: { type: ["integer", "null"] },
       asset: { type: "string" },
       balance: AMOUNT,
