@@ -94,7 +94,10 @@ export class WalletWatch {
       wallets,
       policy: options.settings.policy,
       log: options.log,
-      observer: options.observer,
+      // Counted under the wallet's name as the other wallet metrics label it (checksummed).
+      observer: options.observer && {
+        outsideTransaction: (wallet) => options.observer?.outsideTransaction(getAddress(wallet)),
+      },
       expects: (hash) => options.watcher.expects(hash),
       walletState: (wallet) => this.#walletData(wallet),
       paused: () => this.pauses.refresh(),
