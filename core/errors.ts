@@ -28,7 +28,12 @@ export type DomainErrorCode =
   | "permission_denied"
   | "spending_limit_exceeded"
   | "wallet_paused"
-  | "wallet_not_paused";
+  | "wallet_not_paused"
+  | "approval_pending"
+  | "approval_conflict"
+  | "approval_expired"
+  | "approval_interrupted"
+  | "trade_rejected";
 
 export abstract class DomainError extends Error {
   abstract readonly code: DomainErrorCode;
@@ -179,11 +184,15 @@ export class TransactionRefusedError extends DomainError {
   }
 }
 
-/** No trade sent with the caller's key broadcast this transaction. */
+/** No trade sent with the caller's key (or one it sees) broadcast this transaction, or has this id. */
 export class TradeNotFoundError extends DomainError {
   readonly code = "trade_not_found";
-  constructor(txHash: string) {
-    super(`transactionHash: no trade of yours broadcast ${txHash}`);
+  constructor(reference: string, by: "transactionHash" | "id" = "transactionHash") {
+    super(
+      by === "id"
+        ? `id: no trade of yours is ${reference}`
+        : `transactionHash: no trade of yours broadcast ${reference}`,
+    );
     this.name = "TradeNotFoundError";
   }
 }
@@ -353,5 +362,42 @@ export class WalletNotPausedError extends DomainError {
   constructor(wallet: string) {
     super(`address: exchange wallet ${wallet} is not paused`);
     this.name = "WalletNotPausedError";
+  }
+}
+
+/**
+ * The trade is held for an approval (ACCESS_FILE `approvals`), or approved and not signed yet:
+ * nothing was signed. Not a failure: JSON answers 202 with `trade` (the trade as GET
+ * /api/v1/trades/{id} shows it, with its approval), gRPC failed_precondition with the metadata
+ * `trade-id` and `trade-status`. A retry with the same Idempotency-Key answers the same while it
+ * waits, then its outcome.
+ */
+export class TradeHeldError extends DomainError {
+  readonly code = "approval_pending";
+  constructor(
+    readonly tradeId: string,
+    readonly status: "pending_approval" | "approved",
+    /** The trade as the trade views show it (TradeView). */
+    readonly trade: unknown,
+  ) {
+    super(
+      status === "pending_approval"
+        ? `trade ${tradeId} is held for approval (pending_approval): nothing was signed; it runs once approved, ` +
+            "and a retry with the same Idempotency-Key answers its outcome"
+        : `trade ${tradeId} is approved and about to be signed: a retry with the same Idempotency-Key answers its outcome`,
+    );
+    this.name = "TradeHeldError";
+  }
+}
+
+/** A decision on a trade already decided (approved, rejected, expired), or an approver going back on its own. */
+export class ApprovalConflictError extends DomainError {
+  readonly code = "approval_conflict";
+  constructor(tradeId: string, status: string, detail?: string) {
+    super(
+      `id: trade ${tradeId} is ${status.replace("_", " ")}${detail === undefined ? "" : `, ${detail}`}: ` +
+        "it takes no other decision (the same approver repeating its own decision gets the same answer)",
+    );
+    this.name = "ApprovalConflictError";
   }
 }

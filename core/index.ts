@@ -26,6 +26,38 @@ export {
   outsideTransactionEntry,
   walletResumedEntry,
 } from "./audit.js";
+export {
+  holdingRules,
+  newApproval,
+  decideOn,
+  authorizeApprover,
+  authorizeDecision,
+  isRequester,
+  approvalExpiredError,
+  rejectedError,
+  INTERRUPTED_ERROR,
+  heldEntry,
+  decisionEntry,
+  approvalExpiredEntry,
+  interruptedEntry,
+  MAX_REASON_LENGTH,
+  type DecisionStep,
+} from "./approvals.js";
+export type {
+  ApprovalDecision,
+  ApprovalJournal,
+  ApprovalVerdict,
+  DecisionOutcome,
+  HeldQuote,
+  TradeApproval,
+} from "./ports/approval.port.js";
+export {
+  listApprovalsUseCase,
+  decideTradeUseCase,
+  type ApprovalListView,
+  type ListApprovalsUseCase,
+  type DecideTradeUseCase,
+} from "./use-cases/approvals.use-case.js";
 export type {
   ProvenTrade,
   ReservedTrade,
@@ -169,6 +201,7 @@ export { settle } from "./use-cases/settlement.js";
 export {
   tradeStatusUseCase,
   tradeView,
+  TRADE_ID,
   type TradeStatusUseCase,
   type TradeView,
   type BroadcastView,

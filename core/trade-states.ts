@@ -21,9 +21,26 @@
  *   receipt when a re-priced replacement was the one mined);
  * - `failed`: refused with nothing paid (before or at broadcast, or its nonce was taken by a
  *   transaction the service did not sign for it), or reverted when mined; with the error;
- * - `expired`: its deadline passed unmined and its nonce was taken by a no-op; nothing paid.
+ * - `expired`: its deadline passed unmined and its nonce was taken by a no-op; or, held for an
+ *   approval, not approved in time (error `approval_expired`); nothing paid;
+ * - `pending_approval`: an approval rule of the access file held it (core/approvals.ts): nothing
+ *   signed, its room in the limits kept, waiting for its approvers;
+ * - `approved`: approved as many times as its rules ask, and being run from "price and prove"
+ *   (nothing signed yet: signed, it is `signed`);
+ * - `rejected`: an approver rejected it; final, nothing paid.
  */
-export const TRADE_STATUSES = ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] as const;
+export const TRADE_STATUSES = [
+  "accepted",
+  "signed",
+  "submitted",
+  "mined",
+  "confirmed",
+  "failed",
+  "expired",
+  "pending_approval",
+  "approved",
+  "rejected",
+] as const;
 
 export type TradeStatus = (typeof TRADE_STATUSES)[number];
 
@@ -34,11 +51,12 @@ export const INITIAL_STATUS = "accepted" satisfies TradeStatus;
  * The request has its answer. Only the chain's word moves a trade on from here (CHAIN_VERDICTS: a
  * reorg, a receipt, a revert, the no-op at its nonce), or its being signed again (`markSigned`).
  */
-export const FINAL_STATUSES = ["confirmed", "failed", "expired"] as const satisfies readonly TradeStatus[];
+export const FINAL_STATUSES = ["confirmed", "failed", "expired", "rejected"] as const satisfies readonly TradeStatus[];
 
 /**
  * The states of a trade that may pay or has paid: what a spending limit counts (core/access). A
- * failed or expired trade paid nothing and gives its room back; so does one forgotten (deleted).
+ * held trade keeps its room while it waits, and an approved one while it runs. A failed, expired
+ * or rejected trade paid nothing and gives its room back; so does one forgotten (deleted).
  */
 export const SPENDING_STATUSES = [
   "accepted",
@@ -46,6 +64,8 @@ export const SPENDING_STATUSES = [
   "submitted",
   "mined",
   "confirmed",
+  "pending_approval",
+  "approved",
 ] as const satisfies readonly TradeStatus[];
 
 /** Every operation of the journals that changes a trade's status or deletes it, by its method's name. */
@@ -59,7 +79,11 @@ export type TradeOperation =
   | "markExpired"
   | "discard"
   | "releaseSlot"
-  | "forgetUnsigned";
+  | "forgetUnsigned"
+  | "markHeld"
+  | "markApproved"
+  | "markRejected"
+  | "expireApproval";
 
 /** The operations that record what the chain says of a trade's transactions. */
 export const CHAIN_VERDICTS = [
@@ -89,6 +113,11 @@ export interface TradeTransition {
    * does to one with a transaction, whatever its status.
    */
   readonly whenSigned?: Exclude<TradeVerdict, "applies">;
+  /**
+   * Statuses of `applies` it applies from only when the trade has a signed transaction; from one
+   * of them without a transaction it is refused.
+   */
+  readonly onlySigned?: readonly TradeStatus[];
 }
 
 /** A compile error naming the statuses a transition leaves out, so that a new state is placed in every operation. */
@@ -110,71 +139,82 @@ function transition<
   return rule;
 }
 
+/** The states a trade is in while held for, or given, its approval: nothing of it is signed. */
+const AWAITING = ["pending_approval", "approved"] as const satisfies readonly TradeStatus[];
+
 /**
  * What each operation does from each state. The rules they keep:
  * - a final state is left only on the chain's word (CHAIN_VERDICTS), or by being signed again;
  * - `expired` stays expired when the trade is then said to have failed: the no-op that took its
  *   nonce is its outcome (a receipt of its own transaction still makes it mined or confirmed);
- * - a trade with a signed transaction is never deleted: its money may have left the wallet.
+ * - a trade with a signed transaction is never deleted: its money may have left the wallet;
+ * - a trade held for an approval (`pending_approval`) or rejected is never signed: only an
+ *   approved one is, and only an approver's decision or the expiry moves a held one on.
  */
 export const TRADE_TRANSITIONS = {
   // Signed, or signed again at another nonce (the node refused the first, so nothing of it was
-  // broadcast): from every state, since a trade the monitor judged failed or expired while its
-  // first nonce was refused is signed again, and the chain's later word decides.
+  // broadcast): from every state a trade may pay from, since a trade the monitor judged failed or
+  // expired while its first nonce was refused is signed again, and the chain's later word decides.
   markSigned: transition({
     to: "signed",
-    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved"],
     ignored: [],
-    refused: [],
+    refused: ["pending_approval", "rejected"],
+    // A failed or expired trade is signed again only over its own first signature; one that never
+    // had a transaction (an approved trade failed as interrupted while its run went on) stays
+    // failed: its client was told nothing was paid, and its room was given back.
+    onlySigned: ["failed", "expired"],
   }),
   // A node holds its transaction. Late news for a trade the chain already spoke of: nothing.
   markSubmitted: transition({
     to: "submitted",
     applies: ["signed"],
-    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
     refused: [],
   }),
   // A reorg took its block away: only a mined trade has a block to lose.
   markReorged: transition({
     to: "submitted",
     applies: ["mined", "confirmed"],
-    ignored: ["accepted", "signed", "submitted", "failed", "expired"],
+    ignored: ["accepted", "signed", "submitted", "failed", "expired", ...AWAITING, "rejected"],
     refused: [],
   }),
   // A receipt is the chain's word, whatever was recorded before (a trade failed for a nonce found
-  // taken, then found mined after all, is corrected).
+  // taken, then found mined after all, is corrected). A trade never signed has no receipt.
   markMined: transition({
     to: "mined",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
     ignored: [],
-    refused: [],
+    refused: [...AWAITING, "rejected"],
   }),
   markConfirmed: transition({
     to: "confirmed",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
     ignored: [],
-    refused: [],
+    refused: [...AWAITING, "rejected"],
   }),
-  // Expired stays expired: its no-op took the nonce, and that is its outcome.
+  // Expired stays expired: its no-op took the nonce, and that is its outcome. An approved trade
+  // that cannot run (the price moved past its minimum, its quote expired) fails, nothing signed.
   markFailed: transition({
     to: "failed",
-    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed"],
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "approved"],
     ignored: ["expired"],
-    refused: [],
+    refused: ["pending_approval", "rejected"],
   }),
   markExpired: transition({
     to: "expired",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
     ignored: [],
-    refused: [],
+    refused: [...AWAITING, "rejected"],
   }),
   // Refused before anything was signed: forgotten, so a retry with its key runs afresh. Never a
-  // trade with a signed transaction (every trade signed, submitted, mined or confirmed has one).
+  // trade with a signed transaction (every trade signed, submitted, mined or confirmed has one),
+  // nor one an approval rule held: its outcome is its approvers' (and the audit log's).
   discard: transition({
     to: null,
     applies: ["accepted", "failed", "expired"],
     ignored: [],
-    refused: ["signed", "submitted", "mined", "confirmed"],
+    refused: ["signed", "submitted", "mined", "confirmed", ...AWAITING, "rejected"],
     whenSigned: "refused",
   }),
   // Its slot's only transaction can never be mined: back to accepted, in the same write as the
@@ -182,16 +222,48 @@ export const TRADE_TRANSITIONS = {
   releaseSlot: transition({
     to: INITIAL_STATUS,
     applies: ["signed"],
-    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
     refused: [],
   }),
-  // Accepted and never signed by a process that is gone (or left so too long): forgotten.
+  // Accepted and never signed by a process that is gone (or left so too long): forgotten. A held
+  // trade is not: it waits for its approvers, or its expiry.
   forgetUnsigned: transition({
     to: null,
     applies: ["accepted"],
-    ignored: ["signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    ignored: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
     refused: [],
     whenSigned: "ignored",
+  }),
+  // An approval rule matched it: held, nothing signed, its room in the limits kept.
+  markHeld: transition({
+    to: "pending_approval",
+    applies: ["accepted"],
+    ignored: [],
+    refused: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
+    whenSigned: "refused",
+  }),
+  // An approval given: recorded on a held trade, which is approved once it has as many as its
+  // rules ask (before that it stays pending_approval, the approval recorded).
+  markApproved: transition({
+    to: "approved",
+    applies: ["pending_approval"],
+    ignored: [],
+    refused: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+  }),
+  // Rejected by an approver: final, nothing paid, its room given back.
+  markRejected: transition({
+    to: "rejected",
+    applies: ["pending_approval"],
+    ignored: [],
+    refused: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+  }),
+  // Not approved within its rule's expiresAfter: expired (approval_expired), its room given back. A
+  // sweep: it passes over every trade not held.
+  expireApproval: transition({
+    to: "expired",
+    applies: ["pending_approval"],
+    ignored: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+    refused: [],
   }),
 } satisfies { readonly [O in TradeOperation]: TradeTransition };
 
@@ -202,6 +274,7 @@ export function tradeVerdict(
 ): TradeVerdict {
   const rule = TRADE_TRANSITIONS[operation];
   if (rule.whenSigned !== undefined && trade.txHash !== null) return rule.whenSigned;
+  if (rule.onlySigned?.includes(trade.status) && trade.txHash === null) return "refused";
   if (rule.applies.includes(trade.status)) return "applies";
   return rule.ignored.includes(trade.status) ? "ignored" : "refused";
 }
@@ -213,10 +286,15 @@ export class TradeTransitionError extends Error {
   readonly status: TradeStatus;
 
   constructor(operation: TradeOperation, tradeId: string, trade: { status: TradeStatus; txHash: string | null }) {
-    const signed = trade.txHash !== null && TRADE_TRANSITIONS[operation].whenSigned === "refused";
-    super(
-      `trade ${tradeId} ${signed ? "has a signed transaction" : `is ${trade.status}`}: ${operation} does not apply`,
-    );
+    const rule: TradeTransition = TRADE_TRANSITIONS[operation];
+    const signed = trade.txHash !== null && rule.whenSigned === "refused";
+    const unsigned = trade.txHash === null && rule.onlySigned?.includes(trade.status) === true;
+    const why = signed
+      ? "has a signed transaction"
+      : unsigned
+        ? `is ${trade.status} without a signed transaction`
+        : `is ${trade.status}`;
+    super(`trade ${tradeId} ${why}: ${operation} does not apply`);
     this.name = "TradeTransitionError";
     this.operation = operation;
     this.tradeId = tradeId;

@@ -138,7 +138,10 @@ export async function measureRecords(service: RecordsService, options: RecordsOp
 }
 
 /** The service's CPU over `seconds` without sells. */
-async function idleWindow(service: RecordsService, seconds: number): Promise<{ micros: number; seconds: number }> {
+export async function idleWindow(
+  service: RecordsService,
+  seconds: number,
+): Promise<{ micros: number; seconds: number }> {
   const before = await service.usage();
   const started = performance.now();
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
@@ -146,7 +149,7 @@ async function idleWindow(service: RecordsService, seconds: number): Promise<{ m
   return { micros: after.cpuMicros - before.cpuMicros, seconds: (performance.now() - started) / 1000 };
 }
 
-interface Round {
+export interface Round {
   next: number;
   sells: number;
   seconds: number;
@@ -156,7 +159,7 @@ interface Round {
 }
 
 /** `concurrency` sells in flight for `seconds`, then the last answers awaited; sells numbered from `first`. */
-async function closedLoop(service: RecordsService, first: number, concurrency: number, seconds: number) {
+export async function closedLoop(service: RecordsService, first: number, concurrency: number, seconds: number) {
   const latenciesMs: number[] = [];
   let next = first;
   const started = performance.now();
@@ -174,7 +177,7 @@ async function closedLoop(service: RecordsService, first: number, concurrency: n
 }
 
 /** One measured round: its sells checked against the wallet, the service's CPU and the switches' counts meanwhile. */
-async function measuredRound(service: RecordsService, first: number, concurrency: number, seconds: number) {
+export async function measuredRound(service: RecordsService, first: number, concurrency: number, seconds: number) {
   const walletBefore = await service.wallet();
   const before = await service.usage();
   const run = await closedLoop(service, first, concurrency, seconds);
@@ -216,13 +219,13 @@ function addRound(side: Side, round: Round): void {
 }
 
 /** The `q` quantile (0..1) of `values`, by the nearest rank. */
-function quantile(values: readonly number[], q: number): number {
+export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))] ?? 0;
 }
 
 /** A round's CPU per sell, less the service's CPU when idle over the round's time. */
-const netCpu = (r: { sells: number; seconds: number; cpuMicros: number }, idlePerSecond: number) =>
+export const netCpu = (r: { sells: number; seconds: number; cpuMicros: number }, idlePerSecond: number) =>
   (r.cpuMicros - idlePerSecond * r.seconds) / r.sells;
 
 /** A side's figures: sells/s, p50 and p99 (ms), CPU µs per sell (and less the idle service's), what it counted. */

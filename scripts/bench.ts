@@ -29,9 +29,11 @@
  *   write, one at a time and at once, on SQLite and PostgreSQL (`--only audit` runs this alone).
  * - JSON-RPC calls per trade (bench-rpc.ts), on anvil at 1 s blocks: sequential sells and a
  *   burst of 50 (`--only rpc` runs this alone).
- * - The chain-side decision records 0001–0004 (bench-records.ts), on a service of their own at
- *   CHAIN_BLOCK_TIME_MS=1000: each replacement against the library it replaced, in alternating
- *   rounds of JSON sells (`--only records` runs this alone).
+ * - The decision records (bench-records.ts, 0001–0004; bench-records-transport.ts, 0005 and
+ *   0007–0009), on a service of their own at CHAIN_BLOCK_TIME_MS=1000: each replacement against the
+ *   library it replaced, in alternating rounds of JSON sells, and for the transport's records of
+ *   the price and sells over JSON, Connect and gRPC (`--only records` runs this alone,
+ *   `--records chain|transport` one part of it).
  * - Last, a pipelining flood (bench-flood.ts): the slowest new client's /healthz during and after
  *   1 s of connections that pipeline 2,000 requests each and read nothing (target < 1 s), and the
  *   service's peak RSS after it.
@@ -50,7 +52,7 @@
  *
  * Options: --duration <s> (price, per target), --connections, --h2-sessions, --h2-streams, --sells (per path),
  * --concurrency, --rounds, --warmup (sells per path and round, not measured),
- * --only price|sells|history|access|audit|webhooks|rpc|records|signers, --profile <dir> (a V8 CPU profile of the service process, for
+ * --only price|sells|history|access|audit|webhooks|rpc|records|signers, --records chain|transport, --profile <dir> (a V8 CPU profile of the service process, for
  * Chrome DevTools). The service reads the rest of its configuration from the environment
  * as `npm start` does (e.g. PRICE_CACHE_MS=0 benches without the price cache); its data
  * (DATA_DIR) goes to a fresh temporary directory.
@@ -79,7 +81,9 @@ import { flood, measureFlood } from "./bench-flood.js";
 import { accessTable, measureAccess } from "./bench-access.js";
 import { auditTable, measureAudit } from "./bench-audit.js";
 import { type HistoryResult, measureHistory } from "./bench-history.js";
-import { measureRecords, recordsTable } from "./bench-records.js";
+import { measureRecords, recordsTable, type RecordsService } from "./bench-records.js";
+import { measureTransport, type Via } from "./bench-records-transport.js";
+import { transportTable } from "./bench-records-transport-table.js";
 import { measureRpc, rpcTable } from "./bench-rpc.js";
 import { measureSigners } from "./bench-signers.js";
 import { measureWebhooks, startBenchReceiver, webhookEnv, webhooksTable } from "./bench-webhooks.js";
@@ -94,6 +98,9 @@ const PROTO_ROOT = fileURLToPath(new URL("../proto", import.meta.url));
 /** Hardhat account #2: receives the stable coins. */
 const CUSTOMER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const PRICE_PATH = "/api/v1/token/price";
+/** TokenService's GetPrice and Sell in Connect's protocol (the records bench's stand-in for decision 0005). */
+const CONNECT_PRICE_PATH = "/tokentrade.v1.TokenService/GetPrice";
+const CONNECT_SELL_PATH = "/tokentrade.v1.TokenService/Sell";
 const SELL_LOGS = 5;
 const ONE_TOKEN = parseUnits("1", 18);
 const STABLES = ["DAI", "USDT", "USDC"] as const;
@@ -115,6 +122,8 @@ const { values: opts } = parseArgs({
     profile: { type: "string" },
     /** Runs only the price or only the sell measurements (for profiling). */
     only: { type: "string" },
+    /** With --only records: only the chain-side records (0001–0004) or only the transport-side ones (0005, 0007–0009). */
+    records: { type: "string" },
     /** The flood's attacker process (scripts/bench-flood.ts): the service's port. */
     port: { type: "string" },
   },
@@ -564,6 +573,8 @@ class ServerProcess {
 interface Run {
   ops: number;
   seconds: number;
+  /** Where the load generator gives it. */
+  p50Ms?: number;
   p99Ms: number;
   /** Calls answered with an error status (gRPC price only): not in `ops`, reported beside. */
   failed?: number;
@@ -614,17 +625,24 @@ async function measured(server: ServerProcess, work: () => Promise<Run>): Promis
 }
 
 /** Loads `url` for `seconds`; refuses a run with any error or non-2xx answer. */
-async function cannon(url: string, apiKey: string | undefined, seconds: number, connections: number): Promise<Run> {
+async function cannon(
+  url: string,
+  apiKey: string | undefined,
+  seconds: number,
+  connections: number,
+  request: { method: "POST"; body: string; headers: Record<string, string> } | undefined = undefined,
+): Promise<Run> {
   const result = await autocannon({
     url,
     connections,
     duration: seconds,
-    headers: apiKey === undefined ? {} : { api_key: apiKey },
+    ...request,
+    headers: { ...request?.headers, ...(apiKey === undefined ? {} : { api_key: apiKey }) },
   });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
     throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
   }
-  return { ops: result.requests.total, seconds: result.duration, p99Ms: result.latency.p99 };
+  return { ops: result.requests.total, seconds: result.duration, p50Ms: result.latency.p50, p99Ms: result.latency.p99 };
 }
 
 /**
@@ -695,6 +713,7 @@ async function grpcCannon(
     ops,
     failed,
     seconds: (performance.now() - started) / 1000,
+    p50Ms: latencies[Math.max(0, Math.ceil(latencies.length * 0.5) - 1)] ?? 0,
     p99Ms: latencies[Math.min(latencies.length - 1, Math.ceil(latencies.length * 0.99) - 1)] ?? 0,
   };
 }
@@ -731,11 +750,16 @@ interface SellTarget {
   close?(): void;
 }
 
-function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarget {
+/**
+ * Sells over HTTP/1.1 with a JSON body: the SPEC's route, or (`connect`) TokenService/Sell in
+ * Connect's JSON protocol, whose proto3 JSON receipt has the same checked fields.
+ */
+function httpSells(ready: Ready, apiKey: string, concurrency: number, connect = false): SellTarget {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const url = new URL("/api/v1/token/sell", ready.apiUrl);
+  const url = new URL(connect ? CONNECT_SELL_PATH : "/api/v1/token/sell", ready.apiUrl);
+  const protocol = connect ? { "connect-protocol-version": "1" } : {};
   return {
-    name: "JSON HTTP",
+    name: connect ? "Connect JSON" : "JSON HTTP",
     sell: (index) =>
       new Promise((resolve, reject) => {
         const body = JSON.stringify({
@@ -749,7 +773,12 @@ function httpSells(ready: Ready, apiKey: string, concurrency: number): SellTarge
           {
             method: "POST",
             agent,
-            headers: { api_key: apiKey, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+            headers: {
+              api_key: apiKey,
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(body),
+              ...protocol,
+            },
           },
           (res) => {
             const chunks: Buffer[] = [];
@@ -1315,47 +1344,117 @@ async function benchWebhooks(): Promise<string> {
 }
 
 /**
- * The chain-side decision records (scripts/bench-records.ts) on a service of their own: its
- * embedded chain at CHAIN_BLOCK_TIME_MS=1000, the records' A/B switches loaded, JSON sells.
- * --duration is each round's measured seconds, --rounds the cycles, --concurrency the sells in flight.
+ * The decision records on a service of their own: its embedded chain at CHAIN_BLOCK_TIME_MS=1000,
+ * the records' A/B switches loaded; the chain-side records (scripts/bench-records.ts: JSON
+ * sells), then the transport-side ones (scripts/bench-records-transport.ts: the price and sells
+ * over JSON, Connect and gRPC); `--records chain` or `--records transport` runs one part.
+ * --duration is each sell round's measured seconds (a price round's half of it), --rounds the
+ * cycles, --concurrency the sells in flight, --connections and --h2-* the price's load.
  */
-async function benchRecords({ seconds, concurrency, rounds }: Sizes): Promise<string> {
+async function benchRecords(size: Sizes): Promise<string> {
+  const part = opts.records;
+  if (part !== undefined && part !== "chain" && part !== "transport")
+    throw new Error("--records: must be chain or transport");
   const apiKey = randomBytes(24).toString("base64url");
   process.stderr.write("records: starting the service at CHAIN_BLOCK_TIME_MS=1000 with the records' switches…\n");
   const hooks = fileURLToPath(new URL("./bench-records/register.ts", import.meta.url));
   const server = new ServerProcess(apiKey, "server", { CHAIN_BLOCK_TIME_MS: "1000" }, [hooks]);
   try {
     const ready = await server.next("ready");
-    const target = httpSells(ready, apiKey, concurrency);
     const provider = new JsonRpcProvider(ready.rpcUrl, Network.from(ready.chainId), {
       staticNetwork: true,
       cacheTimeout: -1,
     });
     const token = new Contract(ready.addresses.token, ERC20_ABI, provider);
+    const common = {
+      library: (records: readonly string[]) => server.library(records),
+      usage: async () => {
+        const { cpuMicros, tallies = {} } = await server.usage();
+        return { cpuMicros, tallies };
+      },
+      wallet: async () => ({
+        nonce: await provider.getTransactionCount(ready.wallet, "latest"),
+        balance: (await token.getFunction("balanceOf")(ready.wallet)) as bigint,
+      }),
+      sellAmount: ONE_TOKEN,
+    };
     try {
-      const result = await measureRecords(
-        {
-          library: (records) => server.library(records),
-          usage: async () => {
-            const { cpuMicros, tallies = {} } = await server.usage();
-            return { cpuMicros, tallies };
-          },
-          sell: (index) => target.sell(index),
-          wallet: async () => ({
-            nonce: await provider.getTransactionCount(ready.wallet, "latest"),
-            balance: (await token.getFunction("balanceOf")(ready.wallet)) as bigint,
-          }),
-          sellAmount: ONE_TOKEN,
-        },
-        { seconds, concurrency, cycles: rounds, progress: (line) => process.stderr.write(`${line}\n`) },
-      );
-      return recordsTable(result, { machine: machine(), config: ready.config });
+      const tables: string[] = [];
+      if (part !== "transport") tables.push(await chainRecords(ready, apiKey, size, common));
+      if (part !== "chain") tables.push(await transportRecords(ready, apiKey, size, common));
+      return tables.join("\n");
     } finally {
-      target.close?.();
       provider.destroy();
     }
   } finally {
     await server.stop();
+  }
+}
+
+type RecordsCommon = Omit<RecordsService, "sell">;
+
+/** Decision records 0001–0004: JSON sells, each replacement against its library. */
+async function chainRecords(ready: Ready, apiKey: string, size: Sizes, common: RecordsCommon): Promise<string> {
+  const { seconds, concurrency, rounds } = size;
+  const target = httpSells(ready, apiKey, concurrency);
+  try {
+    const result = await measureRecords(
+      { ...common, sell: (index) => target.sell(index) },
+      { seconds, concurrency, cycles: rounds, progress: (line) => process.stderr.write(`${line}\n`) },
+    );
+    return recordsTable(result, { machine: machine(), config: ready.config });
+  } finally {
+    target.close?.();
+  }
+}
+
+/** Decision records 0005 and 0007–0009: the price and sells, each replacement against its library. */
+async function transportRecords(ready: Ready, apiKey: string, size: Sizes, common: RecordsCommon): Promise<string> {
+  const { seconds, concurrency, rounds, connections, h2Sessions, h2Streams } = size;
+  const capturedGrpc = await captureGrpc(ready.apiUrl, apiKey);
+  if (capturedGrpc.trailers["grpc-status"] !== "0")
+    throw new Error(`GetPrice answered grpc-status ${capturedGrpc.trailers["grpc-status"]}`);
+  const connectPrice = {
+    method: "POST" as const,
+    body: "{}",
+    headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+  };
+  const answer = await fetch(`${ready.apiUrl}${CONNECT_PRICE_PATH}`, {
+    ...connectPrice,
+    headers: { ...connectPrice.headers, api_key: apiKey },
+  });
+  const text = await answer.text();
+  if (answer.status !== 200 || !text.includes('"cryptoCurrency"'))
+    throw new Error(`Connect's GetPrice answered ${answer.status}: ${text.slice(0, 300)}`);
+  const sells = {
+    json: httpSells(ready, apiKey, concurrency),
+    connect: httpSells(ready, apiKey, concurrency, true),
+    grpc: grpcSells(ready, apiKey),
+  };
+  const price = async (via: Via, s: number) => {
+    const run =
+      via === "grpc"
+        ? await grpcCannon(ready.apiUrl, apiKey, s, h2Sessions, h2Streams, capturedGrpc)
+        : via === "json"
+          ? await cannon(`${ready.apiUrl}${PRICE_PATH}`, apiKey, s, connections)
+          : await cannon(`${ready.apiUrl}${CONNECT_PRICE_PATH}`, apiKey, s, connections, connectPrice);
+    return { ops: run.ops, seconds: run.seconds, p50Ms: run.p50Ms ?? 0, p99Ms: run.p99Ms };
+  };
+  try {
+    const result = await measureTransport(
+      { ...common, price, sell: (via, index) => sells[via].sell(index) },
+      {
+        sellSeconds: seconds,
+        priceSeconds: Math.max(2, Math.round(seconds / 2)),
+        concurrency,
+        cycles: rounds,
+        progress: (line) => process.stderr.write(`${line}\n`),
+      },
+    );
+    const priceLoad = `JSON: autocannon, ${connections} connections; gRPC: node:http2, ${h2Sessions} × ${h2Streams} streams`;
+    return transportTable(result, { machine: machine(), config: ready.config, priceLoad });
+  } finally {
+    for (const target of Object.values(sells)) target.close?.();
   }
 }
 

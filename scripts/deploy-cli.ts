@@ -175,7 +175,7 @@ if (wallets !== undefined) {
       log: (line) => console.log(line),
     });
   } finally {
-    wallets.close();
+    await wallets.close();
   }
 }
 await connection.close();

@@ -3,15 +3,14 @@
  * in files under a directory of its own, initialised through PKCS#11 itself (C_InitToken,
  * C_InitPIN), so no PIN ever appears on a command line, and secp256k1 key pairs generated on the
  * token (C_GenerateKeyPair: the private key sensitive and never extractable). A vendor's HSM is
- * set up with the vendor's tools instead; the service only needs the key's label or id.
+ * set up with the vendor's tools instead; the service only needs the key's label or id. The
+ * binding (pkcs11js, an optional dependency) is loaded here only when a command needs it.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-
-import pkcs11js from "pkcs11js";
 
 import { addressOfEcPoint, pkcs11Modules } from "../adapters/chain/index.js";
 
@@ -54,7 +53,7 @@ export async function initDevToken(dir: string, label: string): Promise<DevToken
   const pinFile = join(root, `${label}.pin`);
   const pin = randomBytes(12).toString("base64url");
   const soPin = randomBytes(12).toString("base64url");
-  const { load, unload } = await pkcs11Modules();
+  const { load, unload, pkcs11js } = await pkcs11Modules();
   const lib = load(module);
   try {
     const slot = lib.C_GetSlotList(false).find((s) => !(lib.C_GetTokenInfo(s).flags & pkcs11js.CKF_TOKEN_INITIALIZED));
@@ -85,7 +84,7 @@ export async function newKey(token: DevToken, keyLabel: string): Promise<{ addre
   process.env.SOFTHSM2_CONF = token.conf;
   const pin = readFileSync(token.pinFile, "utf8").replace(/\r?\n$/, "");
   const id = randomBytes(8);
-  const { load, unload } = await pkcs11Modules();
+  const { load, unload, pkcs11js } = await pkcs11Modules();
   const lib = load(token.module);
   try {
     const slot = lib

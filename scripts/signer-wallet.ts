@@ -94,8 +94,15 @@ export async function openConfiguredSigners(env: NodeJS.ProcessEnv): Promise<Ope
   const config = signerConfig(parseEnvironment(env), problems);
   if (problems.length > 0) throw new Error(problems.join("\n  - "));
   if (config === undefined) return undefined;
+  // A refused signature's detail (the token, the KMS key, why), on the operator's terminal.
+  const log = {
+    warn: (fields: object, message: string) => console.error(`${message}: ${JSON.stringify(fields)}`),
+    error: (fields: object, message: string) => console.error(`${message}: ${JSON.stringify(fields)}`),
+  };
   try {
-    return config.kind === "pkcs11" ? await openPkcs11Signers(config) : await openKmsSigners(config);
+    return config.kind === "pkcs11"
+      ? await openPkcs11Signers({ ...config, log })
+      : await openKmsSigners({ ...config, log });
   } catch (error) {
     if (error instanceof SignerStartError) throw new Error(error.message);
     throw error;

@@ -1,6 +1,6 @@
 /**
- * ACCESS_FILE: every api key by its SHA-256, what each may do, the spending limits and the
- * denylist (docs/operations.md "Access and limits"; its JSON Schema, docs/access-file.schema.json,
+ * ACCESS_FILE: every api key by its SHA-256, what each may do, the spending limits, the approval
+ * rules and the denylist (docs/operations.md "Access and limits" and "Approvals"; its JSON Schema, docs/access-file.schema.json,
  * is `accessFileJsonSchema()`). Read at start and at every reload (adapters/startup/access.ts):
  * a file with a problem is refused whole, each problem named by its place in the file
  * (`keys[2].wallets[0]: ...`), never echoing a key.
@@ -22,6 +22,7 @@ import {
   type SpendingLimit,
   type TradeKind,
 } from "../../core/index.js";
+import { approvalRuleSchema, checkApprovals } from "./access-file-approvals.js";
 import { calendarTime, parseCidr, parseDenylist, parseWindow, usdUnits } from "./access-file-values.js";
 
 export { parseCidr, parseDenylist, parseWindow } from "./access-file-values.js";
@@ -84,6 +85,8 @@ export const ACCESS_FILE_SCHEMA = z.strictObject({
   $schema: z.string().optional(),
   keys: z.array(keySchema).min(1, "must list at least one key"),
   limits: z.array(limitSchema).optional(),
+  /** Approval rules (docs/operations.md "Approvals"): trades held for approver keys. */
+  approvals: z.array(approvalRuleSchema).optional(),
   denylist: z.string().min(1, "must name a file").optional(),
 });
 
@@ -95,7 +98,7 @@ export function accessFileJsonSchema(): object {
     ...z.toJSONSchema(ACCESS_FILE_SCHEMA),
     title: "ACCESS_FILE",
     description:
-      "The api keys (by SHA-256), their roles and scopes, the spending limits and the denylist of the token trading service. docs/operations.md, 'Access and limits'.",
+      "The api keys (by SHA-256), their roles and scopes, the spending limits, the approval rules and the denylist of the token trading service. docs/operations.md, 'Access and limits' and 'Approvals'.",
   };
 }
 
@@ -163,6 +166,7 @@ export function parseAccessFile(
   const file = parsed.data;
   const keys = checkKeys(file, context, problems);
   const limits = checkLimits(file, new Set(file.keys.map((k) => k.name)), problems);
+  const approvals = checkApprovals(file.approvals, file.keys, problems);
   let denylist = new Set<string>();
   let denylistText = "";
   if (file.denylist !== undefined) {
@@ -175,7 +179,7 @@ export function parseAccessFile(
   }
   if (problems.length > before) return undefined;
   const version = createHash("sha256").update(source.text).update("\0").update(denylistText).digest("hex").slice(0, 16);
-  return { version, keys, limits, denylist };
+  return { version, keys, limits, denylist, ...(approvals.length > 0 && { approvals }) };
 }
 
 function checkKeys(file: AccessFile, context: AccessContext, problems: string[]): AccessKey[] {

@@ -25,6 +25,13 @@ export const AGE_AFTER_MS = 1_000;
 export const SPENDING_STATUSES_SQL = SPENDING_STATUSES.map((status) => `'${status}'`).join(", ");
 
 /**
+ * The states that counted when the spending limits' migration was written, before the approvals
+ * added theirs: what that migration's triggers were made with. The approvals' migration makes them
+ * again with SPENDING_STATUSES_SQL.
+ */
+export const SPENDING_STATUSES_BEFORE_APPROVALS_SQL = "'accepted', 'signed', 'submitted', 'mined', 'confirmed'";
+
+/**
  * When the window frees room for what a limit is over by: the time the oldest spend that brings
  * the freed amount (and count) to at least `over` leaves it, in ms after `now`. `inWindow` is the
  * spends counted now, oldest first; undefined when they cannot free enough (the trade alone is over).

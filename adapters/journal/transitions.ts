@@ -11,6 +11,7 @@ import {
   tradeVerdict,
   type TradeOperation,
   type TradeStatus,
+  type TradeTransition,
 } from "../../core/index.js";
 
 /**
@@ -22,9 +23,13 @@ import {
  */
 export function applies(operation: TradeOperation, alias?: string): string {
   const column = (name: string) => (alias === undefined ? name : `${alias}.${name}`);
-  const rule = TRADE_TRANSITIONS[operation];
+  const rule: TradeTransition = TRADE_TRANSITIONS[operation];
   const status = statusIn(column("status"), rule.applies);
-  return rule.whenSigned === undefined ? status : `${status} AND ${column("tx_hash")} IS NULL`;
+  const signedOnly =
+    rule.onlySigned === undefined
+      ? status
+      : `${status} AND NOT (${statusIn(column("status"), rule.onlySigned)} AND ${column("tx_hash")} IS NULL)`;
+  return rule.whenSigned === undefined ? signedOnly : `${signedOnly} AND ${column("tx_hash")} IS NULL`;
 }
 
 /** `column` holds one of `statuses`, in SQL. */

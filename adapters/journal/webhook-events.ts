@@ -36,6 +36,9 @@ export function webhookEventType(
     case "confirmed":
     case "failed":
     case "expired":
+    case "pending_approval":
+    case "approved":
+    case "rejected":
       return `trade.${after.status}`;
     default:
       return undefined;
@@ -67,6 +70,8 @@ export interface TradeSnapshot {
   }> | null;
   receipt: TradeRecord["receipt"];
   error: TradeRecord["error"];
+  /** Absent from the snapshots written before the approvals (migration 13); null on a trade never held. */
+  approval?: TradeRecord["approval"];
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -97,6 +102,7 @@ export function snapshotToRecord(s: TradeSnapshot): TradeRecord {
     broadcasts,
     receipt: s.receipt,
     error: s.error,
+    ...(s.approval != null && { approval: s.approval }),
     createdAt: new Date(Number(s.createdAt)),
     updatedAt: new Date(Number(s.updatedAt)),
   };

@@ -5,6 +5,7 @@
  * port: a method left out fails to compile, and so does an operation's name misspelt.
  */
 import type {
+  ApprovalJournal,
   AuditLog,
   NoncesConsumed,
   QuoteStore,
@@ -22,6 +23,7 @@ export type JournalOperation =
   | keyof QuoteStore
   | keyof WebhookOutbox
   | keyof AuditLog
+  | keyof ApprovalJournal
   | keyof WatchJournal;
 
 /** Runs `call`, a call of the port method `operation`, and answers what it answers. */
@@ -43,6 +45,13 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
       appendAudit: (entry) => around("appendAudit", () => ports.audit.appendAudit(entry)),
       auditHead: () => around("auditHead", () => ports.audit.auditHead()),
       auditPage: (query) => around("auditPage", () => ports.audit.auditPage(query)),
+    },
+    approvals: {
+      hold: (id, approval, audit) => around("hold", () => ports.approvals.hold(id, approval, audit)),
+      decideApproval: (id, verdict, decision) =>
+        around("decideApproval", () => ports.approvals.decideApproval(id, verdict, decision)),
+      expireApprovals: (now, staleBefore) =>
+        around("expireApprovals", () => ports.approvals.expireApprovals(now, staleBefore)),
     },
     watch: aroundWatch(ports.watch, around),
   };
@@ -73,7 +82,7 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     markReorged: (id) => around("markReorged", () => port.markReorged(id)),
     markMined: (id, receipt) => around("markMined", () => port.markMined(id, receipt)),
     markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
-    markFailed: (id, error) => around("markFailed", () => port.markFailed(id, error)),
+    markFailed: (id, error, audit) => around("markFailed", () => port.markFailed(id, error, audit)),
     markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
     discard: (id, audit) => around("discard", () => port.discard(id, audit)),
     forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),

@@ -14,6 +14,9 @@
  * adapter areas meet only in shared/.
  */
 import type {
+  ApprovalDecision,
+  ApprovalJournal,
+  ApprovalVerdict,
   AuditEntry,
   AuditLog,
   AuditNote,
@@ -36,6 +39,7 @@ import type {
   TradeJournal,
   TradePageQuery,
   TradeSummaryQuery,
+  TradeApproval,
   TransactionReceipt,
   OutsideTransaction,
   WatchEvent,
@@ -64,13 +68,15 @@ export interface JournalPorts {
   readonly webhooks: WebhookOutbox;
   /** The audit log, whose records the other ports' writes append in their own transactions. */
   readonly audit: AuditLog;
+  /** The held trades' approvals, on the trades' own rows. */
+  readonly approvals: ApprovalJournal;
   /** What the watch keeps: outside transactions, paused wallets, alarms (their events in the outbox). */
   readonly watch: WatchJournal;
 }
 
 /** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
 export abstract class Journal
-  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, WatchJournal
+  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, ApprovalJournal, WatchJournal
 {
   abstract readonly ports: JournalPorts;
 
@@ -105,8 +111,8 @@ export abstract class Journal
   markConfirmed(id: string, receipt: TransactionReceipt) {
     return this.ports.trades.markConfirmed(id, receipt);
   }
-  markFailed(id: string, error: { code: string; message: string }) {
-    return this.ports.trades.markFailed(id, error);
+  markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry) {
+    return this.ports.trades.markFailed(id, error, audit);
   }
   markExpired(id: string, error: { code: string; message: string }) {
     return this.ports.trades.markExpired(id, error);
@@ -236,6 +242,17 @@ export abstract class Journal
   }
   auditPage(query: AuditPageQuery) {
     return this.ports.audit.auditPage(query);
+  }
+
+  // ApprovalJournal
+  hold(id: string, approval: TradeApproval, audit: AuditEntry) {
+    return this.ports.approvals.hold(id, approval, audit);
+  }
+  decideApproval(id: string, verdict: ApprovalVerdict, decision: ApprovalDecision) {
+    return this.ports.approvals.decideApproval(id, verdict, decision);
+  }
+  expireApprovals(now: Date, staleBefore: Date) {
+    return this.ports.approvals.expireApprovals(now, staleBefore);
   }
 
   // WatchJournal

@@ -25,7 +25,7 @@ import {
  * write fits while the reader is still on the previous one
  * (docs/decisions/0008-log-buffer-access-lines.md).
  */
-const LOG_BUFFER_BYTES = 32 * 1024;
+export const LOG_BUFFER_BYTES = 32 * 1024;
 
 /**
  * While stdout takes no more (a full pipe), lines wait in memory up to this many bytes; past
@@ -38,7 +38,7 @@ const LOG_MAX_PENDING = 1024 * 1024;
 const LOG_RETRY_MS = 1;
 
 /** A quiet service's lines wait at most this long, in ms. */
-const LOG_FLUSH_MS = 200;
+export const LOG_FLUSH_MS = 200;
 
 /** Most bytes one UTF-16 code unit takes in UTF-8 (a lone surrogate or a character up to U+FFFF: 3). */
 const UTF8_PER_UNIT = 3;

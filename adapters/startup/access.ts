@@ -19,6 +19,7 @@ import type { Logger } from "pino";
 import {
   type AccessKey,
   type AccessPolicy,
+  type ApprovalRule,
   type AuditEntry,
   type AuditLog,
   keyIdOf,
@@ -68,7 +69,12 @@ export class AccessControl {
     this.#poll = setInterval(() => void this.#look(), WATCH_INTERVAL_MS).unref();
     observer?.loaded(loaded.policy, new Date());
     log.info(
-      { version: loaded.policy.version, keys: loaded.policy.keys.length, limits: loaded.policy.limits.length },
+      {
+        version: loaded.policy.version,
+        keys: loaded.policy.keys.length,
+        limits: loaded.policy.limits.length,
+        approvals: loaded.policy.approvals?.length ?? 0,
+      },
       "access file loaded",
     );
   }
@@ -83,6 +89,7 @@ export class AccessControl {
       accessEntry("access.loaded", policy, {
         keys: policy.keys.map((key) => key.name),
         limits: policy.limits.map((limit) => limit.name),
+        approvals: (policy.approvals ?? []).map((rule) => rule.name),
         denylisted: policy.denylist.size,
       }),
     );
@@ -165,7 +172,7 @@ function accessEntry(action: AuditEntry["action"], policy: AccessPolicy, details
 }
 
 /** An entry's settings as comparable text: sets sorted, bigints as decimals. */
-function shape(entry: AccessKey | AccessPolicy["limits"][number]): string {
+function shape(entry: AccessKey | AccessPolicy["limits"][number] | ApprovalRule): string {
   return JSON.stringify(entry, (_key, value: unknown) =>
     value instanceof Set ? [...value].sort() : typeof value === "bigint" ? `${value}` : value,
   );
@@ -177,7 +184,10 @@ function changes(before: AccessPolicy, after: AccessPolicy) {
     const names = new Set(a.map((x) => x.name));
     return b.filter((x) => !names.has(x.name)).map((x) => x.name);
   };
-  const changed = <T extends AccessKey | AccessPolicy["limits"][number]>(a: readonly T[], b: readonly T[]) => {
+  const changed = <T extends AccessKey | AccessPolicy["limits"][number] | ApprovalRule>(
+    a: readonly T[],
+    b: readonly T[],
+  ) => {
     const old = new Map(a.map((x) => [x.name, shape(x)]));
     return b.filter((x) => old.has(x.name) && old.get(x.name) !== shape(x)).map((x) => x.name);
   };
@@ -188,6 +198,9 @@ function changes(before: AccessPolicy, after: AccessPolicy) {
     limitsAdded: diff(before.limits, after.limits),
     limitsRemoved: diff(after.limits, before.limits),
     limitsChanged: changed(before.limits, after.limits),
+    approvalsAdded: diff(before.approvals ?? [], after.approvals ?? []),
+    approvalsRemoved: diff(after.approvals ?? [], before.approvals ?? []),
+    approvalsChanged: changed(before.approvals ?? [], after.approvals ?? []),
     denylisted: after.denylist.size,
     denylistAdded: [...after.denylist].filter((address) => !before.denylist.has(address)).length,
     denylistRemoved: [...before.denylist].filter((address) => !after.denylist.has(address)).length,

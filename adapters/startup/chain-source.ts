@@ -101,7 +101,9 @@ async function openSigners(signer: RemoteSignerConfig, log: Logger): Promise<Ope
   const started = Date.now();
   let opened: OpenedSigners;
   try {
-    opened = signer.kind === "pkcs11" ? await openPkcs11Signers(signer) : await openKmsSigners(signer);
+    // A refused signature's detail (the token, the KMS key, why) goes to the log; the client is told the wallet.
+    opened =
+      signer.kind === "pkcs11" ? await openPkcs11Signers({ ...signer, log }) : await openKmsSigners({ ...signer, log });
   } catch (error) {
     if (error instanceof SignerStartError) throw new ConfigError([error.message]);
     throw error;

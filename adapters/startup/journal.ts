@@ -27,6 +27,19 @@ const QUOTE_SWEEP_GRACE_MS = 600_000;
  */
 const WEBHOOK_REGISTRATION_TTL_MS = 600_000;
 
+/**
+ * How often held trades past their approval's expiry are expired (their room in the limits given
+ * back): every second, one indexed read of the held trades due.
+ */
+const APPROVAL_SWEEP_MS = 1_000;
+
+/**
+ * An approved trade still unsigned this long after its approval was cut short (the process running
+ * it stopped): failed, nothing paid. An approved trade is signed seconds after its approval (its
+ * proof, its turn in the wallet's queue); 10 minutes, or a trade's lifetime if longer.
+ */
+const APPROVED_STALE_MS = 600_000;
+
 /** At most this many orphaned webhook events failed per beat (one statement). */
 const ORPHANS_PER_BEAT = 1_000;
 
@@ -125,6 +138,35 @@ async function keepUp(
     void sweepQuotes().catch((error: unknown) => log.warn({ err: error }, "could not sweep expired quotes"));
     void webhookUpkeep().catch((error: unknown) => log.warn({ err: error }, "could not keep the webhook outbox up"));
   }, config.trade.leaseMs);
+  sweeper.unref();
+  shutdown.push(async () => clearInterval(sweeper));
+  keepApprovals(journal, config, log, shutdown);
+}
+
+/** Held trades past their expiry expired, and approved ones whose run was cut short failed, every APPROVAL_SWEEP_MS. */
+function keepApprovals(journal: ServiceJournal, config: AppConfig, log: Logger, shutdown: Shutdown): void {
+  const staleMs = Math.max(APPROVED_STALE_MS, config.trade.lifetimeS * 1000);
+  let busy = false;
+  const sweep = async () => {
+    if (busy) return; // the previous sweep is still at work
+    busy = true;
+    try {
+      const now = Date.now();
+      const { expired, failed } = await journal.expireApprovals(new Date(now), new Date(now - staleMs));
+      if (expired.length > 0)
+        log.info({ trades: expired }, "held trades not approved in time expired (approval_expired); nothing was paid");
+      if (failed.length > 0)
+        log.warn(
+          { trades: failed },
+          "approved trades whose run was cut short before they were signed failed; nothing was paid",
+        );
+    } finally {
+      busy = false;
+    }
+  };
+  const sweeper = setInterval(() => {
+    void sweep().catch((error: unknown) => log.warn({ err: error }, "could not expire held trades"));
+  }, APPROVAL_SWEEP_MS);
   sweeper.unref();
   shutdown.push(async () => clearInterval(sweeper));
 }

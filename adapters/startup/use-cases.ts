@@ -34,6 +34,7 @@ export function wireUseCases(
     quoteTtlMs: config.quoteTtlMs,
     webhooks: journal,
     audit: journal.ports.audit,
+    approvals: journal,
     watch: journal,
     ...(policy && { policy }),
   });

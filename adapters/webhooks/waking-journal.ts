@@ -19,6 +19,9 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "retryWebhookDelivery",
   "recordOutsideTransaction",
   "setWatchAlarm",
+  "hold",
+  "decideApproval",
+  "expireApprovals",
 ]);
 
 /** `journal`, each port wrapped so that its writes above wake the deliverer once they have committed. */

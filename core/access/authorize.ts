@@ -162,6 +162,14 @@ export interface Spend {
   wallet: string;
   destinatary: string;
   usd: bigint;
+  /**
+   * A sell's: the decimals of the stable coin it pays. The swap pays at the price of the block it
+   * is mined in, not the one it was proven at, so once its receipt is recorded (markMined,
+   * markConfirmed) the journal counts what the receipt's Sold event says it paid
+   * (coinToLimitUsd), in place of `usd`, in the same write. Absent for a buy or a remittance,
+   * whose `usd` is what it pays.
+   */
+  payoutDecimals?: number;
 }
 
 /** One limit as it applies to one trade: the limit, and the value it counts apart ("desk-eu", a wallet, "*"). */

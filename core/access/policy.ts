@@ -55,11 +55,31 @@ export interface SpendingLimit {
   maxTrades?: number;
 }
 
+/**
+ * An approval rule: a trade it matches (of one of `keys`, or of any key; counting more than
+ * `aboveUsd` as the limits count it) is held for `approvers` distinct approver keys, for at most
+ * `expiresAfterMs` (core/approvals.ts).
+ */
+export interface ApprovalRule {
+  name: string;
+  /** At LIMIT_USD_DECIMALS: a trade counting more than this is held. */
+  aboveUsd: bigint;
+  /** The names of the keys whose trades it holds; absent: every key's. */
+  keys?: ReadonlySet<string>;
+  /** How many distinct approver keys must approve (1 or more). */
+  approvers: number;
+  /** How long a held trade waits, in ms, and as the file wrote it ("1h"), for messages. */
+  expiresAfterMs: number;
+  expiresAfter: string;
+}
+
 export interface AccessPolicy {
   /** Names this version of the file (a digest of its bytes and the denylist's): metrics and logs. */
   version: string;
   keys: readonly AccessKey[];
   limits: readonly SpendingLimit[];
+  /** The approval rules; absent or empty: no trade is held. */
+  approvals?: readonly ApprovalRule[];
   /** Lower-case addresses no trade may pay and no quote may name. */
   denylist: ReadonlySet<string>;
 }

@@ -39,6 +39,12 @@ export const AUDIT_ACTIONS = [
   "trade.refused",
   // A trade accepted and never signed by a process that is gone (or left so for a trade's lifetime), forgotten.
   "trade.forgotten",
+  // A trade an approval rule held (pending_approval), an approval given (the last one makes it
+  // approved), a rejection, and a held trade not approved in time (approval_expired).
+  "trade.held",
+  "trade.approved",
+  "trade.rejected",
+  "trade.approval_expired",
   // The access file read at start, read again with a change, or refused (the one in force stays).
   "access.loaded",
   "access.reloaded",

@@ -12,6 +12,41 @@ import type { AuditEntry, AuditNote } from "./audit.port.js";
  */
 export type { TradeStatus };
 
+/** One approver's decision: the approver key's name, when (RFC 3339), and its reason, if it gave one. */
+export interface ApprovalDecision {
+  by: string;
+  at: string;
+  reason: string | null;
+}
+
+/** A quote's terms, copied into a held trade that named it: the approved trade executes under them. */
+export interface HeldQuote {
+  quoteId: string;
+  /** The least it may pay out, in the output's base units, as decimal text. */
+  minOut: string;
+  /** When the quote expires (RFC 3339): approved after that, the trade fails (quote_expired). */
+  expiresAt: string;
+}
+
+/** What a held trade's approval needs and has, kept with the trade from when it was held (ApprovalJournal, approval.port.ts). */
+export interface TradeApproval {
+  /** The names of the rules that held it. */
+  rules: string[];
+  /** How many distinct approver keys must approve it: the most any of its rules asks. */
+  required: number;
+  /** When it was held, and when it expires unapproved (the earliest expiry of its rules), RFC 3339. */
+  heldAt: string;
+  expiresAt: string;
+  /** The quote it named, its terms as they were when it was held; null without one. */
+  quote: HeldQuote | null;
+  /** The approvals given, oldest first. */
+  approvals: ApprovalDecision[];
+  /** The rejection, once an approver rejected it. */
+  rejection: ApprovalDecision | null;
+  /** When it had all its approvals (RFC 3339): its deadline counts from then. */
+  approvedAt: string | null;
+}
+
 export interface TradeRecord {
   id: string;
   /** Who sent it: a hash of the api key, never the key. Idempotency keys are scoped by it. */
@@ -36,6 +71,8 @@ export interface TradeRecord {
   broadcasts: Broadcast[];
   receipt: TransactionReceipt | null;
   error: { code: string; message: string } | null;
+  /** What its approval needs and has, once an approval rule held it (ApprovalJournal.hold); absent or null otherwise. */
+  approval?: TradeApproval | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -125,6 +162,8 @@ export interface TradeTotals {
    * understate the cost. 0 when none executed.
    */
   gasUsd: bigint | null;
+  /** How many of the `count` trades are in each status (only the statuses some are in). */
+  statuses: Partial<Record<TradeStatus, number>>;
 }
 
 /**
@@ -182,8 +221,12 @@ export interface TradeJournal {
   markMined(id: string, receipt: TransactionReceipt): Promise<void>;
   /** → `confirmed` with its receipt; the slot is mined too. */
   markConfirmed(id: string, receipt: TransactionReceipt): Promise<void>;
-  /** → `failed` with the error; an `expired` trade stays expired (its no-op took the nonce: that is its outcome). */
-  markFailed(id: string, error: { code: string; message: string }): Promise<void>;
+  /**
+   * → `failed` with the error; an `expired` trade stays expired (its no-op took the nonce: that is
+   * its outcome). With `audit`, recorded in the same write, only when the trade is failed by it
+   * (an approved trade refused before it was signed).
+   */
+  markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void>;
   /** → `expired`, with the error saying why; its no-op took the nonce. */
   markExpired(id: string, error: { code: string; message: string }): Promise<void>;
   /**

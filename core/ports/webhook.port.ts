@@ -11,6 +11,11 @@ export const WEBHOOK_EVENT_TYPES = [
   "trade.reorged",
   "trade.failed",
   "trade.expired",
+  // Approvals (ACCESS_FILE approvals): held, approved (its last approval given), rejected; each
+  // event's trade has its approval, naming the approvers and the rejecting approver.
+  "trade.pending_approval",
+  "trade.approved",
+  "trade.rejected",
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

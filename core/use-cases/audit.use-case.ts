@@ -6,7 +6,7 @@
 import { authorizeAuditRead, callerOf } from "../access/authorize.js";
 import { InvalidArgumentError } from "../errors.js";
 import { AUDIT_ACTIONS, type AuditAction, type AuditLog, type AuditRecord } from "../ports/audit.port.js";
-import type { TradeContext } from "./trade.use-case.js";
+import type { TradeContext } from "./trade-context.js";
 import { fields, range } from "./trade-history.use-case.js";
 import type { PolicySource } from "./trade-status.use-case.js";
 

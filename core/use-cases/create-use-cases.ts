@@ -1,6 +1,16 @@
 import type { AccessPolicy } from "../access/policy.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { AuditLog } from "../ports/audit.port.js";
+import type { ApprovalJournal } from "../ports/approval.port.js";
+import {
+  decideTradeUseCase,
+  listApprovalsUseCase,
+  type DecideTradeUseCase,
+  type ListApprovalsUseCase,
+} from "./approvals.use-case.js";
+import { type ApprovedRunner, runApproved } from "./trade-approved.js";
+import type { TradeJournalling } from "./trade-execute.js";
+import type { TradeRecord } from "../ports/journal.port.js";
 import { listAuditUseCase, type ListAuditUseCase } from "./audit.use-case.js";
 import type { TradeJournal } from "../ports/journal.port.js";
 import type { PricePort } from "../ports/price.port.js";
@@ -47,6 +57,11 @@ export interface UseCases {
   retryWebhookDelivery: RetryWebhookDeliveryUseCase;
   /** A page of the audit log, for an admin key. */
   audit: ListAuditUseCase;
+  /** The held trades the caller may approve (an approver key). */
+  approvals: ListApprovalsUseCase;
+  /** An approver's decision on a held trade; an approval that completes it starts its run in the background. */
+  approveTrade: DecideTradeUseCase;
+  rejectTrade: DecideTradeUseCase;
   /** Ends a paused exchange wallet's pause, for an admin key. */
   resumeWallet: ResumeWalletUseCase;
 }
@@ -80,6 +95,11 @@ export interface UseCaseDeps {
    * cases take is recorded (core/ports/audit.port.ts), and an admin key can read it.
    */
   audit?: AuditLog;
+  /**
+   * The journal's approvals (its storage): with it, a trade an approval rule of the policy matches
+   * is held for its approvers; without it, refused.
+   */
+  approvals?: ApprovalJournal;
   /** What the watch keeps in the journal (the wallets paused); without it no wallet is ever paused. */
   watch?: WatchJournal;
 }
@@ -97,9 +117,19 @@ export function createUseCases({
   ...quoting
 }: UseCaseDeps): UseCases {
   assertTradeConfig(config);
-  const { quote, quotes, wallets = [], quoteTtlMs = DEFAULT_QUOTE_TTL_MS, webhooks, policy, audit, watch } = quoting;
+  const {
+    quote,
+    quotes,
+    wallets = [],
+    quoteTtlMs = DEFAULT_QUOTE_TTL_MS,
+    webhooks,
+    policy,
+    audit,
+    approvals,
+    watch,
+  } = quoting;
   const journalling = journal
-    ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }) }
+    ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }), ...(approvals && { approvals }) }
     : undefined;
   const prices = priceUseCase(price);
   // A sell's first count reads the price through its checks, as the price route does: a rate that
@@ -135,7 +165,39 @@ export function createUseCases({
       : withoutWebhooks,
     audit: audit ? listAuditUseCase(audit, policy) : withoutAudit,
     resumeWallet: watch ? resumeWalletUseCase(watch, wallets, policy) : withoutWatch,
+    ...approvalUseCases({ journalling, approvals, policy, runner: { trade, config, ...(access && { access }) } }),
   };
+}
+
+/** The approval use cases: over the journal's approvals, or refusing without them. */
+function approvalUseCases(parts: {
+  journalling: TradeJournalling | undefined;
+  approvals: ApprovalJournal | undefined;
+  policy: (() => AccessPolicy | undefined) | undefined;
+  runner: Omit<ApprovedRunner, "journalling">;
+}): Pick<UseCases, "approvals" | "approveTrade" | "rejectTrade"> {
+  const { journalling, approvals, policy } = parts;
+  if (journalling === undefined || approvals === undefined)
+    return { approvals: withoutApprovals, approveTrade: withoutApprovals, rejectTrade: withoutApprovals };
+  const runner: ApprovedRunner = { ...parts.runner, journalling };
+  const deps = {
+    journal: journalling.journal,
+    approvals,
+    ...(policy && { policy }),
+    run: (record: TradeRecord) => void runApproved(runner, record),
+  };
+  return {
+    approvals: listApprovalsUseCase(journalling.journal, policy),
+    approveTrade: decideTradeUseCase("approve", deps),
+    rejectTrade: decideTradeUseCase("reject", deps),
+  };
+}
+
+async function withoutApprovals(): Promise<never> {
+  throw new InvalidArgumentError(
+    "approvals",
+    "held trades are kept in the trade journal, which this service runs without",
+  );
 }
 
 async function withoutWatch(): Promise<never> {

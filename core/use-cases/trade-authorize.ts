@@ -7,7 +7,9 @@
  * What a trade counts, in USD at LIMIT_USD_DECIMALS, exact: a buy or a remittance its `amount`
  * (one stable-coin unit is one USD); a sell its stable-coin payout, first at the price route's USD
  * rate when it is accepted, rounded up, then the payout it is proven at, checked again, before it
- * is signed (`countProven`).
+ * is signed (`countProven`), and last what its receipt says it paid, once mined (the journal,
+ * Spend.payoutDecimals): the swap pays at the price of its block, which may have risen since the
+ * proof, so a sell may pass a limit's room by that rise; the trades after it see what it paid.
  */
 import {
   authorizeTrade,
@@ -63,11 +65,10 @@ export async function authorizeStep(
   authorizeTrade(policy, caller, order);
   const probe = spendOf(caller, order, 0n);
   const checks = limitsFor(policy, probe);
-  const usd =
-    order.kind === "sell"
-      ? await sellEstimate(access!.price, order)
-      : coinToLimitUsd(order.amount, order.stable.decimals);
-  return { spend: { ...probe, usd }, checks };
+  if (order.kind !== "sell")
+    return { spend: { ...probe, usd: coinToLimitUsd(order.amount, order.stable.decimals) }, checks };
+  const usd = await sellEstimate(access!.price, order);
+  return { spend: { ...probe, usd, payoutDecimals: order.stable.decimals }, checks };
 }
 
 /** A sell's first count: its tokens at the price route's USD rate, rounded up (the rate a whisker up, too). */

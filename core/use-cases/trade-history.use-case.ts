@@ -1,12 +1,12 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { TradeJournal, TradePosition } from "../ports/journal.port.js";
 import { GAS_USD_DECIMALS, tradeAmounts } from "../trade-amounts.js";
-import { TRADE_STATUSES } from "../trade-states.js";
+import { TRADE_STATUSES, type TradeStatus } from "../trade-states.js";
 import type { StableCoin, TradeKind } from "../types.js";
 import { formatUnits } from "../validation/amount.js";
 import { TOKEN_DECIMALS } from "../validation/trade-request.js";
 import { callerOf, visibilityOf } from "../access/authorize.js";
-import type { TradeContext } from "./trade.use-case.js";
+import type { TradeContext } from "./trade-context.js";
 import { type PolicySource, tradeView, type TradeView } from "./trade-status.use-case.js";
 
 const TRADE_KINDS: readonly TradeKind[] = ["sell", "buy", "remittance"];
@@ -67,6 +67,11 @@ export interface TradeSummaryGroup {
    * policy): a partial sum would understate the cost. `gasWei` is always complete.
    */
   gasUsd: string | null;
+  /**
+   * How many of the `count` trades are in each status, by status (only those some are in): the
+   * held (pending_approval), approved and rejected among them.
+   */
+  statuses: Partial<Record<TradeStatus, number>>;
 }
 
 /** GET /api/v1/trades/summary, gRPC GetTradeSummary. */
@@ -148,6 +153,7 @@ export function tradeSummaryUseCase(
           amountOut: { value: format(t.amountOut, outDecimals), baseUnits: t.amountOut.toString() },
           gasWei: t.gasWei.toString(),
           gasUsd: t.gasUsd === null ? null : formatUnits(t.gasUsd, GAS_USD_DECIMALS),
+          statuses: { ...t.statuses },
         };
       }),
     };
@@ -236,7 +242,7 @@ function parseInstant(field: string, value: string): Date {
   return new Date(at);
 }
 
-function parseLimit(value: string | undefined): number {
+export function parseLimit(value: string | undefined): number {
   if (value === undefined) return DEFAULT_PAGE_LIMIT;
   const limit = /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
   if (!(limit >= 1 && limit <= MAX_PAGE_LIMIT))

@@ -1,10 +1,11 @@
 import { InvalidArgumentError, TradeNotFoundError } from "../errors.js";
 import type { TradeJournal, TradeRecord, TradeStatus } from "../ports/journal.port.js";
+import type { TradeApproval } from "../ports/approval.port.js";
 import type { TradePort } from "../ports/trade.port.js";
 import type { TradeKind, TradeRequest, TransactionReceipt } from "../types.js";
 import { callerOf, sees, visibilityOf } from "../access/authorize.js";
 import type { AccessPolicy } from "../access/policy.js";
-import type { TradeContext } from "./trade.use-case.js";
+import type { TradeContext } from "./trade-context.js";
 import { mayBeCorrected, settle } from "./settlement.js";
 
 /** One transaction broadcast for a trade, with its fees in wei as decimal text. */
@@ -17,7 +18,7 @@ export interface BroadcastView {
   sentAt: string;
 }
 
-/** A trade as the journal knows it (GET /api/v1/trades/{transactionHash}, gRPC GetTrade). */
+/** A trade as the journal knows it (GET /api/v1/trades/{id or transactionHash}, gRPC GetTrade). */
 export interface TradeView {
   id: string;
   kind: TradeKind;
@@ -40,28 +41,50 @@ export interface TradeView {
   error: { code: string; message: string } | null;
   createdAt: string;
   updatedAt: string;
+  /**
+   * Only on a trade an approval rule held (ACCESS_FILE `approvals`): what its approval needs and
+   * has, by whom, and when it expires. Absent on every other trade.
+   */
+  approval?: TradeApproval;
 }
 
 /** The access policy in force, for what a caller may read (absent: every key reads its own trades). */
 export type PolicySource = () => AccessPolicy | undefined;
 
-export type TradeStatusUseCase = (txHash: unknown, context?: TradeContext) => Promise<TradeView>;
+/**
+ * `reference`: the trade's id, or any transaction hash it broadcast; `field`: the field a malformed
+ * one is refused under (gRPC's, which names it), else `transactionHash` for what starts with 0x
+ * and `id` for anything else.
+ */
+export type TradeStatusUseCase = (
+  reference: unknown,
+  context?: TradeContext,
+  field?: "id" | "transactionHash",
+) => Promise<TradeView>;
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+/** A trade's id, as every journal makes them: a UUID. */
+export const TRADE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Looks a trade up by any hash it broadcast. A caller sees only the trades sent with its own
- * key: any other is "not found", as an unknown hash is. An unsettled (or confirmed) trade is
+ * Looks a trade up by its id or by any hash it broadcast (a held trade has none yet). A caller
+ * sees only the trades sent with its own key (and, for a viewer or an approver, those of the keys
+ * it `sees`): any other is "not found", as an unknown one is. An unsettled (or confirmed) trade is
  * asked about on the chain first, so the view is current; if the chain cannot be asked, the
  * journal's view is answered with `confirmations` null.
  */
 export function tradeStatusUseCase(journal: TradeJournal, trade: TradePort, policy?: PolicySource): TradeStatusUseCase {
-  return async (txHash, context = {}) => {
-    if (typeof txHash !== "string" || !TX_HASH.test(txHash))
-      throw new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits");
-    const found = await journal.findByHash(txHash.toLowerCase());
+  return async (reference, context = {}, field) => {
+    const byId = typeof reference === "string" && TRADE_ID.test(reference);
+    if (typeof reference !== "string" || (!byId && !TX_HASH.test(reference))) {
+      const named = field ?? (typeof reference === "string" && reference.startsWith("0x") ? "transactionHash" : "id");
+      throw named === "transactionHash"
+        ? new InvalidArgumentError("transactionHash", "must be 0x followed by 64 hex digits")
+        : new InvalidArgumentError("id", "must be a trade's id (a UUID) or a transaction hash (0x and 64 hex digits)");
+    }
+    const found = byId ? await journal.get(reference.toLowerCase()) : await journal.findByHash(reference.toLowerCase());
     if (found === undefined || !sees(visibilityOf(policy?.(), callerOf(context)), found))
-      throw new TradeNotFoundError(txHash);
+      throw new TradeNotFoundError(reference, byId ? "id" : "transactionHash");
     let record = found;
     let confirmations: number | null = null;
     if (record.broadcasts.length > 0 && (record.status !== "failed" || mayBeCorrected(record))) {
@@ -103,5 +126,6 @@ export function tradeView(record: TradeRecord, confirmations: number | null): Tr
     error: record.error,
     createdAt: record.createdAt.toISOString(),
     updatedAt: record.updatedAt.toISOString(),
+    ...(record.approval != null && { approval: record.approval }),
   };
 }

@@ -10,7 +10,7 @@ import type { WatchEventType } from "../ports/watch.port.js";
 import { authorizeDeliveryRetry, callerOf, visibilityOf } from "../access/authorize.js";
 import { type AccessPolicy, type Caller, keyIdOf } from "../access/policy.js";
 import { deliveryRetriedEntry } from "../audit.js";
-import type { TradeContext } from "./trade.use-case.js";
+import type { TradeContext } from "./trade-context.js";
 import type { PolicySource } from "./trade-status.use-case.js";
 
 /** One webhook event's delivery as GET /api/v1/webhooks/deliveries shows it. */

@@ -283,7 +283,7 @@ class ChaosRun {
     try {
       return await deployOnAnvil(this.anvil, 1000, opened.signers);
     } finally {
-      opened.close();
+      await opened.close();
     }
   }
 

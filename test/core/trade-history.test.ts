@@ -244,6 +244,7 @@ describe("the trade history use cases", function () {
             amountOut: { value: "1.000000000000000001", baseUnits: "1000000000000000001" },
             gasWei: (101_234n * 3_000_000_007n).toString(),
             gasUsd: null,
+            statuses: { confirmed: 1 },
           },
         ],
       });

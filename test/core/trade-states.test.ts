@@ -24,25 +24,34 @@ const [A, I, R] = ["applies", "ignored", "refused"] as const satisfies readonly 
 
 /**
  * What every operation does from each state, as the three journals did before the model was
- * theirs (their `WHERE` clauses and checks): A applies, I ignored, R refused. A trade in a state
- * other than `accepted` has a transaction here, as one signed, submitted, mined or confirmed always does.
+ * theirs (their `WHERE` clauses and checks), and as the approvals placed their states: A applies,
+ * I ignored, R refused. A trade signed, submitted, mined, confirmed, failed or expired has a
+ * transaction here, as one signed, submitted, mined or confirmed always does; a trade accepted, or
+ * held for (or given, or refused) its approval, has none.
  */
 const EXPECTED: Record<TradeOperation, readonly TradeVerdict[]> = {
-  // accepted, signed, submitted, mined, confirmed, failed, expired
-  markSigned: [A, A, A, A, A, A, A],
-  markSubmitted: [I, A, I, I, I, I, I],
-  markReorged: [I, I, I, A, A, I, I],
-  markMined: [A, A, A, A, A, A, A],
-  markConfirmed: [A, A, A, A, A, A, A],
-  markFailed: [A, A, A, A, A, A, I],
-  markExpired: [A, A, A, A, A, A, A],
-  discard: [A, R, R, R, R, R, R],
-  releaseSlot: [I, A, I, I, I, I, I],
-  forgetUnsigned: [A, I, I, I, I, I, I],
+  // accepted, signed, submitted, mined, confirmed, failed, expired, pending_approval, approved, rejected
+  markSigned: [A, A, A, A, A, A, A, R, A, R],
+  markSubmitted: [I, A, I, I, I, I, I, I, I, I],
+  markReorged: [I, I, I, A, A, I, I, I, I, I],
+  markMined: [A, A, A, A, A, A, A, R, R, R],
+  markConfirmed: [A, A, A, A, A, A, A, R, R, R],
+  markFailed: [A, A, A, A, A, A, I, R, A, R],
+  markExpired: [A, A, A, A, A, A, A, R, R, R],
+  discard: [A, R, R, R, R, R, R, R, R, R],
+  releaseSlot: [I, A, I, I, I, I, I, I, I, I],
+  forgetUnsigned: [A, I, I, I, I, I, I, I, I, I],
+  markHeld: [A, R, R, R, R, R, R, R, R, R],
+  markApproved: [R, R, R, R, R, R, R, A, R, R],
+  markRejected: [R, R, R, R, R, R, R, A, R, R],
+  expireApproval: [I, I, I, I, I, I, I, A, I, I],
 };
 
-/** A trade in `status`, with a transaction unless it is accepted (as every journal keeps them). */
-const tradeIn = (status: TradeStatus) => ({ status, txHash: status === "accepted" ? null : SIGNED });
+/** The states a trade is in with nothing signed, as every journal keeps them. */
+const UNSIGNED: readonly TradeStatus[] = ["accepted", "pending_approval", "approved", "rejected"];
+
+/** A trade in `status`, with a transaction unless it is one of UNSIGNED. */
+const tradeIn = (status: TradeStatus) => ({ status, txHash: UNSIGNED.includes(status) ? null : SIGNED });
 
 describe("the trade model", function () {
   it("does what the journals did, from every state, for every operation", function () {
@@ -91,8 +100,31 @@ describe("the trade model", function () {
   });
 
   it("refuses nothing that only passes over trades: a released slot's trade, the sweep of unsigned ones", function () {
-    for (const operation of ["releaseSlot", "forgetUnsigned"] as const)
+    for (const operation of ["releaseSlot", "forgetUnsigned", "expireApproval"] as const)
       expect(TRADE_TRANSITIONS[operation].refused, operation).to.deep.equal([]);
+  });
+
+  it("never signs a trade held for an approval, or rejected: only an approved one", function () {
+    for (const status of ["pending_approval", "rejected"] as const)
+      expect(tradeVerdict("markSigned", { status, txHash: null }), status).to.equal("refused");
+    expect(tradeVerdict("markSigned", { status: "approved", txHash: null })).to.equal("applies");
+    // Only an approver's decision, or the expiry, moves a held trade on.
+    const leaving = OPERATIONS.filter(
+      (operation) => tradeVerdict(operation, { status: "pending_approval", txHash: null }) === "applies",
+    );
+    expect(leaving.sort()).to.deep.equal(["expireApproval", "markApproved", "markRejected"]);
+  });
+
+  it("signs a failed or expired trade again only over its own first signature, never one that had none", function () {
+    // An approved trade the upkeep failed as interrupted ("nothing was paid: send it again") while
+    // its run went on: the run's signature must not pay it after all.
+    for (const status of ["failed", "expired"] as const) {
+      expect(tradeVerdict("markSigned", { status, txHash: SIGNED }), `${status}, signed`).to.equal("applies");
+      expect(tradeVerdict("markSigned", { status, txHash: null }), `${status}, nothing signed`).to.equal("refused");
+    }
+    expect(new TradeTransitionError("markSigned", "t-3", { status: "failed", txHash: null }).message).to.equal(
+      "trade t-3 is failed without a signed transaction: markSigned does not apply",
+    );
   });
 
   it("gives a refusal that names the trade, where it stands and the operation", function () {

@@ -17,6 +17,8 @@ interface PackageJson {
   engines?: { node?: string };
   devEngines?: { runtime?: { name?: string; version?: string; onFail?: string } };
   allowScripts?: Record<string, boolean>;
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
 }
 
 const pkg = (): PackageJson => JSON.parse(readFileSync(`${ROOT}/package.json`, "utf8")) as PackageJson;
@@ -46,5 +48,16 @@ describe("package.json for npm install", function () {
     const run = spawnSync("npm", ["install-scripts", "ls"], { cwd: ROOT, encoding: "utf8" });
     expect(run.status, run.stderr).to.equal(0);
     expect(run.stdout.trim()).to.equal("No packages with unreviewed install scripts.");
+  });
+
+  it("keeps pkcs11js optional, since it compiles at install on every host, with its install script allowed", function () {
+    // A host without a C++ compiler still installs; SIGNER=pkcs11 there says what to install.
+    expect(pkg().optionalDependencies?.pkcs11js).to.be.a("string");
+    expect(pkg().dependencies).to.not.have.property("pkcs11js");
+    expect(pkg().allowScripts?.pkcs11js).to.equal(true);
+    const lock = JSON.parse(readFileSync(`${ROOT}/package-lock.json`, "utf8")) as {
+      packages: Record<string, { optional?: boolean }>;
+    };
+    expect(lock.packages["node_modules/pkcs11js"]?.optional).to.equal(true);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The service as `npm start` runs it, its wallets' keys in SoftHSM (SIGNER=pkcs11) or in the
  * tests' KMS-protocol server (SIGNER=aws-kms): trades on anvil (1 s blocks) and on the embedded
- * chain, each signed by the signer, and the failures: a token pulled out mid-burst, KMS
- * throttling, a wrong PIN, a key that is another wallet's. In each, nothing is sent that was not
+ * chain, each signed by the signer, and the failures: a token that stops answering mid-burst (the
+ * tests' PKCS#11 shim in front of SoftHSM holds its C_Sign calls), KMS throttling, a wrong PIN, a
+ * key that is another wallet's. In each, nothing is sent that was not
  * meant to be, and the wallet's nonces stay consecutive (nothing queued behind a gap).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -15,6 +16,7 @@ import { openKmsSigners, openPkcs11Signers, type DeploymentAddresses } from "../
 import { deployOnAnvil, startAnvil, type Anvil } from "../helpers/anvil.js";
 import { anvilServiceEnv, startInstance, type Instance } from "../helpers/anvil-service.js";
 import { kmsEnv, startKmsServer, type KmsServer } from "../helpers/kms-server.js";
+import { pkcs11Shim } from "../helpers/pkcs11-shim.js";
 import { freePort } from "../helpers/service-defaults.js";
 import { softHsmToken, type TestToken } from "../helpers/softhsm.js";
 import { waitFor } from "../helpers/wait.js";
@@ -42,7 +44,7 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
   let anvil: Anvil;
   let dir: string;
   let token: TestToken;
-  /** A second token, pulled out in the middle of a burst. */
+  /** A second token, which stops answering in the middle of a burst. */
   let doomed: TestToken;
   let kms: KmsServer;
   let addresses: DeploymentAddresses;
@@ -122,9 +124,9 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
     try {
       addresses = await deployOnAnvil(anvil, 1000, [...hsm.signers, ...hsm2.signers, ...remote.signers]);
     } finally {
-      hsm.close();
-      hsm2.close();
-      remote.close();
+      await hsm.close();
+      await hsm2.close();
+      await remote.close();
     }
     writeFileSync(join(dir, "deployment.json"), JSON.stringify(addresses));
   });
@@ -160,34 +162,68 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
       expect(service.output()).to.not.include("wJalrXUtnFEMI");
     });
 
-  it("pkcs11: a token pulled out mid-burst fails the rest as unavailable, sends nothing for them, and leaves no gap", async function () {
+  it("pkcs11: a token that stops answering mid-burst fails those trades as unavailable, sends nothing for them, leaves no gap, and the service answers meanwhile", async function () {
     const wallet = wallets.doomed;
-    const service = await start(pkcs11Env(doomed, "exchange", wallet));
-    const before = await nonce(wallet, "latest");
-    const pending: Array<Promise<Answer>> = [];
-    let removed = false;
-    for (let i = 0; i < 24; i++) {
-      pending.push(sell(service.apiUrl, wallet, addresses.stableCoins.DAI));
-      if (!removed && i >= 4) {
-        // Pulled out once the first trades were signed and sent, while the burst goes on.
-        await waitFor("the first sends", async () => (await nonce(wallet, "pending")) > before);
-        doomed.remove();
-        removed = true;
+    const shim = pkcs11Shim(this, doomed);
+    try {
+      // npm start's defaults, SIGNER_TIMEOUT_MS=5000 included; the token's module is the shim in front of SoftHSM.
+      const service = await start({
+        ...pkcs11Env(doomed, "exchange", wallet),
+        ...shim.env,
+        PKCS11_MODULE: shim.module,
+      });
+      const before = await nonce(wallet, "latest");
+      const first = await Promise.all([1, 2, 3].map(() => sell(service.apiUrl, wallet, addresses.stableCoins.DAI)));
+      for (const answer of first) expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      shim.hold("C_SignInit"); // the token stops answering, with trades coming in
+      shim.hold("C_Sign");
+      const pending: Array<Promise<Answer>> = [];
+      for (let i = 0; i < 8; i++) {
+        pending.push(sell(service.apiUrl, wallet, addresses.stableCoins.DAI));
+        await sleep(25);
       }
-      await sleep(25);
+      // While the signatures hang, the service answers its probes at once.
+      const probes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const started = performance.now();
+        const health = await fetch(`${service.apiUrl}/healthz`, { signal: AbortSignal.timeout(2_000) });
+        probes.push(performance.now() - started);
+        expect(health.status).to.equal(200);
+        await sleep(500);
+      }
+      expect(Math.max(...probes), "the slowest /healthz during the hang (ms)").to.be.below(1_000);
+      const firstRefused = await Promise.race(
+        pending.map((p) => p.then((a) => (a.status === 503 ? a : new Promise<never>(() => {})))),
+      );
+      expect(firstRefused.body.message).to.include(`the signer of ${wallet}`);
+      shim.release("C_SignInit"); // it answers again: the trades still queued are signed
+      shim.release("C_Sign");
+      const answers = await Promise.all(pending);
+      const ok = answers.filter((a) => a.status === 200);
+      const refused = answers.filter((a) => a.status !== 200);
+      expect(refused.length, "trades whose signatures hung").to.be.at.least(1);
+      for (const answer of refused) {
+        expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
+        // The client is told which wallet; the token's label and why are in the server's log.
+        expect(answer.body.message).to.equal(
+          `chain unavailable: the signer of ${wallet} cannot sign; nothing was sent`,
+        );
+      }
+      expect(service.output()).to.include(
+        `"signer":"PKCS#11 token \\"${doomed.label}\\"","reason":"no answer within 5000 ms"`,
+      );
+      expect(await settled(wallet), "one nonce per trade answered 200, none for the others").to.equal(
+        before + first.length + ok.length,
+      );
+      const after = await sell(service.apiUrl, wallet, addresses.stableCoins.DAI);
+      expect(after.status, JSON.stringify(after.body)).to.equal(200);
+      expect(await settled(wallet), "the next trade takes the next nonce: no gap").to.equal(
+        before + first.length + ok.length + 1,
+      );
+      expect(service.output()).to.not.include(doomed.pin);
+    } finally {
+      shim.remove();
     }
-    const answers = await Promise.all(pending);
-    const ok = answers.filter((a) => a.status === 200);
-    const refused = answers.filter((a) => a.status !== 200);
-    expect(ok.length, "trades signed before the token went").to.be.at.least(1);
-    expect(refused.length, "trades after it").to.be.at.least(1);
-    for (const answer of refused) {
-      expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
-      expect(answer.body.message).to.include(`the signer of ${wallet}`);
-      expect(answer.body.message).to.not.include(doomed.pin);
-    }
-    expect(await settled(wallet), "one nonce per trade answered 200, none for the others").to.equal(before + ok.length);
-    expect(service.output()).to.not.include(doomed.pin);
   });
 
   it("aws-kms: throttling mid-burst is retried within the budget; throttled past it, trades fail unavailable and the nonce does not move", async function () {
@@ -215,10 +251,12 @@ describe("remote signers: the service's trades signed in SoftHSM and by KMS", fu
     kms.throttle(0);
     for (const answer of throttled) {
       expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
-      expect(answer.body.message).to.match(
-        /cannot sign \((ThrottlingException|TimeoutError|AbortError)[^)]*\); nothing was sent/,
-      );
+      // The client is told which wallet; the KMS key (its ARN names the account) and why are in the server's log.
+      expect(answer.body.message).to.equal(`chain unavailable: the signer of ${wallet} cannot sign; nothing was sent`);
     }
+    expect(service.output()).to.match(
+      new RegExp(`"signer":"KMS key ${wallets.kmsKey}","reason":"(ThrottlingException|TimeoutError|AbortError)`),
+    );
     const mark = kms.calls.length;
     const after = await sell(service.apiUrl, wallet, addresses.stableCoins.USDT);
     expect(kms.calls.length - mark, "signed at the first attempt").to.equal(1);

@@ -3,8 +3,7 @@
  * nonces, then journalled all at once by each transaction's own `onSigned`.
  */
 import type { NonceLedger } from "../../../core/index.js";
-import type { Fees } from "../blocks/index.js";
-import { signEip1559With, type SignedTransaction, type TransactionSigner } from "../tx/index.js";
+import { type SignOptions, signEip1559With, type SignedTransaction, type TransactionSigner } from "../tx/index.js";
 import type { Queued, Signed } from "./queued.js";
 
 /** What signing needs of the send queue: its wallet, its chain, and the wallet's nonce ledger. */
@@ -54,8 +53,11 @@ export async function prepare(
 /**
  * Signs `items` with consecutive nonces from `first`, as many at once as the signer serves well
  * (`concurrency`: a remote signer's round trips overlap). A trade whose signing fails is refused
- * and takes no nonce: the ones signed after it in the same wave, at the nonces past it, are signed
- * again one nonce lower (their first signatures were never journalled or sent, and are dropped).
+ * and takes no nonce: the next trade not yet signed takes it, and the signatures made past it are
+ * kept (asked again, they are more requests to a signer that may be throttling). Only when no trade
+ * is left to take a free nonce below a signed one does the trade signed at the highest nonce move
+ * down into it, signed again within the budget its first signature started (its first one was
+ * never journalled or sent, and is dropped).
  */
 async function signAll(
   context: SignContext,
@@ -64,41 +66,53 @@ async function signAll(
   refuse: (item: Queued, error: unknown) => void,
 ): Promise<Signed[]> {
   const width = Math.max(1, context.signer.concurrency ?? 1);
-  const chunk: Signed[] = [];
-  const pending = [...items];
-  while (pending.length > 0) {
-    const wave = pending.splice(0, width);
-    const base = first + chunk.length;
+  const signed = new Map<number, Signed>();
+  const startedAt = new Map<Queued, number>();
+  /** Nonces of this chunk whose signing failed, lowest first. */
+  const free: number[] = [];
+  let next = first;
+  const wave = async (asks: Array<{ item: Queued; nonce: number }>) => {
     const results = await Promise.allSettled(
-      wave.map((item, i) =>
-        sign(
-          context,
-          { to: item.tx.to, data: item.tx.data, gasLimit: item.tx.gasLimit, value: 0n },
-          base + i,
-          item.tx.fees,
-        ),
-      ),
+      asks.map(({ item, nonce }) => {
+        if (!startedAt.has(item)) startedAt.set(item, Date.now());
+        return sign(context, item, nonce, { startedAt: startedAt.get(item)! });
+      }),
     );
-    const again: Queued[] = [];
     results.forEach((result, i) => {
-      const item = wave[i]!;
-      const nonce = first + chunk.length;
-      if (result.status === "rejected")
-        refuse(item, result.reason); // not sent, and its nonce goes to the next one
-      else if (base + i === nonce) chunk.push({ item, nonce, ...result.value });
-      else again.push(item); // signed past a nonce now free: signed again at the right one
+      const { item, nonce } = asks[i]!;
+      if (result.status === "fulfilled") signed.set(nonce, { item, nonce, ...result.value });
+      else {
+        refuse(item, result.reason); // not sent, and its nonce goes to another
+        free.push(nonce);
+      }
     });
-    pending.unshift(...again);
+    free.sort((a, b) => a - b);
+  };
+  const pending = [...items];
+  while (pending.length > 0)
+    await wave(pending.splice(0, width).map((item) => ({ item, nonce: free.shift() ?? next++ })));
+  // No trade left for the free nonces below signed ones: the highest signed move down into them.
+  for (;;) {
+    const tops = [...signed.keys()].sort((a, b) => b - a);
+    const moves = free.filter((gap, i) => i < width && tops[i] !== undefined && gap < tops[i]!);
+    if (moves.length === 0) break;
+    const asks = moves.map((gap, i) => {
+      const moved = signed.get(tops[i]!)!;
+      signed.delete(tops[i]!);
+      return { item: moved.item, nonce: gap };
+    });
+    free.splice(0, moves.length);
+    await wave(asks);
   }
-  return chunk;
+  return [...signed.values()].sort((a, b) => a.nonce - b.nonce);
 }
 
-/** One transaction of the chunk, signed by the queue's wallet for its chain. */
-function sign(
-  context: SignContext,
-  tx: { to: string; data: string; gasLimit: bigint; value: bigint },
-  nonce: number,
-  fees: Fees,
-): Promise<SignedTransaction> {
-  return signEip1559With(context.signer, { ...tx, ...fees, chainId: context.chainId, nonce });
+/** One trade of the chunk, signed by the queue's wallet for its chain at `nonce`. */
+function sign(context: SignContext, item: Queued, nonce: number, options: SignOptions): Promise<SignedTransaction> {
+  const { to, data, gasLimit, fees } = item.tx;
+  return signEip1559With(
+    context.signer,
+    { to, data, gasLimit, value: 0n, ...fees, chainId: context.chainId, nonce },
+    options,
+  );
 }

@@ -14,8 +14,8 @@
 import { GetPublicKeyCommand, type GetPublicKeyCommandOutput, KMSClient, SignCommand } from "@aws-sdk/client-kms";
 import type { Signature } from "ethers";
 
-import type { TransactionSigner } from "../tx/index.js";
-import { SignerStartError, signerUnavailable } from "./errors.js";
+import type { SignOptions, TransactionSigner } from "../tx/index.js";
+import { type SignerLog, SignerStartError, signerUnavailable } from "./errors.js";
 import type { OpenedSigners } from "./pkcs11.js";
 import { addressOfSpki, derSignature, recoverableSignature } from "./recovery.js";
 
@@ -28,9 +28,15 @@ export interface KmsSignerSettings {
   timeoutMs: number;
   /** Most signatures asked for at once, per key. */
   concurrency: number;
+  /** Where a refused signature's detail goes (the key, why): the client is told only the wallet. */
+  log?: SignerLog;
 }
 
-/** Errors worth another try within the budget: KMS asks to slow down, or failed on its side. */
+/**
+ * Errors worth another try within the budget, by name or by code: KMS asks to slow down, or failed
+ * on its side, or the attempt timed out or lost its connection. The SDK's own request timeout
+ * (throwOnRequestTimeout) is a TimeoutError whose code is ETIMEDOUT.
+ */
 const RETRIED = new Set([
   "ThrottlingException",
   "KMSInternalException",
@@ -38,6 +44,7 @@ const RETRIED = new Set([
   "TimeoutError",
   "AbortError",
   "RequestTimeout",
+  "ETIMEDOUT",
   "ECONNRESET",
   "ECONNREFUSED",
   "EPIPE",
@@ -48,6 +55,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const nameOf = (error: unknown) => {
   const e = error as { name?: string; code?: string };
   return e.code?.startsWith("E") ? e.code : (e.name ?? "Error");
+};
+
+const retried = (error: unknown) => {
+  const e = error as { name?: string; code?: string };
+  return RETRIED.has(e.name ?? "") || RETRIED.has(e.code ?? "");
 };
 
 /**
@@ -77,7 +89,7 @@ export async function openKmsSigners(settings: KmsSignerSettings): Promise<Opene
         );
       signers.push(kmsSigner(client, keyId, address, settings));
     }
-    return { signers, close: () => client.destroy() };
+    return { signers, close: async () => client.destroy() };
   } catch (error) {
     client.destroy();
     throw error;
@@ -113,30 +125,37 @@ function kmsSigner(client: KMSClient, keyId: string, address: string, settings: 
   return {
     address,
     concurrency: settings.concurrency,
-    async signDigest(digest: Uint8Array): Promise<Signature> {
-      const der = await signWithRetries(client, keyId, digest, settings.timeoutMs, (reason) =>
-        signerUnavailable(address, what, reason),
+    async signDigest(digest: Uint8Array, options?: SignOptions): Promise<Signature> {
+      const budget = { from: options?.startedAt ?? Date.now(), ms: settings.timeoutMs };
+      const der = await signWithRetries(client, keyId, digest, budget, (reason) =>
+        signerUnavailable(address, what, reason, settings.log),
       );
       let parsed: { r: bigint; s: bigint };
       try {
         parsed = derSignature(der);
       } catch (error) {
-        throw signerUnavailable(address, what, `its signature cannot be read: ${(error as Error).message}`);
+        throw signerUnavailable(
+          address,
+          what,
+          `its signature cannot be read: ${(error as Error).message}`,
+          settings.log,
+        );
       }
       return recoverableSignature(address, digest, parsed.r, parsed.s);
     },
   };
 }
 
-/** KMS `Sign` of the digest, tried again on throttling and timeouts until `budgetMs` is spent. */
+/** KMS `Sign` of the digest, tried again on throttling and timeouts until the budget (`ms` from `from`) is spent. */
 async function signWithRetries(
   client: KMSClient,
   keyId: string,
   digest: Uint8Array,
-  budgetMs: number,
+  budget: { from: number; ms: number },
   unavailable: (reason: string) => Error,
 ): Promise<Uint8Array> {
-  const until = Date.now() + budgetMs;
+  const budgetMs = budget.ms;
+  const until = budget.from + budgetMs;
   let pause = 10;
   let last = "no answer";
   for (let attempt = 1; ; attempt++) {
@@ -152,7 +171,7 @@ async function signWithRetries(
     } catch (error) {
       const name = nameOf(error);
       last = name;
-      if (!RETRIED.has(name)) {
+      if (!retried(error)) {
         if (error instanceof Error && error.name === "ChainUnavailableError") throw error;
         throw unavailable(name);
       }

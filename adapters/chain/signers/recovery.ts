@@ -9,12 +9,10 @@ import { computeAddress, hexlify, Signature } from "ethers";
 import { recover } from "tiny-secp256k1";
 
 import { SignatureRefusedError } from "../tx/index.js";
+import { SECP256K1_OID } from "./curve.js";
 
 /** secp256k1's group order. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-
-/** The OID of secp256k1 (1.3.132.0.10) as DER, which EC_PARAMS and a SubjectPublicKeyInfo name. */
-export const SECP256K1_OID = Uint8Array.of(0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x0a);
 
 const toHex32 = (n: bigint) => `0x${n.toString(16).padStart(64, "0")}`;
 

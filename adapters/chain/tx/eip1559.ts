@@ -18,7 +18,7 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { type Signature, toBeArray } from "ethers";
 
-import { assertSignedBy, isLocalSigner, type TransactionSigner } from "./signer.js";
+import { assertSignedBy, isLocalSigner, type SignOptions, type TransactionSigner } from "./signer.js";
 
 export interface Eip1559Transaction {
   chainId: bigint;
@@ -84,10 +84,14 @@ export function signEip1559(key: { sign(digest: Uint8Array): Signature }, tx: Ei
  * service sends is signed here, so a bad signature never reaches a node.
  * @throws SignatureRefusedError when a remote signer's signature is not the wallet's
  */
-export async function signEip1559With(signer: TransactionSigner, tx: Eip1559Transaction): Promise<SignedTransaction> {
+export async function signEip1559With(
+  signer: TransactionSigner,
+  tx: Eip1559Transaction,
+  options?: SignOptions,
+): Promise<SignedTransaction> {
   const fields = encodeFields(tx);
   const digest = keccak_256(typed(fields));
-  const signature = await signer.signDigest(digest);
+  const signature = await signer.signDigest(digest, options);
   if (!isLocalSigner(signer)) assertSignedBy(signer.address, digest, signature);
   return withSignature(fields, signature);
 }

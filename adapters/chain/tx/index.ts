@@ -12,6 +12,7 @@ export {
   keystoreSigner,
   rawKeySigner,
   toSigner,
+  type SignOptions,
   type TransactionSigner,
 } from "./signer.js";
 export { WasmSigningKey } from "./signing-key.js";

@@ -32,11 +32,21 @@ import { recover } from "tiny-secp256k1";
 
 import { WasmSigningKey } from "./signing-key.js";
 
+/** How a signature is asked for. */
+export interface SignOptions {
+  /**
+   * When the trade first asked for this signature (Date.now() ms): a remote signer's budget
+   * (SIGNER_TIMEOUT_MS) counts from then, so a signature asked for again (at another nonce, in
+   * the same round) does not start a new one. Unset: now.
+   */
+  startedAt?: number;
+}
+
 export interface TransactionSigner {
   /** The checksummed address whose transactions this signs. */
   readonly address: string;
   /** Signs a 32-byte digest: a recoverable secp256k1 signature with a low `s`. */
-  signDigest(digest: Uint8Array): Promise<Signature>;
+  signDigest(digest: Uint8Array, options?: SignOptions): Promise<Signature>;
   /**
    * How many signatures it serves well at once (a remote signer's sessions or connections): the
    * send queue asks for that many of a round at a time. Unset: one at a time (a local key signs

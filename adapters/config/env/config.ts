@@ -118,6 +118,8 @@ export type RemoteSignerConfig =
       module: string;
       token: { label: string } | { slot: number };
       pin: string;
+      /** PKCS11_PIN_FILE: read again when the token refuses the PIN after the start. */
+      pinFile: string;
       keys: Array<{ label: string } | { id: string }>;
       keyVariable: "PKCS11_KEY_LABELS" | "PKCS11_KEY_IDS";
       addresses: string[];

@@ -18,6 +18,16 @@ export const integer = (name: string, min: number, max: number) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `${name}: must be an integer from ${min} to ${max}`);
 
+/** A non-negative integer in decimal or in hex (0x…), as PKCS#11 tools print slot ids. */
+export const decimalOrHex = (name: string) => {
+  const message = `${name}: must be a non-negative integer, decimal or hex (0x…), at most ${Number.MAX_SAFE_INTEGER}`;
+  return z
+    .string()
+    .regex(/^(\d+|0[xX][0-9a-fA-F]+)$/, message)
+    .transform(Number)
+    .refine((n) => Number.isSafeInteger(n), message);
+};
+
 export const decimal = (name: string) =>
   z
     .string()

@@ -12,7 +12,7 @@ import {
   SEQUENCER_SETTINGS,
 } from "../../chain/index.js";
 import { ConfigError } from "./config.js";
-import { bounds, decimal, flag, integer, optional } from "./fields.js";
+import { bounds, decimal, decimalOrHex, flag, integer, optional } from "./fields.js";
 
 /** Thirty days: no feed's heartbeat comes near it. */
 const MAX_FEED_AGE_S = 30 * 86_400;
@@ -57,7 +57,8 @@ const schema = z.object({
   SIGNER_CONCURRENCY: optional(integer("SIGNER_CONCURRENCY", 1, 64)).default(4),
   PKCS11_MODULE: optional(z.string()),
   PKCS11_TOKEN_LABEL: optional(z.string()),
-  PKCS11_SLOT: optional(integer("PKCS11_SLOT", 0, Number.MAX_SAFE_INTEGER)),
+  // The slot id as softhsm2-util prints it (decimal) or pkcs11-tool does (0x…).
+  PKCS11_SLOT: optional(decimalOrHex("PKCS11_SLOT")),
   PKCS11_PIN_FILE: optional(z.string()),
   PKCS11_KEY_LABELS: optional(z.string()),
   PKCS11_KEY_IDS: optional(z.string()),

@@ -91,12 +91,13 @@ function pkcs11Config(
     pin = text?.replace(/\r?\n$/, "");
     if (pin === "") problems.push("PKCS11_PIN_FILE: is empty");
   }
-  if (pin === undefined || e.PKCS11_MODULE === undefined) return undefined;
+  if (pin === undefined || e.PKCS11_MODULE === undefined || e.PKCS11_PIN_FILE === undefined) return undefined;
   return {
     kind: "pkcs11",
     module: e.PKCS11_MODULE,
     token: e.PKCS11_SLOT !== undefined ? { slot: e.PKCS11_SLOT } : { label: e.PKCS11_TOKEN_LABEL ?? "" },
     pin,
+    pinFile: e.PKCS11_PIN_FILE,
     keys: labels.length > 0 ? labels.map((label) => ({ label })) : ids.map((id) => ({ id })),
     keyVariable: labels.length > 0 ? "PKCS11_KEY_LABELS" : "PKCS11_KEY_IDS",
     addresses,

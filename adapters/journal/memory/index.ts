@@ -8,6 +8,7 @@
  */
 import type { TradeRecord } from "../../../core/index.js";
 import { Journal } from "../../shared/journal.js";
+import { MemoryApprovals } from "./approvals.js";
 import { MemoryLeases } from "./leases.js";
 import { MemoryNonces } from "./nonces.js";
 import { MemoryQuotes } from "./quotes.js";
@@ -26,6 +27,7 @@ export class MemoryJournal extends Journal {
     webhooks: new MemoryOutbox(this.#store.events, this.#store.audit),
     audit: this.#store.audit,
     watch: new MemoryWatch(this.#store),
+    approvals: new MemoryApprovals(this.#store),
   };
 
   async close(): Promise<void> {}

@@ -4,6 +4,7 @@
  * what a transaction is in memory.
  */
 import {
+  coinToLimitUsd,
   type LimitCheck,
   type LimitPer,
   type SpendingLeader,
@@ -57,6 +58,17 @@ export class MemorySpending {
     const refusal = this.refusal({ spend: { ...stored, usd }, checks }, Date.now(), id);
     if (refusal !== undefined) throw refusal;
     stored.usd = usd;
+  }
+
+  /**
+   * A sell's receipt recorded: it counts what the receipt says it paid (`paidOut`, the coin's base
+   * units), in place of its estimate. Nothing for a trade without a payout to count (a buy, a
+   * remittance, a receipt without the swap's event).
+   */
+  paid(id: string, paidOut: bigint | null): void {
+    const stored = this.#spends.get(id);
+    if (stored?.payoutDecimals === undefined || paidOut === null) return;
+    stored.usd = coinToLimitUsd(paidOut, stored.payoutDecimals);
   }
 
   use(check: LimitCheck, now: number): LimitUse {

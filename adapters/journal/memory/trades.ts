@@ -172,13 +172,14 @@ export class MemoryTrades implements TradeJournal {
     this.#mined(this.#store.trade(id), "markConfirmed", receipt);
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
+  async markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
     const stored = this.#store.trade(id);
-    if (this.#applies("markFailed", stored))
-      this.#store.update(stored, {
-        status: TRADE_TRANSITIONS.markFailed.to,
-        error: { code: error.code, message: error.message },
-      });
+    if (!this.#applies("markFailed", stored)) return;
+    if (audit !== undefined) this.#store.audit.appendNow(audit);
+    this.#store.update(stored, {
+      status: TRADE_TRANSITIONS.markFailed.to,
+      error: { code: error.code, message: error.message },
+    });
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -257,10 +258,21 @@ export class MemoryTrades implements TradeJournal {
       const key = `${t.kind}\u0000${stable}`;
       let group = groups.get(key);
       if (group === undefined) {
-        group = { kind: t.kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+        group = {
+          kind: t.kind,
+          stable,
+          count: 0,
+          executed: 0,
+          amountIn: 0n,
+          amountOut: 0n,
+          gasWei: 0n,
+          gasUsd: 0n,
+          statuses: {},
+        };
         groups.set(key, group);
       }
       group.count += 1;
+      group.statuses[t.status] = (group.statuses[t.status] ?? 0) + 1;
       if ((t.status === "mined" || t.status === "confirmed") && t.receipt !== null) {
         const amounts = tradeAmounts(t.receipt);
         group.executed += 1;
@@ -296,6 +308,7 @@ export class MemoryTrades implements TradeJournal {
       txHash: receipt.transactionHash,
       error: null,
     });
+    this.#spending.paid(stored.id, tradeAmounts(receipt).amountOut);
     const slot = this.#store.tradeSlot(stored);
     if (slot && slot.state !== "final") {
       Object.assign(slot, {

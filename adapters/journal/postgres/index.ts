@@ -16,6 +16,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 
 import { Journal } from "../../shared/journal.js";
+import { PostgresApprovals } from "./approvals.js";
 import { PostgresAudit } from "./audit.js";
 import { PostgresLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
@@ -62,6 +63,7 @@ export class PostgresJournal extends Journal {
     webhooks: PostgresOutbox;
     audit: PostgresAudit;
     watch: PostgresWatch;
+    approvals: PostgresApprovals;
   };
   readonly #pool: pg.Pool;
   readonly #lockPool: pg.Pool;
@@ -74,14 +76,16 @@ export class PostgresJournal extends Journal {
   constructor(pools: PostgresPools, instance: string, leaseMs: number) {
     super();
     const { pool, lockPool } = pools;
+    const trades = new PostgresTrades(pool, instance);
     this.ports = {
-      trades: new PostgresTrades(pool, instance),
+      trades,
       nonces: new PostgresNonces(pools),
       leases: new PostgresLeases(pool),
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
       audit: new PostgresAudit(pool),
       watch: new PostgresWatch(pool),
+      approvals: new PostgresApprovals(pool, (id) => trades.get(id)),
     };
     this.#pool = pool;
     this.#lockPool = lockPool;

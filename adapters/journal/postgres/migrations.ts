@@ -5,9 +5,12 @@
 import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
+import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
+import { SPEND_PAID_MIGRATION } from "./spend-paid.js";
 import { SPENDING_MIGRATION } from "./spending.js";
 import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
@@ -144,7 +147,14 @@ export const MIGRATIONS = [
   // 12: the audit log and its head (audit.ts), appended in the same transaction as what each
   // record records, one chain for every instance.
   AUDIT_MIGRATION,
-  // 13: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // 13: the scope locks that make a new counter's first sum whole across instances (spend-locks.ts).
+  SPEND_LOCKS_MIGRATION,
+  // 14: a sell counted at what its receipt says it paid, once mined (spend-paid.ts).
+  SPEND_PAID_MIGRATION,
+  // 15: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
+  // 16: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
   // outside transactions, the paused wallets and the alarms.
   WATCH_MIGRATION,
 ];

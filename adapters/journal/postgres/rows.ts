@@ -10,6 +10,7 @@ import type {
   NonceSlot,
   SlotPurpose,
   SlotState,
+  TradeApproval,
   TradeRecord,
   TransactionReceipt,
   Visibility,
@@ -17,7 +18,7 @@ import type {
 import { tradeAmounts } from "../../../core/index.js";
 
 export const COLUMNS =
-  "id, scope, key_name, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, created_at, updated_at";
+  "id, scope, key_name, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, approval, created_at, updated_at";
 export const BROADCAST_COLUMNS =
   "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
@@ -37,6 +38,8 @@ export interface Row {
   deadline: string | null;
   receipt: TransactionReceipt | null; // json arrives parsed, keys in stored order
   error: TradeRecord["error"];
+  /** json, parsed; null on a trade never held (and absent from a row read before migration 13's columns). */
+  approval?: TradeApproval | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -106,6 +109,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
     broadcasts,
     receipt: row.receipt,
     error: row.error,
+    ...(row.approval != null && { approval: row.approval }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -6,6 +6,8 @@
  * is not summed over its window on each trade (a million trades in a day would make every trade
  * pay for them): each (per, value, window) has a counter in `spend_counters`, with what is
  * counted and the time up to which spends have left its window (`through_ms`). A trade:
+ *   0. takes the advisory locks of its scopes, exclusive where it creates a counter, so that a
+ *      counter's first sum holds every spend in flight beside it (./spend-locks.ts, which says why);
  *   1. creates the counters it needs that do not exist yet, from the spends in their windows;
  *   2. locks every counter of its key, wallet, destinatary and the service, in one order
  *      (per, value, window): the lock per limit scope, so two instances never both take the last
@@ -20,7 +22,8 @@
  * spend_open) or in the transaction of a sell's new amount (admitSpend): a refusal rolls the
  * trade back with it. A trade that stops counting (failed, expired, deleted) or counts again
  * (a receipt after all) moves its spend out of, or back into, the counters it has not left, by a
- * trigger on `trades`, in the same transaction as that change.
+ * trigger on `trades`, in the same transaction as that change; a sell whose receipt is recorded
+ * counts what it paid (spend_paid, in the statement that records it).
  */
 import type pg from "pg";
 
@@ -32,7 +35,7 @@ import {
   type Spending,
   type SpendingLimitError,
 } from "../../../core/index.js";
-import { SPENDING_STATUSES_SQL } from "../spending.js";
+import { SPENDING_STATUSES_BEFORE_APPROVALS_SQL } from "../spending.js";
 import { auditAppendCall } from "./audit.js";
 import { SPEND_REFUSED } from "./spend-admit.js";
 
@@ -40,6 +43,48 @@ import { SPEND_REFUSED } from "./spend-admit.js";
 const SCOPES_OF = (s: string) =>
   `((per = 'key' AND value = ${s}.key_name) OR (per = 'wallet' AND value = ${s}.wallet)
      OR (per = 'destinatary' AND value = ${s}.destinatary) OR per = 'all')`;
+
+/**
+ * The function that moves a trade's spend out of (or back into) the counters when it stops (or
+ * starts again) counting, or is deleted, and the trigger on a change of status: `counting` is the
+ * SQL text of the states that count.
+ */
+export const spendsRecount = (create: "CREATE" | "CREATE OR REPLACE", counting: string) => `
+  -- A trade that stops counting, or counts again, or is deleted: its spend leaves, or rejoins, the
+  -- counters whose window it has not left; under the same locks, in the same order, as spend_admit.
+  ${create} FUNCTION spends_recount() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    tid TEXT;
+    now_counts BOOLEAN;
+    s spends%ROWTYPE;
+  BEGIN
+    IF TG_OP = 'DELETE' THEN
+      tid := OLD.id;
+      now_counts := false;
+    ELSE
+      tid := NEW.id;
+      now_counts := NEW.status IN (${counting});
+    END IF;
+    SELECT * INTO s FROM spends WHERE trade_id = tid;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    PERFORM 1 FROM spend_counters WHERE ${SCOPES_OF("s")} ORDER BY per, value, window_ms FOR UPDATE;
+    SELECT * INTO s FROM spends WHERE trade_id = tid;
+    IF s.counts <> now_counts THEN
+      UPDATE spend_counters c SET usd = c.usd + CASE WHEN now_counts THEN s.usd ELSE -s.usd END,
+          trades = c.trades + CASE WHEN now_counts THEN 1 ELSE -1 END
+        WHERE ${SCOPES_OF("s")} AND c.through_ms < s.at_ms;
+      UPDATE spends SET counts = now_counts WHERE trade_id = tid;
+    END IF;
+    IF TG_OP = 'DELETE' THEN DELETE FROM spends WHERE trade_id = tid; END IF;
+    RETURN NULL;
+  END $$;
+  ${spendsRecountTrigger(counting)}`;
+
+/** The trigger that calls spends_recount() when a trade's status moves into or out of `counting`. */
+export const spendsRecountTrigger = (counting: string) => `
+  CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades FOR EACH ROW
+    WHEN ((OLD.status IN (${counting})) IS DISTINCT FROM (NEW.status IN (${counting})))
+    EXECUTE FUNCTION spends_recount();`;
 
 /** Migration 10: the key's name on each trade, the spends and their counters, and the functions above. */
 export const SPENDING_MIGRATION = `
@@ -206,37 +251,7 @@ export const SPENDING_MIGRATION = `
     n := c.trades - aged.n;
   END $$;
 
-  -- A trade that stops counting, or counts again, or is deleted: its spend leaves, or rejoins, the
-  -- counters whose window it has not left; under the same locks, in the same order, as spend_admit.
-  CREATE FUNCTION spends_recount() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE
-    tid TEXT;
-    now_counts BOOLEAN;
-    s spends%ROWTYPE;
-  BEGIN
-    IF TG_OP = 'DELETE' THEN
-      tid := OLD.id;
-      now_counts := false;
-    ELSE
-      tid := NEW.id;
-      now_counts := NEW.status IN (${SPENDING_STATUSES_SQL});
-    END IF;
-    SELECT * INTO s FROM spends WHERE trade_id = tid;
-    IF NOT FOUND THEN RETURN NULL; END IF;
-    PERFORM 1 FROM spend_counters WHERE ${SCOPES_OF("s")} ORDER BY per, value, window_ms FOR UPDATE;
-    SELECT * INTO s FROM spends WHERE trade_id = tid;
-    IF s.counts <> now_counts THEN
-      UPDATE spend_counters c SET usd = c.usd + CASE WHEN now_counts THEN s.usd ELSE -s.usd END,
-          trades = c.trades + CASE WHEN now_counts THEN 1 ELSE -1 END
-        WHERE ${SCOPES_OF("s")} AND c.through_ms < s.at_ms;
-      UPDATE spends SET counts = now_counts WHERE trade_id = tid;
-    END IF;
-    IF TG_OP = 'DELETE' THEN DELETE FROM spends WHERE trade_id = tid; END IF;
-    RETURN NULL;
-  END $$;
-  CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades FOR EACH ROW
-    WHEN ((OLD.status IN (${SPENDING_STATUSES_SQL})) IS DISTINCT FROM (NEW.status IN (${SPENDING_STATUSES_SQL})))
-    EXECUTE FUNCTION spends_recount();
+  ${spendsRecount("CREATE", SPENDING_STATUSES_BEFORE_APPROVALS_SQL)}
   CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades FOR EACH ROW EXECUTE FUNCTION spends_recount();`;
 
 interface AdmitRow {
@@ -306,7 +321,8 @@ export async function insertCounted<T extends pg.QueryResultRow>(
   spending: Spending,
   audit?: AuditEntry,
 ): Promise<T | undefined> {
-  const admit = admitArguments(spending.spend, spending.checks);
+  // A sell's coin decimals last (spend_open, ./spend-paid.ts): once mined it counts what it paid.
+  const admit = [...admitArguments(spending.spend, spending.checks), spending.spend.payoutDecimals ?? null];
   const placeholders = admit.map((_, i) => `$${parameters.length + i + 1}`).join(", ");
   // With `audit`, its record is appended in the select list, once the spend is admitted: the
   // chain's head is the statement's last lock (./audit.ts).

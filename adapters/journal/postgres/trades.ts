@@ -9,6 +9,7 @@ import {
   type Broadcast,
   forgottenEntry,
   INITIAL_STATUS,
+  TRADE_STATUSES,
   type NewTrade,
   type SignedTradeTx,
   type LimitCheck,
@@ -75,14 +76,23 @@ export class PostgresTrades implements TradeJournal {
     // Another instance's, once its lease ran out; this one's own, once unchanged for staleAfterMs
     // (by the database's clock, as the leases; none of its own without a bound). Each recorded in
     // the audit log in the same transaction.
+    const forgettable = `${applies("forgetUnsigned", "t")}
+      AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
+        SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
+        OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))`;
     return transaction(this.#pool, async (client) => {
+      // Their spends' scope locks first, all in one order (spend-locks.ts): the delete's trigger
+      // would take them trade by trade.
+      const { rows: found } = await client.query<{ id: string }>(`SELECT t.id FROM trades t WHERE ${forgettable}`, [
+        this.#instance,
+        staleAfterMs ?? null,
+      ]);
+      if (found.length === 0) return 0;
+      const ids = found.map((row) => row.id);
+      await client.query("SELECT spend_lock_trades($1)", [ids]);
       const { rows } = await client.query<{ id: string }>(
-        `DELETE FROM trades t WHERE ${applies("forgetUnsigned", "t")}
-         AND (t.owner IS NULL OR (t.owner <> $1 AND NOT EXISTS (
-           SELECT 1 FROM leases l WHERE l.name = 'instance:' || t.owner AND l.expires_at > clock_timestamp()))
-           OR (t.owner = $1 AND t.updated_at < clock_timestamp() - make_interval(secs => $2::float8 / 1000)))
-         RETURNING t.id`,
-        [this.#instance, staleAfterMs ?? null],
+        `DELETE FROM trades t WHERE t.id = ANY($3) AND ${forgettable} RETURNING t.id`,
+        [this.#instance, staleAfterMs ?? null, ids],
       );
       for (const { id } of rows) await appendAudit(client, forgottenEntry(id));
       return rows.length;
@@ -233,8 +243,8 @@ export class PostgresTrades implements TradeJournal {
     await this.#mined(id, "markConfirmed", receipt);
   }
 
-  async markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    await this.#ended(id, "markFailed", error);
+  async markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
+    await this.#ended(id, "markFailed", error, audit);
   }
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -330,23 +340,26 @@ export class PostgresTrades implements TradeJournal {
     if (query.since !== undefined) where.push(`created_at >= $${values.push(query.since)}`);
     if (query.until !== undefined) where.push(`created_at < $${values.push(query.until)}`);
     const executed = "FILTER (WHERE status IN ('mined', 'confirmed'))";
-    const { rows } = await this.#pool.query<{
-      kind: TradeTotals["kind"];
-      stable: string;
-      count: number;
-      executed: number;
-      amount_in: string;
-      amount_out: string;
-      gas_wei: string;
-      gas_usd: string | null;
-    }>(
+    const { rows } = await this.#pool.query<
+      {
+        kind: TradeTotals["kind"];
+        stable: string;
+        count: number;
+        executed: number;
+        amount_in: string;
+        amount_out: string;
+        gas_wei: string;
+        gas_usd: string | null;
+      } & Record<string, number>
+    >(
       // One executed trade without its gas in USD makes the group's unknown (TradeTotals.gasUsd).
       `SELECT kind, lower(request->>'usdAddress') AS stable, count(*)::int AS count, count(*) ${executed}::int AS executed,
          coalesce(sum(amount_in) ${executed}, 0)::text AS amount_in,
          coalesce(sum(amount_out) ${executed}, 0)::text AS amount_out,
          coalesce(sum(gas_wei) ${executed}, 0)::text AS gas_wei,
          CASE WHEN count(*) FILTER (WHERE status IN ('mined', 'confirmed') AND gas_usd IS NULL) > 0 THEN NULL
-           ELSE coalesce(sum(gas_usd) ${executed}, 0)::text END AS gas_usd
+           ELSE coalesce(sum(gas_usd) ${executed}, 0)::text END AS gas_usd,
+         ${TRADE_STATUSES.map((status) => `count(*) FILTER (WHERE status = '${status}')::int AS "s:${status}"`).join(", ")}
        FROM trades WHERE ${where.join(" AND ")}
        GROUP BY 1, 2 ORDER BY kind COLLATE "C", lower(request->>'usdAddress') COLLATE "C"`,
       values,
@@ -360,10 +373,14 @@ export class PostgresTrades implements TradeJournal {
       amountOut: BigInt(row.amount_out),
       gasWei: BigInt(row.gas_wei),
       gasUsd: row.gas_usd === null ? null : BigInt(row.gas_usd),
+      statuses: Object.fromEntries(
+        TRADE_STATUSES.filter((status) => row[`s:${status}`]! > 0).map((status) => [status, row[`s:${status}`]!]),
+      ),
     }));
   }
 
   async #mined(id: string, operation: "markMined" | "markConfirmed", receipt: TransactionReceipt): Promise<void> {
+    // With the outcome, a sell's spend becomes what it paid, $7 (spend_paid, spend-paid.ts).
     const { rowCount } = await this.#pool.query(
       `WITH t AS (
          UPDATE trades SET status = ${statusAfter(operation)}, receipt = $2, tx_hash = $3, amount_in = $6, amount_out = $7,
@@ -373,7 +390,7 @@ export class PostgresTrades implements TradeJournal {
          UPDATE nonce_slots s SET state = 'mined', mined_hash = lower($3), block_number = $4, block_hash = $5, updated_at = clock_timestamp()
          FROM t WHERE s.trade_id = t.id AND s.state <> 'final'
        )
-       SELECT 1 FROM t`,
+       SELECT 1 FROM t CROSS JOIN LATERAL spend_paid(t.id, $7)`,
       [
         id,
         JSON.stringify(receipt),
@@ -386,12 +403,24 @@ export class PostgresTrades implements TradeJournal {
     if (rowCount !== 1) await this.#missed(operation, id);
   }
 
-  async #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }) {
-    const { rowCount } = await this.#pool.query(
-      `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
-       WHERE id = $1 AND ${applies(operation)}`,
-      [id, JSON.stringify({ code: error.code, message: error.message })],
-    );
+  /** With `audit`, its record appended in the same transaction, last, when the trade changed. */
+  async #ended(
+    id: string,
+    operation: "markFailed" | "markExpired",
+    error: { code: string; message: string },
+    audit?: AuditEntry,
+  ) {
+    const update = `UPDATE trades SET status = ${statusAfter(operation)}, error = $2, updated_at = clock_timestamp()
+       WHERE id = $1 AND ${applies(operation)}`;
+    const values = [id, JSON.stringify({ code: error.code, message: error.message })];
+    const rowCount =
+      audit === undefined
+        ? (await this.#pool.query(update, values)).rowCount
+        : await transaction(this.#pool, async (client) => {
+            const changed = (await client.query(update, values)).rowCount;
+            if (changed !== 0) await appendAudit(client, audit);
+            return changed;
+          });
     if (rowCount === 0) await this.#missed(operation, id);
   }
 

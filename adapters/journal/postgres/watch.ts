@@ -12,7 +12,7 @@ import { appendAudit } from "./audit.js";
 import { transaction } from "./store.js";
 
 /**
- * Migration 13: events without a trade (about a wallet or the swap: `data` instead of the trade,
+ * Migration 16: events without a trade (about a wallet or the swap: `data` instead of the trade,
  * and the `subject` whose events go out in order per scope); which registrations get them
  * (`watcher`); and the watch's own tables.
  */

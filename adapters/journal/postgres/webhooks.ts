@@ -27,9 +27,10 @@ const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 
 /**
  * The trigger's function: an event when a trade changes, if `written` (a query on the trade's
- * scope) finds a row; the same rule as webhookEventType (webhook-events.ts).
+ * scope) finds a row; the same rule as webhookEventType (webhook-events.ts). With `approvals`
+ * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
-const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string) =>
+const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, approvals = false) =>
   `${create} FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
    DECLARE
      event_type TEXT;
@@ -46,7 +47,13 @@ const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string) 
      ELSIF NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN
        event_type := 'trade.reorged';
      ELSIF NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN
-       event_type := 'trade.' || NEW.status;
+       event_type := 'trade.' || NEW.status;${
+         approvals
+           ? `
+     ELSIF NEW.status IN ('pending_approval', 'approved', 'rejected') THEN
+       event_type := 'trade.' || NEW.status;`
+           : ""
+       }
      END IF;
      IF event_type IS NULL THEN RETURN NULL; END IF;
      INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
@@ -58,7 +65,7 @@ const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string) 
              'maxFeePerGas', b.max_fee_per_gas::text, 'maxPriorityFeePerGas', b.max_priority_fee_per_gas::text,
              'noop', b.noop, 'sentAt', ${MS("b.sent_at")}) ORDER BY b.seq), '[]'::json)
            FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE s.trade_id = NEW.id),
-         'receipt', NEW.receipt, 'error', NEW.error,
+         'receipt', NEW.receipt, 'error', NEW.error,${approvals ? " 'approval', NEW.approval, 'keyName', NEW.key_name," : ""}
          'createdAt', ${MS("NEW.created_at")}, 'updatedAt', ${MS("NEW.updated_at")}),
        NEW.updated_at, NEW.updated_at, NEW.updated_at);
      RETURN NULL;
@@ -116,6 +123,13 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
      "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",
    )}
    DROP TABLE webhook_scopes;`;
+
+/** The webhook function of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+export const APPROVALS_EVENT_FUNCTION = eventFunction(
+  "CREATE OR REPLACE",
+  "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",
+  true,
+);
 
 /**
  * When each event finished (was delivered, or failed), so that the upkeep deletes those finished

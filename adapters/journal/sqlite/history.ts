@@ -5,7 +5,14 @@
  */
 import type { SQLInputValue, SQLOutputValue } from "node:sqlite";
 
-import type { TradeTotals, Visibility } from "../../../core/index.js";
+import {
+  TRADE_STATUSES,
+  type TradePageQuery,
+  type TradeStatus,
+  type TradeTotals,
+  type Visibility,
+} from "../../../core/index.js";
+import { statusIn } from "../transitions.js";
 
 /** The conditions on `trades` for the trades the caller sees created in [since, until), their values pushed on `values`. */
 export function historyWhere(
@@ -20,6 +27,29 @@ export function historyWhere(
   if (query.until !== undefined) {
     where.push("created_at < ?");
     values.push(query.until.getTime());
+  }
+  return where;
+}
+
+/** The conditions of a page of the history (TradeJournal.page): who sees, the range, the filters, the cursor. */
+export function pageWhere(query: TradePageQuery, values: SQLInputValue[]): string[] {
+  const where = historyWhere(query, values);
+  if (query.status !== undefined) {
+    // Written as a literal, as the partial indexes on the status are (the held trades'): the
+    // planner matches only that form. A status of the model only: nothing else is written so.
+    if (!(TRADE_STATUSES as readonly string[]).includes(query.status))
+      throw new Error(`not a trade status: ${query.status}`);
+    where.push(statusIn("status", [query.status]));
+  }
+  if (query.kind !== undefined) {
+    where.push("kind = ?");
+    values.push(query.kind);
+  }
+  if (query.after !== undefined) {
+    // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
+    const at = Number(query.after.createdAtUs / 1000n);
+    where.push("created_at <= ? AND (created_at < ? OR id < ?)");
+    values.push(at, at, query.after.id);
   }
   return where;
 }
@@ -39,7 +69,7 @@ export function visibleWhere(visible: Visibility, values: SQLInputValue[]): stri
   return `(scope IN (${marks(visible.ids.length)}) OR key_name IN (${marks(visible.names.length)}))`;
 }
 
-/** Adds a batch of the summary's rows (kind, stable, executed, amounts, gas) to its groups. */
+/** Adds a batch of the summary's rows (kind, stable, status, executed, amounts, gas) to its groups. */
 export function addToGroups(groups: Map<string, TradeTotals>, rows: Record<string, SQLOutputValue>[]): void {
   for (const row of rows) {
     const kind = row.kind as TradeTotals["kind"];
@@ -47,10 +77,22 @@ export function addToGroups(groups: Map<string, TradeTotals>, rows: Record<strin
     const key = `${kind}\u0000${stable}`;
     let group = groups.get(key);
     if (group === undefined) {
-      group = { kind, stable, count: 0, executed: 0, amountIn: 0n, amountOut: 0n, gasWei: 0n, gasUsd: 0n };
+      group = {
+        kind,
+        stable,
+        count: 0,
+        executed: 0,
+        amountIn: 0n,
+        amountOut: 0n,
+        gasWei: 0n,
+        gasUsd: 0n,
+        statuses: {},
+      };
       groups.set(key, group);
     }
     group.count += 1;
+    const status = row.status as TradeStatus;
+    group.statuses[status] = (group.statuses[status] ?? 0) + 1;
     if (Number(row.executed) !== 1) continue;
     group.executed += 1;
     group.amountIn += BigInt((row.amount_in as string | null) ?? 0);

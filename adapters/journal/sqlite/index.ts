@@ -16,6 +16,7 @@ import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 
 import { Journal } from "../../shared/journal.js";
+import { SqliteApprovals } from "./approvals.js";
 import { SqliteAudit } from "./audit.js";
 import { SqliteLeases } from "./leases.js";
 import { migrate } from "./migrations.js";
@@ -70,6 +71,7 @@ export class SqliteJournal extends Journal {
     webhooks: SqliteOutbox;
     audit: SqliteAudit;
     watch: SqliteWatch;
+    approvals: SqliteApprovals;
   };
   readonly #store: SqliteStore;
 
@@ -78,14 +80,16 @@ export class SqliteJournal extends Journal {
     const store = new SqliteStore(db);
     this.#store = store;
     const audit = new SqliteAudit(store);
+    const trades = new SqliteTrades(store, audit);
     this.ports = {
-      trades: new SqliteTrades(store, audit),
+      trades,
       nonces: new SqliteNonces(store),
       leases: new SqliteLeases(store),
       quotes: new SqliteQuotes(store),
       webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),
       audit,
       watch: new SqliteWatch(store, audit),
+      approvals: new SqliteApprovals(store, audit, (id) => trades.get(id)),
     };
   }
 

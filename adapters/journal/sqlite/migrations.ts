@@ -5,9 +5,10 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import type { TransactionReceipt } from "../../../core/index.js";
+import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
-import { SPENDING_MIGRATION } from "./spending.js";
+import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
 import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
@@ -149,7 +150,12 @@ export const MIGRATIONS = [
   SPENDING_MIGRATION,
   // 12: the audit log (audit.ts), appended in the same transaction as what each record records.
   AUDIT_MIGRATION,
-  // 13: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // 13: a sell's coin decimals with its spend (spending.ts): once mined it counts what it paid.
+  SPEND_PAYOUT_MIGRATION,
+  // 14: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
+  // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
+  APPROVALS_MIGRATION,
+  // 15: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
   // outside transactions, the paused wallets and the alarms.
   WATCH_MIGRATION,
 ];

@@ -10,6 +10,7 @@ import type {
   NonceSlot,
   SlotPurpose,
   SlotState,
+  TradeApproval,
   TradeRecord,
   TradeStatus,
   TransactionReceipt,
@@ -36,6 +37,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
     broadcasts,
     receipt: row.receipt === null ? null : (JSON.parse(row.receipt as string) as TransactionReceipt),
     error: row.error === null ? null : (JSON.parse(row.error as string) as TradeRecord["error"]),
+    ...(typeof row.approval === "string" && { approval: JSON.parse(row.approval) as TradeApproval }),
     createdAt: new Date(Number(row.created_at)),
     updatedAt: new Date(Number(row.updated_at)),
   };

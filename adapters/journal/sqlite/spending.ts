@@ -6,10 +6,18 @@
  * with BigInt (SQLite's integers end at 2^63, a few USD at 18 decimals); the triggers that move a
  * spend out of (or back into) the counters when its trade stops (or starts again) counting add
  * them with `spend_add`, a function this connection defines (registerSpendFunctions).
+ *
+ * A counter created here is never short of a spend in flight beside it, as PostgreSQL's could be
+ * without its scope locks (../postgres/spend-locks.ts): every write goes through this one
+ * connection, one at a time, so a counter's first sum reads every spend written before it
+ * (committed, or in the group commit's open transaction, which this connection sees), and every
+ * spend written after it finds the counter and adds to it. A group that rolls back takes the
+ * counter and the spends with it. No other process writes the file (locking_mode=EXCLUSIVE).
  */
 import type { DatabaseSync, SQLOutputValue, StatementSync } from "node:sqlite";
 
 import {
+  coinToLimitUsd,
   type LimitCheck,
   type LimitPer,
   type LimitUse,
@@ -18,13 +26,38 @@ import {
   overBy,
   type Spend,
 } from "../../../core/index.js";
-import { AGE_AFTER_MS, retryAfterMs, SPENDING_STATUSES_SQL } from "../spending.js";
+import { AGE_AFTER_MS, retryAfterMs, SPENDING_STATUSES_BEFORE_APPROVALS_SQL } from "../spending.js";
 
 /** The counters of the spend `s`'s scopes, on `spend_counters`. */
 const SCOPES_OF = (s: string) =>
   `((per = 'key' AND value = ${s}.key_name) OR (per = 'wallet' AND value = ${s}.wallet)
      OR (per = 'destinatary' AND value = ${s}.destinatary) OR per = 'all')`;
-const COUNTS = (status: string) => `(${status} IN (${SPENDING_STATUSES_SQL}))`;
+/** Whether `status` is among `counting` (SQL text of the states that count). */
+const COUNTS = (status: string, counting: string) => `(${status} IN (${counting}))`;
+
+/**
+ * The triggers that move a spend out of (or back into) the counters when its trade stops (or
+ * starts again) counting, or is deleted: `counting` is the SQL text of the states that count.
+ */
+export const spendsTriggers = (
+  counting: string,
+) => `CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades
+  WHEN ${COUNTS("OLD.status", counting)} <> ${COUNTS("NEW.status", counting)}
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, (SELECT CASE WHEN ${COUNTS("NEW.status", counting)} THEN s.usd ELSE '-' || s.usd END FROM spends s WHERE s.trade_id = NEW.id)),
+      trades = trades + CASE WHEN ${COUNTS("NEW.status", counting)} THEN 1 ELSE -1 END
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = NEW.id AND s.counts <> ${COUNTS("NEW.status", counting)}
+      AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    UPDATE spends SET counts = ${COUNTS("NEW.status", counting)} WHERE trade_id = NEW.id;
+  END;
+  CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades
+  BEGIN
+    UPDATE spend_counters SET
+      usd = spend_add(usd, '-' || (SELECT s.usd FROM spends s WHERE s.trade_id = OLD.id)), trades = trades - 1
+    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = OLD.id AND s.counts AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
+    DELETE FROM spends WHERE trade_id = OLD.id;
+  END;`;
 
 /** Migration 11: the key's name on each trade, the spends and their counters, the recount triggers. */
 export const SPENDING_MIGRATION = `
@@ -53,23 +86,14 @@ export const SPENDING_MIGRATION = `
     through_ms INTEGER NOT NULL,
     PRIMARY KEY (per, value, window_ms)
   );
-  CREATE TRIGGER trades_spends_recount AFTER UPDATE OF status ON trades
-  WHEN ${COUNTS("OLD.status")} <> ${COUNTS("NEW.status")}
-  BEGIN
-    UPDATE spend_counters SET
-      usd = spend_add(usd, (SELECT CASE WHEN ${COUNTS("NEW.status")} THEN s.usd ELSE '-' || s.usd END FROM spends s WHERE s.trade_id = NEW.id)),
-      trades = trades + CASE WHEN ${COUNTS("NEW.status")} THEN 1 ELSE -1 END
-    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = NEW.id AND s.counts <> ${COUNTS("NEW.status")}
-      AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
-    UPDATE spends SET counts = ${COUNTS("NEW.status")} WHERE trade_id = NEW.id;
-  END;
-  CREATE TRIGGER trades_spends_forget AFTER DELETE ON trades
-  BEGIN
-    UPDATE spend_counters SET
-      usd = spend_add(usd, '-' || (SELECT s.usd FROM spends s WHERE s.trade_id = OLD.id)), trades = trades - 1
-    WHERE EXISTS (SELECT 1 FROM spends s WHERE s.trade_id = OLD.id AND s.counts AND ${SCOPES_OF("s")} AND through_ms < s.at_ms);
-    DELETE FROM spends WHERE trade_id = OLD.id;
-  END;`;
+  ${spendsTriggers(SPENDING_STATUSES_BEFORE_APPROVALS_SQL)}`;
+
+/**
+ * Migration 13: a sell's stable-coin decimals with its spend, so that once its receipt is recorded
+ * it counts what it paid (SqliteSpending.paid), not what it was proven at.
+ */
+export const SPEND_PAYOUT_MIGRATION =
+  "ALTER TABLE spends ADD COLUMN payout_decimals INTEGER;  -- a sell's coin; else NULL";
 
 /** Defines `spend_add(a, b)` on the connection: the sum of two decimal texts, exact. */
 export function registerSpendFunctions(db: DatabaseSync): void {
@@ -136,7 +160,7 @@ function statements(db: DatabaseSync) {
     ),
     spend: db.prepare("SELECT * FROM spends WHERE trade_id = ?"),
     insertSpend: db.prepare(
-      "INSERT INTO spends (trade_id, at_ms, usd, key_name, wallet, destinatary) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO spends (trade_id, at_ms, usd, key_name, wallet, destinatary, payout_decimals) VALUES (?, ?, ?, ?, ?, ?, ?)",
     ),
     addToCounters: db.prepare(
       `UPDATE spend_counters SET usd = spend_add(usd, ?), trades = trades + ?
@@ -190,7 +214,15 @@ export class SqliteSpending {
       throw limitExceeded(check, outcome.used, add, retryAfterMs(spends, outcome.over, check.limit.windowMs, now));
     }
     if (isNew) {
-      this.#sql.insertSpend.run(tradeId, now, spend.usd.toString(), spend.key, spend.wallet, spend.destinatary);
+      this.#sql.insertSpend.run(
+        tradeId,
+        now,
+        spend.usd.toString(),
+        spend.key,
+        spend.wallet,
+        spend.destinatary,
+        spend.payoutDecimals ?? null,
+      );
       this.#sql.addToCounters.run(spend.usd.toString(), 1, scopes.key, scopes.wallet, scopes.destinatary, now);
     } else {
       if (Number(own!.counts) === 1) {
@@ -206,6 +238,25 @@ export class SqliteSpending {
       }
       this.#sql.setSpendUsd.run(spend.usd.toString(), tradeId);
     }
+  }
+
+  /**
+   * A sell's receipt recorded (after its trade's status, whose trigger has moved its spend in or
+   * out of the counters): it counts what the receipt says it paid (`paidOut`, the coin's base
+   * units, decimal text) in place of its estimate, in the counters whose window it is still in.
+   * Nothing for a spend without a payout to count (a buy, a remittance, no swap event).
+   */
+  paid(tradeId: string, paidOut: string | null): void {
+    const own = this.#sql.spend.get(tradeId);
+    if (own === undefined || own.payout_decimals === null || paidOut === null) return;
+    const usd = coinToLimitUsd(BigInt(paidOut), Number(own.payout_decimals));
+    const delta = usd - BigInt(String(own.usd));
+    if (delta === 0n) return;
+    if (Number(own.counts) === 1) {
+      const scopes = [String(own.key_name), String(own.wallet), String(own.destinatary)] as const;
+      this.#sql.addToCounters.run(delta.toString(), 0, ...scopes, Number(own.at_ms));
+    }
+    this.#sql.setSpendUsd.run(usd.toString(), tradeId);
   }
 
   /** What the check's limit has used in its window at `now` (its counter, brought up to date). */

@@ -22,7 +22,7 @@ import type {
 } from "../../../core/index.js";
 import { forgottenEntry, gasUsdOf, INITIAL_STATUS, type TradeOperation } from "../../../core/index.js";
 import { applies, decide, statusAfter } from "../transitions.js";
-import { addToGroups, historyWhere, sortedGroups } from "./history.js";
+import { addToGroups, historyWhere, pageWhere, sortedGroups } from "./history.js";
 import { amountColumns, type Row, toBroadcast, toRecord, tradeState } from "./rows.js";
 import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
@@ -255,8 +255,8 @@ export class SqliteTrades implements TradeJournal {
     return this.#mined(id, "markConfirmed", receipt);
   }
 
-  markFailed(id: string, error: { code: string; message: string }): Promise<void> {
-    return this.#ended(id, "markFailed", error);
+  markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void> {
+    return this.#ended(id, "markFailed", error, audit);
   }
 
   markExpired(id: string, error: { code: string; message: string }): Promise<void> {
@@ -290,21 +290,7 @@ export class SqliteTrades implements TradeJournal {
   /** Reads the rows in the order of one of the history indexes (migration 4), from the cursor on. */
   async page(query: TradePageQuery): Promise<TradePage> {
     const values: SQLInputValue[] = [];
-    const where = historyWhere(query, values);
-    if (query.status !== undefined) {
-      where.push("status = ?");
-      values.push(query.status);
-    }
-    if (query.kind !== undefined) {
-      where.push("kind = ?");
-      values.push(query.kind);
-    }
-    if (query.after !== undefined) {
-      // Milliseconds here: a position's microseconds are always whole milliseconds of this journal's.
-      const at = Number(query.after.createdAtUs / 1000n);
-      where.push("created_at <= ? AND (created_at < ? OR id < ?)");
-      values.push(at, at, query.after.id);
-    }
+    const where = pageWhere(query, values);
     const sql = `SELECT * FROM trades WHERE ${where.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`;
     const rows = this.#prepared(sql).all(...values, query.limit + 1);
     const trades = rows.slice(0, query.limit);
@@ -322,7 +308,7 @@ export class SqliteTrades implements TradeJournal {
   async summary(query: TradeSummaryQuery): Promise<TradeTotals[]> {
     const values: SQLInputValue[] = [];
     const where = historyWhere(query, values);
-    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable,
+    const columns = `id, created_at, kind, lower(json_extract(request, '$.usdAddress')) AS stable, status,
        status IN ('mined', 'confirmed') AS executed, amount_in, amount_out, gas_wei, gas_usd`;
     const order = `ORDER BY created_at DESC, id DESC LIMIT ${SUMMARY_BATCH}`;
     const first = this.#prepared(`SELECT ${columns} FROM trades WHERE ${where.join(" AND ")} ${order}`);
@@ -368,6 +354,7 @@ export class SqliteTrades implements TradeJournal {
           : null;
       const changes = statement.run(json, receipt.transactionHash, ...amounts, gasUsd, now, id).changes;
       if (Number(changes) === 0) return this.#missed(operation, id);
+      this.#spending.paid(id, amounts[1]);
       const at = this.#sql.tradeNonce.get(id)!;
       if (at.wallet !== null)
         this.#sql.markTradeSlot.run(
@@ -383,12 +370,18 @@ export class SqliteTrades implements TradeJournal {
     });
   }
 
-  #ended(id: string, operation: "markFailed" | "markExpired", error: { code: string; message: string }): Promise<void> {
+  #ended(
+    id: string,
+    operation: "markFailed" | "markExpired",
+    error: { code: string; message: string },
+    audit?: AuditEntry,
+  ): Promise<void> {
     const json = JSON.stringify({ code: error.code, message: error.message });
     const statement = operation === "markFailed" ? this.#sql.failed : this.#sql.expired;
     return this.#store.write(() => {
       if (Number(statement.run(json, Date.now(), id).changes) === 0) this.#missed(operation, id);
-    });
+      else if (audit !== undefined) this.#audit.appendIn(audit);
+    }, audit !== undefined);
   }
 
   /** After `operation`'s statement changed nothing: refused or unknown throws, ignored returns (../transitions.ts). */

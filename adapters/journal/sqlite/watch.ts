@@ -10,13 +10,13 @@ import type { AuditEntry, OutsideTransaction, WalletPause, WatchEvent, WatchJour
 import type { SqliteAudit } from "./audit.js";
 import type { Row } from "./rows.js";
 import type { SqliteStore } from "./store.js";
-import { eventTrigger } from "./webhooks.js";
+import { APPROVALS_EVENT_TRIGGER } from "./webhooks.js";
 
 /**
- * Migration 13: events without a trade (about a wallet or the swap: no trade, its `data` instead,
+ * Migration 15: events without a trade (about a wallet or the swap: no trade, its `data` instead,
  * and the `subject` whose events go out in order per scope), so the outbox's table is rebuilt
- * (SQLite cannot drop a NOT NULL), its trigger made again as it was; which registrations get them
- * (`watcher`); and the watch's own tables.
+ * (SQLite cannot drop a NOT NULL), its trigger made again as the approvals (migration 14) left it;
+ * which registrations get them (`watcher`); and the watch's own tables.
  */
 export const WATCH_MIGRATION = `DROP TRIGGER trades_webhook_event;
    CREATE TABLE webhook_events_v2 (
@@ -49,7 +49,7 @@ export const WATCH_MIGRATION = `DROP TRIGGER trades_webhook_event;
    CREATE INDEX webhook_events_scope ON webhook_events (scope, seq);
    CREATE INDEX webhook_events_scope_status ON webhook_events (scope, status, seq);
    CREATE INDEX webhook_events_finished ON webhook_events (finished_at) WHERE finished_at IS NOT NULL;
-   ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
+   ${APPROVALS_EVENT_TRIGGER}
    ALTER TABLE webhook_registrations ADD COLUMN watcher INTEGER NOT NULL DEFAULT 0;   -- 1: gets the watch's events
    CREATE TABLE outside_transactions (
      wallet TEXT NOT NULL,                    -- lower case

@@ -28,10 +28,12 @@ const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.w
 
 /**
  * The trigger that writes an event when a trade changes, if `written` (a query on the trade's
- * scope) finds a row: the same rule as webhookEventType (webhook-events.ts).
+ * scope) finds a row: the same rule as webhookEventType (webhook-events.ts). With `approvals`
+ * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
-export const eventTrigger = (
+const eventTrigger = (
   written: string,
+  approvals = false,
 ) => `CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
    WHEN EXISTS (${written})
    BEGIN
@@ -44,7 +46,7 @@ export const eventTrigger = (
              'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
              'noop', x.noop, 'sentAt', x.sent_at))
            FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
-         'receipt', json(NEW.receipt), 'error', json(NEW.error),
+         'receipt', json(NEW.receipt), 'error', json(NEW.error),${approvals ? " 'approval', json(NEW.approval), 'keyName', NEW.key_name," : ""}
          'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
        NEW.updated_at, NEW.updated_at, NEW.updated_at
      FROM (SELECT CASE
@@ -53,7 +55,11 @@ export const eventTrigger = (
              AND (SELECT count(*) FROM (${TRADE_BROADCASTS})) > 1 THEN 'trade.replaced' END
          WHEN NEW.status = 'submitted' AND OLD.status = 'signed' THEN 'trade.submitted'
          WHEN NEW.status = 'submitted' AND OLD.status <> 'accepted' THEN 'trade.reorged'
-         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status
+         WHEN NEW.status IN ('mined', 'confirmed', 'failed', 'expired') THEN 'trade.' || NEW.status${
+           approvals
+             ? "\n         WHEN NEW.status IN ('pending_approval', 'approved', 'rejected') THEN 'trade.' || NEW.status"
+             : ""
+         }
        END AS type) AS e
      WHERE e.type IS NOT NULL;
    END;`;
@@ -105,6 +111,12 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    DROP TRIGGER trades_webhook_event;
    ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
    DROP TABLE webhook_scopes;`;
+
+/** The webhook trigger of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+export const APPROVALS_EVENT_TRIGGER = eventTrigger(
+  "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
+  true,
+);
 
 /**
  * When each event finished (was delivered, or failed), so that the upkeep deletes those finished

@@ -148,17 +148,26 @@ export const TRADE_PATHS = {
   "/api/v1/trades/{transactionHash}": {
     get: {
       operationId: "trade",
-      summary: "A trade's state, by any transaction hash it broadcast",
+      summary: "A trade's state, by its id or any transaction hash it broadcast",
+      description: "The path takes the trade's id (a UUID: a trade held for an approval has no hash yet) or a hash.",
       tags: ["Trades"],
-      parameters: [{ name: "transactionHash", in: "path", required: true, schema: HASH }],
+      parameters: [
+        {
+          name: "transactionHash",
+          in: "path",
+          required: true,
+          description: "A transaction hash the trade broadcast, or the trade's id.",
+          schema: { oneOf: [HASH, { type: "string", format: "uuid" }] },
+        },
+      ],
       responses: {
         "200": {
           description: "The trade, as the journal knows it and the chain confirms it.",
           content: { "application/json": { schema: ref("Trade") } },
         },
-        "400": errorResponse("invalid_argument: not a transaction hash."),
+        "400": errorResponse("invalid_argument: neither a transaction hash nor a trade's id."),
         "401": TRADE_ERRORS["401"],
-        "404": errorResponse("not_found: no trade of this caller broadcast that hash."),
+        "404": errorResponse("not_found: no trade of this caller has that id or broadcast that hash."),
         "429": TRADE_ERRORS["429"],
       },
     },

@@ -92,6 +92,9 @@ export const RECORD_SCHEMAS = {
           "trade.reorged",
           "trade.failed",
           "trade.expired",
+          "trade.pending_approval",
+          "trade.approved",
+          "trade.rejected",
           ...WATCH_EVENT_ENUM,
         ],
       },
@@ -144,7 +147,20 @@ export const RECORD_SCHEMAS = {
     properties: {
       id: { type: "string" },
       kind: { enum: ["sell", "buy", "remittance"] },
-      status: { enum: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"] },
+      status: {
+        enum: [
+          "accepted",
+          "signed",
+          "submitted",
+          "mined",
+          "confirmed",
+          "failed",
+          "expired",
+          "pending_approval",
+          "approved",
+          "rejected",
+        ],
+      },
       apiKeyName: {
         type: ["string", "null"],
         description:
@@ -185,6 +201,7 @@ export const RECORD_SCHEMAS = {
       },
       createdAt: { type: "string", format: "date-time" },
       updatedAt: { type: "string", format: "date-time" },
+      approval: ref("TradeApproval"),
     },
     required: [
       "id",
@@ -251,6 +268,11 @@ export const RECORD_SCHEMAS = {
               description:
                 "Gas spent in USD at the time of each trade: each executed trade's gasUsed × effectiveGasPrice × the native coin's USD price the service read when it signed it, summed exactly (every digit, nothing rounded). Null when any executed trade of the group has no such price (signed before the deployment named a native-coin feed, or while its answer failed the feed policy); \"0\" when none executed.",
             },
+            statuses: {
+              type: "object",
+              additionalProperties: { type: "integer", minimum: 1 },
+              description: "How many of the trades are in each status, by status (only those some are in).",
+            },
           },
           required: [
             "kind",
@@ -262,6 +284,7 @@ export const RECORD_SCHEMAS = {
             "amountOut",
             "gasWei",
             "gasUsd",
+            "statuses",
           ],
           additionalProperties: false,
         },

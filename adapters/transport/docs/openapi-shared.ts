@@ -60,6 +60,12 @@ export const trade = (operationId: string, summary: string, description: string)
       description: "The mined transaction's receipt, in the web3.js 1.x shape.",
       content: { "application/json": { schema: ref("TransactionReceipt") } },
     },
+    "202": {
+      description:
+        "Held for an approval (an approval rule of the access file matched it): nothing was signed. The trade as GET /api/v1/trades/{id} shows it, with its approval; Location names that URL. A retry with the same Idempotency-Key answers 202 while it waits, then its outcome.",
+      headers: { Location: { schema: { type: "string" }, description: "/api/v1/trades/{id}" } },
+      content: { "application/json": { schema: ref("Trade") } },
+    },
     ...TRADE_ERRORS,
   },
 });

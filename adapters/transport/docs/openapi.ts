@@ -6,6 +6,7 @@
  * so the document cannot drift from the routes unnoticed.
  */
 
+import { APPROVAL_PATHS, APPROVAL_SCHEMAS } from "./openapi-paths-approvals.js";
 import { AUDIT_PATHS, AUDIT_SCHEMAS } from "./openapi-paths-audit.js";
 import { PROBE_PATHS } from "./openapi-paths-probes.js";
 import { TRADE_PATHS } from "./openapi-paths-trades.js";
@@ -28,13 +29,14 @@ export const OPENAPI_DOCUMENT = {
   tags: [
     { name: "Trades" },
     { name: "Price" },
+    { name: "Approvals" },
     { name: "Webhooks" },
     { name: "Audit" },
     { name: "Wallets" },
     { name: "Probes" },
   ],
   webhooks: WEBHOOKS,
-  paths: { ...TRADE_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...WALLET_PATHS, ...PROBE_PATHS },
+  paths: { ...TRADE_PATHS, ...APPROVAL_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...WALLET_PATHS, ...PROBE_PATHS },
   components: {
     securitySchemes: {
       api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." },
@@ -57,7 +59,7 @@ export const OPENAPI_DOCUMENT = {
         schema: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
       },
     },
-    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...WALLET_SCHEMAS },
+    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...APPROVAL_SCHEMAS, ...WALLET_SCHEMAS },
   },
 } as const;
 

@@ -56,7 +56,7 @@ export interface JsonRoutes {
  *
  * | Method | Path                  | Key | Answer                          |
  * |--------|-----------------------|-----|---------------------------------|
- * | POST   | /api/v1/token/sell    | yes | receipt (5 logs)                |
+ * | POST   | /api/v1/token/sell    | yes | receipt (5 logs); 202 when held |
  * | POST   | /api/v1/token/buy     | yes | receipt (3 logs)                |
  * | POST   | /api/v1/remmitance    | yes | receipt (3 logs); SPEC spelling |
  * | POST   | /api/v1/remittance    | yes | alias of the above              |
@@ -64,7 +64,9 @@ export interface JsonRoutes {
  * | GET    | /api/v1/token/price   | yes | price record                    |
  * | GET    | /api/v1/trades        | yes | a page of the caller's trades   |
  * | GET    | /api/v1/trades/summary| yes | the caller's totals             |
- * | GET    | /api/v1/trades/{hash} | yes | the trade as the journal has it |
+ * | GET    | /api/v1/trades/{id or hash} | yes | the trade as the journal has it |
+ * | GET    | /api/v1/approvals     | yes | held trades the caller may approve |
+ * | POST   | /api/v1/trades/{id}/approve, /reject | yes | an approver's decision |
  * | GET    | /api/v1/webhooks/deliveries | yes | the caller's webhook deliveries |
  * | POST   | /api/v1/webhooks/deliveries/{id}/retry | yes | a failed one sent again |
  * | GET    | /healthz              | no  | {"status":"ok"}                 |
@@ -142,7 +144,14 @@ async function answerLater(
   limit: number,
 ): Promise<void> {
   let body: unknown;
-  if (route.jsonBody) {
+  if (route.jsonBody === "optional") {
+    // No body at all is taken as none; any other must be JSON.
+    const bytes = await readBody(req, limit);
+    if (bytes.length > 0) {
+      if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
+      body = parseJson(bytes);
+    }
+  } else if (route.jsonBody) {
     if (!isJsonContentType(req.headers["content-type"])) throw unsupportedMediaType();
     body = parseJson(await readBody(req, limit));
   }
@@ -153,7 +162,8 @@ async function answerLater(
 
 function sendAnswer(req: NodeServerRequest, res: NodeServerResponse, id: string, result: Answer): void {
   if ("text" in result) send(req, res, id, result.status, result.text, result.headers, result.contentType);
-  else send(req, res, id, result.status, "json" in result ? result.json : JSON.stringify(result.body));
+  else if ("json" in result) send(req, res, id, result.status, result.json);
+  else send(req, res, id, result.status, JSON.stringify(result.body), result.headers);
 }
 
 /** A refusal, answered and logged: the client's own error as it is, anything else through the error map. */

@@ -6,7 +6,7 @@
  */
 import { Code } from "@connectrpc/connect";
 
-import type { TradeUseCase, UseCases } from "../../../core/index.js";
+import { type DecideTradeUseCase, TradeHeldError, type TradeUseCase, type UseCases } from "../../../core/index.js";
 import { OPENAPI_JSON } from "../docs/index.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -22,8 +22,10 @@ import type { Readiness } from "./readiness.js";
 import { acceptsCsv, CSV_CONTENT_TYPE, tradesCsv } from "./trade-history-csv.js";
 import { auditRoute } from "./audit-route.js";
 
-/** Where a trade is looked up by a transaction hash: GET /api/v1/trades/{transactionHash}. */
+/** Where a trade is looked up by its id or a transaction hash: GET /api/v1/trades/{transactionHash}. */
 const TRADES_PREFIX = "/api/v1/trades/";
+/** POST /api/v1/trades/{id}/approve and /reject: an approver's decision on a held trade. */
+const DECISIONS = ["/approve", "/reject"] as const;
 /** POST /api/v1/webhooks/deliveries/{id}/retry. */
 const DELIVERIES_PREFIX = "/api/v1/webhooks/deliveries/";
 const RETRY_SUFFIX = "/retry";
@@ -36,7 +38,7 @@ const RESUME_SUFFIX = "/resume";
  * of another content type (the trade history's CSV), with headers of its own.
  */
 export type Answer =
-  | { status: number; body: unknown }
+  | { status: number; body: unknown; headers?: Record<string, string> }
   | { status: number; json: string }
   | { status: number; text: string; contentType: string; headers?: Record<string, string> };
 /**
@@ -58,8 +60,11 @@ interface OpenRoute {
 
 export type Route = (AuthenticatedRoute | OpenRoute) & {
   method: "GET" | "POST";
-  /** Whether the body is a JSON document (checked for Content-Type and size, read and parsed before `handle`). */
-  jsonBody: boolean;
+  /**
+   * Whether the body is a JSON document (checked for Content-Type and size, read and parsed before
+   * `handle`); "optional": none at all is taken too (the handler is given undefined).
+   */
+  jsonBody: boolean | "optional";
   /** The answer when it is at hand without waiting (a cached price), else undefined: `handle` then runs. */
   now?: () => Answer | undefined;
 };
@@ -90,6 +95,7 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
       authenticatedGet((req, caller) => useCases.webhookDeliveries(queryOf(req), caller)),
     ],
     ["/api/v1/audit", auditRoute(useCases, queryOf)],
+    ["/api/v1/approvals", authenticatedGet((req, caller) => useCases.approvals(queryOf(req), caller))],
     ["/healthz", openGet(async () => ({ status: 200, body: { status: "ok" } }))],
     ["/api/v1/openapi.json", openGet(async () => ({ status: 200, json: OPENAPI_JSON }))],
     ["/readyz", openGet((_req, context) => readyAnswer(context, checkReadiness))],
@@ -118,7 +124,16 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     }),
   };
 
+  const decisions = new Map(
+    DECISIONS.map((suffix) => [
+      suffix,
+      decisionRoute(suffix === "/approve" ? useCases.approveTrade : useCases.rejectTrade),
+    ]),
+  );
   const paramRoute = (path: string): { route: Route; param: string } | undefined => {
+    for (const [suffix, route] of decisions)
+      if (path.startsWith(TRADES_PREFIX) && path.endsWith(suffix) && path.length > TRADES_PREFIX.length + suffix.length)
+        return { route, param: path.slice(TRADES_PREFIX.length, -suffix.length) };
     if (
       path.startsWith(WALLETS_PREFIX) &&
       path.endsWith(RESUME_SUFFIX) &&
@@ -142,6 +157,7 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     if (own !== undefined) return own;
     const route = paramRoute(path)?.route;
     if (route === retryDelivery) return `${DELIVERIES_PREFIX}{id}${RETRY_SUFFIX}`;
+    for (const [suffix, decision] of decisions) if (route === decision) return `${TRADES_PREFIX}{id}${suffix}`;
     if (route === resumeWallet) return `${WALLETS_PREFIX}{address}${RESUME_SUFFIX}`;
     return route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
@@ -159,8 +175,24 @@ function tradeRoute(run: TradeUseCase): Route {
       const idempotencyKey = Array.isArray(idempotency) ? idempotency.join(",") : idempotency;
       const quote = req.headers[QUOTE_ID_HEADER];
       const quoteId = Array.isArray(quote) ? quote.join(",") : quote;
-      return { status: 200, body: await run(body, { ...callerOf(key), idempotencyKey, quoteId }) };
+      try {
+        return { status: 200, body: await run(body, { ...callerOf(key), idempotencyKey, quoteId }) };
+      } catch (error) {
+        // Held for an approval: 202 with the trade as its GET shows it, and where that is.
+        if (!(error instanceof TradeHeldError)) throw error;
+        return { status: 202, body: error.trade, headers: { location: `${TRADES_PREFIX}${error.tradeId}` } };
+      }
     },
+  };
+}
+
+/** POST /api/v1/trades/{id}/approve | reject, with an optional {"reason"}: the trade as it is after the decision. */
+function decisionRoute(decide: DecideTradeUseCase): Route {
+  return {
+    method: "POST",
+    authenticated: true,
+    jsonBody: "optional",
+    handle: async (_req, body, key, id) => ({ status: 200, body: await decide(id, body, callerOf(key)) }),
   };
 }
 

@@ -21,6 +21,9 @@ export const TRADE_CSV_COLUMNS = [
   "blockNumber",
   "errorCode",
   "errorMessage",
+  // A trade an approval rule held: its approvers, space-separated, oldest first, and who rejected it.
+  "approvedBy",
+  "rejectedBy",
 ] as const;
 
 export const CSV_CONTENT_TYPE = "text/csv; charset=utf-8; header=present";
@@ -72,6 +75,8 @@ export function tradesCsv(list: TradeListView): string {
       blockNumber: trade.receipt?.blockNumber ?? null,
       errorCode: trade.error?.code ?? null,
       errorMessage: trade.error?.message ?? null,
+      approvedBy: trade.approval?.approvals.map((given) => given.by).join(" ") ?? null,
+      rejectedBy: trade.approval?.rejection?.by ?? null,
     };
     lines.push(TRADE_CSV_COLUMNS.map((column) => csvField(row[column])).join(","));
   });

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { DomainError, type DomainErrorCode, SpendingLimitError } from "../../../core/index.js";
+import { DomainError, type DomainErrorCode, SpendingLimitError, TradeHeldError } from "../../../core/index.js";
 
 /**
  * Domain error code → Connect (gRPC) code. The single table every transport uses,
@@ -54,6 +54,18 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   permission_denied: Code.PermissionDenied,
   // A spending limit has no room for the trade (ACCESS_FILE); Retry-After says when the window frees enough.
   spending_limit_exceeded: Code.ResourceExhausted,
+  // Held for an approval (ACCESS_FILE approvals), nothing signed: not `unavailable`, which clients
+  // retry by themselves; metadata trade-id and trade-status say which trade and where it stands.
+  // JSON answers 202 with the trade instead (route-table.ts).
+  approval_pending: Code.FailedPrecondition,
+  // A decision on a trade already decided (approved, rejected, expired): HTTP 409.
+  approval_conflict: Code.Aborted,
+  // Held and not approved in time: nothing paid; a new trade is needed (HTTP 410 Gone, as a quote's expiry).
+  approval_expired: Code.FailedPrecondition,
+  // Approved, then the service running it stopped before it was signed: nothing paid; send it again (HTTP 409).
+  approval_interrupted: Code.Aborted,
+  // An approver rejected it: final, nothing paid (HTTP 409).
+  trade_rejected: Code.FailedPrecondition,
   // The wallet is paused after a transaction the service never signed (OUTSIDE_TX_POLICY=pause): nothing sent; an admin resumes it.
   wallet_paused: Code.Unavailable,
   // A resume asked for a wallet that is not paused (HTTP 409).
@@ -71,6 +83,8 @@ export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number
   quote_mismatch: 422,
   webhook_delivery_not_failed: 409,
   wallet_not_paused: 409,
+  approval_expired: 410,
+  trade_rejected: 409,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */
@@ -98,7 +112,7 @@ export function toConnectError(thrown: unknown): MappedError {
     const code = DOMAIN_TO_CONNECT_CODE[thrown.code] as Code | undefined;
     if (code !== undefined) {
       return {
-        error: new ConnectError(thrown.message, code, retryAfterOf(thrown), undefined, thrown),
+        error: new ConnectError(thrown.message, code, metadataOf(thrown), undefined, thrown),
         internal: false,
         status: DOMAIN_HTTP_STATUS[thrown.code] ?? httpStatusFor(code),
       };
@@ -112,10 +126,12 @@ export function toConnectError(thrown: unknown): MappedError {
 }
 
 /**
- * A spending limit's refusal says when its window frees enough room: `retry-after` in seconds,
- * rounded up (a header on JSON and Connect, a trailer on gRPC and gRPC-Web); nothing for any other error.
+ * What an error says besides its message (a header on JSON and Connect, a trailer on gRPC and
+ * gRPC-Web): a spending limit's refusal when its window frees enough room, `retry-after` in
+ * seconds, rounded up; a held trade its id and status, `trade-id` and `trade-status`.
  */
-function retryAfterOf(error: DomainError): Headers | undefined {
+function metadataOf(error: DomainError): Headers | undefined {
+  if (error instanceof TradeHeldError) return new Headers({ "trade-id": error.tradeId, "trade-status": error.status });
   if (!(error instanceof SpendingLimitError) || error.retryAfterMs === undefined) return undefined;
   return new Headers({ "retry-after": String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) });
 }

@@ -223,12 +223,15 @@ async function answer(
     const error = rpcError(thrown, context.log, method.procedure, context);
     if (closed(res)) return;
     res.writeHead(200, responseHeaders);
-    const retryAfter = error.metadata.get("retry-after");
-    res.addTrailers({
+    // The error's metadata (retry-after, a held trade's trade-id and trade-status) as Connect sends it: trailers.
+    const trailers: Record<string, string> = {
       "grpc-message": grpcPercentEncode(error.rawMessage),
       "grpc-status": String(error.code),
-      ...(retryAfter !== null && { "retry-after": retryAfter }),
+    };
+    error.metadata.forEach((value, name) => {
+      trailers[name] = value;
     });
+    res.addTrailers(trailers);
     res.end();
     return;
   }

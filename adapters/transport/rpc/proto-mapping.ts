@@ -1,6 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 
-import type { EventLog, PriceRecord, TradeView, TransactionReceipt } from "../../../core/index.js";
+import type {
+  ApprovalDecision,
+  EventLog,
+  PriceRecord,
+  TradeApproval,
+  TradeView,
+  TransactionReceipt,
+} from "../../../core/index.js";
 import {
   EventLogSchema,
   PriceRecordSchema,
@@ -118,5 +125,25 @@ export function tradeMessage(trade: TradeView): TradeMessage {
     createdAt: trade.createdAt,
     updatedAt: trade.updatedAt,
     ...(trade.apiKeyName === null ? {} : { apiKeyName: trade.apiKeyName }),
+    ...(trade.approval === undefined ? {} : { approval: approvalMessage(trade.approval) }),
   });
+}
+
+/** A held trade's approval as the Trade message carries it. */
+function approvalMessage(approval: TradeApproval) {
+  const decision = (d: ApprovalDecision) => ({
+    by: d.by,
+    at: d.at,
+    ...(d.reason === null ? {} : { reason: d.reason }),
+  });
+  return {
+    rules: [...approval.rules],
+    required: approval.required,
+    heldAt: approval.heldAt,
+    expiresAt: approval.expiresAt,
+    approvals: approval.approvals.map(decision),
+    ...(approval.rejection === null ? {} : { rejection: decision(approval.rejection) }),
+    ...(approval.approvedAt === null ? {} : { approvedAt: approval.approvedAt }),
+    ...(approval.quote === null ? {} : { quote: { ...approval.quote } }),
+  };
 }

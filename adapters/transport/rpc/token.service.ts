@@ -2,9 +2,11 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 
 import type { Caller, PriceRecord as PriceRecordView, UseCases } from "../../../core/index.js";
 import type {
+  DecideTradeRequest,
   GetPriceRequest,
   GetTradeRequest,
   GetTradeSummaryRequest,
+  ListApprovalsRequest,
   ListTradesRequest,
   ListTradesResponse,
   TradeSummary,
@@ -49,6 +51,9 @@ export type TokenCalls = {
   listTrades(request: ListTradesRequest, context: CallContext): Promise<ListTradesResponse>;
   getTradeSummary(request: GetTradeSummaryRequest, context: CallContext): Promise<TradeSummary>;
   quote(request: QuoteRequest, context: CallContext): Promise<QuoteResponse>;
+  listApprovals(request: ListApprovalsRequest, context: CallContext): Promise<ListTradesResponse>;
+  approveTrade(request: DecideTradeRequest, context: CallContext): Promise<Trade>;
+  rejectTrade(request: DecideTradeRequest, context: CallContext): Promise<Trade>;
 };
 
 /**
@@ -69,13 +74,40 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
       if (lastPrice?.record !== record) lastPrice = { record, message: priceMessage(record) };
       return lastPrice.message;
     },
-    getTrade: async (request, context) => tradeMessage(await useCases.trade(request.transactionHash, context)),
+    // By its id, or by a transaction hash (one of the two: the id when both are given).
+    getTrade: async (request, context) =>
+      tradeMessage(
+        await (request.id === ""
+          ? useCases.trade(request.transactionHash, context, "transactionHash")
+          : useCases.trade(request.id, context, "id")),
+      ),
     listTrades: async (request, context) =>
       listTradesMessage(await useCases.trades(listTradesQueryFromMessage(request), context)),
     getTradeSummary: async (request, context) =>
       tradeSummaryMessage(await useCases.tradeSummary(summaryQueryFromMessage(request), context)),
     quote: async (request, context) => quoteMessage(await useCases.quote(quoteInputFromMessage(request), context)),
+    listApprovals: async (request, context) =>
+      listTradesMessage({
+        ...(await useCases.approvals(
+          {
+            status: request.status === "" ? undefined : request.status,
+            limit: request.limit === 0 ? undefined : request.limit,
+            cursor: request.cursor === "" ? undefined : request.cursor,
+          },
+          context,
+        )),
+        figures: [],
+      }),
+    approveTrade: async (request, context) =>
+      tradeMessage(await useCases.approveTrade(request.id, decisionBody(request), context)),
+    rejectTrade: async (request, context) =>
+      tradeMessage(await useCases.rejectTrade(request.id, decisionBody(request), context)),
   };
+}
+
+/** The decision's body as the JSON route takes it: the reason, when given. */
+function decisionBody(request: DecideTradeRequest): { reason?: string } {
+  return request.reason === undefined ? {} : { reason: request.reason };
 }
 
 /** The call context of a Connect handler: the caller's scope (from the key the pipeline accepted), and the metadata. */
@@ -130,6 +162,18 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
 
   quote(request: QuoteRequest, context?: HandlerContext): Promise<QuoteResponse> {
     return this.#calls.quote(request, callContext(context));
+  }
+
+  listApprovals(request: ListApprovalsRequest, context?: HandlerContext): Promise<ListTradesResponse> {
+    return this.#calls.listApprovals(request, callContext(context));
+  }
+
+  approveTrade(request: DecideTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return this.#calls.approveTrade(request, callContext(context));
+  }
+
+  rejectTrade(request: DecideTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return this.#calls.rejectTrade(request, callContext(context));
   }
 }
 

@@ -57,6 +57,7 @@ export function tradeSummaryMessage(summary: TradeSummaryView): TradeSummary {
       amountOut: amount(g.amountOut),
       gasWei: g.gasWei,
       ...(g.gasUsd === null ? {} : { gasUsd: g.gasUsd }),
+      statuses: Object.fromEntries(Object.entries(g.statuses).map(([status, n]) => [status, BigInt(n)])),
     })),
   });
 }

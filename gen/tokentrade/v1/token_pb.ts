@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tokentrade/v1/token.proto.
  */
 export const file_tokentrade_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiKwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkirAQKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAkSGQoMYXBpX2tleV9uYW1lGA8gASgJSAeIAQFCCQoHX3dhbGxldEIICgZfbm9uY2VCCwoJX2RlYWRsaW5lQhMKEV90cmFuc2FjdGlvbl9oYXNoQhAKDl9jb25maXJtYXRpb25zQgoKCF9yZWNlaXB0QggKBl9lcnJvckIPCg1fYXBpX2tleV9uYW1lInoKEFRyYWRlVHJhbnNhY3Rpb24SDAoEaGFzaBgBIAEoCRIXCg9tYXhfZmVlX3Blcl9nYXMYAiABKAkSIAoYbWF4X3ByaW9yaXR5X2ZlZV9wZXJfZ2FzGAMgASgJEgwKBG5vb3AYBCABKAgSDwoHc2VudF9hdBgFIAEoCSIrCgpUcmFkZUVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJuChFMaXN0VHJhZGVzUmVxdWVzdBIOCgZzdGF0dXMYASABKAkSDAoEa2luZBgCIAEoCRINCgVzaW5jZRgDIAEoCRINCgV1bnRpbBgEIAEoCRINCgVsaW1pdBgFIAEoDRIOCgZjdXJzb3IYBiABKAkiZAoSTGlzdFRyYWRlc1Jlc3BvbnNlEiQKBnRyYWRlcxgBIAMoCzIULnRva2VudHJhZGUudjEuVHJhZGUSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiNgoWR2V0VHJhZGVTdW1tYXJ5UmVxdWVzdBINCgVzaW5jZRgBIAEoCRINCgV1bnRpbBgCIAEoCSJ8CgxUcmFkZVN1bW1hcnkSEgoFc2luY2UYASABKAlIAIgBARISCgV1bnRpbBgCIAEoCUgBiAEBEjAKBmdyb3VwcxgDIAMoCzIgLnRva2VudHJhZGUudjEuVHJhZGVTdW1tYXJ5R3JvdXBCCAoGX3NpbmNlQggKBl91bnRpbCKNAgoRVHJhZGVTdW1tYXJ5R3JvdXASDAoEa2luZBgBIAEoCRITCgt1c2RfYWRkcmVzcxgCIAEoCRIaCg1zdGFibGVfc3ltYm9sGAMgASgJSACIAQESDQoFY291bnQYBCABKAQSEAoIZXhlY3V0ZWQYBSABKAQSKAoJYW1vdW50X2luGAYgASgLMhUudG9rZW50cmFkZS52MS5BbW91bnQSKQoKYW1vdW50X291dBgHIAEoCzIVLnRva2VudHJhZGUudjEuQW1vdW50Eg8KB2dhc193ZWkYCCABKAkSFAoHZ2FzX3VzZBgJIAEoCUgBiAEBQhAKDl9zdGFibGVfc3ltYm9sQgoKCF9nYXNfdXNkIjoKBkFtb3VudBISCgV2YWx1ZRgBIAEoCUgAiAEBEhIKCmJhc2VfdW5pdHMYAiABKAlCCAoGX3ZhbHVlIsMBCgxRdW90ZVJlcXVlc3QSDAoEa2luZBgBIAEoCRIZCgx1c2VyX2FkZHJlc3MYAiABKAlIAIgBARIYCgtkZXN0aW5hdGFyeRgDIAEoCUgBiAEBEg4KBmFtb3VudBgEIAEoCRITCgt1c2RfYWRkcmVzcxgFIAEoCRIZCgxzbGlwcGFnZV9icHMYBiABKA1IAogBAUIPCg1fdXNlcl9hZGRyZXNzQg4KDF9kZXN0aW5hdGFyeUIPCg1fc2xpcHBhZ2VfYnBzIjAKC1F1b3RlQW1vdW50Eg0KBXZhbHVlGAEgASgJEhIKCmJhc2VfdW5pdHMYAiABKAkiPwoKUXVvdGVQcmljZRILCgN1c2QYASABKAkSEAoIcm91bmRfaWQYAiABKAkSEgoKdXBkYXRlZF9hdBgDIAEoCSI/CghRdW90ZUdhcxINCgV1bml0cxgBIAEoCRIRCgllc3RpbWF0ZWQYAiABKAgSEQoJcHJpY2Vfd2VpGAMgASgJIjgKD1F1b3RlTmV0d29ya0ZlZRILCgN3ZWkYASABKAkSEAoDdXNkGAIgASgJSACIAQFCBgoEX3VzZCKUAQoKUXVvdGVJc3N1ZRIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSNwoHZGV0YWlscxgDIAMoCzImLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZS5EZXRhaWxzRW50cnkaLgoMRGV0YWlsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AMKDVF1b3RlUmVzcG9uc2USEAoIcXVvdGVfaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoCRIMCgRraW5kGAMgASgJEhQKDHVzZXJfYWRkcmVzcxgEIAEoCRIYCgtkZXN0aW5hdGFyeRgFIAEoCUgAiAEBEhMKC3VzZF9hZGRyZXNzGAYgASgJEhQKDHNsaXBwYWdlX2JwcxgHIAEoDRItCglhbW91bnRfaW4YCCABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EjAKDGV4cGVjdGVkX291dBgJIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKwoHbWluX291dBgKIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKAoFcHJpY2UYCyABKAsyGS50b2tlbnRyYWRlLnYxLlF1b3RlUHJpY2USJAoDZ2FzGAwgASgLMhcudG9rZW50cmFkZS52MS5RdW90ZUdhcxIzCgtuZXR3b3JrX2ZlZRgNIAEoCzIeLnRva2VudHJhZGUudjEuUXVvdGVOZXR3b3JrRmVlEikKBmlzc3VlcxgOIAMoCzIZLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZUIOCgxfZGVzdGluYXRhcnky4wQKDFRva2VuU2VydmljZRJGCgRTZWxsEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJFCgNCdXkSGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkwKClJlbWl0dGFuY2USGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkYKCEdldFByaWNlEh4udG9rZW50cmFkZS52MS5HZXRQcmljZVJlcXVlc3QaGi50b2tlbnRyYWRlLnYxLlByaWNlUmVjb3JkEkAKCEdldFRyYWRlEh4udG9rZW50cmFkZS52MS5HZXRUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlEkIKBVF1b3RlEhsudG9rZW50cmFkZS52MS5RdW90ZVJlcXVlc3QaHC50b2tlbnRyYWRlLnYxLlF1b3RlUmVzcG9uc2USUQoKTGlzdFRyYWRlcxIgLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1JlcXVlc3QaIS50b2tlbnRyYWRlLnYxLkxpc3RUcmFkZXNSZXNwb25zZRJVCg9HZXRUcmFkZVN1bW1hcnkSJS50b2tlbnRyYWRlLnYxLkdldFRyYWRlU3VtbWFyeVJlcXVlc3QaGy50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeWIGcHJvdG8z");
+  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiNwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkSCgoCaWQYAiABKAki7gQKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAkSGQoMYXBpX2tleV9uYW1lGA8gASgJSAeIAQESMwoIYXBwcm92YWwYECABKAsyHC50b2tlbnRyYWRlLnYxLlRyYWRlQXBwcm92YWxICIgBAUIJCgdfd2FsbGV0QggKBl9ub25jZUILCglfZGVhZGxpbmVCEwoRX3RyYW5zYWN0aW9uX2hhc2hCEAoOX2NvbmZpcm1hdGlvbnNCCgoIX3JlY2VpcHRCCAoGX2Vycm9yQg8KDV9hcGlfa2V5X25hbWVCCwoJX2FwcHJvdmFsIrICCg1UcmFkZUFwcHJvdmFsEg0KBXJ1bGVzGAEgAygJEhAKCHJlcXVpcmVkGAIgASgNEg8KB2hlbGRfYXQYAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCRIyCglhcHByb3ZhbHMYBSADKAsyHy50b2tlbnRyYWRlLnYxLkFwcHJvdmFsRGVjaXNpb24SNwoJcmVqZWN0aW9uGAYgASgLMh8udG9rZW50cmFkZS52MS5BcHByb3ZhbERlY2lzaW9uSACIAQESGAoLYXBwcm92ZWRfYXQYByABKAlIAYgBARIsCgVxdW90ZRgIIAEoCzIYLnRva2VudHJhZGUudjEuSGVsZFF1b3RlSAKIAQFCDAoKX3JlamVjdGlvbkIOCgxfYXBwcm92ZWRfYXRCCAoGX3F1b3RlIkoKEEFwcHJvdmFsRGVjaXNpb24SCgoCYnkYASABKAkSCgoCYXQYAiABKAkSEwoGcmVhc29uGAMgASgJSACIAQFCCQoHX3JlYXNvbiJCCglIZWxkUXVvdGUSEAoIcXVvdGVfaWQYASABKAkSDwoHbWluX291dBgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJIkUKFExpc3RBcHByb3ZhbHNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiQAoSRGVjaWRlVHJhZGVSZXF1ZXN0EgoKAmlkGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24iegoQVHJhZGVUcmFuc2FjdGlvbhIMCgRoYXNoGAEgASgJEhcKD21heF9mZWVfcGVyX2dhcxgCIAEoCRIgChhtYXhfcHJpb3JpdHlfZmVlX3Blcl9nYXMYAyABKAkSDAoEbm9vcBgEIAEoCBIPCgdzZW50X2F0GAUgASgJIisKClRyYWRlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm4KEUxpc3RUcmFkZXNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRIMCgRraW5kGAIgASgJEg0KBXNpbmNlGAMgASgJEg0KBXVudGlsGAQgASgJEg0KBWxpbWl0GAUgASgNEg4KBmN1cnNvchgGIAEoCSJkChJMaXN0VHJhZGVzUmVzcG9uc2USJAoGdHJhZGVzGAEgAygLMhQudG9rZW50cmFkZS52MS5UcmFkZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI2ChZHZXRUcmFkZVN1bW1hcnlSZXF1ZXN0Eg0KBXNpbmNlGAEgASgJEg0KBXVudGlsGAIgASgJInwKDFRyYWRlU3VtbWFyeRISCgVzaW5jZRgBIAEoCUgAiAEBEhIKBXVudGlsGAIgASgJSAGIAQESMAoGZ3JvdXBzGAMgAygLMiAudG9rZW50cmFkZS52MS5UcmFkZVN1bW1hcnlHcm91cEIICgZfc2luY2VCCAoGX3VudGlsIoADChFUcmFkZVN1bW1hcnlHcm91cBIMCgRraW5kGAEgASgJEhMKC3VzZF9hZGRyZXNzGAIgASgJEhoKDXN0YWJsZV9zeW1ib2wYAyABKAlIAIgBARINCgVjb3VudBgEIAEoBBIQCghleGVjdXRlZBgFIAEoBBIoCglhbW91bnRfaW4YBiABKAsyFS50b2tlbnRyYWRlLnYxLkFtb3VudBIpCgphbW91bnRfb3V0GAcgASgLMhUudG9rZW50cmFkZS52MS5BbW91bnQSDwoHZ2FzX3dlaRgIIAEoCRIUCgdnYXNfdXNkGAkgASgJSAGIAQESQAoIc3RhdHVzZXMYCiADKAsyLi50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeUdyb3VwLlN0YXR1c2VzRW50cnkaLwoNU3RhdHVzZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAQ6AjgBQhAKDl9zdGFibGVfc3ltYm9sQgoKCF9nYXNfdXNkIjoKBkFtb3VudBISCgV2YWx1ZRgBIAEoCUgAiAEBEhIKCmJhc2VfdW5pdHMYAiABKAlCCAoGX3ZhbHVlIsMBCgxRdW90ZVJlcXVlc3QSDAoEa2luZBgBIAEoCRIZCgx1c2VyX2FkZHJlc3MYAiABKAlIAIgBARIYCgtkZXN0aW5hdGFyeRgDIAEoCUgBiAEBEg4KBmFtb3VudBgEIAEoCRITCgt1c2RfYWRkcmVzcxgFIAEoCRIZCgxzbGlwcGFnZV9icHMYBiABKA1IAogBAUIPCg1fdXNlcl9hZGRyZXNzQg4KDF9kZXN0aW5hdGFyeUIPCg1fc2xpcHBhZ2VfYnBzIjAKC1F1b3RlQW1vdW50Eg0KBXZhbHVlGAEgASgJEhIKCmJhc2VfdW5pdHMYAiABKAkiPwoKUXVvdGVQcmljZRILCgN1c2QYASABKAkSEAoIcm91bmRfaWQYAiABKAkSEgoKdXBkYXRlZF9hdBgDIAEoCSI/CghRdW90ZUdhcxINCgV1bml0cxgBIAEoCRIRCgllc3RpbWF0ZWQYAiABKAgSEQoJcHJpY2Vfd2VpGAMgASgJIjgKD1F1b3RlTmV0d29ya0ZlZRILCgN3ZWkYASABKAkSEAoDdXNkGAIgASgJSACIAQFCBgoEX3VzZCKUAQoKUXVvdGVJc3N1ZRIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSNwoHZGV0YWlscxgDIAMoCzImLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZS5EZXRhaWxzRW50cnkaLgoMRGV0YWlsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AMKDVF1b3RlUmVzcG9uc2USEAoIcXVvdGVfaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoCRIMCgRraW5kGAMgASgJEhQKDHVzZXJfYWRkcmVzcxgEIAEoCRIYCgtkZXN0aW5hdGFyeRgFIAEoCUgAiAEBEhMKC3VzZF9hZGRyZXNzGAYgASgJEhQKDHNsaXBwYWdlX2JwcxgHIAEoDRItCglhbW91bnRfaW4YCCABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EjAKDGV4cGVjdGVkX291dBgJIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKwoHbWluX291dBgKIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKAoFcHJpY2UYCyABKAsyGS50b2tlbnRyYWRlLnYxLlF1b3RlUHJpY2USJAoDZ2FzGAwgASgLMhcudG9rZW50cmFkZS52MS5RdW90ZUdhcxIzCgtuZXR3b3JrX2ZlZRgNIAEoCzIeLnRva2VudHJhZGUudjEuUXVvdGVOZXR3b3JrRmVlEikKBmlzc3VlcxgOIAMoCzIZLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZUIOCgxfZGVzdGluYXRhcnkyzQYKDFRva2VuU2VydmljZRJGCgRTZWxsEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJFCgNCdXkSGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkwKClJlbWl0dGFuY2USGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkYKCEdldFByaWNlEh4udG9rZW50cmFkZS52MS5HZXRQcmljZVJlcXVlc3QaGi50b2tlbnRyYWRlLnYxLlByaWNlUmVjb3JkEkAKCEdldFRyYWRlEh4udG9rZW50cmFkZS52MS5HZXRUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlEkIKBVF1b3RlEhsudG9rZW50cmFkZS52MS5RdW90ZVJlcXVlc3QaHC50b2tlbnRyYWRlLnYxLlF1b3RlUmVzcG9uc2USUQoKTGlzdFRyYWRlcxIgLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1JlcXVlc3QaIS50b2tlbnRyYWRlLnYxLkxpc3RUcmFkZXNSZXNwb25zZRJVCg9HZXRUcmFkZVN1bW1hcnkSJS50b2tlbnRyYWRlLnYxLkdldFRyYWRlU3VtbWFyeVJlcXVlc3QaGy50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeRJXCg1MaXN0QXBwcm92YWxzEiMudG9rZW50cmFkZS52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1Jlc3BvbnNlEkcKDEFwcHJvdmVUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJGCgtSZWplY3RUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZWIGcHJvdG8z");
 
 /**
  * The body of Sell, Buy and Remittance (SPEC 2.1). All four fields are required.
@@ -308,7 +308,8 @@ export const PriceRecordSchema: GenMessage<PriceRecord> = /*@__PURE__*/
   messageDesc(file_tokentrade_v1_token, 5);
 
 /**
- * GetTrade's request.
+ * GetTrade's request: one of the two (a held trade has no transaction yet: its id, as a Sell,
+ * Buy or Remittance held for approval answers it in the metadata trade-id).
  *
  * @generated from message tokentrade.v1.GetTradeRequest
  */
@@ -319,6 +320,13 @@ export type GetTradeRequest = Message<"tokentrade.v1.GetTradeRequest"> & {
    * @generated from field: string transaction_hash = 1;
    */
   transactionHash: string;
+
+  /**
+   * The trade's id (a UUID).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
 };
 
 /**
@@ -349,7 +357,8 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
   kind: string;
 
   /**
-   * accepted, signed, submitted, mined, confirmed, failed or expired.
+   * accepted, signed, submitted, mined, confirmed, failed or expired; with approval rules,
+   * pending_approval (held, nothing signed), approved (about to be signed) or rejected.
    *
    * @generated from field: string status = 3;
    */
@@ -436,6 +445,13 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
    * @generated from field: optional string api_key_name = 15;
    */
   apiKeyName?: string | undefined;
+
+  /**
+   * Only on a trade an approval rule held: what its approval needs and has.
+   *
+   * @generated from field: optional tokentrade.v1.TradeApproval approval = 16;
+   */
+  approval?: TradeApproval | undefined;
 };
 
 /**
@@ -444,6 +460,205 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
  */
 export const TradeSchema: GenMessage<Trade> = /*@__PURE__*/
   messageDesc(file_tokentrade_v1_token, 7);
+
+/**
+ * What a held trade's approval needs and has (ACCESS_FILE approvals).
+ *
+ * @generated from message tokentrade.v1.TradeApproval
+ */
+export type TradeApproval = Message<"tokentrade.v1.TradeApproval"> & {
+  /**
+   * The names of the rules that held it.
+   *
+   * @generated from field: repeated string rules = 1;
+   */
+  rules: string[];
+
+  /**
+   * How many distinct approver keys must approve it.
+   *
+   * @generated from field: uint32 required = 2;
+   */
+  required: number;
+
+  /**
+   * When it was held, and when it expires unapproved (RFC 3339).
+   *
+   * @generated from field: string held_at = 3;
+   */
+  heldAt: string;
+
+  /**
+   * @generated from field: string expires_at = 4;
+   */
+  expiresAt: string;
+
+  /**
+   * The approvals given, oldest first.
+   *
+   * @generated from field: repeated tokentrade.v1.ApprovalDecision approvals = 5;
+   */
+  approvals: ApprovalDecision[];
+
+  /**
+   * The rejection, once an approver rejected it.
+   *
+   * @generated from field: optional tokentrade.v1.ApprovalDecision rejection = 6;
+   */
+  rejection?: ApprovalDecision | undefined;
+
+  /**
+   * When it had all its approvals (RFC 3339): its deadline counts from then.
+   *
+   * @generated from field: optional string approved_at = 7;
+   */
+  approvedAt?: string | undefined;
+
+  /**
+   * The quote it named, its terms copied when it was held.
+   *
+   * @generated from field: optional tokentrade.v1.HeldQuote quote = 8;
+   */
+  quote?: HeldQuote | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.TradeApproval.
+ * Use `create(TradeApprovalSchema)` to create a new message.
+ */
+export const TradeApprovalSchema: GenMessage<TradeApproval> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 8);
+
+/**
+ * One approver's decision.
+ *
+ * @generated from message tokentrade.v1.ApprovalDecision
+ */
+export type ApprovalDecision = Message<"tokentrade.v1.ApprovalDecision"> & {
+  /**
+   * The approver key's name in the access file.
+   *
+   * @generated from field: string by = 1;
+   */
+  by: string;
+
+  /**
+   * When (RFC 3339).
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * Its reason, if it gave one.
+   *
+   * @generated from field: optional string reason = 3;
+   */
+  reason?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.ApprovalDecision.
+ * Use `create(ApprovalDecisionSchema)` to create a new message.
+ */
+export const ApprovalDecisionSchema: GenMessage<ApprovalDecision> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 9);
+
+/**
+ * A quote's terms, as a held trade that named it keeps them.
+ *
+ * @generated from message tokentrade.v1.HeldQuote
+ */
+export type HeldQuote = Message<"tokentrade.v1.HeldQuote"> & {
+  /**
+   * @generated from field: string quote_id = 1;
+   */
+  quoteId: string;
+
+  /**
+   * The least it may pay out, in the output's base units, decimal text.
+   *
+   * @generated from field: string min_out = 2;
+   */
+  minOut: string;
+
+  /**
+   * When the quote expires (RFC 3339).
+   *
+   * @generated from field: string expires_at = 3;
+   */
+  expiresAt: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.HeldQuote.
+ * Use `create(HeldQuoteSchema)` to create a new message.
+ */
+export const HeldQuoteSchema: GenMessage<HeldQuote> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 10);
+
+/**
+ * ListApprovals' request. Every field is optional; an empty string (or limit 0) means not given.
+ *
+ * @generated from message tokentrade.v1.ListApprovalsRequest
+ */
+export type ListApprovalsRequest = Message<"tokentrade.v1.ListApprovalsRequest"> & {
+  /**
+   * "pending" (the default): the trades waiting for an approval.
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * Trades per page, 1 to 500; 0 gives the default, 50.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * The previous page's next_cursor, as it came; empty for the first page.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.ListApprovalsRequest.
+ * Use `create(ListApprovalsRequestSchema)` to create a new message.
+ */
+export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 11);
+
+/**
+ * ApproveTrade's and RejectTrade's request.
+ *
+ * @generated from message tokentrade.v1.DecideTradeRequest
+ */
+export type DecideTradeRequest = Message<"tokentrade.v1.DecideTradeRequest"> & {
+  /**
+   * The trade's id (a UUID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Why, for the audit log and the trade's record (at most 500 characters).
+   *
+   * @generated from field: optional string reason = 2;
+   */
+  reason?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.DecideTradeRequest.
+ * Use `create(DecideTradeRequestSchema)` to create a new message.
+ */
+export const DecideTradeRequestSchema: GenMessage<DecideTradeRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 12);
 
 /**
  * One transaction broadcast for a trade.
@@ -488,7 +703,7 @@ export type TradeTransaction = Message<"tokentrade.v1.TradeTransaction"> & {
  * Use `create(TradeTransactionSchema)` to create a new message.
  */
 export const TradeTransactionSchema: GenMessage<TradeTransaction> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 8);
+  messageDesc(file_tokentrade_v1_token, 13);
 
 /**
  * The error a trade failed or expired with (the same code and message the trade RPC answered).
@@ -512,7 +727,7 @@ export type TradeError = Message<"tokentrade.v1.TradeError"> & {
  * Use `create(TradeErrorSchema)` to create a new message.
  */
 export const TradeErrorSchema: GenMessage<TradeError> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 9);
+  messageDesc(file_tokentrade_v1_token, 14);
 
 /**
  * ListTrades' request. Every field is optional; an empty string (or limit 0) means not given.
@@ -521,7 +736,8 @@ export const TradeErrorSchema: GenMessage<TradeError> = /*@__PURE__*/
  */
 export type ListTradesRequest = Message<"tokentrade.v1.ListTradesRequest"> & {
   /**
-   * Only trades in this status: accepted, signed, submitted, mined, confirmed, failed or expired.
+   * Only trades in this status: accepted, signed, submitted, mined, confirmed, failed or expired,
+   * or, with approval rules, pending_approval, approved or rejected.
    *
    * @generated from field: string status = 1;
    */
@@ -568,7 +784,7 @@ export type ListTradesRequest = Message<"tokentrade.v1.ListTradesRequest"> & {
  * Use `create(ListTradesRequestSchema)` to create a new message.
  */
 export const ListTradesRequestSchema: GenMessage<ListTradesRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 10);
+  messageDesc(file_tokentrade_v1_token, 15);
 
 /**
  * One page of ListTrades.
@@ -596,7 +812,7 @@ export type ListTradesResponse = Message<"tokentrade.v1.ListTradesResponse"> & {
  * Use `create(ListTradesResponseSchema)` to create a new message.
  */
 export const ListTradesResponseSchema: GenMessage<ListTradesResponse> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 11);
+  messageDesc(file_tokentrade_v1_token, 16);
 
 /**
  * GetTradeSummary's request: the range of creation times, [since, until); either may be empty (open).
@@ -620,7 +836,7 @@ export type GetTradeSummaryRequest = Message<"tokentrade.v1.GetTradeSummaryReque
  * Use `create(GetTradeSummaryRequestSchema)` to create a new message.
  */
 export const GetTradeSummaryRequestSchema: GenMessage<GetTradeSummaryRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 12);
+  messageDesc(file_tokentrade_v1_token, 17);
 
 /**
  * The caller's totals over a range of time.
@@ -653,7 +869,7 @@ export type TradeSummary = Message<"tokentrade.v1.TradeSummary"> & {
  * Use `create(TradeSummarySchema)` to create a new message.
  */
 export const TradeSummarySchema: GenMessage<TradeSummary> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 13);
+  messageDesc(file_tokentrade_v1_token, 18);
 
 /**
  * The trades of one kind against one stable coin.
@@ -726,6 +942,13 @@ export type TradeSummaryGroup = Message<"tokentrade.v1.TradeSummaryGroup"> & {
    * @generated from field: optional string gas_usd = 9;
    */
   gasUsd?: string | undefined;
+
+  /**
+   * How many of them are in each status, by status (only those with some).
+   *
+   * @generated from field: map<string, uint64> statuses = 10;
+   */
+  statuses: { [key: string]: bigint };
 };
 
 /**
@@ -733,7 +956,7 @@ export type TradeSummaryGroup = Message<"tokentrade.v1.TradeSummaryGroup"> & {
  * Use `create(TradeSummaryGroupSchema)` to create a new message.
  */
 export const TradeSummaryGroupSchema: GenMessage<TradeSummaryGroup> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 14);
+  messageDesc(file_tokentrade_v1_token, 19);
 
 /**
  * An exact amount.
@@ -761,7 +984,7 @@ export type Amount = Message<"tokentrade.v1.Amount"> & {
  * Use `create(AmountSchema)` to create a new message.
  */
 export const AmountSchema: GenMessage<Amount> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 15);
+  messageDesc(file_tokentrade_v1_token, 20);
 
 /**
  * Quote's request. kind, amount and usd_address are required, as in a trade.
@@ -817,7 +1040,7 @@ export type QuoteRequest = Message<"tokentrade.v1.QuoteRequest"> & {
  * Use `create(QuoteRequestSchema)` to create a new message.
  */
 export const QuoteRequestSchema: GenMessage<QuoteRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 16);
+  messageDesc(file_tokentrade_v1_token, 21);
 
 /**
  * An amount as decimal text in whole units, and in base units (decimal text).
@@ -841,7 +1064,7 @@ export type QuoteAmount = Message<"tokentrade.v1.QuoteAmount"> & {
  * Use `create(QuoteAmountSchema)` to create a new message.
  */
 export const QuoteAmountSchema: GenMessage<QuoteAmount> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 17);
+  messageDesc(file_tokentrade_v1_token, 22);
 
 /**
  * The token feed's round a quote is priced at.
@@ -876,7 +1099,7 @@ export type QuotePrice = Message<"tokentrade.v1.QuotePrice"> & {
  * Use `create(QuotePriceSchema)` to create a new message.
  */
 export const QuotePriceSchema: GenMessage<QuotePrice> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 18);
+  messageDesc(file_tokentrade_v1_token, 23);
 
 /**
  * The gas of the quoted trade's call.
@@ -911,7 +1134,7 @@ export type QuoteGas = Message<"tokentrade.v1.QuoteGas"> & {
  * Use `create(QuoteGasSchema)` to create a new message.
  */
 export const QuoteGasSchema: GenMessage<QuoteGas> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 19);
+  messageDesc(file_tokentrade_v1_token, 24);
 
 /**
  * The network fee of the quoted trade.
@@ -942,7 +1165,7 @@ export type QuoteNetworkFee = Message<"tokentrade.v1.QuoteNetworkFee"> & {
  * Use `create(QuoteNetworkFeeSchema)` to create a new message.
  */
 export const QuoteNetworkFeeSchema: GenMessage<QuoteNetworkFee> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 20);
+  messageDesc(file_tokentrade_v1_token, 25);
 
 /**
  * Why a trade quoted now would be refused, with its numbers.
@@ -978,7 +1201,7 @@ export type QuoteIssue = Message<"tokentrade.v1.QuoteIssue"> & {
  * Use `create(QuoteIssueSchema)` to create a new message.
  */
 export const QuoteIssueSchema: GenMessage<QuoteIssue> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 21);
+  messageDesc(file_tokentrade_v1_token, 26);
 
 /**
  * A quote (the JSON answer of POST /api/v1/token/quote).
@@ -1076,7 +1299,7 @@ export type QuoteResponse = Message<"tokentrade.v1.QuoteResponse"> & {
  * Use `create(QuoteResponseSchema)` to create a new message.
  */
 export const QuoteResponseSchema: GenMessage<QuoteResponse> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 22);
+  messageDesc(file_tokentrade_v1_token, 27);
 
 /**
  * TokenService trades one ERC-20 token against the DAI, USDT and USDC stable coins
@@ -1128,7 +1351,7 @@ export const TokenService: GenService<{
     output: typeof PriceRecordSchema;
   },
   /**
-   * GetTrade looks a trade up by any transaction hash it broadcast (the first, a re-priced
+   * GetTrade looks a trade up by its id, or by any transaction hash it broadcast (the first, a re-priced
    * replacement, or the no-op that freed its nonce), as the service's journal knows it:
    * status, every transaction with its fees, confirmations, deadline, and the receipt once
    * mined. Only trades sent with the caller's api_key are found (NOT_FOUND otherwise).
@@ -1182,6 +1405,42 @@ export const TokenService: GenService<{
     methodKind: "unary";
     input: typeof GetTradeSummaryRequestSchema;
     output: typeof TradeSummarySchema;
+  },
+  /**
+   * ListApprovals pages through the trades held for an approval (ACCESS_FILE approvals) that the
+   * caller may give: an approver key's, of the keys it sees, but its own and those it approved
+   * already; newest first. PERMISSION_DENIED for a key without the approver role.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.ListApprovals
+   */
+  listApprovals: {
+    methodKind: "unary";
+    input: typeof ListApprovalsRequestSchema;
+    output: typeof ListTradesResponseSchema;
+  },
+  /**
+   * ApproveTrade gives a held trade the caller's approval (an approver key that sees the key that
+   * sent it, never that key: PERMISSION_DENIED; NOT_FOUND for a trade it does not see). The last
+   * approval it needs makes it approved: it is then priced, proven and signed in the background,
+   * its deadline counted from now. The same approver approving again gets the same answer;
+   * ABORTED for a trade already decided (approved, rejected, expired) otherwise.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.ApproveTrade
+   */
+  approveTrade: {
+    methodKind: "unary";
+    input: typeof DecideTradeRequestSchema;
+    output: typeof TradeSchema;
+  },
+  /**
+   * RejectTrade rejects a held trade: final, nothing paid. The same rules as ApproveTrade.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.RejectTrade
+   */
+  rejectTrade: {
+    methodKind: "unary";
+    input: typeof DecideTradeRequestSchema;
+    output: typeof TradeSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_tokentrade_v1_token, 0);

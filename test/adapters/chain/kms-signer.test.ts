@@ -27,8 +27,14 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
   let kms: KmsServer;
   let saved: NodeJS.ProcessEnv;
   const opened: OpenedSigners[] = [];
+  /** What the signers wrote to the server's log. */
+  let logged: string[] = [];
+  const log = {
+    warn: (fields: object, message: string) => logged.push(`${message} ${JSON.stringify(fields)}`),
+    error: (fields: object, message: string) => logged.push(`${message} ${JSON.stringify(fields)}`),
+  };
   const open = async (keyIds: string[], addresses: string[], timeoutMs = 3_000) => {
-    const signers = await openKmsSigners({ keyIds, addresses, timeoutMs, concurrency: 4 });
+    const signers = await openKmsSigners({ keyIds, addresses, timeoutMs, concurrency: 4, log });
     opened.push(signers);
     return signers.signers;
   };
@@ -56,8 +62,9 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
     await kms.close();
   });
 
-  afterEach(function () {
-    for (const signers of opened.splice(0)) signers.close();
+  afterEach(async function () {
+    logged = [];
+    for (const signers of opened.splice(0)) await signers.close();
     kms.delayMs = 0;
     kms.throttle(0);
   });
@@ -102,18 +109,43 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
     const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32))));
     expect(Date.now() - started).to.be.below(1_500);
     expect(thrown?.name).to.equal("ChainUnavailableError");
-    expect(thrown?.message).to.match(
-      new RegExp(`the signer of ${key.address} \\(KMS key ${key.keyId}\\) cannot sign \\(.*ThrottlingException`),
-    );
+    // The client is told which wallet cannot sign; the key, its account and why are for the server's log.
+    expect(thrown?.message).to.equal(`chain unavailable: the signer of ${key.address} cannot sign; nothing was sent`);
+    expect(logged.join("\n")).to.match(new RegExp(`"signer":"KMS key ${key.keyId}".*ThrottlingException`));
   });
 
   it("retries a request that times out, and answers unavailable when KMS never answers in time", async function () {
     const key = kms.createKey();
-    const [signer] = await open([key.keyId], [key.address], 600);
-    kms.delayMs = 2_000;
+    // A budget of 1500 ms: each attempt gets half of it (750 ms), so one that times out leaves time for another.
+    const [signer] = await open([key.keyId], [key.address], 1_500);
+    const before = kms.calls.length;
+    kms.delayMs = 1_200; // the first Sign is answered after its attempt's 750 ms
+    const digest = getBytes(randomBytes(32));
+    const signing = signer!.signDigest(digest);
+    while (kms.calls.length === before) await new Promise((resolve) => setTimeout(resolve, 5));
+    kms.delayMs = 0; // the retry is answered at once
+    expect(recoverAddress(digest, await signing), "signed by the retry").to.equal(key.address);
+    expect(
+      kms.calls.slice(before).map((call) => call.target),
+      "the Sign that timed out, and its retry",
+    ).to.deep.equal(["TrentService.Sign", "TrentService.Sign"]);
+
+    kms.delayMs = 2_000; // never within the budget
     const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32))));
     expect(thrown?.name).to.equal("ChainUnavailableError");
     expect(thrown?.message).to.include("nothing was sent");
+  });
+
+  it("spends the budget of the trade's first attempt: a signature asked for again gets only what is left", async function () {
+    const key = kms.createKey();
+    const [signer] = await open([key.keyId], [key.address], 1_000);
+    const before = kms.calls.length;
+    const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32)), { startedAt: Date.now() - 1_000 }));
+    expect(thrown?.name).to.equal("ChainUnavailableError");
+    expect(kms.calls.length - before, "no request once the budget is spent").to.equal(0);
+    const digest = getBytes(randomBytes(32));
+    const signature = await signer!.signDigest(digest, { startedAt: Date.now() - 500 });
+    expect(recoverAddress(digest, signature), "within what is left").to.equal(key.address);
   });
 
   it("answers unavailable at once for a key disabled after the start", async function () {
@@ -122,7 +154,8 @@ describe("AWS KMS signer against a local KMS-protocol server", function () {
     kms.disable(key.keyId);
     const before = kms.calls.length;
     const thrown = await signRefusal(signer!.signDigest(getBytes(randomBytes(32))));
-    expect(thrown?.message).to.include("cannot sign (DisabledException)");
+    expect(thrown?.message).to.equal(`chain unavailable: the signer of ${key.address} cannot sign; nothing was sent`);
+    expect(logged.join("\n")).to.include("DisabledException");
     expect(kms.calls.length - before, "not retried").to.equal(1);
   });
 

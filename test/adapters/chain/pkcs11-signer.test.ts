@@ -3,8 +3,14 @@
  * Debian's packages (scripts/ensure-softhsm.sh installs it). Addresses from CKA_EC_POINT, signed
  * transactions that ethers reads back to the wallet, a low `s` always, the start refused with the
  * variable to fix (and never the PIN), and sessions opened again when the token logs out or
- * closes them; a token pulled out answers unavailable.
+ * closes them (the tests' shim in front of SoftHSM does that to the signer's own process,
+ * test/helpers/pkcs11-shim.ts); a token pulled out answers unavailable.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
 import { expect } from "chai";
 import { Transaction, Wallet, getBytes, randomBytes, recoverAddress } from "ethers";
 
@@ -16,6 +22,9 @@ import {
   type Pkcs11SignerSettings,
 } from "../../../adapters/chain/index.js";
 import { signEip1559With } from "../../../adapters/chain/tx/index.js";
+import { parseEnvironment } from "../../../adapters/config/env/schema.js";
+import { signerConfig } from "../../../adapters/config/env/signer.js";
+import { pkcs11Shim } from "../../helpers/pkcs11-shim.js";
 import { softHsmToken, type TestToken } from "../../helpers/softhsm.js";
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -35,6 +44,12 @@ describe("PKCS#11 signer on SoftHSM", function () {
   let key: { label: string; address: string; id: string };
   let other: { label: string; address: string; id: string };
   const opened: OpenedSigners[] = [];
+  /** What the signers wrote to the server's log. */
+  const logged: string[] = [];
+  const log = {
+    warn: (fields: object, message: string) => logged.push(`${message} ${JSON.stringify(fields)}`),
+    error: (fields: object, message: string) => logged.push(`${message} ${JSON.stringify(fields)}`),
+  };
 
   const settings = (overrides: Partial<Pkcs11SignerSettings> = {}): Pkcs11SignerSettings => ({
     module: token.module,
@@ -45,6 +60,7 @@ describe("PKCS#11 signer on SoftHSM", function () {
     addresses: [key.address],
     sessions: 4,
     timeoutMs: 5_000,
+    log,
     ...overrides,
   });
   const open = async (overrides: Partial<Pkcs11SignerSettings> = {}) => {
@@ -67,8 +83,8 @@ describe("PKCS#11 signer on SoftHSM", function () {
     other = await token.newKey("wallet-2");
   });
 
-  afterEach(function () {
-    for (const signers of opened.splice(0)) signers.close();
+  afterEach(async function () {
+    for (const signers of opened.splice(0)) await signers.close();
   });
 
   it("derives each wallet's address from its public key and signs transactions that recover to it", async function () {
@@ -124,24 +140,79 @@ describe("PKCS#11 signer on SoftHSM", function () {
     expect((await refusal({ addresses: [] })).variable).to.equal("EXCHANGE_ADDRESSES");
   });
 
-  it("opens its sessions again when the token logs out, or another part of the application closes them all", async function () {
-    const { signers } = await open();
-    const signer = signers[0]!;
-    await signer.signDigest(getBytes(randomBytes(32)));
-    // The same module, as another part of the process would use it: log out, then close every session.
+  it("refuses to start, naming what to install, on a machine where the optional binding pkcs11js is missing", async function () {
+    // pkcs11js compiles at install, and is skipped where no compiler is: the signer's process is
+    // started here with a resolve hook that answers as Node does for a package not installed.
+    const dir = mkdtempSync(join(tmpdir(), "no-pkcs11js-"));
+    const hook = join(dir, "hide-pkcs11js.mjs");
+    writeFileSync(
+      hook,
+      `import { register } from "node:module";\n` +
+        `register("data:text/javascript," + encodeURIComponent(${JSON.stringify(
+          'export async function resolve(specifier, context, next) { if (specifier === "pkcs11js") throw Object.assign(new Error("Cannot find package \'pkcs11js\'"), { code: "ERR_MODULE_NOT_FOUND" }); return next(specifier, context); }',
+        )}));\n`,
+    );
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `${saved ?? ""} --import ${pathToFileURL(hook).href}`.trim();
+    try {
+      const error = await refusal({});
+      expect(error).to.be.instanceOf(SignerStartError);
+      expect(error.message).to.match(/^SIGNER: pkcs11 needs the npm package pkcs11js/);
+      expect(error.message).to.include("build-essential");
+      expect(error.message).to.include("npm install");
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("opens the token by its slot id from PKCS11_SLOT, in decimal or in hex as pkcs11-tool prints it, and signs", async function () {
     const modules = await pkcs11Modules();
     const lib = modules.load(token.module);
+    let slotId: bigint;
     try {
       const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === token.label)!;
-      const session = lib.C_OpenSession(slot, 4);
-      lib.C_Logout(session);
-      const afterLogout = getBytes(randomBytes(32));
-      expect(recoverAddress(afterLogout, await signer.signDigest(afterLogout))).to.equal(key.address);
-      lib.C_CloseAllSessions(slot);
-      const afterClose = await Promise.all([1, 2, 3, 4, 5, 6].map(() => signer.signDigest(getBytes(randomBytes(32)))));
-      expect(afterClose).to.have.length(6);
+      slotId = slot.readBigUInt64LE(0);
     } finally {
       modules.unload(token.module);
+    }
+    for (const written of [slotId.toString(), `0x${slotId.toString(16)}`]) {
+      const { PKCS11_TOKEN_LABEL: _, ...env } = token.env;
+      const problems: string[] = [];
+      const config = signerConfig(
+        parseEnvironment({ ...env, PKCS11_SLOT: written, PKCS11_KEY_IDS: key.id, EXCHANGE_ADDRESSES: key.address }),
+        problems,
+      );
+      expect(problems, `PKCS11_SLOT=${written}`).to.deep.equal([]);
+      if (config?.kind !== "pkcs11") throw new Error("not a pkcs11 configuration");
+      const { signers } = await open(config);
+      const digest = getBytes(randomBytes(32));
+      expect(recoverAddress(digest, await signers[0]!.signDigest(digest)), `PKCS11_SLOT=${written}`).to.equal(
+        key.address,
+      );
+    }
+  });
+
+  it("opens its sessions again when the token logs out, or another part of the application closes them all", async function () {
+    // The signer's process is its own PKCS#11 application: the shim logs it out, or closes its sessions, under it.
+    const shim = pkcs11Shim(this, token);
+    try {
+      const { signers } = await open({ module: shim.module });
+      const signer = signers[0]!;
+      await signer.signDigest(getBytes(randomBytes(32)));
+      shim.next("logout");
+      const afterLogout = getBytes(randomBytes(32));
+      expect(recoverAddress(afterLogout, await signer.signDigest(afterLogout))).to.equal(key.address);
+      shim.next("close-all");
+      const afterClose = await Promise.all([1, 2, 3, 4, 5, 6].map(() => signer.signDigest(getBytes(randomBytes(32)))));
+      expect(afterClose).to.have.length(6);
+      const logins = shim.calls().filter((call) => call.startsWith("C_Login "));
+      // One login each: at the start, after the logout, after the sessions were closed (the last
+      // session closed logs the application out), however many signatures met the fault.
+      expect(logins).to.deep.equal(["C_Login 0x0", "C_Login 0x0", "C_Login 0x0"]);
+    } finally {
+      shim.remove();
     }
   });
 
@@ -161,8 +232,9 @@ describe("PKCS#11 signer on SoftHSM", function () {
       (error: unknown) => error as Error,
     );
     expect(thrown?.name).to.equal("ChainUnavailableError");
-    expect(thrown?.message).to.include(`the signer of ${gk.address} (PKCS#11 token "${gone.label}") cannot sign`);
-    expect(thrown?.message).to.include("nothing was sent");
-    expect(thrown?.message).to.not.include(gone.pin);
+    // The client is told which wallet cannot sign; the token and why are for the server's log.
+    expect(thrown?.message).to.equal(`chain unavailable: the signer of ${gk.address} cannot sign; nothing was sent`);
+    expect(logged.join("\n")).to.include(`"signer":"PKCS#11 token \\"${gone.label}\\""`);
+    expect(logged.join("\n")).to.not.include(gone.pin);
   });
 });

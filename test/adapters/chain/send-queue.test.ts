@@ -710,6 +710,49 @@ describe("SendQueue", function () {
       expect(node.accepted.map((tx) => tx.nonce)).to.deep.equal([7, 8, 9, 10, 11]);
     });
 
+    /** A signer of `concurrency` whose calls numbered in `failing` fail after a while (KMS throttled past its budget); each call's options recorded. */
+    const flaky = (failing: Set<number>, concurrency = 4) => {
+      const calls: Array<{ startedAt: number | undefined }> = [];
+      const signer: TransactionSigner = {
+        address: wallet.address,
+        concurrency,
+        async signDigest(digest, options) {
+          calls.push({ startedAt: options?.startedAt });
+          const call = calls.length;
+          await new Promise((resolve) => setTimeout(resolve, failing.has(call) ? 30 : 10));
+          if (failing.has(call)) throw new Error("ThrottlingException, budget spent");
+          return wallet.signingKey.sign(digest);
+        },
+      };
+      return { signer, calls };
+    };
+
+    it("asks once per trade when one signature of a wave fails: the others keep theirs, the next trade takes the free nonce", async function () {
+      const { signer, calls } = flaky(new Set([3]));
+      const remote = queueWith(signer);
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => remote.send(trade(i))));
+      expect(outcomes.filter((o) => o.status === "rejected")).to.have.length(1);
+      expect(calls.length, "signatures asked for: eight trades, one failed, none asked twice").to.equal(8);
+      expect(
+        node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b),
+        "no gap",
+      ).to.deep.equal([7, 8, 9, 10, 11, 12, 13]);
+    });
+
+    it("moves only the last signed trade into a failed nonce when no trade is left for it, within that trade's first budget", async function () {
+      const { signer, calls } = flaky(new Set([2]));
+      const remote = queueWith(signer);
+      const outcomes = await Promise.allSettled([0, 1, 2, 3].map((i) => remote.send(trade(i))));
+      expect(outcomes.filter((o) => o.status === "rejected")).to.have.length(1);
+      expect(
+        node.accepted.map((tx) => tx.nonce).sort((a, b) => a - b),
+        "no gap",
+      ).to.deep.equal([7, 8, 9]);
+      expect(calls.length, "four asked, one of them again at the free nonce").to.equal(5);
+      expect(calls[4]!.startedAt, "signed again within the budget it started with").to.be.a("number");
+      expect(calls[4]!.startedAt).to.equal(calls[3]!.startedAt);
+    });
+
     it("broadcasts what it signs when its signatures are the wallet's", async function () {
       const sent = await queueWith(remoteSigner(wallet.address, wallet)).send(trade(0));
       expect(sent).to.deep.include({ nonce: 7, known: true });

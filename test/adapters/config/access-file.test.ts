@@ -169,14 +169,14 @@ describe("ACCESS_FILE, the access file", function () {
     file.keys[1]!.kinds = [];
     file.limits[0]!.maxUsd = 250000;
     file.limits[1]!.per = "customer";
-    (file as Record<string, unknown>).approvals = [];
+    (file as Record<string, unknown>).approvers = [];
     expect(problemsOf(file)).to.have.members([
       'keys[0]: unknown field "role"',
       "keys[1].roles: must be an array",
       "keys[1].kinds: must list at least one (leave it out for any)",
       "limits[0].maxUsd: must be a string",
       "limits[1].per: must be one of key, wallet, destinatary, all",
-      'unknown field "approvals"',
+      'unknown field "approvers"',
     ]);
   });
 
@@ -256,6 +256,73 @@ describe("ACCESS_FILE, the access file", function () {
     );
     const validate = new Ajv2020({ strict: false }).compile(published);
     expect(validate(example()), JSON.stringify(validate.errors)).to.equal(true);
-    expect(validate({ ...example(), approvals: [] })).to.equal(false);
+    expect(validate({ ...example(), approvers: [] })).to.equal(false);
+    expect(validate({ ...example(), approvals: [{ name: "large", aboveUsd: "25000", expiresAfter: "1h" }] })).to.equal(
+      true,
+    );
+  });
+
+  describe("approval rules", function () {
+    /** The example with an approver key that sees desk-eu, and `approvals`. */
+    function withApprovals(approvals: unknown[], approvers = 1) {
+      const file = example() as ReturnType<typeof example> & { approvals?: unknown[] };
+      for (let i = 0; i < approvers; i++)
+        file.keys.push({
+          name: `risk-${i}`,
+          sha256: sha(`risk-key-${i}-0123456789`),
+          roles: ["approver"],
+          sees: ["desk-eu"],
+        });
+      file.approvals = approvals;
+      return file;
+    }
+
+    it("reads the issue's rule: its threshold in exact USD, its keys, approvers and expiry", function () {
+      const { policy, problems } = parse(
+        withApprovals(
+          [
+            { name: "large payouts", aboveUsd: "25000", keys: ["desk-eu"], approvers: 1, expiresAfter: "1h" },
+            { name: "any key, two eyes", aboveUsd: "100000.5", approvers: 2, expiresAfter: "30m" },
+          ],
+          2,
+        ),
+      );
+      expect(problems).to.deep.equal([]);
+      const [first, second] = policy!.approvals!;
+      expect(first).to.deep.equal({
+        name: "large payouts",
+        aboveUsd: 25_000n * 10n ** BigInt(LIMIT_USD_DECIMALS),
+        keys: new Set(["desk-eu"]),
+        approvers: 1,
+        expiresAfterMs: 3_600_000,
+        expiresAfter: "1h",
+      });
+      expect(second!.keys, "absent: every key").to.equal(undefined);
+      expect(second!.aboveUsd).to.equal(100_000n * 10n ** 18n + 5n * 10n ** 17n);
+      expect(second!.approvers).to.equal(2);
+      // A file without rules holds nothing.
+      expect(parse(example()).policy!.approvals).to.equal(undefined);
+    });
+
+    it("refuses a rule naming no key, a bad expiry or threshold, a name twice, and more approvers than approver keys", function () {
+      const problems = problemsOf(
+        withApprovals([
+          { name: "a", aboveUsd: "1", keys: ["nobody"], expiresAfter: "1 hour" },
+          { name: "a", aboveUsd: "1", approvers: 2, expiresAfter: "1h" },
+        ]),
+      );
+      expect(problems).to.deep.equal([
+        'approvals[0].keys[0]: "nobody" is the name of no key',
+        'approvals[0].expiresAfter: "1 hour" is not a duration (a whole number of s, m, h or d, at most 366d: 30m, 1h, 7d)',
+        'approvals[1].name: "a" is already the name of approvals[0]',
+        "approvals[1].approvers: 2 distinct approver keys must approve, and the file has 1 key with the approver role",
+      ]);
+      expect(problemsOf(withApprovals([{ name: "b", aboveUsd: "1e6", expiresAfter: "1h" }]))).to.deep.equal([
+        'approvals[0].aboveUsd: must be a decimal string such as "25000" or "99.5" (at most 18 decimals)',
+      ]);
+      expect(problemsOf(withApprovals([{ name: "c", aboveUsd: "1", expiresAfter: "1h", approvers: 0 }]))).to.deep.equal(
+        ["approvals[0].approvers: must be at least 1"],
+      );
+    });
   });
 });

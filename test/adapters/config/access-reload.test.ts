@@ -85,7 +85,12 @@ describe("the access file in force, reloaded", function () {
     // Each load recorded before it was in force, by the service, its subject the file's digest.
     const [loaded, reloadedRecord] = await records();
     expect(loaded).to.deep.include({ seq: 1, actor: "service", action: "access.loaded" });
-    expect(loaded!.details).to.deep.equal({ keys: ["desk-eu", "backoffice"], limits: [], denylisted: 0 });
+    expect(loaded!.details).to.deep.equal({
+      keys: ["desk-eu", "backoffice"],
+      limits: [],
+      approvals: [],
+      denylisted: 0,
+    });
     expect(reloadedRecord).to.deep.include({ seq: 2, action: "access.reloaded", subject: control.current().version });
     expect(reloadedRecord!.details).to.deep.include({
       keysAdded: ["desk-us"],

@@ -419,12 +419,13 @@ describe("configuration from the environment", function () {
     };
 
     it("reads SIGNER=pkcs11 with the PIN from its file (its line break dropped), and needs no other key", function () {
+      const file = pinFile();
       const config = loadConfig({
         ...rpc,
         SIGNER: "pkcs11",
         PKCS11_MODULE: "/usr/lib/softhsm/libsofthsm2.so",
         PKCS11_TOKEN_LABEL: "hsm1",
-        PKCS11_PIN_FILE: pinFile(),
+        PKCS11_PIN_FILE: file,
         PKCS11_KEY_LABELS: "exchange-1",
         EXCHANGE_ADDRESSES: WALLET,
       });
@@ -433,6 +434,7 @@ describe("configuration from the environment", function () {
         module: "/usr/lib/softhsm/libsofthsm2.so",
         token: { label: "hsm1" },
         pin: "1234-secret",
+        pinFile: file,
         keys: [{ label: "exchange-1" }],
         keyVariable: "PKCS11_KEY_LABELS",
         addresses: [WALLET],
@@ -475,6 +477,29 @@ describe("configuration from the environment", function () {
         "PKCS11_PIN_FILE",
       );
       expect(missing).to.include("ENOENT");
+    });
+
+    it("reads PKCS11_SLOT in decimal, or in hex as pkcs11-tool prints it (0x…)", function () {
+      const slotOf = (PKCS11_SLOT: string) => {
+        const config = loadConfig({
+          ...rpc,
+          SIGNER: "pkcs11",
+          PKCS11_MODULE: "/usr/lib/softhsm/libsofthsm2.so",
+          PKCS11_SLOT,
+          PKCS11_PIN_FILE: pinFile(),
+          PKCS11_KEY_IDS: "01",
+          EXCHANGE_ADDRESSES: WALLET,
+        });
+        return config.chain.signer?.kind === "pkcs11" ? config.chain.signer.token : undefined;
+      };
+      expect(slotOf("244036324")).to.deep.equal({ slot: 244036324 });
+      expect(slotOf("0xe8bb2e4")).to.deep.equal({ slot: 244036324 });
+      expect(slotOf("0XE8BB2E4")).to.deep.equal({ slot: 244036324 });
+      for (const wrong of ["0x", "0xg1", "-1", "1.5", "0x20000000000000"])
+        expect(
+          problem({ ...rpc, SIGNER: "pkcs11", PKCS11_SLOT: wrong }, "PKCS11_SLOT"),
+          `PKCS11_SLOT=${wrong}`,
+        ).to.include("decimal or hex (0x…)");
     });
 
     it("lists every signer variable in .env.example", function () {

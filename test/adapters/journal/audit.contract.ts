@@ -10,7 +10,7 @@ import { expect } from "chai";
 
 import { auditHash, GENESIS_HASH, type Journal, verifyAudit } from "../../../adapters/journal/index.js";
 import type { AuditEntry, AuditRecord, LimitCheck, NewTrade, Spend } from "../../../core/index.js";
-import { SpendingLimitError } from "../../../core/index.js";
+import { heldEntry, newApproval, SpendingLimitError } from "../../../core/index.js";
 import { runTrade, signedTrade, WEBHOOK_SCOPE } from "../../helpers/webhook-trades.js";
 
 export interface AuditContractContext {
@@ -122,6 +122,45 @@ export function describeAuditContract({ journal: current, peer }: AuditContractC
         ["trade.accepted", record.id],
         ["trade.refused", record.id],
       ]);
+    });
+
+    it("records a hold, each approval, a rejection and an expiry with the write that makes it, and nothing for a decision refused or repeated", async function () {
+      const journal = current();
+      const hold = async (approvers: number, expiresAfterMs: number) => {
+        const { record } = await journal.open(newTrade());
+        const rule = { name: "large", aboveUsd: 0n, approvers, expiresAfterMs, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(record.id, approval, heldEntry({ id: "key-id-1" }, record.id, approval));
+        return record.id;
+      };
+      const decide = (id: string, verdict: "approve" | "reject", by: string) =>
+        journal
+          .decideApproval(id, verdict, { by, at: new Date().toISOString(), reason: `${by}'s reason` })
+          .catch(() => "refused");
+      const start = (await journal.auditHead()).seq;
+      const two = await hold(2, 3_600_000);
+      await decide(two, "approve", "risk-1");
+      await decide(two, "approve", "risk-1"); // repeated: nothing new
+      await decide(two, "approve", "risk-2");
+      expect(await decide(two, "reject", "risk-3")).to.equal("refused"); // decided: nothing
+      const rejected = await hold(1, 3_600_000);
+      await decide(rejected, "reject", "risk-2");
+      const expiring = await hold(1, -1);
+      await journal.expireApprovals(new Date(), new Date(0));
+      const records = (await all(journal)).filter((r) => r.seq > start && r.action !== "trade.accepted");
+      expect(records.map((r) => [r.action, r.actor, r.subject])).to.deep.equal([
+        ["trade.held", "key-id-1", two],
+        ["trade.approved", "risk-1", two],
+        ["trade.approved", "risk-2", two],
+        ["trade.held", "key-id-1", rejected],
+        ["trade.rejected", "risk-2", rejected],
+        ["trade.held", "key-id-1", expiring],
+        ["trade.approval_expired", "service", expiring],
+      ]);
+      expect(records[1]!.details).to.deep.equal({ approvals: 1, required: 2, final: false, reason: "risk-1's reason" });
+      expect(records[2]!.details).to.deep.include({ approvals: 2, final: true });
+      expect(records[4]!.details).to.deep.equal({ approvals: 0, required: 1, reason: "risk-2's reason" });
+      expect(await verifyAudit(each(await all(journal)))).to.deep.include({ ok: true });
     });
 
     it("records each trade it forgets (trade.forgotten, by the service)", async function () {

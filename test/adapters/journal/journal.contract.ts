@@ -1034,6 +1034,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             amountOut: big,
             gasWei: 92_160n * 1_875_000_007n,
             gasUsd: null, // signed without the native coin's price
+            statuses: { confirmed: 1 },
           },
           {
             kind: "buy",
@@ -1044,6 +1045,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             amountOut: 0n,
             gasWei: 0n,
             gasUsd: 0n,
+            statuses: { submitted: 1 },
           },
           {
             kind: "sell",
@@ -1054,6 +1056,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             amountOut: 12_500_001n,
             gasWei: 100_000n * 3_000_000_001n + 90_000n * 7n,
             gasUsd: null,
+            statuses: { confirmed: 1, mined: 1, failed: 1 },
           },
         ]);
         expect(await journal.summary({ visible: { names: [], ids: ["nobody"] } })).to.deep.equal([]);

@@ -8,7 +8,15 @@ import { join } from "node:path";
 
 import { openJournal, openPostgresJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/postgres/migrations.js";
+import {
+  type LimitCheck,
+  type NewTrade,
+  type Spend,
+  type SpendingLimit,
+  SpendingLimitError,
+} from "../../../core/index.js";
 import { checkoutModules, postgresModules, startPostgres, type TestPostgres } from "../../helpers/postgres.js";
+import { waitFor } from "../../helpers/wait.js";
 import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
 
@@ -271,6 +279,131 @@ describe("on a real PostgreSQL server", function () {
         await client.end();
         await journal.close();
       }
+    });
+
+    describe("a limit's counter created while another instance's trade is in flight", function () {
+      const USD = 10n ** 18n;
+      const WALLET = "0x90f79bf6eb2c4f870365e785982e1f101e93b906";
+      const service: SpendingLimit = {
+        name: "service",
+        per: "all",
+        windowMs: 86_400_000,
+        window: "24h",
+        maxUsd: 150n * USD,
+      };
+      const checks: LimitCheck[] = [{ limit: service, value: "*" }];
+      const spend = (usd: bigint, destinatary: string): Spend => ({ key: "desk", wallet: WALLET, destinatary, usd });
+      let serial = 0;
+      const trade = (destinatary: string): NewTrade => ({
+        scope: "id-1",
+        keyName: "desk",
+        idempotencyKey: null,
+        requestHash: `race-${++serial}`,
+        kind: "buy",
+        request: { userAddress: WALLET, destinatary, amount: "1", usdAddress: WALLET },
+      });
+
+      /**
+       * Starts `opening` while `holder` (another instance, on a connection of its own) is inside a
+       * transaction, and commits that transaction once `opening` has finished (it did not wait for
+       * the holder) or waits for a lock.
+       */
+      async function beside<T>(url: string, holder: pg.Client, opening: () => Promise<T>): Promise<T> {
+        let settled = false;
+        const running = opening();
+        running.then(
+          () => (settled = true),
+          () => (settled = true),
+        );
+        await waitFor(
+          "the open to finish or to wait for a lock",
+          async () => settled || (await sql(url, "SELECT 1 FROM pg_locks WHERE NOT granted")).length > 0,
+          30_000,
+          10,
+        );
+        await holder.query("COMMIT");
+        return running;
+      }
+
+      it("counts the spend of a counted insert not committed yet, from an instance without the limit", async function () {
+        const url = await server.newDatabase();
+        const journal = await openPostgresJournal(url);
+        // Instance A, whose access file has no limit yet (a reload is reaching the instances one by
+        // one), inside its counted insert: its spend admitted against no limit (spend_admit, which
+        // the trade's insert calls), its transaction not committed yet.
+        const a = new pg.Client({ connectionString: url });
+        await a.connect();
+        try {
+          await a.query("BEGIN");
+          await a.query(
+            "SELECT * FROM spend_admit('trade-a', true, $1, 'desk', $2, '0xdd', '{}', '{}', '{}', '{}', '{}')",
+            [(100n * USD).toString(), WALLET],
+          );
+          // Instance B, with the limit, opens the first trade it counts: the limit's counter is created.
+          await beside(url, a, () => journal.open(trade("0xd1"), { spend: spend(USD, "0xd1"), checks }));
+          expect(await journal.spendingUse(checks)).to.deep.equal([{ usd: 101n * USD, trades: 2 }]);
+          let refusal: unknown;
+          await journal
+            .open(trade("0xd2"), { spend: spend(100n * USD, "0xd2"), checks })
+            .catch((error: unknown) => (refusal = error));
+          expect(refusal).to.be.instanceOf(SpendingLimitError);
+          expect((refusal as SpendingLimitError).message).to.include("101 of 150 USD used");
+        } finally {
+          await a.end();
+          await journal.close();
+        }
+      });
+
+      it("misses no spend when two instances, one without the limit, race to each new customer", async function () {
+        const url = await server.newDatabase();
+        // Pools of 8, so that many opens are in flight at once on each instance.
+        const before = await openPostgresJournal(url, { max: 8 });
+        const after = await openPostgresJournal(url, { max: 8 });
+        try {
+          const perCustomer: SpendingLimit = {
+            ...service,
+            name: "per customer",
+            per: "destinatary",
+            maxUsd: 10n ** 30n,
+          };
+          const customers = Array.from({ length: 300 }, (_, i) => `0x${i.toString(16).padStart(40, "0")}`);
+          await Promise.all(
+            customers.flatMap((d) => [
+              before.open(trade(d), { spend: spend(100n * USD, d), checks: [] }),
+              after.open(trade(d), { spend: spend(USD, d), checks: [{ limit: perCustomer, value: d }] }),
+            ]),
+          );
+          const rows = await sql<{ value: string; usd: string; trades: string }>(
+            url,
+            "SELECT value, usd::text, trades::text FROM spend_counters WHERE per = 'destinatary'",
+          );
+          expect(rows).to.have.length(300);
+          const short = rows.filter((row) => row.usd !== (101n * USD).toString() || row.trades !== "2");
+          expect(short.map((row) => row.value)).to.deep.equal([]);
+        } finally {
+          await before.close();
+          await after.close();
+        }
+      });
+
+      it("leaves out the spend of a trade that stops counting in a transaction not committed yet", async function () {
+        const url = await server.newDatabase();
+        const journal = await openPostgresJournal(url);
+        const { record } = await journal.open(trade("0xdd"), { spend: spend(100n * USD, "0xdd"), checks: [] });
+        const a = new pg.Client({ connectionString: url });
+        await a.connect();
+        try {
+          // Instance A records the trade failed (the trigger takes its spend out of the counters it
+          // sees), not committed yet.
+          await a.query("BEGIN");
+          await a.query("UPDATE trades SET status = 'failed' WHERE id = $1", [record.id]);
+          await beside(url, a, () => journal.open(trade("0xd1"), { spend: spend(USD, "0xd1"), checks }));
+          expect(await journal.spendingUse(checks)).to.deep.equal([{ usd: USD, trades: 1 }]);
+        } finally {
+          await a.end();
+          await journal.close();
+        }
+      });
     });
 
     it("holds a wallet's lock through a long send even where idle transactions are cut off", async function () {

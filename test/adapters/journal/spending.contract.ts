@@ -2,18 +2,22 @@
  * The spending limits' part of the journal conformance suite (journal.contract.ts runs it on
  * memory, SQLite and PostgreSQL): a trade counted against its limits with its first write, exactly
  * at the cap and one base unit over, per key, wallet, destinatary and service, over a rolling
- * window, given back by a trade that paid nothing, replaced by a sell's proven payout, and never
- * past the cap when instances race for the last room.
+ * window, given back by a trade that paid nothing, replaced by a sell's proven payout and then by
+ * what its receipt says it paid, never past the cap when instances race for the last room, and
+ * with every spend in a new limit's counter when another instance's trade is in flight beside it.
  */
 import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
 import {
+  heldEntry,
+  newApproval,
   type LimitCheck,
   type NewTrade,
   type Spend,
   type SpendingLimit,
   SpendingLimitError,
+  type TransactionReceipt,
 } from "../../../core/index.js";
 
 export interface SpendingContractContext {
@@ -95,6 +99,72 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect(refused(await open(journal, 1n, cap))).to.equal(true);
     });
 
+    it("keeps a held trade's room while it waits and once approved, and gives it back when it is rejected or expires", async function () {
+      const journal = context.journal();
+      const cap = [limit()];
+      const hold = async (expiresAfterMs: number) => {
+        const id = (await open(journal, 60n * USD, cap)) as string;
+        const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const decide = (id: string, verdict: "approve" | "reject") =>
+        journal.decideApproval(id, verdict, { by: "approver", at: new Date().toISOString(), reason: null });
+      const over = () => open(journal, 40n * USD + 1n, cap);
+      const held = await hold(3_600_000);
+      expect(refused(await over()), "held: its 60 USD still counted").to.equal(true);
+      await decide(held, "reject");
+      const admitted = await over();
+      expect(refused(admitted), "rejected: its room given back").to.equal(false);
+      await journal.markFailed(admitted as string, { code: "x", message: "given back" });
+      const approved = await hold(3_600_000);
+      await decide(approved, "approve");
+      expect(refused(await over()), "approved: counted as it runs").to.equal(true);
+      await journal.markFailed(approved, { code: "quote_expired", message: "nothing signed" });
+      const expiring = await hold(-1);
+      expect(refused(await over()), "held again: counted").to.equal(true);
+      const swept = await journal.expireApprovals(new Date(), new Date(0));
+      expect(swept.expired).to.deep.equal([expiring]);
+      expect(refused(await over()), "expired: its room given back").to.equal(false);
+    });
+
+    it("lets exactly one of two approvals racing on two instances complete a trade, and records both of a trade needing two", async function () {
+      const journal = context.journal();
+      const peer = await context.peer();
+      const held = async (approvers: number) => {
+        const id = (await open(journal, USD, [])) as string;
+        const rule = { name: "race", aboveUsd: 0n, approvers, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(id, approval, heldEntry({ id: "key-id-1" }, id, approval));
+        return id;
+      };
+      const approve = (on: Journal, id: string, by: string) =>
+        on.decideApproval(id, "approve", { by, at: new Date().toISOString(), reason: null }).then(
+          (decided) => decided.outcome,
+          (error: unknown) => (error as Error).name,
+        );
+      for (let round = 0; round < 5; round++) {
+        const one = await held(1);
+        const outcomes = await Promise.all([approve(journal, one, "a"), approve(peer, one, "b")]);
+        expect(outcomes.sort(), `round ${round}: one approves, the other is refused`).to.deep.equal([
+          "TradeTransitionError",
+          "approved",
+        ]);
+        const two = await held(2);
+        const both = await Promise.all([approve(journal, two, "a"), approve(peer, two, "b")]);
+        expect(both.sort(), `round ${round}: both counted, the second completes it`).to.deep.equal([
+          "approved",
+          "counted",
+        ]);
+        const after = (await journal.get(two))!;
+        expect([after.status, after.approval?.approvals.map((a) => a.by).sort()]).to.deep.equal([
+          "approved",
+          ["a", "b"],
+        ]);
+      }
+    });
+
     it("counts trades against maxTrades, exactly at the cap", async function () {
       const journal = context.journal();
       const { maxUsd: _, ...noUsd } = limit();
@@ -160,6 +230,69 @@ export function describeSpendingContract(context: SpendingContractContext): void
       await journal.respend(id, 9n * USD + 1n, checksFor(spendOf(0n), cap)).catch((e: unknown) => (error = e));
       expect(error).to.be.instanceOf(SpendingLimitError);
       expect((await journal.spendingUse(checksFor(spendOf(0n), cap)))[0]).to.deep.equal({ usd: 10n * USD, trades: 2 });
+    });
+
+    it("counts a sell at what its receipt says it paid once mined, in place of its proven payout", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 13n * USD })];
+      const use = async () => (await journal.spendingUse(checksFor(spendOf(0n), cap)))[0];
+      // Proven at 12.5 DAI (18 decimals); the price rose before its block, and it paid 15.
+      const sell = (await open(journal, 125n * (USD / 10n), cap, { payoutDecimals: 18 }, { kind: "sell" })) as string;
+      await journal.markMined(sell, sellReceipt(10n * USD, 15n * USD));
+      expect(await use()).to.deep.equal({ usd: 15n * USD, trades: 1 });
+      // 12.5 + 0.5 would have fitted 13; 15 leaves no room.
+      const over = (await open(journal, USD / 2n, cap)) as SpendingLimitError;
+      expect(over).to.be.instanceOf(SpendingLimitError);
+      expect(over.message).to.include("15 of 13 USD used");
+      // Confirmed with the same receipt: counted once; a limit added later sums the payout too.
+      await journal.markConfirmed(sell, sellReceipt(10n * USD, 15n * USD));
+      expect(await use()).to.deep.equal({ usd: 15n * USD, trades: 1 });
+      const later = { ...cap[0]!, name: "later", windowMs: 86_400_001, window: "86400001ms" };
+      expect(await journal.spendingUse([{ limit: later, value: "desk" }])).to.deep.equal([
+        { usd: 15n * USD, trades: 1 },
+      ]);
+      // A reorg, then mined again in a block where the price was lower: what it paid there.
+      await journal.markReorged(sell);
+      await journal.markMined(sell, sellReceipt(10n * USD, 14n * USD));
+      expect(await use()).to.deep.equal({ usd: 14n * USD, trades: 1 });
+    });
+
+    it("counts a sell's payout in the coin's decimals, one that failed and was mined after all, and leaves a buy at its amount", async function () {
+      const journal = context.journal();
+      const cap = [limit({ maxUsd: 100n * USD })];
+      const use = async () => (await journal.spendingUse(checksFor(spendOf(0n), cap)))[0];
+      // Proven at 10 USDC (6 decimals), paid 9.500001: counted at 9.500001 USD, exactly.
+      const usdc = (await open(journal, 10n * USD, cap, { payoutDecimals: 6 }, { kind: "sell" })) as string;
+      await journal.markMined(usdc, sellReceipt(8n * USD, 9_500_001n));
+      expect(await use()).to.deep.equal({ usd: 9_500_001n * 10n ** 12n, trades: 1 });
+      // Failed (its room given back), then found mined, paying 6 where it was counted at 5.
+      const late = (await open(journal, 5n * USD, cap, { payoutDecimals: 18 }, { kind: "sell" })) as string;
+      await journal.markFailed(late, { code: "nonce_taken", message: "taken" });
+      expect(await use()).to.deep.equal({ usd: 9_500_001n * 10n ** 12n, trades: 1 });
+      await journal.markMined(late, sellReceipt(4n * USD, 6n * USD));
+      expect(await use()).to.deep.equal({ usd: 15_500_001n * 10n ** 12n, trades: 2 });
+      // A buy counts its amount, exact when accepted: its receipt's payout is tokens, not USD.
+      const buy = (await open(journal, 3n * USD, cap)) as string;
+      await journal.markMined(buy, sellReceipt(3n * USD, 2n * USD, "buy"));
+      expect(await use()).to.deep.equal({ usd: 18_500_001n * 10n ** 12n, trades: 3 });
+    });
+
+    it("counts in a new limit's counter the trades accepted beside its creation by an instance without that limit", async function () {
+      // During a reload, one instance reads the file before and another after a limit was added:
+      // the first counts its trades against no limit while the second creates the limit's counters.
+      const journal = context.journal();
+      const before = await context.peer();
+      const perCustomer = limit({ name: "per customer", per: "destinatary", maxUsd: 10n ** 30n });
+      const customers = Array.from({ length: 120 }, (_, i) => `0x${(0xc000 + i).toString(16).padStart(40, "0")}`);
+      await Promise.all(
+        customers.flatMap((destinatary) => [
+          open(before, 100n * USD, [], { destinatary }),
+          open(journal, USD, [perCustomer], { destinatary }),
+        ]),
+      );
+      const uses = await journal.spendingUse(customers.map((value) => ({ limit: perCustomer, value })));
+      const short = customers.filter((_, i) => uses[i]!.usd !== 101n * USD || uses[i]!.trades !== 2);
+      expect(short, "customers whose counter missed a trade").to.deep.equal([]);
     });
 
     it("answers a keyed retry with its record when the limit is full, counting it once", async function () {
@@ -292,6 +425,39 @@ export function describeSpendingContract(context: SpendingContractContext): void
       expect((await journal.summary({ visible: { names: ["desk"], ids: [] } }))[0]?.count).to.equal(1);
     });
   });
+}
+
+const word = (n: bigint) => n.toString(16).padStart(64, "0");
+/** The topics of the swap's Sold and Bought events (ITokenSwap.sol). */
+const SWAP_TOPICS = {
+  sell: "0x08e6c75843825654ebf8e0105264a482dca551d29d3f74f0568861868f59f3b7",
+  buy: "0xf60945982f79c9cab3a44143350c7546774426e21d7e50ad46cc065e4e5b1182",
+} as const;
+
+/** RECEIPT with the swap's event (its `to` emitted it): `paidIn` for `paidOut`, in base units. */
+function sellReceipt(paidIn: bigint, paidOut: bigint, kind: keyof typeof SWAP_TOPICS = "sell"): TransactionReceipt {
+  const zero = `0x${"00".repeat(32)}`;
+  return {
+    ...RECEIPT,
+    events: {
+      0: {
+        address: RECEIPT.to,
+        blockHash: RECEIPT.blockHash,
+        blockNumber: RECEIPT.blockNumber,
+        logIndex: 0,
+        removed: false,
+        transactionHash: RECEIPT.transactionHash,
+        transactionIndex: 0,
+        id: "log_sold",
+        returnValues: {},
+        signature: null,
+        raw: {
+          data: `0x${word(paidIn)}${word(paidOut)}${word(150_000_000n)}`,
+          topics: [SWAP_TOPICS[kind], zero, zero, zero],
+        },
+      },
+    },
+  };
 }
 
 const RECEIPT = {

@@ -8,6 +8,8 @@ import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
 import {
+  heldEntry,
+  newApproval,
   TRADE_STATUSES,
   TRADE_TRANSITIONS,
   tradeVerdict,
@@ -89,7 +91,22 @@ const REACH: Record<TradeStatus, Array<(journal: Journal, id: string) => Promise
   confirmed: [sign, (journal, id) => mine(journal, id, "markConfirmed")],
   failed: [sign, (journal, id) => journal.markFailed(id, { code: "reverted", message: "before" })],
   expired: [sign, (journal, id) => journal.markExpired(id, { code: "trade_expired", message: "before" })],
+  pending_approval: [(journal, id) => hold(journal, id, next())],
+  approved: [(journal, id) => hold(journal, id, next()), (journal, id) => decide(journal, id, "approve", next())],
+  rejected: [(journal, id) => hold(journal, id, next()), (journal, id) => decide(journal, id, "reject", next())],
 };
+
+/** Holds the trade under the rule `rule-<mark>`, for one approval, expiring `expiresInMs` from now. */
+async function hold(journal: Journal, id: string, mark: number, expiresInMs = 3_600_000): Promise<void> {
+  const rule = { name: `rule-${mark}`, aboveUsd: 0n, approvers: 1, expiresAfterMs: expiresInMs, expiresAfter: "1h" };
+  const approval = newApproval([rule], Date.now());
+  await journal.hold(id, approval, heldEntry({ id: "transitions" }, id, approval));
+}
+
+/** `approver-<mark>`'s decision on the trade. */
+async function decide(journal: Journal, id: string, verdict: "approve" | "reject", mark: number): Promise<void> {
+  await journal.decideApproval(id, verdict, { by: `approver-${mark}`, at: new Date().toISOString(), reason: null });
+}
 
 async function sign(journal: Journal, id: string): Promise<void> {
   await journal.markSigned(id, signedTx(next()));
@@ -113,6 +130,12 @@ const CASES: Array<{
     status,
     steps: REACH[status].slice(1),
   })),
+  // An approved trade refused before it was signed (the price moved past its minimum).
+  {
+    name: "failed once approved, nothing signed",
+    status: "failed",
+    steps: [...REACH.approved, (journal, id) => journal.markFailed(id, { code: "quote_slippage", message: "moved" })],
+  },
 ];
 
 /** Runs `operation` on trade `trade` as a caller would; what it wrote carries a value of `mark`. */
@@ -138,6 +161,14 @@ function run(journal: Journal, operation: TradeOperation, trade: TradeRecord, ma
       return journal.releaseSlot(WALLET, trade.nonce ?? mark, trade.txHash ?? hashOf(mark));
     case "forgetUnsigned":
       return journal.forgetUnsigned(10);
+    case "markHeld":
+      return hold(journal, trade.id, mark);
+    case "markApproved":
+      return decide(journal, trade.id, "approve", mark);
+    case "markRejected":
+      return decide(journal, trade.id, "reject", mark);
+    case "expireApproval":
+      return journal.expireApprovals(new Date(), new Date(0));
   }
 }
 
@@ -159,6 +190,12 @@ function wrote(operation: TradeOperation, after: TradeRecord | undefined, mark: 
       return after.error?.message === `mark ${mark}`;
     case "releaseSlot":
       return after.txHash === null && after.nonce === null;
+    case "markHeld":
+      return after.approval?.rules[0] === `rule-${mark}` && after.approval.approvals.length === 0;
+    case "markApproved":
+      return after.approval?.approvals.at(-1)?.by === `approver-${mark}` && after.approval.approvedAt !== null;
+    case "markRejected":
+      return after.approval?.rejection?.by === `approver-${mark}` && after.error?.code === "trade_rejected";
     default:
       return true;
   }
@@ -168,7 +205,7 @@ function wrote(operation: TradeOperation, after: TradeRecord | undefined, mark: 
 function own(trade: TradeRecord | undefined) {
   if (trade === undefined) return undefined;
   const { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt } = trade;
-  return { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt };
+  return { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt, approval: trade.approval ?? null };
 }
 
 export function describeTransitionContract(context: TransitionContractContext): void {
@@ -186,7 +223,8 @@ export function describeTransitionContract(context: TransitionContractContext): 
     });
 
     for (const operation of Object.keys(TRADE_TRANSITIONS) as TradeOperation[]) {
-      if (operation === "forgetUnsigned") continue; // a sweep of every trade: below
+      // Sweeps of every trade: below.
+      if (operation === "forgetUnsigned" || operation === "expireApproval") continue;
       it(`${operation}: applies, ignores or refuses as the trade model says, from every state`, async function () {
         const journal = context.journal();
         for (const { name, steps } of CASES) {
@@ -218,6 +256,27 @@ export function describeTransitionContract(context: TransitionContractContext): 
         if (tradeVerdict("forgetUnsigned", before) === "applies") expect(after, `a trade ${name}`).to.equal(undefined);
         else expect(own(after), `a trade ${name}: kept as it was`).to.deep.equal(own(before));
       }
+    });
+
+    it("expireApproval: expires exactly the held trades past their expiry, and fails only approved ones left stale", async function () {
+      const journal = context.journal();
+      const trades = [];
+      for (const { name, steps } of CASES) trades.push({ name, before: await trade(steps) });
+      const due = await trade([(journal, id) => hold(journal, id, next(), -1)]);
+      const swept = await journal.expireApprovals(new Date(), new Date(0));
+      expect(swept.expired).to.include(due.id);
+      expect(swept.failed).to.deep.equal([]);
+      const expired = (await journal.get(due.id))!;
+      expect(expired.status).to.equal(TRADE_TRANSITIONS.expireApproval.to);
+      expect(expired.error?.code).to.equal("approval_expired");
+      for (const { name, before } of trades)
+        expect(own(await journal.get(before.id)), `a trade ${name}: kept as it was`).to.deep.equal(own(before));
+      // An approved trade left unsigned since before `staleBefore`: its run was cut short.
+      const approved = trades.find(({ name }) => name === "approved")!.before;
+      const stale = await journal.expireApprovals(new Date(), new Date(Date.now() + 60_000));
+      expect(stale.failed).to.include(approved.id);
+      const failed = (await journal.get(approved.id))!;
+      expect([failed.status, failed.error?.code]).to.deep.equal(["failed", "approval_interrupted"]);
     });
   });
 }

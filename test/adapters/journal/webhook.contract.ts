@@ -7,7 +7,7 @@
 import { expect } from "chai";
 
 import type { Journal } from "../../../adapters/journal/index.js";
-import { tradeView } from "../../../core/index.js";
+import { heldEntry, newApproval, tradeView } from "../../../core/index.js";
 import { receiptFor, replaceTrade, runTrade, signedTrade, WEBHOOK_SCOPE } from "../../helpers/webhook-trades.js";
 
 export interface WebhookContractContext {
@@ -93,6 +93,57 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [expired.id, "trade.expired"],
       ]);
       expect(written[1]!.trade!.error).to.deep.equal({ code: "trade_expired", message: "expired" });
+    });
+
+    it("tells a trade held, approved (naming its approvers once it has them all) and another rejected, naming the approver", async function () {
+      const held = async () => {
+        const { record } = await journal.open({
+          scope: WEBHOOK_SCOPE,
+          keyName: "desk",
+          idempotencyKey: null,
+          requestHash: `held-${Math.random()}`,
+          kind: "buy",
+          request: {
+            userAddress: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+            destinatary: "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65",
+            amount: "30000",
+            usdAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+          },
+        });
+        const rule = {
+          name: "large payouts",
+          aboveUsd: 0n,
+          approvers: 2,
+          expiresAfterMs: 3_600_000,
+          expiresAfter: "1h",
+        };
+        const approval = newApproval([rule], Date.now());
+        await journal.hold(record.id, approval, heldEntry({ id: WEBHOOK_SCOPE }, record.id, approval));
+        return record.id;
+      };
+      const decide = (id: string, verdict: "approve" | "reject", by: string) =>
+        journal.decideApproval(id, verdict, { by, at: new Date().toISOString(), reason: `${by} says so` });
+      const approved = await held();
+      await decide(approved, "approve", "risk-1"); // one of two: no event
+      await decide(approved, "approve", "risk-2");
+      const rejected = await held();
+      await decide(rejected, "reject", "risk-3");
+      const written = await events();
+      expect(written.map((e) => [e.tradeId, e.type])).to.deep.equal([
+        [approved, "trade.pending_approval"],
+        [approved, "trade.approved"],
+        [rejected, "trade.pending_approval"],
+        [rejected, "trade.rejected"],
+      ]);
+      expect(written[0]!.trade!.approval?.rules).to.deep.equal(["large payouts"]);
+      expect(written[1]!.trade!.approval?.approvals.map((a) => [a.by, a.reason])).to.deep.equal([
+        ["risk-1", "risk-1 says so"],
+        ["risk-2", "risk-2 says so"],
+      ]);
+      expect(written[3]!.trade!.approval?.rejection?.by).to.equal("risk-3");
+      expect(written[3]!.trade!.error?.code).to.equal("trade_rejected");
+      const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
+      expect(view(written[3]!.trade)).to.deep.equal(view(await journal.get(rejected)));
     });
 
     it("writes nothing for a scope nobody registered, nor once its holder drops it", async function () {

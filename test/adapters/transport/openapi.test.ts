@@ -194,6 +194,7 @@ describe("the OpenAPI document", function () {
   it("documents exactly the routes the service answers: each of its paths answers, others are 404", async function () {
     expect(Object.keys(doc.paths).sort()).to.deep.equal(
       [
+        "/api/v1/approvals",
         "/api/v1/audit",
         "/api/v1/remmitance",
         "/api/v1/token/buy",
@@ -203,6 +204,8 @@ describe("the OpenAPI document", function () {
         "/api/v1/trades",
         "/api/v1/trades/summary",
         "/api/v1/trades/{transactionHash}",
+        "/api/v1/trades/{id}/approve",
+        "/api/v1/trades/{id}/reject",
         "/api/v1/webhooks/deliveries",
         "/api/v1/webhooks/deliveries/{id}/retry",
         "/api/v1/wallets/{address}/resume",

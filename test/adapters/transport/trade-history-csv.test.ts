@@ -36,7 +36,7 @@ describe("the trade history's CSV", function () {
     const [header, line, end] = csv.split("\r\n");
     expect(header).to.equal(TRADE_CSV_COLUMNS.join(","));
     expect(line).to.contain(",1.5,");
-    expect(line).to.match(/,"the node said ""no"", twice"$/);
+    expect(line).to.match(/,"the node said ""no"", twice",,$/);
     expect(end).to.equal("");
   });
 

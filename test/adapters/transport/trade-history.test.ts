@@ -178,16 +178,16 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
       const text = await response.text();
       const lines = text.split("\r\n");
       expect(lines[0]).to.equal(
-        "id,createdAt,updatedAt,kind,status,userAddress,destinatary,usdAddress,stableSymbol,amount,amountIn,amountOut,gasWei,transactionHash,wallet,nonce,blockNumber,errorCode,errorMessage",
+        "id,createdAt,updatedAt,kind,status,userAddress,destinatary,usdAddress,stableSymbol,amount,amountIn,amountOut,gasWei,transactionHash,wallet,nonce,blockNumber,errorCode,errorMessage,approvedBy,rejectedBy",
       );
       expect(lines[1]).to.match(
         new RegExp(
-          `^${ids[2]},[^,]+,[^,]+,remittance,failed,${WALLET},${CUSTOMER},${USDT.address},USDT,3,,,,,,,,trade_reverted,"trade would revert: ""Swap"", paused\nagain"$`,
+          `^${ids[2]},[^,]+,[^,]+,remittance,failed,${WALLET},${CUSTOMER},${USDT.address},USDT,3,,,,,,,,trade_reverted,"trade would revert: ""Swap"", paused\nagain",,$`,
         ),
       );
       expect(lines[2]).to.match(
         new RegExp(
-          `^${ids[1]},[^,]+,[^,]+,buy,confirmed,${WALLET},${CUSTOMER},${DAI.address},DAI,10.5,10.5,8.4,${(90_002n * 1_875_000_007n).toString()},0x[0-9c]{63}2,${WALLET},1,102,,$`,
+          `^${ids[1]},[^,]+,[^,]+,buy,confirmed,${WALLET},${CUSTOMER},${DAI.address},DAI,10.5,10.5,8.4,${(90_002n * 1_875_000_007n).toString()},0x[0-9c]{63}2,${WALLET},1,102,,,,$`,
         ),
       );
       expect(lines.at(-1)).to.equal("");
@@ -219,6 +219,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
             amountOut: { value: "8.4", baseUnits: "8400000000000000000" },
             gasWei: (90_002n * 1_875_000_007n).toString(),
             gasUsd: null, // signed without the native coin's price
+            statuses: { confirmed: 1 },
           },
           {
             kind: "remittance",
@@ -230,6 +231,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
             amountOut: { value: "0", baseUnits: "0" },
             gasWei: "0",
             gasUsd: "0", // nothing executed: nothing spent, in wei or USD
+            statuses: { failed: 1 },
           },
           {
             kind: "sell",
@@ -241,6 +243,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
             amountOut: { value: "312.5", baseUnits: "312500000" },
             gasWei: (90_001n * 1_875_000_007n).toString(),
             gasUsd: null,
+            statuses: { confirmed: 1 },
           },
         ],
       });

@@ -90,6 +90,12 @@ describe("error mapping", function () {
       quote_slippage: Code.Aborted,
       webhook_delivery_not_found: Code.NotFound,
       webhook_delivery_not_failed: Code.FailedPrecondition,
+      // A held trade is not `unavailable` (which clients retry by themselves): failed_precondition.
+      approval_pending: Code.FailedPrecondition,
+      approval_conflict: Code.Aborted,
+      approval_expired: Code.FailedPrecondition,
+      approval_interrupted: Code.Aborted,
+      trade_rejected: Code.FailedPrecondition,
       wallet_paused: Code.Unavailable,
       wallet_not_paused: Code.FailedPrecondition,
     };
