@@ -28,7 +28,7 @@ const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 /**
  * The trigger's function: an event when a trade changes, if `written` (a query on the trade's
  * scope) finds a row; the same rule as webhookEventType (webhook-events.ts). With `approvals`
- * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
+ * (migration 15), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
 const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, approvals = false) =>
   `${create} FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -124,7 +124,7 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    )}
    DROP TABLE webhook_scopes;`;
 
-/** The webhook function of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+/** The webhook function of migration 15 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
 export const APPROVALS_EVENT_FUNCTION = eventFunction(
   "CREATE OR REPLACE",
   "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",

@@ -29,7 +29,7 @@ const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.w
 /**
  * The trigger that writes an event when a trade changes, if `written` (a query on the trade's
  * scope) finds a row: the same rule as webhookEventType (webhook-events.ts). With `approvals`
- * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
+ * (migration 14), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
 const eventTrigger = (
   written: string,
@@ -112,7 +112,7 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
    DROP TABLE webhook_scopes;`;
 
-/** The webhook trigger of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+/** The webhook trigger of migration 14 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
 export const APPROVALS_EVENT_TRIGGER = eventTrigger(
   "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
   true,
