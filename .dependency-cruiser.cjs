@@ -5,9 +5,9 @@
  */
 /**
  * The chain adapter's folders and, for each, the folders it may import: the layering written at
- * the top of adapters/chain/index.ts (tx ← signers, tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and
- * blocks ← price ← trade). trade/ does not import lifecycle/: the assembly (assembly.ts) builds
- * both and hands each its parts.
+ * the top of adapters/chain/index.ts (tx ← signers, tx ← rpc ← blocks ← send ← lifecycle, send ← trade,
+ * blocks ← price ← trade, and blocks ← watch). trade/ and send/ do not import lifecycle/ or watch/:
+ * the assembly (assembly.ts) builds them and hands each its parts.
  */
 const CHAIN_LAYERS = {
   tx: [],
@@ -17,6 +17,7 @@ const CHAIN_LAYERS = {
   send: ["tx", "rpc", "blocks"],
   price: ["tx", "rpc", "blocks"],
   lifecycle: ["tx", "rpc", "blocks", "send"],
+  watch: ["tx", "rpc", "blocks"],
   trade: ["tx", "rpc", "blocks", "send", "price"],
 };
 

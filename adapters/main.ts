@@ -16,12 +16,13 @@ import type { DeploymentAddresses } from "./chain/index.js";
 import { loadConfig, type AppConfig } from "./config/env.js";
 import { type DevDeployment, type StartEmbeddedChain, writeDevDeployment } from "./dev-mode.js";
 import { ServiceMetrics } from "./observability/metrics.js";
+import { watcherScopes } from "./startup/access.js";
 import { createLogger } from "./shared/logger.js";
 import { openAccess } from "./startup/access.js";
 import { startAudit } from "./startup/audit.js";
 import { startChainAdapter, startLifecycle } from "./startup/chain.js";
 import { connectChain } from "./startup/chain-source.js";
-import { openServiceJournal } from "./startup/journal.js";
+import { openServiceJournal, type WebhookWatchers } from "./startup/journal.js";
 import { Shutdown } from "./startup/shutdown.js";
 import { serveApi, serveMetrics } from "./startup/transports.js";
 import { wireUseCases } from "./startup/use-cases.js";
@@ -77,9 +78,11 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
     // This instance's name in the journal's leases (the wallets it monitors, the trades it accepted).
     const instanceId = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     const context = { instanceId, metrics, log, shutdown };
+    // Which endpoints' keys get the events about the wallets and the swap: the access file's watchers.
+    const watchers: WebhookWatchers = { scopes: () => [] };
     // The journal first: it also assigns the wallets' nonces (shared by every instance on PostgreSQL),
     // and keeps the audit log, whose stop record is written once everything opened after it closed.
-    const journal = await openServiceJournal(config, context);
+    const journal = await openServiceJournal(config, { ...context, watchers });
     const audit = startAudit(config, journal.ports.audit, context);
     // ACCESS_FILE, checked against the wallets and coins, and reloaded when it changes (absent: every key a trader).
     const access = await openAccess(config, {
@@ -90,6 +93,10 @@ export async function startService(options: StartServiceOptions = {}): Promise<R
       audit: journal.ports.audit,
       ...(metrics && { observer: metrics.access }),
     });
+    if (access !== undefined) {
+      watchers.scopes = () => watcherScopes(access.current());
+      await watchers.register?.();
+    }
     const adapter = await startChainAdapter(config, chain, journal, context);
     const metricsUrl = await serveMetrics(config, metrics, adapter, context);
     const useCases = wireUseCases(config, adapter, journal, chain.addresses, metrics, access?.current);

@@ -14,6 +14,7 @@ import {
 } from "./errors.js";
 import type { ApprovalVerdict } from "./ports/approval.port.js";
 import { type AuditEntry, type AuditNote, type AuditValue, SERVICE_ACTOR } from "./ports/audit.port.js";
+import type { OutsideTransaction, WalletPause } from "./ports/watch.port.js";
 import type { TradeKind, TradeRequest } from "./types.js";
 
 /** The actor of a caller's request: its key's name in the access file, or its id without one. */
@@ -122,5 +123,36 @@ export function decisionRefusedEntry(
     action: "approval.refused",
     subject,
     details: { verdict, ...refusalDetails(error) },
+  };
+}
+
+/**
+ * `wallet.outside_transaction`: a transaction mined from an exchange wallet that the service never
+ * signed, recorded with the event it makes (WatchJournal.recordOutsideTransaction). Its subject is
+ * the wallet; `paused` whether the wallet is paused for it (OUTSIDE_TX_POLICY=pause).
+ */
+export function outsideTransactionEntry(tx: OutsideTransaction, paused: boolean): AuditEntry {
+  return {
+    actor: SERVICE_ACTOR,
+    action: "wallet.outside_transaction",
+    subject: tx.wallet,
+    details: {
+      nonce: tx.nonce,
+      hash: tx.hash,
+      to: tx.to,
+      value: tx.value === null ? null : tx.value.toString(),
+      blockNumber: tx.blockNumber,
+      paused,
+    },
+  };
+}
+
+/** `wallet.resumed`: an admin ended a wallet's pause, in the write that ends it. */
+export function walletResumedEntry(caller: Caller, pause: WalletPause): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "wallet.resumed",
+    subject: pause.wallet,
+    details: { pausedSince: pause.since.toISOString(), nonce: pause.nonce, hash: pause.hash },
   };
 }

@@ -27,6 +27,8 @@ export type DomainErrorCode =
   | "webhook_delivery_not_failed"
   | "permission_denied"
   | "spending_limit_exceeded"
+  | "wallet_paused"
+  | "wallet_not_paused"
   | "approval_pending"
   | "approval_conflict"
   | "approval_expired"
@@ -331,6 +333,36 @@ export class SpendingLimitError extends DomainError {
   ) {
     super(message);
     this.name = "SpendingLimitError";
+  }
+}
+
+/**
+ * The exchange wallet is paused: a transaction this service never signed was mined from it
+ * (OUTSIDE_TX_POLICY=pause), so its key may be in other hands. Nothing is signed from it until an
+ * admin resumes it (POST /api/v1/wallets/{address}/resume); nothing was sent.
+ */
+export class WalletPausedError extends DomainError {
+  readonly code = "wallet_paused";
+  constructor(
+    readonly wallet: string,
+    readonly pausedAt: Date,
+    readonly outside: { nonce: number; hash: string | null },
+  ) {
+    super(
+      `exchange wallet ${wallet} is paused since ${pausedAt.toISOString()}: a transaction this service did not sign ` +
+        `(${outside.hash ?? "hash unknown"}, nonce ${outside.nonce}) was mined from it (OUTSIDE_TX_POLICY=pause); ` +
+        `nothing was sent; an admin resumes it with POST /api/v1/wallets/${wallet}/resume`,
+    );
+    this.name = "WalletPausedError";
+  }
+}
+
+/** A resume asked for an exchange wallet that is not paused: nothing changed. */
+export class WalletNotPausedError extends DomainError {
+  readonly code = "wallet_not_paused";
+  constructor(wallet: string) {
+    super(`address: exchange wallet ${wallet} is not paused`);
+    this.name = "WalletNotPausedError";
   }
 }
 

@@ -23,6 +23,8 @@ export {
   refusalDetails,
   forgottenEntry,
   deliveryRetriedEntry,
+  outsideTransactionEntry,
+  walletResumedEntry,
 } from "./audit.js";
 export {
   holdingRules,
@@ -117,6 +119,15 @@ export type {
   SlotReservation,
 } from "./ports/nonce.port.js";
 export type { PricePort } from "./ports/price.port.js";
+export {
+  WATCH_EVENT_TYPES,
+  type OutsideTransaction,
+  type WalletPause,
+  type WatchData,
+  type WatchEvent,
+  type WatchEventType,
+  type WatchJournal,
+} from "./ports/watch.port.js";
 export {
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_DELIVERY_STATUSES,
@@ -223,6 +234,11 @@ export {
   type WebhookDeliveryListView,
 } from "./use-cases/webhook-deliveries.use-case.js";
 export { createUseCases, type UseCases, type UseCaseDeps } from "./use-cases/create-use-cases.js";
+export {
+  resumeWalletUseCase,
+  type ResumeWalletUseCase,
+  type WalletResumeView,
+} from "./use-cases/wallet-resume.use-case.js";
 export {
   listAuditUseCase,
   DEFAULT_AUDIT_PAGE,

@@ -8,7 +8,7 @@
  */
 import type { JsonRpcApiProvider, Wallet } from "ethers";
 
-import type { NonceLedger, NonceStore, TradeJournal, TradeKind } from "../../core/index.js";
+import type { NonceLedger, NonceStore, StableCoin, TradeJournal, TradeKind, WatchJournal } from "../../core/index.js";
 import { BlockTimes, BlockWatcher, FeeOracle, Receipts, headsOf, measureBlockTime, tradeFees } from "./blocks/index.js";
 import { WalletMonitor, type LifecycleLog } from "./lifecycle/index.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "./price/index.js";
@@ -20,12 +20,20 @@ import {
   Approvals,
   ChainTradeAdapter,
   Preflight,
+  SNAPSHOT_GAS_USED,
   nonceLookup,
   recordSlotOf,
   tradeGasLimit,
   type TradingWallet,
 } from "./trade/index.js";
 import { toSigner, type TransactionSigner } from "./tx/index.js";
+import {
+  WalletWatch,
+  type WatchLog,
+  type WatchObserver,
+  type WatchSettings,
+  type WatchThresholds,
+} from "./watch/index.js";
 
 /**
  * Default of `sendBatchMax`. Rounds smaller than the load keep the chain busy: one round is
@@ -66,6 +74,19 @@ export interface AssemblyOptions {
    * (0 under automine, where a block comes with each transaction). Unset: measured (block-times.ts).
    */
   blockTimeMs?: number;
+  /** The wallet watch (watch/): balances, reserves, outside transactions; absent: not watched. */
+  watch?: WatchParts;
+}
+
+/** What the wallet watch needs beside the assembly's own parts. */
+export interface WatchParts {
+  journal: WatchJournal & Pick<NonceLedger, "slot">;
+  settings: WatchSettings;
+  /** Its thresholds, exact (watch/options.ts resolveThresholds). */
+  thresholds: WatchThresholds;
+  stableCoins: readonly StableCoin[];
+  log: WatchLog;
+  observer?: WatchObserver | undefined;
 }
 
 /** The wallets' lifecycle monitors: started and stopped by the service, read by readiness and the metrics. */
@@ -78,6 +99,11 @@ export interface Lifecycle {
   oldestPending(): Array<{ wallet: string; nonce: number; since: Date }>;
   /** The monitors, for tests that drive them a look at a time. */
   monitors(): WalletMonitor[];
+  /**
+   * The wallet watch, when there is one: started by the service before it takes trades (it reads
+   * the journal's pauses and alarms first), stopped with the monitors.
+   */
+  watch: WalletWatch | undefined;
 }
 
 const SILENT: LifecycleLog = { warn() {}, info() {} };
@@ -90,7 +116,15 @@ export function assembleTrades(options: AssemblyOptions): { trade: ChainTradeAda
   // The chain's block time, from the heads the watcher and the fees read (block-times.ts).
   const times = new BlockTimes(options.blockTimeMs);
   // Heads pushed over a WebSocket endpoint when there is one (eth_subscribe newHeads), else polled.
-  const watcher = new BlockWatcher({ provider, intervalMs: settings.intervalMs, heads: headsOf(provider), times });
+  // Each block it reads all the receipts of goes to the wallet watch (made below) as well.
+  let watch: WalletWatch | undefined;
+  const watcher = new BlockWatcher({
+    provider,
+    intervalMs: settings.intervalMs,
+    heads: headsOf(provider),
+    times,
+    onBlock: (block, receipts) => watch?.onBlock(block, receipts),
+  });
   // Fees from the head the watcher reads anyway, while it is young (fees.ts).
   const fees = new FeeOracle(provider, { heads: watcher, times });
   const receipts = new Receipts({
@@ -101,32 +135,9 @@ export function assembleTrades(options: AssemblyOptions): { trade: ChainTradeAda
     journalAfterMs: settings.minAgeMs,
   });
   const calls = new CallBatcher({ provider });
-  const wallets = new Map<string, TradingWallet & { monitor: WalletMonitor }>();
-  for (const signer of options.wallets.map(toSigner)) {
-    const queue = new SendQueue({
-      signer,
-      chainId: options.chainId,
-      provider,
-      nonces: journal,
-      ledger: journal,
-      maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
-      watcher,
-      heldWaitMs: receiptTimeoutMs,
-    });
-    const monitor = new WalletMonitor({
-      signer,
-      chainId: options.chainId,
-      provider,
-      journal,
-      fees,
-      receipts,
-      settings,
-      log: options.log ?? SILENT,
-      holder: options.instanceId ?? "this-instance",
-      sends: queue,
-    });
-    wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
-  }
+  watch = watchOf(options, { calls, watcher, times, fees, feeCap: settings.feeCap });
+  const paused = (wallet: string) => watch?.pauses.refusal(wallet);
+  const wallets = walletsOf(options, { watcher, fees, receipts, settings, receiptTimeoutMs, paused });
   const approvals = new Approvals({
     provider,
     swap: options.swap,
@@ -160,23 +171,95 @@ export function assembleTrades(options: AssemblyOptions): { trade: ChainTradeAda
       options.gasLimits === undefined
         ? { sell: tradeGasLimit("sell"), buy: tradeGasLimit("buy"), remittance: tradeGasLimit("remittance") }
         : options.gasLimits,
+    paused,
   });
   const lifecycle = lifecycleOf(
     [...wallets.values()].map(({ monitor }) => monitor),
     () => measureBlockTime(provider, times),
     watcher,
+    watch,
   );
   return { trade, lifecycle };
 }
 
+/** Each exchange wallet's send queue and lifecycle monitor, by lower-case address. */
+function walletsOf(
+  options: AssemblyOptions,
+  parts: {
+    watcher: BlockWatcher;
+    fees: FeeOracle;
+    receipts: Receipts;
+    settings: TradeSettings;
+    receiptTimeoutMs: number;
+    paused: (wallet: string) => Error | undefined;
+  },
+): Map<string, TradingWallet & { monitor: WalletMonitor }> {
+  const { watcher, fees, receipts, settings, receiptTimeoutMs, paused } = parts;
+  const wallets = new Map<string, TradingWallet & { monitor: WalletMonitor }>();
+  for (const signer of options.wallets.map(toSigner)) {
+    const queue = new SendQueue({
+      signer,
+      chainId: options.chainId,
+      provider: options.provider,
+      nonces: options.journal,
+      ledger: options.journal,
+      maxBatch: options.sendBatchMax ?? DEFAULT_SEND_BATCH_MAX,
+      watcher,
+      heldWaitMs: receiptTimeoutMs,
+      paused: () => paused(signer.address),
+    });
+    const monitor = new WalletMonitor({
+      signer,
+      chainId: options.chainId,
+      provider: options.provider,
+      journal: options.journal,
+      fees,
+      receipts,
+      settings,
+      log: options.log ?? SILENT,
+      holder: options.instanceId ?? "this-instance",
+      sends: queue,
+    });
+    wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
+  }
+  return wallets;
+}
+
+/** The wallet watch on the assembly's parts, when the options ask for one. */
+function watchOf(
+  options: AssemblyOptions,
+  parts: { calls: CallBatcher; watcher: BlockWatcher; times: BlockTimes; fees: FeeOracle; feeCap: bigint },
+): WalletWatch | undefined {
+  if (options.watch === undefined) return undefined;
+  const { thresholds, ...watched } = options.watch;
+  return new WalletWatch(
+    {
+      ...watched,
+      ...parts,
+      provider: options.provider,
+      typicalGas: SNAPSHOT_GAS_USED.sell,
+      wallets: options.wallets.map((wallet) => toSigner(wallet).address),
+      swap: options.swap,
+      token: options.token,
+    },
+    thresholds,
+  );
+}
+
 /** The lifecycle of the wallets' transactions: their monitors, the block watcher they share, the block time measured once. */
-function lifecycleOf(monitors: WalletMonitor[], measure: () => Promise<void>, watcher: BlockWatcher): Lifecycle {
+function lifecycleOf(
+  monitors: WalletMonitor[],
+  measure: () => Promise<void>,
+  watcher: BlockWatcher,
+  watch: WalletWatch | undefined,
+): Lifecycle {
   return {
     start() {
       for (const monitor of monitors) monitor.start();
       void measure().catch(() => {}); // else from the heads read later
     },
     async stop() {
+      watch?.stop();
       await Promise.all(monitors.map((monitor) => monitor.stop()));
       watcher.stop();
     },
@@ -186,5 +269,6 @@ function lifecycleOf(monitors: WalletMonitor[], measure: () => Promise<void>, wa
         return oldest ? [{ wallet: monitor.wallet, ...oldest }] : [];
       }),
     monitors: () => monitors,
+    watch,
   };
 }

@@ -4,7 +4,15 @@
  */
 import { Contract, type JsonRpcApiProvider } from "ethers";
 
-import type { NonceLedger, NonceStore, PricePort, QuotePort, StableCoin, TradeJournal } from "../../core/index.js";
+import type {
+  NonceLedger,
+  NonceStore,
+  PricePort,
+  QuotePort,
+  StableCoin,
+  TradeJournal,
+  WatchJournal,
+} from "../../core/index.js";
 import { guardFeeds, readDeployment, type DeploymentAddresses } from "./deployment.js";
 import type { LifecycleLog } from "./lifecycle/index.js";
 import {
@@ -15,11 +23,19 @@ import {
   type FeedPolicy,
 } from "./price/index.js";
 import { readiness, walletSource, type WalletSource } from "./readiness.js";
-import { RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
+import { type EndpointStatus, RpcProvider, type RpcProviderOptions } from "./rpc/index.js";
 import { assembleTrades, type Lifecycle } from "./assembly.js";
 import { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./settings.js";
 import type { ChainTradeAdapter } from "./trade/index.js";
 import { rawKeySigner, SWAP_ABI, type TransactionSigner } from "./tx/index.js";
+import {
+  resolveThresholds,
+  type WatchLog,
+  type WatchObserver,
+  type WatchSettings,
+  WatchSettingsError,
+  type WatchState,
+} from "./watch/index.js";
 
 export interface ChainAdapterOptions {
   /**
@@ -36,8 +52,13 @@ export interface ChainAdapterOptions {
   cashDiscountBps?: number;
   /** How long a trade waits for its receipt, in ms. */
   receiptTimeoutMs?: number;
-  /** The journal: trades, the wallets' nonce assignment and their nonce ledger, in one storage. */
-  journal: TradeJournal & NonceStore & NonceLedger;
+  /** The journal: trades, the wallets' nonce assignment and their nonce ledger, and the watch's records, in one storage. */
+  journal: TradeJournal & NonceStore & NonceLedger & WatchJournal;
+  /**
+   * The wallet watch (adapters/chain/watch/): balances and reserves against thresholds, outside
+   * transactions, the wallets' pauses. Absent: nothing is watched, and no wallet is ever paused.
+   */
+  watch?: { settings: WatchSettings; log: WatchLog; observer?: WatchObserver | undefined };
   /** Deadline, slippage, fee cap, confirmations and the lifecycle monitor's timing (defaults: DEFAULT_TRADE_SETTINGS). */
   trade?: Partial<TradeSettings>;
   /** A wallet whose oldest unmined nonce is older than this makes the service not ready, in ms. Default 600000. */
@@ -81,6 +102,12 @@ export interface ChainAdapter {
   readiness(): Promise<{ ready: boolean; detail: string }>;
   /** What the metrics read at each scrape: unconfirmed nonces, balances, the head (adapters/observability/metrics.ts). */
   walletSource(): WalletSource;
+  /** The wallet watch's last reading, its alarms and pauses; undefined without a watch. */
+  watchState(): WatchState | undefined;
+  /** Each JSON-RPC endpoint as the provider's failover sees it (none for another provider). */
+  endpoints(): EndpointStatus[];
+  /** Reads the journal's pauses again (after an admin resumed a wallet); nothing without a watch. */
+  refreshPauses(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -94,6 +121,14 @@ export function createRpcProvider(
   return new RpcProvider(urls, { ...options, ...(chainId === undefined ? {} : { chainId }), timeoutMs });
 }
 
+/** The watch's thresholds, exact for the deployment's assets; @throws WatchSettingsError naming each setting that does not fit. */
+function watchThresholds(settings: WatchSettings, tokenSymbol: string, stableCoins: readonly StableCoin[]) {
+  const problems: string[] = [];
+  const thresholds = resolveThresholds(settings.thresholds, { symbol: tokenSymbol }, stableCoins, problems);
+  if (problems.length > 0) throw new WatchSettingsError(problems);
+  return thresholds;
+}
+
 export async function createChainAdapter(options: ChainAdapterOptions): Promise<ChainAdapter> {
   const { provider, addresses } = options;
   const wallets = options.signers ?? (options.privateKeys ?? []).map(rawKeySigner);
@@ -102,7 +137,14 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
   const { chainId, tokenSymbol, stableCoins } = await readDeployment(provider, addresses);
   const feeds = await guardFeeds(provider, addresses, options.feedPolicy ?? DEFAULT_FEED_POLICY);
 
+  const watch = options.watch && {
+    ...options.watch,
+    journal: options.journal,
+    stableCoins,
+    thresholds: watchThresholds(options.watch.settings, tokenSymbol, stableCoins),
+  };
   const { trade, lifecycle } = assembleTrades({
+    ...(watch === undefined ? {} : { watch }),
     feeds,
     provider,
     chainId,
@@ -147,7 +189,11 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
     chainId,
     start: () => lifecycle.start(),
     lifecycle,
-    readiness: () => readiness({ lifecycle, stuckAfterMs, swap, wallets, provider }),
+    readiness: () =>
+      readiness({ lifecycle, stuckAfterMs, swap, wallets, provider, watch: () => lifecycle.watch?.state() }),
+    watchState: () => lifecycle.watch?.state(),
+    refreshPauses: async () => lifecycle.watch?.pauses.refresh(),
+    endpoints: () => (provider instanceof RpcProvider ? provider.endpoints() : []),
     walletSource: () =>
       walletSource({
         lifecycle,
@@ -157,6 +203,7 @@ export async function createChainAdapter(options: ChainAdapterOptions): Promise<
         token: addresses.token,
         tokenSymbol,
         stableCoins,
+        watch: () => lifecycle.watch?.state(),
       }),
     async close() {
       await lifecycle.stop();

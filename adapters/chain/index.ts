@@ -21,7 +21,9 @@
  *               blocks/, send/.
  * - trade/      the trade adapter's steps, preflight, allowances and their top-ups, gas limits.
  *               Imports tx/, rpc/, blocks/, send/, price/: not lifecycle/.
- * So tx ← rpc ← blocks ← send ← lifecycle, send ← trade, and blocks ← price ← trade. Fees and
+ * - watch/      the wallet watch: balances and reserves against thresholds, outside transactions,
+ *               the wallets' pauses. Imports tx/, rpc/, blocks/.
+ * So tx ← rpc ← blocks ← send ← lifecycle, send ← trade, blocks ← price ← trade, and blocks ← watch. Fees and
  * receipts sit in blocks/, below both the lifecycle monitors and the trades that use them, with
  * the block watcher they read. The files at the top (assembly.ts, create-chain-adapter.ts) build
  * the parts once and hand each folder's classes theirs.
@@ -54,6 +56,16 @@ export {
 } from "./rpc/index.js";
 export { assembleTrades, DEFAULT_SEND_BATCH_MAX, type AssemblyOptions, type Lifecycle } from "./assembly.js";
 export { DEFAULT_TRADE_SETTINGS, type TradeSettings } from "./settings.js";
+export {
+  DEFAULT_WATCH_SETTINGS,
+  WatchSettingsError,
+  type OutsideTxPolicy,
+  type WatchLog,
+  type WatchObserver,
+  type WatchSettings,
+  type WatchState,
+  type WatchThresholdSettings,
+} from "./watch/index.js";
 export {
   AGGREGATOR_ABI,
   ERC20_ABI,

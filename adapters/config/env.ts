@@ -10,6 +10,7 @@ import { feedPolicy } from "./env/feeds.js";
 import { corsOrigins, rateLimits, trustedProxies } from "./env/network.js";
 import { parseEnvironment } from "./env/schema.js";
 import { tradeSettings } from "./env/trade.js";
+import { watchSettings } from "./env/watch.js";
 import { webhookSettings } from "./env/webhooks.js";
 
 export { MIN_API_KEY_LENGTH } from "./env/access.js";
@@ -44,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const webhooks = webhookSettings(e, knownKeyIds(keys, access), problems);
   const proxies = trustedProxies(e, problems);
   const feeds = feedPolicy(e, problems);
+  const watch = watchSettings(e, env, access, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -66,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     auditCheckpointMs: e.AUDIT_CHECKPOINT_MS,
     trade,
     stuckAfterMs: e.STUCK_AFTER_MS,
+    watch,
     rateLimits: rates,
     trustedProxies: proxies,
     webhooks,

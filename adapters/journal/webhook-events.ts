@@ -70,7 +70,7 @@ export interface TradeSnapshot {
   }> | null;
   receipt: TradeRecord["receipt"];
   error: TradeRecord["error"];
-  /** Absent from the snapshots written before the approvals (migration 13); null on a trade never held. */
+  /** Absent from the snapshots written before the approvals (PostgreSQL's migration 15, SQLite's 14); null on a trade never held. */
   approval?: TradeRecord["approval"];
   createdAt: number | string;
   updatedAt: number | string;

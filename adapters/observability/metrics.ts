@@ -24,6 +24,8 @@
  *   (JSON-RPC errors) and `token_service_rpc_request_duration_seconds{endpoint}`.
  * - The journal: `token_service_journal_operation_duration_seconds{operation}`.
  * - The access file, its refusals and the spending limits' highest use: access-metrics.ts.
+ * - The wallet watch (outside transactions, pauses, alarms, reserves, trades left): watch-metrics.ts.
+ * - The settings the alert rules compare with, and each endpoint's state: settings-gauges.ts.
  * - Node.js's defaults (process_*, nodejs_*, event-loop lag included).
  */
 import { createServer, type Server } from "node:http";
@@ -32,13 +34,15 @@ import type { AddressInfo } from "node:net";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 import { DomainError, type QuoteUseCase, type TradePort, type TradeUseCase, type UseCases } from "../../core/index.js";
-import type { LifecycleLog, RpcRequestRecord, WalletSource } from "../chain/index.js";
+import type { EndpointStatus, LifecycleLog, RpcRequestRecord, WalletSource, WatchState } from "../chain/index.js";
 import { type Journal, journalOf } from "../shared/journal.js";
 import { type Around, aroundPorts } from "../shared/journal-wrappers.js";
 import { AccessMetrics } from "./access-metrics.js";
 import { PREFIX } from "./prefix.js";
 import { RequestMetrics } from "./request-metrics.js";
 import { type WebhookOutboxStats, watchWalletSource, watchWebhookOutbox } from "./scrape-gauges.js";
+import { type ExportedSettings, watchSettings } from "./settings-gauges.js";
+import { WatchMetrics } from "./watch-metrics.js";
 
 /** An error's `outcome` label: the domain's codes only; a driver's or Node's (SQLSTATEs, E…) would each make a new series. */
 const outcomeOf = (error: unknown): string => (error instanceof DomainError ? error.code : "internal");
@@ -143,6 +147,10 @@ export class ServiceMetrics {
 
   /** The access file's loads, its refusals, and each spending limit's highest use (access-metrics.ts). */
   readonly access = new AccessMetrics(this.registry);
+  /** The wallet watch's counter and gauges (watch-metrics.ts). */
+  readonly #watch = new WatchMetrics(this.registry);
+  /** What the wallet watch tells as it happens: each outside transaction it recorded. */
+  readonly watchObserver = this.#watch.observer;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -313,8 +321,17 @@ export class ServiceMetrics {
    * Gauges read from `source` at each scrape: unconfirmed nonces, balances, the head's age
    * (scrape-gauges.ts).
    */
-  watch(source: WalletSource): void {
+  watch(source: WalletSource, watched?: () => WatchState | undefined): void {
     watchWalletSource(this.registry, source);
+    if (watched !== undefined) this.#watch.watch(watched);
+  }
+
+  /**
+   * The settings the alert rules compare with (STUCK_AFTER_MS and the others, settings-gauges.ts),
+   * and each JSON-RPC endpoint's state, read at each scrape.
+   */
+  settings(settings: ExportedSettings, endpoints: () => readonly EndpointStatus[]): void {
+    watchSettings(this.registry, settings, endpoints);
   }
 
   /** Serves /metrics on `host`:`port` (0 = a free port). */

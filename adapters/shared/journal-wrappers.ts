@@ -10,6 +10,7 @@ import type {
   NoncesConsumed,
   QuoteStore,
   TradeJournal,
+  WatchJournal,
   WebhookOutbox,
 } from "../../core/index.js";
 import type { JournalPorts, LeasePort, NoncePort } from "./journal.js";
@@ -22,7 +23,8 @@ export type JournalOperation =
   | keyof QuoteStore
   | keyof WebhookOutbox
   | keyof AuditLog
-  | keyof ApprovalJournal;
+  | keyof ApprovalJournal
+  | keyof WatchJournal;
 
 /** Runs `call`, a call of the port method `operation`, and answers what it answers. */
 export type Around = <T>(operation: JournalOperation, call: () => Promise<T>) => Promise<T>;
@@ -51,6 +53,20 @@ export function aroundPorts(ports: JournalPorts, around: Around): JournalPorts {
       expireApprovals: (now, staleBefore) =>
         around("expireApprovals", () => ports.approvals.expireApprovals(now, staleBefore)),
     },
+    watch: aroundWatch(ports.watch, around),
+  };
+}
+
+function aroundWatch(port: WatchJournal, around: Around): WatchJournal {
+  return {
+    recordOutsideTransaction: (tx, event, audit, pause) =>
+      around("recordOutsideTransaction", () => port.recordOutsideTransaction(tx, event, audit, pause)),
+    setWatchAlarm: (name, raised, event) => around("setWatchAlarm", () => port.setWatchAlarm(name, raised, event)),
+    watchAlarms: () => around("watchAlarms", () => port.watchAlarms()),
+    unknownTransactions: (wallet, hashes) =>
+      around("unknownTransactions", () => port.unknownTransactions(wallet, hashes)),
+    walletPauses: () => around("walletPauses", () => port.walletPauses()),
+    resumeWallet: (wallet, audit) => around("resumeWallet", () => port.resumeWallet(wallet, audit)),
   };
 }
 
@@ -112,8 +128,8 @@ function aroundQuotes(port: QuoteStore, around: Around): QuoteStore {
 
 function aroundWebhooks(port: WebhookOutbox, around: Around): WebhookOutbox {
   return {
-    registerWebhookScopes: (holder, scopes, ttlMs) =>
-      around("registerWebhookScopes", () => port.registerWebhookScopes(holder, scopes, ttlMs)),
+    registerWebhookScopes: (holder, scopes, ttlMs, watchers) =>
+      around("registerWebhookScopes", () => port.registerWebhookScopes(holder, scopes, ttlMs, watchers)),
     failOrphanedWebhookEvents: (windowStartBefore, limit) =>
       around("failOrphanedWebhookEvents", () => port.failOrphanedWebhookEvents(windowStartBefore, limit)),
     claimWebhookEvents: (holder, limits, leaseMs) =>

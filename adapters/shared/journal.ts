@@ -41,6 +41,9 @@ import type {
   TradeSummaryQuery,
   TradeApproval,
   TransactionReceipt,
+  OutsideTransaction,
+  WatchEvent,
+  WatchJournal,
   WebhookAttempt,
   WebhookDeliveryQuery,
   WebhookScopes,
@@ -67,11 +70,13 @@ export interface JournalPorts {
   readonly audit: AuditLog;
   /** The held trades' approvals, on the trades' own rows. */
   readonly approvals: ApprovalJournal;
+  /** What the watch keeps: outside transactions, paused wallets, alarms (their events in the outbox). */
+  readonly watch: WatchJournal;
 }
 
 /** Every port a journal implements, in one object: its ports' methods, each forwarded to its port. */
 export abstract class Journal
-  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, ApprovalJournal
+  implements TradeJournal, NonceStore, NonceLedger, QuoteStore, WebhookOutbox, AuditLog, ApprovalJournal, WatchJournal
 {
   abstract readonly ports: JournalPorts;
 
@@ -203,8 +208,8 @@ export abstract class Journal
   }
 
   // WebhookOutbox
-  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number) {
-    return this.ports.webhooks.registerWebhookScopes(holder, scopes, ttlMs);
+  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number, watchers?: readonly string[]) {
+    return this.ports.webhooks.registerWebhookScopes(holder, scopes, ttlMs, watchers);
   }
   failOrphanedWebhookEvents(windowStartBefore: Date, limit: number) {
     return this.ports.webhooks.failOrphanedWebhookEvents(windowStartBefore, limit);
@@ -248,6 +253,26 @@ export abstract class Journal
   }
   expireApprovals(now: Date, staleBefore: Date) {
     return this.ports.approvals.expireApprovals(now, staleBefore);
+  }
+
+  // WatchJournal
+  recordOutsideTransaction(tx: OutsideTransaction, event: WatchEvent, audit: AuditEntry, pause: boolean) {
+    return this.ports.watch.recordOutsideTransaction(tx, event, audit, pause);
+  }
+  setWatchAlarm(name: string, raised: boolean, event: WatchEvent) {
+    return this.ports.watch.setWatchAlarm(name, raised, event);
+  }
+  watchAlarms() {
+    return this.ports.watch.watchAlarms();
+  }
+  unknownTransactions(wallet: string, hashes: readonly string[]) {
+    return this.ports.watch.unknownTransactions(wallet, hashes);
+  }
+  walletPauses() {
+    return this.ports.watch.walletPauses();
+  }
+  resumeWallet(wallet: string, audit: AuditEntry) {
+    return this.ports.watch.resumeWallet(wallet, audit);
   }
 }
 

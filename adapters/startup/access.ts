@@ -22,7 +22,9 @@ import {
   type ApprovalRule,
   type AuditEntry,
   type AuditLog,
+  keyIdOf,
   SERVICE_ACTOR,
+  watchesEverything,
 } from "../../core/index.js";
 import { type AccessContext, loadAccessFile, type ReadFile, stampOf } from "../config/access-file.js";
 import { type AppConfig, ConfigError } from "../config/env.js";
@@ -233,4 +235,12 @@ export async function openAccess(
   });
   await control.recordLoaded();
   return control;
+}
+
+/**
+ * The scopes (key ids) of the keys that see every trade, an admin or `sees: ["*"]`, under each of
+ * their hashes (a rotation): their webhook endpoints also get the events about the wallets and the swap.
+ */
+export function watcherScopes(policy: AccessPolicy): string[] {
+  return policy.keys.filter(watchesEverything).flatMap((key) => [key.id, ...key.sha256.map(keyIdOf)]);
 }

@@ -6,7 +6,13 @@
 import type { Logger } from "pino";
 
 import { ChainUnavailableError } from "../../core/index.js";
-import { createChainAdapter, createRpcProvider, redactUrl, type ChainAdapter } from "../chain/index.js";
+import {
+  createChainAdapter,
+  createRpcProvider,
+  redactUrl,
+  type ChainAdapter,
+  WatchSettingsError,
+} from "../chain/index.js";
 import { ConfigError, type AppConfig } from "../config/env.js";
 import type { ServiceMetrics } from "../observability/metrics.js";
 import type { ChainSource } from "./chain-source.js";
@@ -66,9 +72,12 @@ export async function startChainAdapter(
           ? log.child({ component: "lifecycle" })
           : metrics.countingLifecycle(log.child({ component: "lifecycle" })),
       instanceId,
+      watch: { settings: config.watch, log: log.child({ component: "watch" }), observer: metrics?.watchObserver },
     });
   } catch (error) {
     provider.destroy();
+    // A threshold that names no asset of the deployment, or has more decimals than its asset.
+    if (error instanceof WatchSettingsError) throw new ConfigError([...error.problems]);
     throw error;
   }
   shutdown.push(() => adapter.close());
@@ -89,6 +98,8 @@ export async function startLifecycle(adapter: ChainAdapter, journal: ServiceJour
         "seeing through transactions left unconfirmed by a previous run",
       );
   }
+  // The wallet watch first: the pauses the journal holds are in force before any trade is taken.
+  await adapter.lifecycle.watch?.start();
   adapter.start();
 }
 

@@ -53,10 +53,27 @@ const SWEEP_PAGES_PER_BEAT = 100;
 
 export type ServiceJournal = Awaited<ReturnType<typeof openJournal>>;
 
+/**
+ * Which scopes of this instance's endpoints also get the events about the wallets and the swap
+ * (the keys that see every trade: admins, and `sees: ["*"]`): known once the access file is open,
+ * which is after the journal; `register` then registers them at once rather than at the next beat.
+ */
+export interface WebhookWatchers {
+  scopes: () => readonly string[];
+  /** Set by the journal step when this instance has endpoints. */
+  register?: () => Promise<void>;
+}
+
 /** The journal every other step uses: it also assigns the wallets' nonces (shared by every instance on PostgreSQL). */
 export async function openServiceJournal(
   config: AppConfig,
-  context: { instanceId: string; metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
+  context: {
+    instanceId: string;
+    metrics: ServiceMetrics | undefined;
+    log: Logger;
+    shutdown: Shutdown;
+    watchers?: WebhookWatchers;
+  },
 ): Promise<ServiceJournal> {
   const { instanceId, metrics, log, shutdown } = context;
   let dataDir = config.journal.dataDir;
@@ -166,13 +183,20 @@ function keepApprovals(journal: ServiceJournal, config: AppConfig, log: Logger, 
 async function startWebhooks(
   journal: ServiceJournal,
   config: AppConfig,
-  context: { instanceId: string; metrics: ServiceMetrics | undefined; log: Logger; shutdown: Shutdown },
+  context: {
+    instanceId: string;
+    metrics: ServiceMetrics | undefined;
+    log: Logger;
+    shutdown: Shutdown;
+    watchers?: WebhookWatchers;
+  },
 ): Promise<{ deliverer: WebhookDeliverer | undefined; upkeep: () => Promise<void> }> {
-  const { instanceId, metrics, log, shutdown } = context;
+  const { instanceId, metrics, log, shutdown, watchers } = context;
   const endpoints = new Map(config.webhooks.endpoints.map(({ apiKeyId, ...endpoint }) => [apiKeyId, endpoint]));
   const scopes = [...endpoints.keys()];
   const ttlMs = Math.max(WEBHOOK_REGISTRATION_TTL_MS, 3 * config.trade.leaseMs);
-  const register = () => journal.registerWebhookScopes(instanceId, scopes, ttlMs);
+  const register = () => journal.registerWebhookScopes(instanceId, scopes, ttlMs, watchers?.scopes() ?? []);
+  if (watchers !== undefined && scopes.length > 0) watchers.register = register;
   let busy = false;
   const upkeep = async () => {
     if (busy) return; // the previous beat's is still at work

@@ -70,7 +70,15 @@ export async function serveMetrics(
   context: { log: Logger; shutdown: Shutdown },
 ): Promise<string | undefined> {
   if (metrics === undefined) return undefined;
-  metrics.watch(adapter.walletSource());
+  metrics.watch(adapter.walletSource(), () => adapter.watchState());
+  metrics.settings(
+    {
+      stuckAfterMs: config.stuckAfterMs,
+      receiptTimeoutMs: config.receiptTimeoutMs,
+      webhookRetryWindowMs: config.webhooks.retryWindowMs,
+    },
+    () => adapter.endpoints(),
+  );
   const served = await metrics.serve(config.host, config.metricsPort);
   context.shutdown.push(() => served.close());
   context.log.info({ url: served.url }, "metrics served");

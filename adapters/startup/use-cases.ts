@@ -35,8 +35,16 @@ export function wireUseCases(
     webhooks: journal,
     audit: journal.ports.audit,
     approvals: journal,
+    watch: journal,
     ...(policy && { policy }),
   });
+  // A resume is in force here at once (the other instances read it at their next reading).
+  const resume = created.resumeWallet;
+  created.resumeWallet = async (address, context) => {
+    const resumed = await resume(address, context);
+    await adapter.refreshPauses();
+    return resumed;
+  };
   // With metrics on, quotes are counted by outcome, trades naming one by theirs, and the policy's refusals by reason.
   if (metrics === undefined) return created;
   if (policy !== undefined) metrics.access.watchLimits({ policy, journal });

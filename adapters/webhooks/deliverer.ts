@@ -71,12 +71,15 @@ export function retryDelay(attempts: number, policy: RetryPolicy, random: () => 
   return Math.round(exponential * (0.5 + random() * 0.5));
 }
 
-/** The body of an event's message: the trade as GET /api/v1/trades/{hash} shows it, with the event's type and time. */
+/**
+ * The body of an event's message, with its type and time: the trade as GET /api/v1/trades/{hash}
+ * shows it, or, for an event about a wallet or the swap, the state it reports (docs/SPEC.md §10.3).
+ */
 export function webhookBody(event: WebhookEvent): string {
   return JSON.stringify({
     type: event.type,
     timestamp: event.createdAt.toISOString(),
-    data: tradeView(event.trade, null),
+    data: event.trade === null ? event.data : tradeView(event.trade, null),
   });
 }
 

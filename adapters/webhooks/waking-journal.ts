@@ -17,6 +17,8 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markExpired",
   "recordBroadcast",
   "retryWebhookDelivery",
+  "recordOutsideTransaction",
+  "setWatchAlarm",
   "hold",
   "decideApproval",
   "expireApprovals",

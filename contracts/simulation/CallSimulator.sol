@@ -91,6 +91,15 @@ contract CallSimulator {
         }
     }
 
+    /// @notice An account's native balance, read as one of the reads (a static call of SIMULATOR by
+    /// itself), so that a wallet's gas money rides in the same eth_call as its token balances.
+    /// @param account the account whose balance is read
+    /// @return the balance, in wei
+    function nativeBalance(address account) external view returns (uint256) {
+        if (address(this) != SIMULATOR) _returnNothing();
+        return account.balance;
+    }
+
     /// @notice Runs one proof through its wallet, then reverts with the outcome (SIMULATOR calling itself only).
     /// @param proof the call to make from the wallet
     function prove(Proof calldata proof) external {

@@ -105,6 +105,30 @@ export function authorizeDeliveryRetry(caller: Caller): void {
 }
 
 /**
+ * Whether `key` reads every trade (an admin, or a viewer or approver whose `sees` is "*"): it
+ * also gets the events about the wallets and the swap (core/ports/watch.port.ts).
+ */
+export function watchesEverything(key: AccessKey): boolean {
+  return key.roles.has("admin") || ((key.roles.has("viewer") || key.roles.has("approver")) && key.sees === "all");
+}
+
+/**
+ * Whether the caller may resume a paused exchange wallet: an admin of the access file only.
+ * @throws PermissionDeniedError naming the key and its roles
+ */
+export function authorizeWalletResume(policy: AccessPolicy | undefined, caller: Caller): void {
+  const key = caller.key;
+  if (policy === undefined || key === undefined)
+    throw new PermissionDeniedError(
+      "a paused wallet is resumed with an admin key of the access file, and this service runs without ACCESS_FILE",
+    );
+  if (!key.roles.has("admin"))
+    throw new PermissionDeniedError(
+      `api key "${key.name}" may not resume a wallet: its roles are ${rolesText(key)} (it needs admin)`,
+    );
+}
+
+/**
  * The trades the caller reads: without a policy, those sent with its own key (its id); with one,
  * those sent under its name, plus those of every key it `sees`, by name and by the ids of their
  * hashes (trades and deliveries recorded before the key had a name); every trade for an admin.

@@ -54,6 +54,10 @@ export const AUDIT_ACTIONS = [
   "access.refused",
   // A failed webhook delivery sent again by hand.
   "delivery.retried",
+  // A transaction mined from an exchange wallet that the service never signed (and the wallet's
+  // pause under OUTSIDE_TX_POLICY=pause), and an admin's resume of a paused wallet.
+  "wallet.outside_transaction",
+  "wallet.resumed",
   // This instance started or stopped, with its version and a digest of its configuration without secrets.
   "service.started",
   "service.stopped",

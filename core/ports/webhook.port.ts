@@ -1,5 +1,6 @@
 import type { AuditEntry } from "./audit.port.js";
 import type { TradeRecord } from "./journal.port.js";
+import type { WatchData, WatchEventType } from "./watch.port.js";
 
 /** Every change of a trade's state a client can be told of, in the Standard Webhooks `type` field. */
 export const WEBHOOK_EVENT_TYPES = [
@@ -38,18 +39,22 @@ export interface WebhookAttempt {
 
 /**
  * An event of the transactional outbox: written by the journal in the same transaction as the
- * trade's change it reports, for the trades of a scope with a webhook endpoint.
+ * trade's change it reports, for the trades of a scope with a webhook endpoint; or, about a
+ * wallet or the swap (core/ports/watch.port.ts), for each watcher scope, with no trade.
  */
 export interface WebhookEvent {
-  /** Order of writing: the deliverer sends one trade's events in this order. */
+  /** Order of writing: the deliverer sends one trade's (or one watched subject's) events in this order. */
   seq: number;
   /** The Standard Webhooks `webhook-id` (`msg_…`), the same on every attempt. */
   id: string;
   scope: string;
-  tradeId: string;
-  type: WebhookEventType;
-  /** The trade as it was right after the change. */
-  trade: TradeRecord;
+  /** The trade it reports a change of; null for an event about a wallet or the swap. */
+  tradeId: string | null;
+  type: WebhookEventType | WatchEventType;
+  /** The trade as it was right after the change; null for an event about a wallet or the swap. */
+  trade: TradeRecord | null;
+  /** The wallet's or the swap's state an event about them reports; null for a trade's event. */
+  data: WatchData | null;
   /** When the change happened (the trade's updatedAt). */
   createdAt: Date;
   status: WebhookDeliveryStatus;
@@ -112,9 +117,16 @@ export interface WebhookOutbox {
    * now. While any holder's registration of a scope is live, the journal writes an event with
    * each change of that scope's trades. Replaces `holder`'s own registrations (a scope it no
    * longer has is dropped) and forgets others' that have lapsed; never touches another holder's
-   * live registration. A holder renews its registrations well within `ttlMs`.
+   * live registration. A holder renews its registrations well within `ttlMs`. The scopes among
+   * `watchers` (keys that see every trade: an admin, or `sees: ["*"]`) also get the events about
+   * the wallets and the swap (core/ports/watch.port.ts) while the registration is live.
    */
-  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void>;
+  registerWebhookScopes(
+    holder: string,
+    scopes: readonly string[],
+    ttlMs: number,
+    watchers?: readonly string[],
+  ): Promise<void>;
   /**
    * Fails up to `limit` pending events, not leased, whose retry window started before
    * `windowStartBefore` (so it has closed) and whose scope no live registration holds, each with
@@ -124,8 +136,8 @@ export interface WebhookOutbox {
   failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number>;
   /**
    * Leases to `holder` for `leaseMs` pending events due now of the scopes in `limits`, at most
-   * each scope's limit (oldest first): for each trade, only its oldest pending event, and only if
-   * no other holder's lease on it is running. Events of other scopes are left to the holders that
+   * each scope's limit (oldest first): for each trade (and each watched subject of the scope),
+   * only its oldest pending event, and only if no other holder's lease on it is running. Events of other scopes are left to the holders that
    * ask for them (those with their endpoint). Of several deliverers claiming at once, each event
    * goes to one.
    */

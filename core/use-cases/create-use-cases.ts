@@ -27,7 +27,9 @@ import {
 } from "./trade-history.use-case.js";
 import { tradeStatusUseCase, type TradeStatusUseCase } from "./trade-status.use-case.js";
 import { tradeUseCase, type TradeUseCase } from "./trade.use-case.js";
+import type { WatchJournal } from "../ports/watch.port.js";
 import type { WebhookOutbox } from "../ports/webhook.port.js";
+import { resumeWalletUseCase, type ResumeWalletUseCase } from "./wallet-resume.use-case.js";
 import {
   listWebhookDeliveriesUseCase,
   retryWebhookDeliveryUseCase,
@@ -60,6 +62,8 @@ export interface UseCases {
   /** An approver's decision on a held trade; an approval that completes it starts its run in the background. */
   approveTrade: DecideTradeUseCase;
   rejectTrade: DecideTradeUseCase;
+  /** Ends a paused exchange wallet's pause, for an admin key. */
+  resumeWallet: ResumeWalletUseCase;
 }
 
 export interface UseCaseDeps {
@@ -96,6 +100,8 @@ export interface UseCaseDeps {
    * is held for its approvers; without it, refused.
    */
   approvals?: ApprovalJournal;
+  /** What the watch keeps in the journal (the wallets paused); without it no wallet is ever paused. */
+  watch?: WatchJournal;
 }
 
 /**
@@ -120,6 +126,7 @@ export function createUseCases({
     policy,
     audit,
     approvals,
+    watch,
   } = quoting;
   const journalling = journal
     ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }), ...(approvals && { approvals }) }
@@ -157,6 +164,7 @@ export function createUseCases({
       ? retryWebhookDeliveryUseCase(webhooks, undefined, policy, audit !== undefined)
       : withoutWebhooks,
     audit: audit ? listAuditUseCase(audit, policy) : withoutAudit,
+    resumeWallet: watch ? resumeWalletUseCase(watch, wallets, policy) : withoutWatch,
     ...approvalUseCases({ journalling, approvals, policy, runner: { trade, config, ...(access && { access }) } }),
   };
 }
@@ -191,6 +199,10 @@ async function withoutApprovals(): Promise<never> {
     "approvals",
     "held trades are kept in the trade journal, which this service runs without",
   );
+}
+
+async function withoutWatch(): Promise<never> {
+  throw new InvalidArgumentError("address", "no wallet is paused: this service runs without a trade journal");
 }
 
 async function withoutWebhooks(): Promise<never> {

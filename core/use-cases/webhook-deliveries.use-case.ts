@@ -6,6 +6,7 @@ import {
   type WebhookEventType,
   type WebhookOutbox,
 } from "../ports/webhook.port.js";
+import type { WatchEventType } from "../ports/watch.port.js";
 import { authorizeDeliveryRetry, callerOf, visibilityOf } from "../access/authorize.js";
 import { type AccessPolicy, type Caller, keyIdOf } from "../access/policy.js";
 import { deliveryRetriedEntry } from "../audit.js";
@@ -16,9 +17,10 @@ import type { PolicySource } from "./trade-status.use-case.js";
 export interface WebhookDeliveryView {
   /** The `webhook-id` every attempt carried. */
   id: string;
-  type: WebhookEventType;
-  tradeId: string;
-  /** The trade's transaction hash when the event was written. */
+  type: WebhookEventType | WatchEventType;
+  /** The trade it reports; null for an event about a wallet or the swap. */
+  tradeId: string | null;
+  /** The trade's transaction hash when the event was written; an outside transaction's own (when known); else null. */
   transactionHash: string | null;
   status: WebhookDeliveryStatus;
   createdAt: string;
@@ -101,12 +103,20 @@ export function deliveryView(delivery: WebhookDelivery): WebhookDeliveryView {
     id: delivery.id,
     type: delivery.type,
     tradeId: delivery.tradeId,
-    transactionHash: delivery.trade.txHash,
+    transactionHash: delivery.trade?.txHash ?? outsideHash(delivery.data),
     status: delivery.status,
     createdAt: delivery.createdAt.toISOString(),
     nextAttemptAt: delivery.status === "pending" ? delivery.nextAttemptAt.toISOString() : null,
     attempts: delivery.history.map((a) => ({ at: a.at.toISOString(), statusCode: a.statusCode, error: a.error })),
   };
+}
+
+/** The hash of the outside transaction an event's data reports, if it does. */
+function outsideHash(data: WebhookDelivery["data"]): string | null {
+  const transaction = data?.transaction;
+  if (transaction === null || typeof transaction !== "object" || Array.isArray(transaction)) return null;
+  const hash = (transaction as { hash?: unknown }).hash;
+  return typeof hash === "string" ? hash : null;
 }
 
 /** The ids of the caller's own key: the one it sent, and its other hashes under the same name (a rotation). */

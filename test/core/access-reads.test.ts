@@ -231,7 +231,7 @@ describe("reads under the access policy", () => {
       const summary = await useCases.tradeSummary({}, context);
       expect(summary.groups.reduce((sum, group) => sum + group.count, 0)).to.equal(expected.length);
       const deliveries = await useCases.webhookDeliveries({}, context);
-      expect(named(trades, [...new Set(deliveries.deliveries.map((d) => d.tradeId))])).to.deep.equal(expected);
+      expect(named(trades, [...new Set(deliveries.deliveries.map((d) => d.tradeId!))])).to.deep.equal(expected);
     });
   }
 

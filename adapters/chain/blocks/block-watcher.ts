@@ -45,42 +45,19 @@
  */
 import type { JsonRpcApiProvider } from "ethers";
 
-import { RpcProvider, type HeadBlock, type PushedHead, type PushedHeads } from "../rpc/index.js";
+import type { HeadBlock, PushedHead, PushedHeads } from "../rpc/index.js";
 import { answerAt, type Expected } from "./watched.js";
 import type { BlockTimes } from "./block-times.js";
 import type { HeadSource } from "./fees.js";
 import { ReceiptReader } from "./receipt-reader.js";
 import { forgetReplaced } from "./reorg.js";
-import type { RpcReceipt } from "./web3-receipt.js";
+import type { BlockWatcherOptions, Look } from "./watcher-options.js";
 
-export interface BlockWatcherOptions {
-  provider: JsonRpcApiProvider;
-  /** The least time between two asks for the head, in ms, and the block time until one is seen. Default 1000. */
-  intervalMs?: number;
-  /** How long an expected transaction nobody waits for is kept, in ms. Default 10 minutes. */
-  keepMs?: number;
-  /** Heads pushed by the node (RpcProvider.heads with a WebSocket endpoint; `headsOf`); unset: polled. */
-  heads?: PushedHeads | undefined;
-  /** While subscribed, how long without a pushed header before the head is asked for, in ms. Default 30,000. */
-  safetyPollMs?: number;
-  /** Where each head looked at is recorded, for the chain's block time (block-times.ts). */
-  times?: BlockTimes;
-}
-
-/** The heads `provider` pushes: RpcProvider's with a WebSocket endpoint, else none (the watcher polls). */
-export function headsOf(provider: JsonRpcApiProvider): PushedHeads | undefined {
-  return provider instanceof RpcProvider ? provider.heads : undefined;
-}
+export { headsOf, type BlockWatcherOptions, type Look } from "./watcher-options.js";
 
 /** The head block as eth_getBlockByNumber("latest", false) gives it (the fields used). */
 interface RpcBlock extends HeadBlock {
   parentHash: string;
-}
-
-/** What a waiter learns at a look: the head's number, and the receipts of its transactions found so far. */
-export interface Look {
-  head: number;
-  receipts: Map<string, RpcReceipt>;
 }
 
 /** Hashes of the blocks read kept, by number (to tell a replaced block). */
@@ -153,6 +130,7 @@ export class BlockWatcher implements HeadSource {
       provider: options.provider,
       ring: this.#ring,
       recheck: (hash) => this.#expected.get(hash)?.recheck === true,
+      onBlock: options.onBlock,
     });
     this.#listen();
   }
@@ -170,6 +148,11 @@ export class BlockWatcher implements HeadSource {
   /** Nobody waits for these any more: once nothing is expected, the watcher stops asking. */
   release(hashes: readonly string[]): void {
     for (const hash of hashes) this.#expected.delete(hash.toLowerCase());
+  }
+
+  /** Whether `hash` is expected now: one the send queue is about to broadcast, or has. */
+  expects(hash: string): boolean {
+    return this.#expected.has(hash.toLowerCase());
   }
 
   /** Transactions expected now (for tests and metrics). */

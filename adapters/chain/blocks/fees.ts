@@ -160,8 +160,10 @@ export class FeeOracle {
   readonly #tipCacheMs: number;
   readonly #heads: HeadSource | undefined;
   readonly #times: BlockTimes | undefined;
-  #head: HeadRead | undefined;
+  #headRead: HeadRead | undefined;
   #tip: { at: number; value: Promise<bigint> } | undefined;
+  /** The state the last read answered (latest), without asking anything. */
+  #latest: ChainState | undefined;
   /** The chain's state at each block a trade was proven on beyond the reused head (readFrom), by number: a few recent ones. */
   readonly #blocks = new Map<number, Promise<ChainState>>();
 
@@ -175,8 +177,15 @@ export class FeeOracle {
 
   /** The chain's state, from a head read at most `cacheMs` ago (or now, when `fresh`). */
   async read(fresh = false): Promise<ChainState> {
-    const [block, priorityFee] = await Promise.all([this.#latest(fresh), this.#priorityFee()]);
-    return stateOf(block, priorityFee);
+    const [block, priorityFee] = await Promise.all([this.#head(fresh), this.#priorityFee()]);
+    const state = stateOf(block, priorityFee);
+    if (this.#latest === undefined || state.head.number >= this.#latest.head.number) this.#latest = state;
+    return state;
+  }
+
+  /** The state the last read answered, at no call (the wallet watch's price of gas); undefined before one. */
+  latest(): ChainState | undefined {
+    return this.#latest;
   }
 
   /**
@@ -218,11 +227,11 @@ export class FeeOracle {
     }
   }
 
-  #latest(fresh: boolean): Promise<HeadBlock | null> {
+  #head(fresh: boolean): Promise<HeadBlock | null> {
     const now = Date.now();
     const young = (at: number) => now - at <= this.#cacheMs;
     const watched = this.#heads?.lastHead();
-    const cached = this.#head;
+    const cached = this.#headRead;
     // The newer of the watcher's head and this oracle's own read, if young enough (and a header
     // with a base fee: a pushed one without it is not read here): by block number once both are
     // known, since either may come from a lagging node; while this oracle's read is on its way,
@@ -247,10 +256,10 @@ export class FeeOracle {
         this.#times?.record(entry.number, Number(read.timestamp));
       },
       () => {
-        if (this.#head === entry) this.#head = undefined; // a failed read is not reused
+        if (this.#headRead === entry) this.#headRead = undefined; // a failed read is not reused
       },
     );
-    this.#head = entry;
+    this.#headRead = entry;
     return block;
   }
 

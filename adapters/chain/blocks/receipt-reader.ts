@@ -25,6 +25,8 @@ export interface ReceiptReaderOptions {
   ring: Map<number, string>;
   /** Whether the lookup of `hash` (lower case) failed at an earlier look. */
   recheck: (hash: string) => boolean;
+  /** Told of every block whose receipts were all read (eth_getBlockReceipts), with them: the wallet watch's. */
+  onBlock?: ((block: { number: number; hash: string }, receipts: readonly RpcReceipt[]) => void) | undefined;
 }
 
 /** The receipts of the transactions a look still misses (see the file's comment). */
@@ -32,6 +34,7 @@ export class ReceiptReader {
   readonly #provider: JsonRpcApiProvider;
   readonly #ring: Map<number, string>;
   readonly #recheck: (hash: string) => boolean;
+  readonly #onBlock: ReceiptReaderOptions["onBlock"];
   /** Whether the node answers eth_getBlockReceipts; unknown until it is asked. */
   #blockReceipts: boolean | undefined;
   /** When it was found not to (head, ms): asked again after REPROBE_BLOCKS or REPROBE_MS. */
@@ -41,6 +44,7 @@ export class ReceiptReader {
     this.#provider = options.provider;
     this.#ring = options.ring;
     this.#recheck = options.recheck;
+    this.#onBlock = options.onBlock;
   }
 
   /**
@@ -86,6 +90,9 @@ export class ReceiptReader {
       return this.byTransaction(missing);
     const wanted = new Set(missing);
     const found = new Map<string, RpcReceipt>();
+    (answers as RpcReceipt[][]).forEach((receipts, i) => {
+      this.#onBlock?.({ number: head - blocks.length + 1 + i, hash: blocks[i]! }, receipts);
+    });
     for (const receipts of answers as RpcReceipt[][]) {
       for (const receipt of receipts) {
         const hash = receipt.transactionHash.toLowerCase();

@@ -20,7 +20,9 @@
  * calls a trade makes in one tick, and those of every trade arriving with it); calls made while
  * one is in flight wait for it and go in the next, so each is answered by a call sent after it
  * was made (never by an answer older than the call). At most `maxEntries` (64) a batch; identical
- * reads in a batch are asked once.
+ * reads in a batch are asked once. Reads that ride (`ride`: the wallet watch's balances) send
+ * nothing of their own: they wait for the next batch that goes out anyway, in the room it has
+ * left, or for `flushRiders`.
  *
  * What a batch cannot answer as an eth_call of its own would is asked on its own, exactly as
  * before this class: a read that fails (its error, and a feed whose access rule looks at the
@@ -115,6 +117,10 @@ export class CallBatcher {
   readonly #queue: Entry[] = [];
   /** The reads in the queue, by target and calldata: a second caller joins the first. */
   readonly #queuedReads = new Map<string, ReadEntry>();
+  /** Reads waiting for a batch that goes out anyway (ride), by target and calldata, in the order asked. */
+  readonly #riders = new Map<string, ReadEntry>();
+  /** flushRiders asked: the next batch goes out even with only riders in it. */
+  #forced = false;
   #timer: NodeJS.Timeout | undefined;
   #inFlight = false;
   /** The node takes no state overrides: every call is a plain eth_call. */
@@ -157,6 +163,36 @@ export class CallBatcher {
   }
 
   /**
+   * `readAt`, but sending nothing of its own: the read goes out with the next batch that goes out
+   * anyway (a trade's proof and reads), in the room it has left, or with `flushRiders`. Without
+   * batching (a node that takes no state overrides) it is a plain eth_call at once.
+   */
+  ride(to: string, data: string): Promise<ReadAnswer> {
+    if (this.#plain) return this.readAt(to, data);
+    return new Promise((resolve, reject) => {
+      const key = `${to}:${data}`.toLowerCase();
+      let entry = this.#riders.get(key);
+      if (entry === undefined) {
+        entry = { kind: "read", key, to, data, waiters: [] };
+        this.#riders.set(key, entry);
+      }
+      entry.waiters.push({ resolve, reject });
+    });
+  }
+
+  /** Reads waiting to ride (ride). */
+  get riders(): number {
+    return this.#riders.size;
+  }
+
+  /** Sends the riding reads now, in a batch of their own unless one is about to go out. */
+  flushRiders(): void {
+    if (this.#riders.size === 0) return;
+    this.#forced = true;
+    this.#schedule();
+  }
+
+  /**
    * Whether `from` calling `to` with `data`, in a transaction of gas limit `gasLimit`, succeeds at
    * the latest block, and what it returns: what an eth_call of it with `gas: gasLimit` says.
    * Rejects only when the node cannot be reached.
@@ -179,9 +215,24 @@ export class CallBatcher {
   }
 
   async #flush(): Promise<void> {
-    if (this.#queue.length === 0) return;
+    const forced = this.#forced;
+    this.#forced = false;
+    if (this.#queue.length === 0 && !(forced && this.#riders.size > 0)) return;
     const batch = this.#queue.splice(0, this.#maxEntries);
-    for (const entry of batch) if (entry.kind === "read") this.#queuedReads.delete(entry.key);
+    const reads = new Map<string, ReadEntry>();
+    for (const entry of batch) {
+      if (entry.kind !== "read") continue;
+      this.#queuedReads.delete(entry.key);
+      reads.set(entry.key, entry);
+    }
+    // The riders, in the room left: one the batch asks already joins it.
+    for (const [key, rider] of this.#riders) {
+      const same = reads.get(key);
+      if (same === undefined && batch.length >= this.#maxEntries) break;
+      this.#riders.delete(key);
+      if (same !== undefined) same.waiters.push(...rider.waiters);
+      else batch.push(rider);
+    }
     this.#inFlight = true;
     try {
       await this.#run(batch);
@@ -191,7 +242,7 @@ export class CallBatcher {
       this.#runAlone(batch);
     } finally {
       this.#inFlight = false;
-      if (this.#queue.length > 0) this.#schedule();
+      if (this.#queue.length > 0 || (this.#forced && this.#riders.size > 0)) this.#schedule();
     }
   }
 

@@ -76,6 +76,12 @@ export interface SendQueueOptions {
    * so it stops reading blocks for them. An accepted one is released by its waiter.
    */
   watcher?: { expect(hash: string): void; release(hashes: readonly string[]): void };
+  /**
+   * Why the wallet may not send now (its pause: a transaction the service never signed was mined
+   * from it), or undefined. Asked before a round takes the nonce and before each chunk is signed:
+   * a refused transaction is signed at no nonce, and its sender gets the error.
+   */
+  paused?: () => Error | undefined;
 }
 
 /** Transactions per request within a round (see #signAndSend). */
@@ -163,6 +169,8 @@ export class SendQueue {
       return Math.max(pending, (highest ?? -1) + 1, this.#floor);
     };
     this.#prune();
+    const paused = this.#opts.paused?.();
+    if (paused !== undefined) throw paused; // nothing signed, the nonce untouched
     const settle: Settle = (item, outcome) => {
       settled.add(item);
       if ("sent" in outcome) {
@@ -245,6 +253,13 @@ export class SendQueue {
         if (more.length === 0) break;
         round.push(...more);
         pending.push(...more);
+      }
+      const paused = this.#opts.paused?.();
+      if (paused !== undefined) {
+        // Paused in the middle of the round: what is not signed yet is refused, unsigned.
+        for (const item of pending.splice(0)) settle(item, { error: paused });
+        for (const item of this.#queue.splice(0)) settle(item, { error: paused });
+        break;
       }
       const { ready, again } = await prepare(
         this.#opts,

@@ -59,4 +59,6 @@ export interface TradeAdapterParts {
    * its margin); null: estimate the first trade of each kind and coin instead.
    */
   gasLimits: Record<TradeKind, bigint> | null;
+  /** Why a wallet may not trade now (its pause, the wallet watch's), or undefined: refused before anything is read. */
+  paused?: ((wallet: string) => Error | undefined) | undefined;
 }

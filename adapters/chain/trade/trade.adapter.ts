@@ -144,6 +144,9 @@ export class ChainTradeAdapter implements TradePort {
   async prove(order: TradeOrder): Promise<Proven> {
     const wallet = this.#parts.wallets.get(order.wallet.toLowerCase());
     if (!wallet) throw new UnknownWalletError(order.wallet);
+    // A paused wallet signs nothing (the send queue asks again as it signs): refused before any read.
+    const paused = this.#parts.paused?.(order.wallet);
+    if (paused !== undefined) throw paused;
     const { fees, feeds, calls, allowances } = this.#parts;
     try {
       let state = await fees.read();

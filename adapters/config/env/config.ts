@@ -3,7 +3,7 @@
  * The sections beside this file each build one part of it.
  */
 import type { AccessPolicy } from "../../../core/index.js";
-import type { FeedPolicy } from "../../chain/index.js";
+import type { FeedPolicy, WatchSettings } from "../../chain/index.js";
 import type { RateLimitOptions } from "../../transport/index.js";
 import type { WebhookEndpointConfig } from "../webhooks-file.js";
 
@@ -66,6 +66,11 @@ export interface AppConfig {
   };
   /** STUCK_AFTER_MS: a wallet's nonce unmined for longer makes /readyz answer 503. */
   stuckAfterMs: number;
+  /**
+   * The wallet watch: OUTSIDE_TX_POLICY (alert or pause), WATCH_INTERVAL_MS, and the thresholds
+   * WATCH_NATIVE_MIN, WATCH_<SYMBOL>_MIN and WATCH_RESERVES_<SYMBOL>_MIN (whole units).
+   */
+  watch: WatchSettings;
   /** CORS_ORIGINS: origins browsers may call from ("*" = any); empty = CORS off. */
   corsOrigins: string[];
   /** RATE_LIMIT_RPS and RATE_LIMIT_BURST per api key; AUTH_FAILURES_PER_MINUTE per client address. */

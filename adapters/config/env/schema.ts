@@ -95,6 +95,13 @@ const schema = z.object({
   MONITOR_INTERVAL_MS: optional(integer("MONITOR_INTERVAL_MS", 100, 60_000)).default(1_000),
   MONITOR_LEASE_MS: optional(integer("MONITOR_LEASE_MS", 1_000, 600_000)).default(15_000),
   STUCK_AFTER_MS: optional(integer("STUCK_AFTER_MS", 1_000, 86_400_000)).default(600_000),
+  OUTSIDE_TX_POLICY: optional(
+    z.enum(["alert", "pause"], {
+      error:
+        "OUTSIDE_TX_POLICY: must be alert (record and alarm) or pause (also stop the wallet's trades until an admin resumes it)",
+    }),
+  ).default("alert"),
+  WATCH_INTERVAL_MS: optional(integer("WATCH_INTERVAL_MS", 100, 600_000)).default(1_000),
   [FEED_SETTINGS.tokenUsd.maxAge]: optional(integer(FEED_SETTINGS.tokenUsd.maxAge, 1, MAX_FEED_AGE_S)),
   [FEED_SETTINGS.eurUsd.maxAge]: optional(integer(FEED_SETTINGS.eurUsd.maxAge, 1, MAX_FEED_AGE_S)).default(
     DEFAULT_FX_MAX_AGE_S,

@@ -14,6 +14,7 @@ import { MemoryNonces } from "./nonces.js";
 import { MemoryQuotes } from "./quotes.js";
 import { MemoryStore } from "./store.js";
 import { MemoryTrades } from "./trades.js";
+import { MemoryWatch } from "./watch.js";
 import { MemoryOutbox } from "./webhooks.js";
 
 export class MemoryJournal extends Journal {
@@ -25,6 +26,7 @@ export class MemoryJournal extends Journal {
     quotes: new MemoryQuotes(),
     webhooks: new MemoryOutbox(this.#store.events, this.#store.audit),
     audit: this.#store.audit,
+    watch: new MemoryWatch(this.#store),
     approvals: new MemoryApprovals(this.#store),
   };
 

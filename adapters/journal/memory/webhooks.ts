@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type {
   AuditEntry,
   TradeRecord,
+  WatchEvent,
   WebhookAttempt,
   WebhookDelivery,
   WebhookDeliveryPage,
@@ -23,6 +24,8 @@ import { ORPHANED_EVENT_ERROR } from "../webhook-events.js";
 import type { MemoryAudit } from "./audit.js";
 
 interface StoredEvent extends WebhookDelivery {
+  /** What an event about a wallet or the swap is about: its events go out in order, per scope; null for a trade's. */
+  subject: string | null;
   leaseHolder: string | null;
   leaseUntil: number;
   /** When it was delivered or failed (ms since the epoch); null while pending. */
@@ -39,6 +42,8 @@ export class MemoryEvents {
   readonly list: StoredEvent[] = [];
   /** By scope: each holder's registration, live until then (ms since the epoch). */
   readonly registrations = new Map<string, Map<string, number>>();
+  /** The registered scopes that get the events about the wallets and the swap: by scope, each holder's, live until then. */
+  readonly watchers = new Map<string, Map<string, number>>();
   #seq = 0;
 
   /** Whether some holder's registration of `scope` is live. */
@@ -50,19 +55,42 @@ export class MemoryEvents {
   /** Writes an event for `trade` (already changed) when a live registration holds its scope. */
   emit(trade: TradeRecord, type: WebhookEventType): void {
     if (!this.registered(trade.scope)) return;
+    this.#push(
+      { scope: trade.scope, tradeId: trade.id, subject: null, type, trade: structuredClone(trade), data: null },
+      trade.updatedAt,
+    );
+  }
+
+  /** Writes `event` once for each scope a live registration marks a watcher. */
+  emitWatch(event: WatchEvent): void {
+    const now = Date.now();
+    for (const [scope, holders] of this.watchers) {
+      if (![...holders.values()].some((until) => until > now)) continue;
+      this.#push(
+        {
+          scope,
+          tradeId: null,
+          subject: event.subject,
+          type: event.type,
+          trade: null,
+          data: structuredClone(event.data),
+        },
+        event.at,
+      );
+    }
+  }
+
+  #push(event: Pick<StoredEvent, "scope" | "tradeId" | "subject" | "type" | "trade" | "data">, at: Date): void {
     this.#seq += 1;
     this.list.push({
       seq: this.#seq,
       id: webhookEventId(),
-      scope: trade.scope,
-      tradeId: trade.id,
-      type,
-      trade: structuredClone(trade),
-      createdAt: trade.updatedAt,
+      ...event,
+      createdAt: at,
       status: "pending",
       attempts: 0,
-      nextAttemptAt: trade.updatedAt,
-      windowStart: trade.updatedAt,
+      nextAttemptAt: at,
+      windowStart: at,
       history: [],
       leaseHolder: null,
       leaseUntil: 0,
@@ -80,19 +108,16 @@ export class MemoryOutbox implements WebhookOutbox {
     this.#audit = audit;
   }
 
-  async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+  async registerWebhookScopes(
+    holder: string,
+    scopes: readonly string[],
+    ttlMs: number,
+    watchers: readonly string[] = [],
+  ): Promise<void> {
     const now = Date.now();
-    const kept = new Set(scopes);
-    for (const [scope, holders] of this.#events.registrations) {
-      for (const [other, until] of holders)
-        if (other === holder ? !kept.has(scope) : until <= now) holders.delete(other);
-      if (holders.size === 0) this.#events.registrations.delete(scope);
-    }
-    for (const scope of scopes) {
-      const holders = this.#events.registrations.get(scope) ?? new Map<string, number>();
-      holders.set(holder, now + ttlMs);
-      this.#events.registrations.set(scope, holders);
-    }
+    const watching = new Set(watchers.filter((scope) => scopes.includes(scope)));
+    register(this.#events.registrations, holder, new Set(scopes), now, ttlMs);
+    register(this.#events.watchers, holder, watching, now, ttlMs);
   }
 
   async failOrphanedWebhookEvents(windowStartBefore: Date, limit: number): Promise<number> {
@@ -122,8 +147,11 @@ export class MemoryOutbox implements WebhookOutbox {
   ): Promise<WebhookEvent[]> {
     const now = Date.now();
     const heads = new Map<string, StoredEvent>();
-    for (const event of this.#events.list)
-      if (event.status === "pending" && !heads.has(event.tradeId)) heads.set(event.tradeId, event);
+    for (const event of this.#events.list) {
+      // One trade's events in order; and one watched subject's, per scope.
+      const stream = event.tradeId ?? `${event.scope}|${event.subject}`;
+      if (event.status === "pending" && !heads.has(stream)) heads.set(stream, event);
+    }
     const taken = new Map<string, number>();
     const claimed: WebhookEvent[] = [];
     for (const event of [...heads.values()].sort((a, b) => a.seq - b.seq)) {
@@ -203,7 +231,37 @@ export class MemoryOutbox implements WebhookOutbox {
   }
 }
 
+/**
+ * `holder`'s registrations in `registrations` made those of `scopes`, live for `ttlMs` from `now`;
+ * its others dropped, and others' lapsed ones forgotten.
+ */
+function register(
+  registrations: Map<string, Map<string, number>>,
+  holder: string,
+  scopes: ReadonlySet<string>,
+  now: number,
+  ttlMs: number,
+): void {
+  for (const [scope, holders] of registrations) {
+    for (const [other, until] of holders)
+      if (other === holder ? !scopes.has(scope) : until <= now) holders.delete(other);
+    if (holders.size === 0) registrations.delete(scope);
+  }
+  for (const scope of scopes) {
+    const holders = registrations.get(scope) ?? new Map<string, number>();
+    holders.set(holder, now + ttlMs);
+    registrations.set(scope, holders);
+  }
+}
+
 function view(event: StoredEvent, withHistory: boolean): WebhookEvent | WebhookDelivery {
-  const { leaseHolder: _holder, leaseUntil: _until, finishedAt: _finished, history, ...rest } = event;
+  const {
+    leaseHolder: _holder,
+    leaseUntil: _until,
+    finishedAt: _finished,
+    subject: _subject,
+    history,
+    ...rest
+  } = event;
   return structuredClone(withHistory ? { ...rest, history } : rest);
 }

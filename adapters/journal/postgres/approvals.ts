@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL journal's approvals (ApprovalJournal): migration 13, which gives the trades the
+ * The PostgreSQL journal's approvals (ApprovalJournal): migration 15, which gives the trades the
  * approvals' states and columns, and the changes of a held trade, each in a transaction whose last
  * statement appends its audit record (audit_append holds the chain's head until the commit, so
  * nothing after it waits for another lock). A decision locks the trade's row first: of two

@@ -24,6 +24,7 @@ import { PostgresNonces } from "./nonces.js";
 import { PostgresQuotes } from "./quotes.js";
 import { openPools, type PostgresPools } from "./store.js";
 import { PostgresTrades } from "./trades.js";
+import { PostgresWatch } from "./watch.js";
 import { PostgresOutbox } from "./webhooks.js";
 
 export interface PostgresJournalOptions {
@@ -61,6 +62,7 @@ export class PostgresJournal extends Journal {
     quotes: PostgresQuotes;
     webhooks: PostgresOutbox;
     audit: PostgresAudit;
+    watch: PostgresWatch;
     approvals: PostgresApprovals;
   };
   readonly #pool: pg.Pool;
@@ -82,6 +84,7 @@ export class PostgresJournal extends Journal {
       quotes: new PostgresQuotes(pool),
       webhooks: new PostgresOutbox(pool),
       audit: new PostgresAudit(pool),
+      watch: new PostgresWatch(pool),
       approvals: new PostgresApprovals(pool, { name: instance, leaseMs }, (id) => trades.get(id)),
     };
     this.#pool = pool;

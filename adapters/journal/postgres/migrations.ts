@@ -12,6 +12,7 @@ import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
 import { SPEND_PAID_MIGRATION } from "./spend-paid.js";
 import { SPENDING_MIGRATION } from "./spending.js";
+import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -153,6 +154,9 @@ export const MIGRATIONS = [
   // 15: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
   // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
   APPROVALS_MIGRATION,
+  // 16: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // outside transactions, the paused wallets and the alarms.
+  WATCH_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -38,7 +38,7 @@ export interface Row {
   deadline: string | null;
   receipt: TransactionReceipt | null; // json arrives parsed, keys in stored order
   error: TradeRecord["error"];
-  /** json, parsed; null on a trade never held (and absent from a row read before migration 13's columns). */
+  /** json, parsed; null on a trade never held (and absent from a row read before migration 15's columns). */
   approval?: TradeApproval | null;
   created_at: Date;
   updated_at: Date;

@@ -15,7 +15,6 @@ import type {
   WebhookDeliveryPage,
   WebhookDeliveryQuery,
   WebhookEvent,
-  WebhookEventType,
   WebhookOutbox,
   WebhookOutboxStats,
   WebhookScopes,
@@ -29,7 +28,7 @@ const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
 /**
  * The trigger's function: an event when a trade changes, if `written` (a query on the trade's
  * scope) finds a row; the same rule as webhookEventType (webhook-events.ts). With `approvals`
- * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
+ * (migration 15), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
 const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, approvals = false) =>
   `${create} FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -125,7 +124,7 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    )}
    DROP TABLE webhook_scopes;`;
 
-/** The webhook function of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+/** The webhook function of migration 15 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
 export const APPROVALS_EVENT_FUNCTION = eventFunction(
   "CREATE OR REPLACE",
   "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",
@@ -146,9 +145,10 @@ interface EventRow {
   seq: string;
   id: string;
   scope: string;
-  trade_id: string;
-  type: WebhookEventType;
-  trade: TradeSnapshot;
+  trade_id: string | null;
+  type: WebhookEvent["type"];
+  trade: TradeSnapshot | null;
+  data: WebhookEvent["data"];
   created_at: Date;
   status: WebhookEvent["status"];
   attempts: number;
@@ -167,16 +167,22 @@ export class PostgresOutbox implements WebhookOutbox {
    * One statement: `holder`'s scopes upserted, its other ones dropped, and others' lapsed ones
    * forgotten (each row touched by one of the three only).
    */
-  async registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+  async registerWebhookScopes(
+    holder: string,
+    scopes: readonly string[],
+    ttlMs: number,
+    watchers: readonly string[] = [],
+  ): Promise<void> {
     await this.#pool.query(
       `WITH renewed AS (
-         INSERT INTO webhook_registrations (scope, holder, expires_at)
-         SELECT unnest($2::text[]), $1, clock_timestamp() + make_interval(secs => $3 / 1000.0)
-         ON CONFLICT (scope, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
+         INSERT INTO webhook_registrations (scope, holder, expires_at, watcher)
+         SELECT s, $1, clock_timestamp() + make_interval(secs => $3 / 1000.0), s = ANY($4::text[])
+         FROM unnest($2::text[]) AS s
+         ON CONFLICT (scope, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at, watcher = EXCLUDED.watcher
        ),
        dropped AS (DELETE FROM webhook_registrations WHERE holder = $1 AND NOT (scope = ANY($2)))
        DELETE FROM webhook_registrations WHERE holder <> $1 AND expires_at <= clock_timestamp()`,
-      [holder, scopes, ttlMs],
+      [holder, scopes, ttlMs, watchers],
     );
   }
 
@@ -200,6 +206,8 @@ export class PostgresOutbox implements WebhookOutbox {
            WHERE e.scope = wanted.scope AND e.status = 'pending' AND e.next_attempt_at <= clock_timestamp()
            AND (e.lease_until IS NULL OR e.lease_until <= clock_timestamp())
            AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+           AND NOT EXISTS (SELECT 1 FROM webhook_events q WHERE q.subject = e.subject AND q.scope = e.scope
+             AND q.status = 'pending' AND q.seq < e.seq)
            ORDER BY e.seq LIMIT wanted.n
            FOR UPDATE SKIP LOCKED
          ) d
@@ -350,7 +358,8 @@ function toEvent(row: EventRow): WebhookEvent {
     scope: row.scope,
     tradeId: row.trade_id,
     type: row.type,
-    trade: snapshotToRecord(row.trade),
+    trade: row.trade === null ? null : snapshotToRecord(row.trade),
+    data: row.data ?? null,
     createdAt: row.created_at,
     status: row.status,
     attempts: row.attempts,

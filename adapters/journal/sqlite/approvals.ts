@@ -1,5 +1,5 @@
 /**
- * The SQLite journal's approvals (ApprovalJournal): migration 13, which gives the trades the
+ * The SQLite journal's approvals (ApprovalJournal): migration 14, which gives the trades the
  * approvals' states and columns, and the changes of a held trade, each with its audit record in
  * one savepoint of the group commit (store.write(run, true)).
  */
@@ -31,12 +31,12 @@ import { spendsTriggers } from "./spending.js";
 import type { SqliteStore } from "./store.js";
 import { APPROVALS_EVENT_TRIGGER } from "./webhooks.js";
 
-/** The columns of `trades` before migration 13, in their order. */
+/** The columns of `trades` before migration 14, in their order. */
 const COLUMNS_BEFORE = `id, scope, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx,
    deadline, receipt, error, created_at, updated_at, amount_in, amount_out, gas_wei, native_usd, gas_usd, key_name`;
 
 /**
- * Migration 13: the approvals. SQLite cannot change a CHECK constraint, so `trades` is rebuilt
+ * Migration 14: the approvals. SQLite cannot change a CHECK constraint, so `trades` is rebuilt
  * with the new states and two columns (the approval, and when a held one expires, for the sweep's
  * index), its indexes made again (and one of the held trades in the history's order, for the
  * approvers' list), and its triggers: the webhook events (the approvals' own, the

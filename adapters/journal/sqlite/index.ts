@@ -25,6 +25,7 @@ import { SqliteNonces } from "./nonces.js";
 import { SqliteQuotes } from "./quotes.js";
 import { SqliteStore } from "./store.js";
 import { SqliteTrades } from "./trades.js";
+import { SqliteWatch } from "./watch.js";
 import { SqliteOutbox } from "./webhooks.js";
 
 export interface SqliteJournalOptions {
@@ -69,6 +70,7 @@ export class SqliteJournal extends Journal {
     quotes: SqliteQuotes;
     webhooks: SqliteOutbox;
     audit: SqliteAudit;
+    watch: SqliteWatch;
     approvals: SqliteApprovals;
   };
   readonly #store: SqliteStore;
@@ -86,6 +88,7 @@ export class SqliteJournal extends Journal {
       quotes: new SqliteQuotes(store),
       webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),
       audit,
+      watch: new SqliteWatch(store, audit),
       approvals: new SqliteApprovals(store, audit, (id) => trades.get(id)),
     };
   }

@@ -9,6 +9,7 @@ import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
+import { WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
@@ -154,6 +155,9 @@ export const MIGRATIONS = [
   // 14: the approvals (approvals.ts): the held, approved and rejected states, each held trade's
   // approval, the webhook events of the approvals, and a held or approved trade keeping its room.
   APPROVALS_MIGRATION,
+  // 15: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
+  // outside transactions, the paused wallets and the alarms.
+  WATCH_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -14,7 +14,6 @@ import type {
   WebhookDeliveryPage,
   WebhookDeliveryQuery,
   WebhookEvent,
-  WebhookEventType,
   WebhookOutbox,
   WebhookOutboxStats,
   WebhookScopes,
@@ -30,7 +29,7 @@ const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.w
 /**
  * The trigger that writes an event when a trade changes, if `written` (a query on the trade's
  * scope) finds a row: the same rule as webhookEventType (webhook-events.ts). With `approvals`
- * (migration 13), the approvals' events too, and the trade's approval and key name in the snapshot.
+ * (migration 14), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
 const eventTrigger = (
   written: string,
@@ -113,7 +112,7 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
    ${eventTrigger("SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000")}
    DROP TABLE webhook_scopes;`;
 
-/** The webhook trigger of migration 13 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
+/** The webhook trigger of migration 14 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
 export const APPROVALS_EVENT_TRIGGER = eventTrigger(
   "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
   true,
@@ -135,8 +134,8 @@ type Row = Record<string, SQLOutputValue>;
 function statements(db: DatabaseSync) {
   return {
     register: db.prepare(
-      `INSERT INTO webhook_registrations (scope, holder, expires_at) VALUES (?, ?, ?)
-       ON CONFLICT (scope, holder) DO UPDATE SET expires_at = excluded.expires_at`,
+      `INSERT INTO webhook_registrations (scope, holder, expires_at, watcher) VALUES (?, ?, ?, ?)
+       ON CONFLICT (scope, holder) DO UPDATE SET expires_at = excluded.expires_at, watcher = excluded.watcher`,
     ),
     registrationsOf: db.prepare("SELECT scope FROM webhook_registrations WHERE holder = ?"),
     unregister: db.prepare("DELETE FROM webhook_registrations WHERE scope = ? AND holder = ?"),
@@ -151,12 +150,14 @@ function statements(db: DatabaseSync) {
       `UPDATE webhook_events SET status = 'failed', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL,
        finished_at = ? WHERE id = ?`,
     ),
-    // Of one scope, for each trade only its oldest pending event: one trade's events go out in order.
+    // Of one scope, for each trade (and each watched subject) only its oldest pending event: they go out in order.
     due: db.prepare(
       `SELECT e.* FROM webhook_events e
        WHERE e.scope = ? AND e.status = 'pending' AND e.next_attempt_at <= ?
        AND (e.lease_until IS NULL OR e.lease_until <= ?)
        AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.trade_id = e.trade_id AND p.status = 'pending' AND p.seq < e.seq)
+       AND NOT EXISTS (SELECT 1 FROM webhook_events q WHERE q.subject = e.subject AND q.scope = e.scope
+         AND q.status = 'pending' AND q.seq < e.seq)
        ORDER BY e.seq LIMIT ?`,
     ),
     lease: db.prepare("UPDATE webhook_events SET lease_holder = ?, lease_until = ? WHERE seq = ?"),
@@ -205,11 +206,17 @@ export class SqliteOutbox implements WebhookOutbox {
     return this.#sql;
   }
 
-  registerWebhookScopes(holder: string, scopes: readonly string[], ttlMs: number): Promise<void> {
+  registerWebhookScopes(
+    holder: string,
+    scopes: readonly string[],
+    ttlMs: number,
+    watchers: readonly string[] = [],
+  ): Promise<void> {
     return this.#write(() => {
       const sql = this.#statements;
       const now = Date.now();
-      for (const scope of scopes) sql.register.run(scope, holder, now + ttlMs);
+      const watching = new Set(watchers);
+      for (const scope of scopes) sql.register.run(scope, holder, now + ttlMs, watching.has(scope) ? 1 : 0);
       const kept = new Set(scopes);
       for (const row of sql.registrationsOf.all(holder))
         if (!kept.has(row.scope as string)) sql.unregister.run(row.scope as string, holder);
@@ -327,9 +334,10 @@ function toEvent(row: Row): WebhookEvent {
     seq: Number(row.seq),
     id: row.id as string,
     scope: row.scope as string,
-    tradeId: row.trade_id as string,
-    type: row.type as WebhookEventType,
-    trade: snapshotToRecord(JSON.parse(row.trade as string) as TradeSnapshot),
+    tradeId: row.trade_id as string | null,
+    type: row.type as WebhookEvent["type"],
+    trade: row.trade === null ? null : snapshotToRecord(JSON.parse(row.trade as string) as TradeSnapshot),
+    data: row.data === null || row.data === undefined ? null : (JSON.parse(row.data as string) as WebhookEvent["data"]),
     createdAt: new Date(Number(row.created_at)),
     status: row.status as WebhookEvent["status"],
     attempts: Number(row.attempts),

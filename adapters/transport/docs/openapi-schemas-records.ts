@@ -3,6 +3,7 @@
  * receipt and its logs, the trade as the journal has it, the webhook event and deliveries, and the
  * trade history's page and summary.
  */
+import { WATCH_EVENT_ENUM } from "./openapi-paths-wallets.js";
 import { ADDRESS, HASH, HEX, ref } from "./openapi-shared.js";
 
 export const RECORD_SCHEMAS = {
@@ -94,10 +95,15 @@ export const RECORD_SCHEMAS = {
           "trade.pending_approval",
           "trade.approved",
           "trade.rejected",
+          ...WATCH_EVENT_ENUM,
         ],
       },
       timestamp: { type: "string", format: "date-time", description: "When the change happened." },
-      data: { ...ref("Trade"), description: "The trade right after the change (confirmations: null)." },
+      data: {
+        oneOf: [ref("Trade"), ref("WatchEventData")],
+        description:
+          "A trade's event: the trade right after the change (confirmations: null). An event about a wallet or the swap: its state.",
+      },
     },
   },
   WebhookDelivery: {
@@ -107,7 +113,7 @@ export const RECORD_SCHEMAS = {
     properties: {
       id: { type: "string", description: "The webhook-id every attempt carried." },
       type: { type: "string" },
-      tradeId: { type: "string" },
+      tradeId: { type: ["string", "null"], description: "Null for an event about a wallet or the swap." },
       transactionHash: { oneOf: [HASH, { type: "null" }] },
       status: { enum: ["pending", "delivered", "failed"] },
       createdAt: { type: "string", format: "date-time" },

@@ -10,6 +10,7 @@ import { APPROVAL_PATHS, APPROVAL_SCHEMAS } from "./openapi-paths-approvals.js";
 import { AUDIT_PATHS, AUDIT_SCHEMAS } from "./openapi-paths-audit.js";
 import { PROBE_PATHS } from "./openapi-paths-probes.js";
 import { TRADE_PATHS } from "./openapi-paths-trades.js";
+import { WALLET_PATHS, WALLET_SCHEMAS } from "./openapi-paths-wallets.js";
 import { WEBHOOK_PATHS, WEBHOOKS } from "./openapi-paths-webhooks.js";
 import { CALL_SCHEMAS } from "./openapi-schemas-calls.js";
 import { RECORD_SCHEMAS } from "./openapi-schemas-records.js";
@@ -31,10 +32,11 @@ export const OPENAPI_DOCUMENT = {
     { name: "Approvals" },
     { name: "Webhooks" },
     { name: "Audit" },
+    { name: "Wallets" },
     { name: "Probes" },
   ],
   webhooks: WEBHOOKS,
-  paths: { ...TRADE_PATHS, ...APPROVAL_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...PROBE_PATHS },
+  paths: { ...TRADE_PATHS, ...APPROVAL_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...WALLET_PATHS, ...PROBE_PATHS },
   components: {
     securitySchemes: {
       api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." },
@@ -57,7 +59,7 @@ export const OPENAPI_DOCUMENT = {
         schema: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
       },
     },
-    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...APPROVAL_SCHEMAS },
+    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...APPROVAL_SCHEMAS, ...WALLET_SCHEMAS },
   },
 } as const;
 

@@ -1,7 +1,7 @@
 /**
  * The JSON routes' table: each route of docs/SPEC.md, and the probes, as a method, whether it
  * takes a key and a JSON body, and what it does with the use cases; the routes by path, the
- * route of a parameterised path (two are), and the label the request metrics give a path.
+ * route of a parameterised path (three are), and the label the request metrics give a path.
  * json-routes.ts answers with it.
  */
 import { Code } from "@connectrpc/connect";
@@ -29,6 +29,9 @@ const DECISIONS = ["/approve", "/reject"] as const;
 /** POST /api/v1/webhooks/deliveries/{id}/retry. */
 const DELIVERIES_PREFIX = "/api/v1/webhooks/deliveries/";
 const RETRY_SUFFIX = "/retry";
+/** POST /api/v1/wallets/{address}/resume. */
+const WALLETS_PREFIX = "/api/v1/wallets/";
+const RESUME_SUFFIX = "/resume";
 
 /**
  * A route's answer: `body` as JSON, or `json` when the handler has the text already, or `text`
@@ -110,6 +113,17 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     }),
   };
 
+  /** POST /api/v1/wallets/{address}/resume: a paused exchange wallet trades again, for an admin. */
+  const resumeWallet: Route = {
+    method: "POST",
+    authenticated: true,
+    jsonBody: false,
+    handle: async (_req, _body, key, address) => ({
+      status: 200,
+      body: await useCases.resumeWallet(address, callerOf(key)),
+    }),
+  };
+
   const decisions = new Map(
     DECISIONS.map((suffix) => [
       suffix,
@@ -120,6 +134,12 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     for (const [suffix, route] of decisions)
       if (path.startsWith(TRADES_PREFIX) && path.endsWith(suffix) && path.length > TRADES_PREFIX.length + suffix.length)
         return { route, param: path.slice(TRADES_PREFIX.length, -suffix.length) };
+    if (
+      path.startsWith(WALLETS_PREFIX) &&
+      path.endsWith(RESUME_SUFFIX) &&
+      path.length > WALLETS_PREFIX.length + RESUME_SUFFIX.length
+    )
+      return { route: resumeWallet, param: path.slice(WALLETS_PREFIX.length, -RESUME_SUFFIX.length) };
     if (
       path.startsWith(DELIVERIES_PREFIX) &&
       path.endsWith(RETRY_SUFFIX) &&
@@ -138,6 +158,7 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     const route = paramRoute(path)?.route;
     if (route === retryDelivery) return `${DELIVERIES_PREFIX}{id}${RETRY_SUFFIX}`;
     for (const [suffix, decision] of decisions) if (route === decision) return `${TRADES_PREFIX}{id}${suffix}`;
+    if (route === resumeWallet) return `${WALLETS_PREFIX}{address}${RESUME_SUFFIX}`;
     return route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
   return { routes, paramRoute, label };

@@ -66,6 +66,10 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   approval_interrupted: Code.Aborted,
   // An approver rejected it: final, nothing paid (HTTP 409).
   trade_rejected: Code.FailedPrecondition,
+  // The wallet is paused after a transaction the service never signed (OUTSIDE_TX_POLICY=pause): nothing sent; an admin resumes it.
+  wallet_paused: Code.Unavailable,
+  // A resume asked for a wallet that is not paused (HTTP 409).
+  wallet_not_paused: Code.FailedPrecondition,
 };
 
 /**
@@ -78,6 +82,7 @@ export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number
   quote_expired: 410,
   quote_mismatch: 422,
   webhook_delivery_not_failed: 409,
+  wallet_not_paused: 409,
   approval_expired: 410,
   trade_rejected: 409,
 };

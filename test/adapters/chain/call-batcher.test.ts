@@ -149,6 +149,37 @@ describe("the call batcher", function () {
       }
     });
 
+    it("sends riding reads with the next batch that goes out anyway, or alone when flushed, a wallet's native balance among them", async function () {
+      const { provider, addresses, exchange } = await chain();
+      const batcher = new CallBatcher({ provider });
+      const recorder = recordCalls(provider);
+      const simulator = new Interface(callSimulatorAbi);
+      try {
+        const [tokenRead, other] = balanceReads(addresses.token, 2);
+        const native = batcher.ride(SIMULATOR_ADDRESS, simulator.encodeFunctionData("nativeBalance", [exchange]));
+        const riding = batcher.ride(tokenRead!.to, tokenRead!.data);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(recorder.ethCalls().batched).to.equal(0); // riders send nothing of their own
+        expect(batcher.riders).to.equal(2);
+        // A trade's read goes out: the riders with it, one joining the same read.
+        const [read] = await Promise.all([batcher.readAt(tokenRead!.to, tokenRead!.data), riding, native]);
+        expect(recorder.ethCalls().batched).to.equal(1);
+        const carried = callsCarried("eth_call", recorder.calls.find((call) => call.method === "eth_call")!.params);
+        expect(carried).to.have.length(2);
+        const [balance] = simulator.decodeFunctionResult("nativeBalance", (await native).data);
+        expect(balance).to.equal(await provider.getBalance(exchange));
+        expect((await native).block).to.equal(read.block);
+        expect(batcher.riders).to.equal(0);
+        // Nothing else goes out: a flush sends the rider alone.
+        const alone = batcher.ride(other!.to, other!.data);
+        batcher.flushRiders();
+        expect((await alone).data).to.equal(`0x${"0".repeat(64)}`);
+        expect(recorder.ethCalls()).to.deep.equal({ batched: 2, plain: 0 });
+      } finally {
+        recorder.restore();
+      }
+    });
+
     it("holds at most maxEntries calls in one eth_call", async function () {
       const { provider, addresses } = await chain();
       const batcher = new CallBatcher({ provider, maxEntries: 8 });

@@ -21,6 +21,7 @@ import { describeAuditContract } from "./audit.contract.js";
 import { describeQuoteContract } from "./quote.contract.js";
 import { describeSpendingContract } from "./spending.contract.js";
 import { describeTransitionContract } from "./transitions.contract.js";
+import { describeWatchContract } from "./watch.contract.js";
 import { describeWebhookContract } from "./webhook.contract.js";
 
 export interface JournalStorage {
@@ -216,6 +217,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
     describeTransitionContract({ journal: () => journal });
     describeSpendingContract({ journal: () => journal, peer });
     describeAuditContract({ journal: () => journal, peer });
+    describeWatchContract({ journal: () => journal, peer });
 
     describe("when a trade is opened", function () {
       it("records it as accepted, with a fresh UUID and dates", async function () {

@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 
 import { openJournal, openSqliteJournal } from "../../../adapters/journal/index.js";
 import { MIGRATIONS } from "../../../adapters/journal/sqlite/migrations.js";
+import { newApproval } from "../../../core/index.js";
 import { attemptedEvents } from "../../helpers/webhook-trades.js";
 import { describeJournalContract } from "./journal.contract.js";
 
@@ -175,6 +176,117 @@ describe("the SQLite trade journal file", function () {
       expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'webhook_scopes'").all()).to.deep.equal([]);
     } finally {
       after.close();
+    }
+  });
+
+  it("migrates a journal with the audit log (version 12): trades' events kept in order, events without a trade from then on", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (const [i, migration] of MIGRATIONS.slice(0, 12).entries()) {
+      old.exec(migration);
+      old.prepare("INSERT INTO schema_version VALUES (?, 0)").run(i + 1);
+    }
+    // Two events the trigger wrote (their trade's snapshot as it writes it).
+    const snapshot = JSON.stringify({
+      id: "t1",
+      scope: "s",
+      requestHash: "h",
+      kind: "sell",
+      request: {},
+      status: "submitted",
+      wallet: null,
+      nonce: null,
+      deadline: null,
+      txHash: null,
+      broadcasts: [],
+      receipt: null,
+      error: null,
+      createdAt: 1,
+      updatedAt: 3,
+    });
+    const insert = old.prepare(
+      `INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+       VALUES (?, 's', ?, 'trade.submitted', ?, 3, 3, 3)`,
+    );
+    insert.run(`msg_${"1".repeat(32)}`, "t1", snapshot);
+    insert.run(`msg_${"2".repeat(32)}`, "t2", snapshot.replace('"t1"', '"t2"'));
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      await journal.registerWebhookScopes("process-a", ["s"], 60_000, ["s"]);
+      await journal.setWatchAlarm("wallet:native", true, {
+        type: "wallet.balance_low",
+        subject: "0xab",
+        data: { asset: "native" },
+        at: new Date(),
+      });
+      const { deliveries } = await journal.listWebhookDeliveries({ scopes: ["s"], limit: 10 });
+      expect(deliveries.map((d) => [d.seq, d.tradeId, d.type])).to.deep.equal([
+        [3, null, "wallet.balance_low"],
+        [2, "t2", "trade.submitted"],
+        [1, "t1", "trade.submitted"],
+      ]);
+    } finally {
+      await journal.close();
+    }
+  });
+
+  it("migrates a journal with the approvals (version 14): held trades' events kept, and still written with their approval", async function () {
+    const path = join(dataDir, "journal.sqlite");
+    const old = new DatabaseSync(path);
+    old.exec("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    for (const [i, migration] of MIGRATIONS.slice(0, 14).entries()) {
+      old.exec(migration);
+      old.prepare("INSERT INTO schema_version VALUES (?, 0)").run(i + 1);
+    }
+    const rule = { name: "large payouts", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
+    const approval = JSON.stringify(newApproval([rule], Date.now()));
+    // A trade held before the upgrade: the approvals' trigger wrote its event (the spends' recount
+    // trigger calls spend_add, which a journal's connection defines: the same sum here).
+    old.function("spend_add", (a, b) => (BigInt(String(a)) + BigInt(String(b))).toString());
+    old
+      .prepare("INSERT INTO webhook_registrations (scope, holder, expires_at) VALUES ('s', 'old', ?)")
+      .run(Date.now() + 60_000);
+    old.exec(`INSERT INTO trades (id, scope, request_hash, kind, request, status, created_at, updated_at) VALUES
+        ('t1', 's', 'h', 'sell', '{}', 'accepted', 1, 2)`);
+    old
+      .prepare("UPDATE trades SET status = 'pending_approval', approval = ?, updated_at = 3 WHERE id = 't1'")
+      .run(approval);
+    old.close();
+
+    const journal = await openSqliteJournal(path);
+    try {
+      await journal.decideApproval("t1", "reject", { by: "risk-1", at: new Date().toISOString(), reason: "no" });
+      const { deliveries } = await journal.listWebhookDeliveries({ scopes: ["s"], limit: 10 });
+      expect(deliveries.map((d) => [d.tradeId, d.type])).to.deep.equal([
+        ["t1", "trade.rejected"],
+        ["t1", "trade.pending_approval"],
+      ]);
+      // One trade's events are claimed one at a time, in order: each with the trade's approval.
+      const claimed: [string, unknown][] = [];
+      for (let round = 0; round < 2; round++)
+        for (const event of await journal.claimWebhookEvents("process-a", new Map([["s", 10]]), 60_000)) {
+          claimed.push([event.type, event.trade?.approval?.rejection?.by ?? event.trade?.approval?.rules]);
+          await journal.recordWebhookAttempt(
+            event.id,
+            "process-a",
+            { at: new Date(), statusCode: 204, error: null },
+            {
+              status: "delivered",
+            },
+          );
+        }
+      expect(claimed).to.deep.equal([
+        ["trade.pending_approval", ["large payouts"]],
+        ["trade.rejected", "risk-1"],
+      ]);
+      const rejected = (await journal.get("t1"))!;
+      expect(rejected.status).to.equal("rejected");
+      expect(rejected.approval?.rejection?.by).to.equal("risk-1");
+    } finally {
+      await journal.close();
     }
   });
 

@@ -61,10 +61,10 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
       expect(view(written[0]!.trade)).to.deep.equal(view(submitted));
       expect(view(written[1]!.trade)).to.deep.equal(view(replaced));
-      expect(written[1]!.trade.broadcasts.map((b) => b.hash)).to.deep.equal([trade.txHash, hash]);
+      expect(written[1]!.trade!.broadcasts.map((b) => b.hash)).to.deep.equal([trade.txHash, hash]);
       expect(view(written[3]!.trade)).to.deep.equal(view(reorged));
       expect(view(written[4]!.trade)).to.deep.equal(view(confirmed));
-      expect(written[4]!.trade.receipt).to.deep.equal(receiptFor(hash, 43));
+      expect(written[4]!.trade!.receipt).to.deep.equal(receiptFor(hash, 43));
       for (const e of written) {
         expect(e).to.include({ scope: WEBHOOK_SCOPE, tradeId: trade.id, status: "pending", attempts: 0 });
         expect(e.id).to.match(/^msg_[0-9a-f]{32}$/);
@@ -92,7 +92,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [failed.id, "trade.failed"],
         [expired.id, "trade.expired"],
       ]);
-      expect(written[1]!.trade.error).to.deep.equal({ code: "trade_expired", message: "expired" });
+      expect(written[1]!.trade!.error).to.deep.equal({ code: "trade_expired", message: "expired" });
     });
 
     it("tells a trade held, approved (naming its approvers once it has them all) and another rejected, naming the approver", async function () {
@@ -135,13 +135,13 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [rejected, "trade.pending_approval"],
         [rejected, "trade.rejected"],
       ]);
-      expect(written[0]!.trade.approval?.rules).to.deep.equal(["large payouts"]);
-      expect(written[1]!.trade.approval?.approvals.map((a) => [a.by, a.reason])).to.deep.equal([
+      expect(written[0]!.trade!.approval?.rules).to.deep.equal(["large payouts"]);
+      expect(written[1]!.trade!.approval?.approvals.map((a) => [a.by, a.reason])).to.deep.equal([
         ["risk-1", "risk-1 says so"],
         ["risk-2", "risk-2 says so"],
       ]);
-      expect(written[3]!.trade.approval?.rejection?.by).to.equal("risk-3");
-      expect(written[3]!.trade.error?.code).to.equal("trade_rejected");
+      expect(written[3]!.trade!.approval?.rejection?.by).to.equal("risk-3");
+      expect(written[3]!.trade!.error?.code).to.equal("trade_rejected");
       const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
       expect(view(written[3]!.trade)).to.deep.equal(view(await journal.get(rejected)));
     });
@@ -236,7 +236,7 @@ export function describeWebhookContract(context: WebhookContractContext): void {
         [first, "trade.submitted"],
         [second, "trade.submitted"],
       ]);
-      expect(claimed[0]!.trade.id).to.equal(first);
+      expect(claimed[0]!.trade!.id).to.equal(first);
       expect(await peer.claimWebhookEvents("b", mine(10), 60_000)).to.deep.equal([]);
       expect(
         await peer.recordWebhookAttempt(

@@ -208,6 +208,7 @@ describe("the OpenAPI document", function () {
         "/api/v1/trades/{id}/reject",
         "/api/v1/webhooks/deliveries",
         "/api/v1/webhooks/deliveries/{id}/retry",
+        "/api/v1/wallets/{address}/resume",
         "/healthz",
         "/readyz",
       ].sort(),
@@ -227,6 +228,13 @@ describe("the OpenAPI document", function () {
     expect((await fetch(`${s.service.apiUrl}/api/v1/token/steal`, { headers: { api_key: API_KEY } })).status).to.equal(
       404,
     );
+    // Without an access file no key is an admin: a resume is refused as documented.
+    const resume = await fetch(`${s.service.apiUrl}/api/v1/wallets/${s.service.wallets[0]}/resume`, {
+      method: "POST",
+      headers: { api_key: API_KEY },
+    });
+    expect(resume.status).to.equal(403);
+    expect(check("/api/v1/wallets/{address}/resume", "post", 403, await resume.json())).to.deep.equal([]);
     // The api_key scheme and the Idempotency-Key header are in it.
     expect(JSON.stringify(doc)).to.include(
       '"securitySchemes":{"api_key":{"type":"apiKey","in":"header","name":"api_key"',

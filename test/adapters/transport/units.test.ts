@@ -96,6 +96,8 @@ describe("error mapping", function () {
       approval_expired: Code.FailedPrecondition,
       approval_interrupted: Code.Aborted,
       trade_rejected: Code.FailedPrecondition,
+      wallet_paused: Code.Unavailable,
+      wallet_not_paused: Code.FailedPrecondition,
     };
     expect(DOMAIN_TO_CONNECT_CODE).to.deep.equal(expected);
   });

@@ -1,0 +1,236 @@
+/**
+ * Someone else used the key: every transaction mined from an exchange wallet is matched against
+ * the journal's nonce slots, and one the service never signed is recorded at once (an error line,
+ * the counter, a `wallet.outside_transaction` event, an audit record, and the wallet's pause under
+ * OUTSIDE_TX_POLICY=pause: WatchJournal.recordOutsideTransaction, once across instances).
+ *
+ * Two ways to see them, whichever the block watcher's work leaves:
+ * - while it reads every new block's receipts (trades in flight), each receipt from a wallet is
+ *   one of the transactions it expects, or one the journal knows (unknownTransactions), or an
+ *   outside one, read by its hash for its nonce and value: no call unless one is found;
+ * - otherwise (idle, or blocks it skipped), the wallet's nonce, read with the watch's reading:
+ *   each nonce used since the last one known must be a slot whose broadcast was mined; one that is
+ *   not is looked for in the blocks since (eth_getBlockByNumber with transactions, the newest
+ *   first, at most SCAN_BLOCKS), and recorded, with its hash when found.
+ * Each wallet's next nonce as of a block is kept: the blocks whose receipts were all read move it
+ * on by the wallet's transactions in them, so a nonce read is needed only after a block was missed.
+ * What the wallet did before the watch first read its nonce (at start) is not looked at.
+ */
+import type { JsonRpcApiProvider } from "ethers";
+
+import {
+  type NonceLedger,
+  type NonceSlot,
+  type OutsideTransaction,
+  outsideTransactionEntry,
+  type WatchData,
+  type WatchJournal,
+} from "../../../core/index.js";
+import type { RpcReceipt } from "../blocks/index.js";
+import type { OutsideTxPolicy, WatchLog, WatchObserver } from "./options.js";
+
+/** How many blocks back a nonce used outside is looked for, from the latest. */
+const SCAN_BLOCKS = 32;
+
+export interface OutsideContext {
+  provider: JsonRpcApiProvider;
+  journal: WatchJournal & Pick<NonceLedger, "slot">;
+  /** Lower-case addresses. */
+  wallets: readonly string[];
+  policy: OutsideTxPolicy;
+  log: WatchLog;
+  observer?: WatchObserver | undefined;
+  /** Whether the block watcher expects `hash`: one of this process's own, about to be or just broadcast. */
+  expects(hash: string): boolean;
+  /** The wallet's state, for the event's data. */
+  walletState(wallet: string): WatchData;
+  /** Told once a wallet was paused (the pauses are read again). */
+  paused(): Promise<void>;
+}
+
+/** A transaction as eth_getTransactionByHash and eth_getBlockByNumber(…, true) give it (the fields used). */
+interface RpcTransaction {
+  hash: string;
+  from: string;
+  to: string | null;
+  nonce: string;
+  value: string;
+  blockNumber: string | null;
+}
+
+export class OutsideDetector {
+  readonly #c: OutsideContext;
+  readonly #wallets: ReadonlySet<string>;
+  /** Per wallet: its next nonce as of a block (every nonce below explained). */
+  readonly #known = new Map<string, { nonce: number; block: number }>();
+  /** The checks under way, one after the other. */
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(context: OutsideContext) {
+    this.#c = context;
+    this.#wallets = new Set(context.wallets);
+  }
+
+  /** Whether a nonce must be read: a wallet not known yet, or known as of a block before `head`. */
+  needsNonces(head: number | undefined): boolean {
+    return this.#c.wallets.some((wallet) => {
+      const known = this.#known.get(wallet);
+      return known === undefined || head === undefined || known.block < head;
+    });
+  }
+
+  /** Settles once the checks asked for so far are done (tests). */
+  idle(): Promise<void> {
+    return this.#queue;
+  }
+
+  /** A block whose receipts were all read (the block watcher's look). */
+  onBlock(block: { number: number }, receipts: readonly RpcReceipt[]): void {
+    const fromWallets = new Map<string, string[]>();
+    for (const receipt of receipts) {
+      const from = receipt.from.toLowerCase();
+      if (!this.#wallets.has(from)) continue;
+      fromWallets.set(from, [...(fromWallets.get(from) ?? []), receipt.transactionHash.toLowerCase()]);
+    }
+    for (const wallet of this.#c.wallets) {
+      const known = this.#known.get(wallet);
+      // Only the block right after the one known: a skipped block leaves the nonce to be read.
+      if (known !== undefined && known.block === block.number - 1)
+        this.#known.set(wallet, { nonce: known.nonce + (fromWallets.get(wallet)?.length ?? 0), block: block.number });
+    }
+    for (const [wallet, hashes] of fromWallets) {
+      const strangers = hashes.filter((hash) => !this.#c.expects(hash));
+      if (strangers.length > 0) this.#then(() => this.#checkHashes(wallet, strangers, block.number));
+    }
+  }
+
+  /** The wallets' next nonces, read as of `block`. */
+  onNonces(nonces: ReadonlyMap<string, number>, block: number): void {
+    this.#then(async () => {
+      for (const [wallet, nonce] of nonces) {
+        const known = this.#known.get(wallet);
+        if (known === undefined || nonce <= known.nonce) {
+          // The first read (what the wallet did before is not looked at), or nothing new.
+          this.#known.set(wallet, {
+            nonce: Math.max(nonce, known?.nonce ?? 0),
+            block: Math.max(block, known?.block ?? 0),
+          });
+          continue;
+        }
+        await this.#explain(wallet, known.nonce, nonce, known.block);
+        this.#known.set(wallet, { nonce, block });
+      }
+    });
+  }
+
+  #then(work: () => Promise<void>): void {
+    this.#queue = this.#queue.then(work).catch((error: unknown) => {
+      this.#c.log.warn(
+        { err: error },
+        "wallet watch: could not match a wallet's transactions against the journal; trying again at the next reading",
+      );
+    });
+  }
+
+  /** Receipts from `wallet` no transaction of this process's: those the journal does not know are outside. */
+  async #checkHashes(wallet: string, hashes: string[], block: number): Promise<void> {
+    const unknown = await this.#c.journal.unknownTransactions(wallet, hashes);
+    for (const hash of unknown) {
+      const tx = (await this.#c.provider.send("eth_getTransactionByHash", [hash])) as RpcTransaction | null;
+      // Its receipt was just read: a node that does not know it now lags; its nonce will tell.
+      if (tx !== null) await this.#record(outsideOf(wallet, tx, block), "block receipts");
+    }
+  }
+
+  /** Nonces [from, to) of `wallet` were used since `since`: each must be a slot whose broadcast was mined. */
+  async #explain(wallet: string, from: number, to: number, since: number): Promise<void> {
+    const unexplained: Array<{ nonce: number; slot: NonceSlot | undefined }> = [];
+    for (let nonce = from; nonce < to; nonce++) {
+      const slot = await this.#c.journal.slot(wallet, nonce);
+      const mined = slot?.mined?.hash.toLowerCase();
+      if (mined !== undefined && slot!.broadcasts.some((b) => b.hash.toLowerCase() === mined)) continue;
+      unexplained.push({ nonce, slot });
+    }
+    if (unexplained.length === 0) return;
+    const found = await this.#scan(wallet, new Set(unexplained.map((u) => u.nonce)), since);
+    for (const { nonce, slot } of unexplained) {
+      const tx = found.get(nonce);
+      const ours = tx !== undefined && slot?.broadcasts.some((b) => b.hash.toLowerCase() === tx.hash.toLowerCase());
+      // Mined as the slot holds it (the monitor records it); or a slot whose transaction was not
+      // found in the blocks looked at: the monitor's verdict (a lost slot) follows its own looks.
+      if (ours || (tx === undefined && slot !== undefined)) continue;
+      await this.#record(
+        tx === undefined
+          ? { wallet, nonce, hash: null, to: null, value: null, blockNumber: since + 1 }
+          : outsideOf(wallet, tx, since + 1),
+        "nonce",
+      );
+    }
+  }
+
+  /** The transactions of `wallet` at `nonces` in the blocks after `since`, newest first, at most SCAN_BLOCKS. */
+  async #scan(wallet: string, nonces: Set<number>, since: number): Promise<Map<number, RpcTransaction>> {
+    const found = new Map<number, RpcTransaction>();
+    let tag: string = "latest";
+    for (let scanned = 0; scanned < SCAN_BLOCKS && found.size < nonces.size; scanned++) {
+      const block = (await this.#c.provider.send("eth_getBlockByNumber", [tag, true])) as {
+        number: string;
+        transactions: RpcTransaction[];
+      } | null;
+      if (block === null) break;
+      for (const tx of block.transactions)
+        if (tx.from.toLowerCase() === wallet && nonces.has(Number(tx.nonce))) found.set(Number(tx.nonce), tx);
+      const number = Number(block.number);
+      if (number <= since + 1 || number === 0) break;
+      tag = `0x${(number - 1).toString(16)}`;
+    }
+    return found;
+  }
+
+  /** `seen`: how it was seen, in the log line (the receipts of a block read, or the wallet's nonce). */
+  async #record(tx: OutsideTransaction, seen: "block receipts" | "nonce"): Promise<void> {
+    const { journal, policy, log } = this.#c;
+    const pause = policy === "pause";
+    const value = tx.value === null ? null : tx.value.toString();
+    const data: WatchData = {
+      ...this.#c.walletState(tx.wallet),
+      ...(pause ? { paused: true } : {}),
+      policy,
+      transaction: { hash: tx.hash, nonce: tx.nonce, to: tx.to, value, blockNumber: tx.blockNumber },
+    };
+    const event = { type: "wallet.outside_transaction" as const, subject: tx.wallet, data, at: new Date() };
+    const first = await journal.recordOutsideTransaction(tx, event, outsideTransactionEntry(tx, pause), pause);
+    const fields = {
+      wallet: tx.wallet,
+      hash: tx.hash,
+      nonce: tx.nonce,
+      to: tx.to,
+      value,
+      block: tx.blockNumber,
+      policy,
+      seen,
+    };
+    if (first) {
+      log.error(
+        fields,
+        pause
+          ? "outside transaction: a transaction this service never signed was mined from an exchange wallet; the wallet is paused until an admin resumes it"
+          : "outside transaction: a transaction this service never signed was mined from an exchange wallet",
+      );
+      this.#c.observer?.outsideTransaction(tx.wallet);
+    }
+    if (pause) await this.#c.paused();
+  }
+}
+
+/** An outside transaction as the node gave it. */
+function outsideOf(wallet: string, tx: RpcTransaction, block: number): OutsideTransaction {
+  return {
+    wallet,
+    nonce: Number(tx.nonce),
+    hash: tx.hash.toLowerCase(),
+    to: tx.to === null ? null : tx.to.toLowerCase(),
+    value: BigInt(tx.value),
+    blockNumber: tx.blockNumber === null ? block : Number(tx.blockNumber),
+  };
+}
