@@ -92,6 +92,7 @@ export class OutsideDetector {
       if (!this.#wallets.has(from)) continue;
       fromWallets.set(from, [...(fromWallets.get(from) ?? []), receipt.transactionHash.toLowerCase()]);
     }
+    const before = new Map(this.#known);
     for (const wallet of this.#c.wallets) {
       const known = this.#known.get(wallet);
       // Only the block right after the one known: a skipped block leaves the nonce to be read.
@@ -100,8 +101,26 @@ export class OutsideDetector {
     }
     for (const [wallet, hashes] of fromWallets) {
       const strangers = hashes.filter((hash) => !this.#c.expects(hash));
-      if (strangers.length > 0) this.#then(() => this.#checkHashes(wallet, strangers, block.number));
+      if (strangers.length === 0) continue;
+      const was = before.get(wallet);
+      this.#then(async () => {
+        // A stranger not made out (a lagging node's null, a failed read): the wallet's nonce is
+        // known again only as of the block before, so the next reading reads it and explains
+        // every nonce since by the journal's slots.
+        const madeOut = await this.#checkHashes(wallet, strangers, block.number).catch((error: unknown) => {
+          this.#forget(wallet, was);
+          throw error;
+        });
+        if (!madeOut) this.#forget(wallet, was);
+      });
     }
+  }
+
+  /** Takes the wallet's known nonce back to `was` (what it was before a block), or to unknown before its first read. */
+  #forget(wallet: string, was: { nonce: number; block: number } | undefined): void {
+    const now = this.#known.get(wallet);
+    if (was === undefined) this.#known.delete(wallet);
+    else if (now === undefined || now.nonce >= was.nonce) this.#known.set(wallet, was);
   }
 
   /** The wallets' next nonces, read as of `block`. */
@@ -132,14 +151,20 @@ export class OutsideDetector {
     });
   }
 
-  /** Receipts from `wallet` no transaction of this process's: those the journal does not know are outside. */
-  async #checkHashes(wallet: string, hashes: string[], block: number): Promise<void> {
+  /**
+   * Receipts from `wallet` no transaction of this process's: those the journal does not know are
+   * outside. Whether each was made out (known, or recorded): a node that answers null for a
+   * receipt just read lags, and leaves the transaction to the nonce's look.
+   */
+  async #checkHashes(wallet: string, hashes: string[], block: number): Promise<boolean> {
     const unknown = await this.#c.journal.unknownTransactions(wallet, hashes);
+    let madeOut = true;
     for (const hash of unknown) {
       const tx = (await this.#c.provider.send("eth_getTransactionByHash", [hash])) as RpcTransaction | null;
-      // Its receipt was just read: a node that does not know it now lags; its nonce will tell.
       if (tx !== null) await this.#record(outsideOf(wallet, tx, block), "block receipts");
+      else madeOut = false;
     }
+    return madeOut;
   }
 
   /** Nonces [from, to) of `wallet` were used since `since`: each must be a slot whose broadcast was mined. */
