@@ -53,7 +53,18 @@ export class AccessControl {
   /** The reload under way: reloads run one after the other, so their records are in their order. */
   #reloading: Promise<unknown> = Promise.resolve();
 
-  constructor(path: string, context: AccessContext, log: Logger, observer?: AccessObserver, audit?: AuditLog) {
+  /** What this service needs of every file beyond its own checks: a problem with `policy`, or undefined. */
+  readonly #needs: ((policy: AccessPolicy) => string | undefined) | undefined;
+
+  constructor(
+    path: string,
+    context: AccessContext,
+    log: Logger,
+    observer?: AccessObserver,
+    audit?: AuditLog,
+    needs?: (policy: AccessPolicy) => string | undefined,
+  ) {
+    this.#needs = needs;
     this.#path = path;
     this.#context = context;
     this.#log = log;
@@ -108,14 +119,16 @@ export class AccessControl {
   async #reload(reason: string): Promise<boolean> {
     const loaded = loadAccessFile(this.#path, this.#context);
     if (loaded.files.length > 0) this.#read = loaded.files;
-    if (loaded.policy === undefined) {
+    const needed = loaded.policy === undefined ? undefined : this.#needs?.(loaded.policy);
+    if (loaded.policy === undefined || needed !== undefined) {
+      const problems = needed === undefined ? loaded.problems : [needed];
       this.#observer?.refused(new Date());
       this.#log.error(
-        { reason, problems: loaded.problems, version: this.#policy.version },
+        { reason, problems, version: this.#policy.version },
         "access file refused: the one in force stays",
       );
       await this.#record(
-        accessEntry("access.refused", this.#policy, { reason, problems: loaded.problems }),
+        accessEntry("access.refused", this.#policy, { reason, problems }),
         "access file refused, and its audit record could not be written",
       );
       return false;
@@ -226,7 +239,17 @@ export async function openAccess(
 ): Promise<AccessControl | undefined> {
   if (config.access === undefined) return undefined;
   const { log, shutdown, observer, audit, hangUps = process, ...known } = context;
-  const control = new AccessControl(config.access.path, known, log, observer, audit);
+  // A paused wallet is resumed by an admin only: under OUTSIDE_TX_POLICY=pause no reload may leave none.
+  const needs =
+    config.watch.policy === "pause"
+      ? (policy: AccessPolicy) =>
+          policy.keys.some(
+            (key) => key.roles.has("admin") && !(key.expiresAt !== undefined && key.expiresAt <= Date.now()),
+          )
+            ? undefined
+            : "keys: OUTSIDE_TX_POLICY=pause needs a key with the admin role that has not expired, to resume a paused wallet (POST /api/v1/wallets/{address}/resume)"
+      : undefined;
+  const control = new AccessControl(config.access.path, known, log, observer, audit, needs);
   const onHangUp = () => void control.reload("SIGHUP");
   hangUps.on("SIGHUP", onHangUp);
   shutdown.push(async () => {
@@ -239,8 +262,12 @@ export async function openAccess(
 
 /**
  * The scopes (key ids) of the keys that see every trade, an admin or `sees: ["*"]`, under each of
- * their hashes (a rotation): their webhook endpoints also get the events about the wallets and the swap.
+ * their hashes (a rotation), but those expired: their webhook endpoints also get the events about
+ * the wallets and the swap.
  */
 export function watcherScopes(policy: AccessPolicy): string[] {
-  return policy.keys.filter(watchesEverything).flatMap((key) => [key.id, ...key.sha256.map(keyIdOf)]);
+  const now = Date.now();
+  return policy.keys
+    .filter((key) => watchesEverything(key) && (key.expiresAt === undefined || key.expiresAt > now))
+    .flatMap((key) => [key.id, ...key.sha256.map(keyIdOf)]);
 }

@@ -10,7 +10,7 @@ import { type Logger, pino } from "pino";
 
 import { ConfigError, loadConfig } from "../../../adapters/config/env.js";
 import { MemoryJournal } from "../../../adapters/journal/index.js";
-import { openAccess } from "../../../adapters/startup/access.js";
+import { openAccess, watcherScopes } from "../../../adapters/startup/access.js";
 import { Shutdown } from "../../../adapters/startup/shutdown.js";
 import { waitFor } from "../../helpers/wait.js";
 
@@ -130,6 +130,38 @@ describe("the access file in force, reloaded", function () {
     expect(control.current()).to.not.equal(before);
   });
 
+  it("under OUTSIDE_TX_POLICY=pause, refuses a new file without an admin key that has not expired: a paused wallet could not be resumed", async function () {
+    const file2 = (admin: Record<string, unknown> | undefined) =>
+      JSON.stringify({
+        keys: [
+          { name: "desk", sha256: sha("desk"), roles: ["trader"] },
+          ...(admin === undefined ? [] : [{ name: "ops", sha256: sha("ops"), roles: ["admin"], ...admin }]),
+        ],
+      });
+    writeFileSync(file, file2({}));
+    const config = loadConfig({ ACCESS_FILE: file, OUTSIDE_TX_POLICY: "pause" });
+    const control = (await openAccess(config, { ...CHAIN, log, shutdown, hangUps, audit: journal.ports.audit }))!;
+    for (const admin of [undefined, { expiresAt: "2020-01-01T00:00:00Z" }]) {
+      writeFileSync(file, file2(admin));
+      expect(await control.reload("SIGHUP"), JSON.stringify(admin)).to.equal(false);
+      expect(control.current().keys.map((k) => k.name)).to.deep.equal(["desk", "ops"]);
+    }
+    const refused = (await records()).filter((record) => record.action === "access.refused");
+    expect(refused).to.have.length(2);
+    expect(JSON.stringify(refused[0]!.details.problems)).to.include(
+      "OUTSIDE_TX_POLICY=pause needs a key with the admin role",
+    );
+    // Without the pause, the same file is taken.
+    writeFileSync(file, file2(undefined));
+    const alert = (await openAccess(loadConfig({ ACCESS_FILE: file }), {
+      ...CHAIN,
+      log,
+      shutdown,
+      hangUps,
+    }))!;
+    expect(alert.current().keys.map((k) => k.name)).to.deep.equal(["desk"]);
+  });
+
   it("refuses an invalid new file whole: the one in force stays, logged as an error and counted", async function () {
     write(["desk-eu"]);
     const control = await open();
@@ -217,5 +249,35 @@ describe("the access file in force, reloaded", function () {
         EXCHANGE_PRIVATE_KEYS: `0x${"1".repeat(64)}`,
       }),
     ).to.not.include.members(["API_KEYS: is required when RPC_URL is set (or API_KEYS_FILE, or ACCESS_FILE)"]);
+  });
+});
+
+describe("the keys that get the wallets' and the swap's events (watcherScopes)", function () {
+  it("are the admins and the keys that see every trade, under each hash, but those expired", function () {
+    const key = (name: string, roles: string[], extra: Record<string, unknown> = {}) => ({
+      name,
+      id: `${name}-id`,
+      sha256: [sha(name)],
+      roles: new Set(roles),
+      sees: new Set<string>(),
+      ...extra,
+    });
+    const policy = {
+      version: "v",
+      limits: [],
+      denylist: new Set<string>(),
+      keys: [
+        key("ops", ["admin"]),
+        key("old-ops", ["admin"], { expiresAt: Date.now() - 1000 }),
+        key("audit", ["viewer"], { sees: "all" }),
+        key("desk", ["trader"]),
+        key("back", ["viewer"]),
+      ],
+    } as unknown as Parameters<typeof watcherScopes>[0];
+    const scopes = watcherScopes(policy);
+    expect(scopes).to.include("ops-id").and.include("audit-id");
+    expect(scopes).to.not.include("old-ops-id");
+    expect(scopes).to.not.include("desk-id");
+    expect(scopes).to.not.include("back-id");
   });
 });
