@@ -92,17 +92,18 @@ export class OutsideDetector {
       if (!this.#wallets.has(from)) continue;
       fromWallets.set(from, [...(fromWallets.get(from) ?? []), receipt.transactionHash.toLowerCase()]);
     }
-    const before = new Map(this.#known);
+    // The receipts no transaction of this process's, with each wallet's nonce as known before the block.
+    const checks = [...fromWallets].flatMap(([wallet, hashes]) => {
+      const strangers = hashes.filter((hash) => !this.#c.expects(hash));
+      return strangers.length === 0 ? [] : [{ wallet, strangers, was: this.#known.get(wallet) }];
+    });
     for (const wallet of this.#c.wallets) {
       const known = this.#known.get(wallet);
       // Only the block right after the one known: a skipped block leaves the nonce to be read.
       if (known !== undefined && known.block === block.number - 1)
         this.#known.set(wallet, { nonce: known.nonce + (fromWallets.get(wallet)?.length ?? 0), block: block.number });
     }
-    for (const [wallet, hashes] of fromWallets) {
-      const strangers = hashes.filter((hash) => !this.#c.expects(hash));
-      if (strangers.length === 0) continue;
-      const was = before.get(wallet);
+    for (const { wallet, strangers, was } of checks)
       this.#then(async () => {
         // A stranger not made out (a lagging node's null, a failed read): the wallet's nonce is
         // known again only as of the block before, so the next reading reads it and explains
@@ -113,7 +114,6 @@ export class OutsideDetector {
         });
         if (!madeOut) this.#forget(wallet, was);
       });
-    }
   }
 
   /** Takes the wallet's known nonce back to `was` (what it was before a block), or to unknown before its first read. */

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { expect } from "chai";
 
 import { openSqliteJournal } from "../../../adapters/journal/index.js";
-import { heldEntry, newApproval, type SignedTradeTx } from "../../../core/index.js";
+import type { SignedTradeTx } from "../../../core/index.js";
+import { approvedTrade } from "../../helpers/approved-trade.js";
 
 const WALLET = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const tx: SignedTradeTx = {
@@ -23,28 +24,6 @@ const tx: SignedTradeTx = {
   maxPriorityFeePerGas: 1n,
   deadline: 1_900_000_000,
 };
-
-/** A buy held by a one-approver rule and approved by "risk", in `journal`. */
-async function approvedTrade(journal: Awaited<ReturnType<typeof openSqliteJournal>>, key: string): Promise<string> {
-  const { record } = await journal.open({
-    scope: "desk-id",
-    keyName: "desk",
-    idempotencyKey: key,
-    requestHash: "h",
-    kind: "buy",
-    request: { userAddress: WALLET, destinatary: WALLET, amount: "30000", usdAddress: WALLET },
-  });
-  const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
-  const approval = newApproval([rule], Date.now());
-  await journal.hold(record.id, approval, heldEntry({ id: "desk-id" }, record.id, approval));
-  const decided = await journal.decideApproval(record.id, "approve", {
-    by: "risk",
-    at: new Date().toISOString(),
-    reason: null,
-  });
-  expect(decided.outcome).to.equal("approved");
-  return record.id;
-}
 
 describe("an approved trade failed as interrupted while its run goes on (SQLite)", function () {
   it("fails at once an approved trade a process that is gone left unsigned, and never this process's own before its time", async function () {
@@ -78,23 +57,7 @@ describe("an approved trade failed as interrupted while its run goes on (SQLite)
     const dir = await mkdtemp(join(tmpdir(), "interrupted-"));
     const journal = await openSqliteJournal(join(dir, "journal.sqlite"));
     try {
-      const { record } = await journal.open({
-        scope: "desk-id",
-        keyName: "desk",
-        idempotencyKey: "k1",
-        requestHash: "h",
-        kind: "buy",
-        request: { userAddress: WALLET, destinatary: WALLET, amount: "30000", usdAddress: WALLET },
-      });
-      const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
-      const approval = newApproval([rule], Date.now());
-      await journal.hold(record.id, approval, heldEntry({ id: "desk-id" }, record.id, approval));
-      const decided = await journal.decideApproval(record.id, "approve", {
-        by: "risk",
-        at: new Date().toISOString(),
-        reason: null,
-      });
-      expect(decided.outcome).to.equal("approved");
+      const record = { id: await approvedTrade(journal, "k1") };
       // The run is in prove/reserve/sign (the wallet's queue, the signer) when the sweep runs
       // APPROVED_STALE_MS later: simulated by a staleBefore after the approval.
       const swept = await journal.expireApprovals(new Date(), new Date(Date.now() + 1000));

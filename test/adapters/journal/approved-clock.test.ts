@@ -11,9 +11,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 
 import { openSqliteJournal } from "../../../adapters/journal/index.js";
-import { heldEntry, newApproval } from "../../../core/index.js";
-
-const WALLET = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+import { approvedTrade } from "../../helpers/approved-trade.js";
 
 describe("SQLite's approved trades of a process that is gone, and the wall clock", function () {
   it("never fails this process's own live approved run at the next sweep, though the clock stepped back 5 s after the open", async function () {
@@ -24,23 +22,7 @@ describe("SQLite's approved trades of a process that is gone, and the wall clock
       // The clock is stepped back by 5 s just after the service opened its journal.
       const offset = -5_000;
       Date.now = () => realNow() + offset;
-      const { record } = await journal.open({
-        scope: "desk-id",
-        keyName: "desk",
-        idempotencyKey: "k",
-        requestHash: "h",
-        kind: "buy",
-        request: { userAddress: WALLET, destinatary: WALLET, amount: "30000", usdAddress: WALLET },
-      });
-      const rule = { name: "large", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
-      const approval = newApproval([rule], Date.now());
-      await journal.hold(record.id, approval, heldEntry({ id: "desk-id" }, record.id, approval));
-      const decided = await journal.decideApproval(record.id, "approve", {
-        by: "risk",
-        at: new Date(Date.now()).toISOString(),
-        reason: null,
-      });
-      expect(decided.outcome).to.equal("approved");
+      await approvedTrade(journal, "k");
       // Its run is alive in this process; the upkeep's sweep, one second later, with its 10-minute bound:
       const now = Date.now();
       const swept = await journal.expireApprovals(new Date(now), new Date(now - 600_000));
