@@ -25,6 +25,7 @@ export {
   deliveryRetriedEntry,
   outsideTransactionEntry,
   walletResumedEntry,
+  replacementEntry,
 } from "./audit.js";
 export {
   holdingRules,
@@ -67,10 +68,13 @@ export type {
   TradeOnChain,
   TradePort,
   TradeResolution,
+  TradeReplacer,
+  Replacement,
 } from "./ports/trade.port.js";
 export type {
   TradeJournal,
   TradeRecord,
+  TradeCancel,
   NewTrade,
   SignedTradeTx,
   Spending,
@@ -239,6 +243,13 @@ export {
   type ResumeWalletUseCase,
   type WalletResumeView,
 } from "./use-cases/wallet-resume.use-case.js";
+export {
+  cancelTradeUseCase,
+  speedUpTradeUseCase,
+  parseGwei,
+  type CancelTradeUseCase,
+  type SpeedUpTradeUseCase,
+} from "./use-cases/trade-cancel.use-case.js";
 export {
   listAuditUseCase,
   DEFAULT_AUDIT_PAGE,

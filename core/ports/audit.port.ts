@@ -45,6 +45,9 @@ export const AUDIT_ACTIONS = [
   "trade.approved",
   "trade.rejected",
   "trade.approval_expired",
+  // A cancel or a speed-up asked of a trade by its sender or an admin, with the replacement's hash.
+  "trade.cancel_requested",
+  "trade.sped_up",
   // A decision on a held trade refused: no approver role, the requester's own trade, a trade the
   // key does not see (or none), a trade already decided; with the code and the rule.
   "approval.refused",

@@ -16,6 +16,7 @@ import type {
   TradePage,
   TradePageQuery,
   TradePosition,
+  TradeCancel,
   TradeRecord,
   TradeSummaryQuery,
   TradeTotals,
@@ -189,6 +190,27 @@ export class MemoryTrades implements TradeJournal {
         status: TRADE_TRANSITIONS.markExpired.to,
         error: { code: error.code, message: error.message },
       });
+  }
+
+  async requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    const stored = this.#store.trades.get(id);
+    if (stored === undefined) return undefined;
+    if (stored.cancel == null && (stored.status === "signed" || stored.status === "submitted"))
+      stored.cancel = { ...cancel };
+    return this.#store.record(stored);
+  }
+
+  async markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    const stored = this.#store.trade(id);
+    // Asked now: only with nothing signed (a trade signed meanwhile is cancelled by its no-op).
+    if (cancel !== undefined && stored.txHash !== null) return stored.status === "cancelled";
+    if (this.#applies("markCancelled", stored))
+      this.#store.update(stored, {
+        status: TRADE_TRANSITIONS.markCancelled.to,
+        error: { code: error.code, message: error.message },
+        cancel: stored.cancel ?? (cancel === undefined ? null : { ...cancel }),
+      });
+    return stored.status === "cancelled";
   }
 
   async discard(id: string, audit?: AuditEntry): Promise<void> {
