@@ -70,6 +70,7 @@ export type {
   TradeResolution,
   TradeReplacer,
   Replacement,
+  ReplaceTarget,
 } from "./ports/trade.port.js";
 export type {
   TradeJournal,
@@ -202,13 +203,16 @@ export {
   type TradeJournalling,
 } from "./use-cases/trade.use-case.js";
 export { settle } from "./use-cases/settlement.js";
+export { noopCancelledError } from "./use-cases/cancel-errors.js";
 export {
   tradeStatusUseCase,
   tradeView,
+  cancelOutcome,
   TRADE_ID,
   type TradeStatusUseCase,
   type TradeView,
   type BroadcastView,
+  type CancelView,
 } from "./use-cases/trade-status.use-case.js";
 export {
   listTradesUseCase,

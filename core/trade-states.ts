@@ -55,7 +55,13 @@ export const INITIAL_STATUS = "accepted" satisfies TradeStatus;
  * The request has its answer. Only the chain's word moves a trade on from here (CHAIN_VERDICTS: a
  * reorg, a receipt, a revert, the no-op at its nonce), or its being signed again (`markSigned`).
  */
-export const FINAL_STATUSES = ["confirmed", "failed", "expired", "rejected", "cancelled"] as const satisfies readonly TradeStatus[];
+export const FINAL_STATUSES = [
+  "confirmed",
+  "failed",
+  "expired",
+  "rejected",
+  "cancelled",
+] as const satisfies readonly TradeStatus[];
 
 /**
  * The states of a trade that may pay or has paid: what a spending limit counts (core/access). A
@@ -221,8 +227,9 @@ export const TRADE_TRANSITIONS = {
   discard: transition({
     to: null,
     applies: ["accepted", "failed", "expired"],
-    ignored: [],
-    refused: ["signed", "submitted", "mined", "confirmed", ...AWAITING, "rejected", "cancelled"],
+    // A trade cancelled before it was signed keeps its record: its run, refused, passes over it.
+    ignored: ["cancelled"],
+    refused: ["signed", "submitted", "mined", "confirmed", ...AWAITING, "rejected"],
     whenSigned: "refused",
   }),
   // Its slot's only transaction can never be mined: back to accepted, in the same write as the

@@ -157,9 +157,7 @@ export function createUseCases({
         );
       };
   const replacing =
-    journal && replacer
-      ? { journal, replacer, status, ...(policy && { policy }), ...(audit && { audit }) }
-      : undefined;
+    journal && replacer ? { journal, replacer, status, ...(policy && { policy }), ...(audit && { audit }) } : undefined;
   return {
     sell: tradeUseCase("sell", trade, config, journalling, access),
     buy: tradeUseCase("buy", trade, config, journalling, access),

@@ -59,15 +59,6 @@ function cancelledError(caller: Caller, signed: boolean): { code: string; messag
   };
 }
 
-/** The error of a trade cancelled once its no-op was mined (the lifecycle monitor's and the status request's). */
-export function noopCancelledError(record: Pick<TradeRecord, "cancel">): { code: string; message: string } {
-  const by = record.cancel?.requestedBy ?? "its sender";
-  return {
-    code: "trade_cancelled",
-    message: `cancelled by ${by}: the no-op at its nonce was mined in its place; nothing was paid`,
-  };
-}
-
 /** Cancels a trade: at once with nothing signed; else records the cancel, and has its transaction replaced by a no-op. */
 export function cancelTradeUseCase(deps: CancelDeps): CancelTradeUseCase {
   return async (id, body, context = {}) => {
@@ -161,7 +152,7 @@ function parseSpeedUp(body: unknown): bigint | undefined {
  */
 export function parseGwei(value: unknown, field: string): bigint {
   if (typeof value !== "string" || !/^\d{1,30}(\.\d{1,9})?$/.test(value))
-    throw new InvalidArgumentError(field, "must be gwei as decimal text, with at most 9 decimals (\"1.5\")");
+    throw new InvalidArgumentError(field, 'must be gwei as decimal text, with at most 9 decimals ("1.5")');
   const [whole, fraction = ""] = value.split(".");
   const wei = BigInt(whole!) * 1_000_000_000n + BigInt(fraction.padEnd(9, "0"));
   if (wei === 0n) throw new InvalidArgumentError(field, "must be more than 0");

@@ -21,6 +21,7 @@ import {
   type TradeOperation,
   type TradePage,
   type TradePageQuery,
+  type TradeCancel,
   type TradeRecord,
   type TradeStatus,
   type TradeSummaryQuery,
@@ -39,6 +40,7 @@ import {
   visibleWhere,
 } from "./rows.js";
 import { appendAudit, auditAppendCall } from "./audit.js";
+import { markCancelled, requestCancel } from "./cancels.js";
 import { admitSpend, insertCounted, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
@@ -249,6 +251,14 @@ export class PostgresTrades implements TradeJournal {
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
     await this.#ended(id, "markExpired", error);
+  }
+
+  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    return requestCancel(this.#pool, id, cancel, (trade) => this.get(trade));
+  }
+
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    return markCancelled(this.#pool, id, error, cancel);
   }
 
   async discard(id: string, audit?: AuditEntry): Promise<void> {

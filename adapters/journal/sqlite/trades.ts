@@ -15,6 +15,7 @@ import type {
   TradeJournal,
   TradePage,
   TradePageQuery,
+  TradeCancel,
   TradeRecord,
   TradeSummaryQuery,
   TradeTotals,
@@ -28,6 +29,7 @@ import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
 import type { SqliteAudit } from "./audit.js";
+import { SqliteCancels } from "./cancels.js";
 
 /**
  * The summary reads its rows in batches of this many, in the history's order (its index), and
@@ -118,12 +120,14 @@ export class SqliteTrades implements TradeJournal {
 
   readonly #spending: SqliteSpending;
   readonly #audit: SqliteAudit;
+  readonly #cancels: SqliteCancels;
 
   constructor(store: SqliteStore, audit: SqliteAudit) {
     this.#store = store;
     this.#audit = audit;
     this.#sql = { ...store.sql, ...statements(store.db) };
     this.#spending = new SqliteSpending(store.db);
+    this.#cancels = new SqliteCancels(store);
   }
 
   /**
@@ -261,6 +265,14 @@ export class SqliteTrades implements TradeJournal {
 
   markExpired(id: string, error: { code: string; message: string }): Promise<void> {
     return this.#ended(id, "markExpired", error);
+  }
+
+  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    return this.#cancels.request(id, cancel, (trade) => this.get(trade));
+  }
+
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    return this.#cancels.cancelled(id, error, cancel);
   }
 
   discard(id: string, audit?: AuditEntry): Promise<void> {
