@@ -82,8 +82,15 @@ export function cancelTradeUseCase(deps: CancelDeps): CancelTradeUseCase {
     if (requested === undefined) throw new TradeNotFoundError(tradeId, "id");
     // Another request's cancel was first, or the trade moved on meanwhile: answered as it is.
     if (requested.cancel?.requestedAt !== cancel.requestedAt || requested.cancel.requestedBy !== cancel.requestedBy) {
-      if (requested.cancel == null) throw notReplaceable(requested, "cancel");
-      return deps.status(record.id, context, "id");
+      if (requested.cancel != null) return deps.status(record.id, context, "id");
+      // Given back meanwhile (its only transaction could never be mined): cancelled at once, if still unsigned.
+      if (requested.status === "accepted" && requested.txHash === null) {
+        if (await deps.journal.markCancelled(record.id, cancelledError(caller, false), cancel)) {
+          await recordIt(deps, caller, "trade.cancel_requested", requested, { state: "cancelled" });
+          return deps.status(record.id, context, "id");
+        }
+      }
+      throw notReplaceable(requested, "cancel");
     }
     const done = await deps.replacer.cancel(targetOf(requested));
     await recordIt(deps, caller, "trade.cancel_requested", requested, done);
