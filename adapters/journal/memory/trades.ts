@@ -32,6 +32,7 @@ import {
   tradeAmounts,
   tradeVerdict,
 } from "../../../core/index.js";
+import { cancelAsked } from "../transitions.js";
 import { MemorySpending } from "./spending.js";
 import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
 
@@ -107,6 +108,7 @@ export class MemoryTrades implements TradeJournal {
     const store = this.#store;
     const stored = store.trade(id);
     if (!this.#applies("markSigned", stored)) return;
+    if (stored.cancel != null) throw cancelAsked(id);
     const wallet = tx.wallet.toLowerCase();
     const key = slotKey(wallet, tx.nonce);
     const existing = store.slots.get(key);

@@ -8,7 +8,9 @@
 import type pg from "pg";
 
 import type { TradeCancel, TradeRecord, TradeStatus } from "../../../core/index.js";
-import { applies, decide, statusAfter } from "../transitions.js";
+import { applies, cancelAsked, decide, statusAfter } from "../transitions.js";
+
+export { cancelAsked };
 import { CANCELS_EVENT_FUNCTIONS } from "./webhooks.js";
 
 export const CANCELS_MIGRATION = `ALTER TABLE trades DROP CONSTRAINT IF EXISTS trades_status_check;

@@ -22,7 +22,7 @@ import type {
   TransactionReceipt,
 } from "../../../core/index.js";
 import { forgottenEntry, gasUsdOf, INITIAL_STATUS, type TradeOperation } from "../../../core/index.js";
-import { applies, decide, statusAfter } from "../transitions.js";
+import { applies, cancelAsked, decide, statusAfter } from "../transitions.js";
 import { addToGroups, historyWhere, pageWhere, sortedGroups } from "./history.js";
 import { amountColumns, type Row, toBroadcast, toRecord, tradeState } from "./rows.js";
 import { SqliteSpending } from "./spending.js";
@@ -81,7 +81,7 @@ function statements(db: DatabaseSync) {
     discard: db.prepare(`DELETE FROM trades WHERE id = ? AND ${applies("discard")}`),
     forgetUnsigned: db.prepare(`DELETE FROM trades WHERE ${applies("forgetUnsigned")} AND updated_at < ? RETURNING id`),
     // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
-    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash FROM trades WHERE id = ?"),
+    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash, cancel FROM trades WHERE id = ?"),
     dropSlotBroadcasts: db.prepare(
       "DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)",
     ),
@@ -207,6 +207,7 @@ export class SqliteTrades implements TradeJournal {
       const before = this.#sql.tradeNonce.get(id);
       if (before === undefined) throw new Error(`trade ${id} is not in the journal`);
       if (!decide("markSigned", id, tradeState(before))) return;
+      if (before.cancel !== null) throw cancelAsked(id);
       const holder = this.#sql.slot.get(wallet, tx.nonce);
       if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
       this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, tx.nativeUsd?.toString() ?? null, now, id);

@@ -318,6 +318,27 @@ export function describeTransitionContract(context: TransitionContractContext): 
       expect(await journal.requestCancel("00000000-0000-4000-8000-000000000000", first)).to.equal(undefined);
     });
 
+    it("markSigned: never signs again a trade a cancel was asked of, at its nonce or another", async function () {
+      const journal = context.journal();
+      for (const status of ["signed", "submitted"] as const) {
+        const before = await trade([...REACH[status], (journal, id) => requestCancel(journal, id)]);
+        for (const nonce of [before.nonce!, next()]) {
+          const refused = await journal.markSigned(before.id, { ...signedTx(nonce), txHash: hashOf(next()) }).then(
+            () => "signed",
+            (e: unknown) => e,
+          );
+          expect(refused, `${status}, nonce ${nonce}`).to.be.instanceOf(Error);
+          expect((refused as Error).message).to.match(/cancel asked of it/);
+        }
+        const after = await journal.get(before.id);
+        expect(own(after), status).to.deep.equal(own(before));
+        expect(
+          after!.broadcasts.map((b) => b.hash),
+          status,
+        ).to.deep.equal(before.broadcasts.map((b) => b.hash));
+      }
+    });
+
     it("markCancelled with a cancel asked now: cancels only a trade with nothing signed, recording who asked", async function () {
       const journal = context.journal();
       const cancel = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
