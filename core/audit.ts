@@ -179,3 +179,18 @@ export function replacementEntry(
 ): AuditEntry {
   return { actor: actorOf(caller), action, subject: tradeId, details: { ...details } };
 }
+
+/** `replacement.refused`: a cancel or a speed-up refused (not a malformed request); its subject the id asked. */
+export function replacementRefusedEntry(
+  caller: Caller,
+  what: "cancel" | "speed-up",
+  subject: string,
+  error: unknown,
+): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "replacement.refused",
+    subject,
+    details: { what, ...refusalDetails(error) },
+  };
+}

@@ -26,6 +26,7 @@ export {
   outsideTransactionEntry,
   walletResumedEntry,
   replacementEntry,
+  replacementRefusedEntry,
 } from "./audit.js";
 export {
   holdingRules,

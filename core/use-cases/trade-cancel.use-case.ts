@@ -18,7 +18,7 @@
  */
 import { callerOf, sees, visibilityOf } from "../access/authorize.js";
 import type { Caller } from "../access/policy.js";
-import { actorOf, replacementEntry } from "../audit.js";
+import { actorOf, replacementEntry, replacementRefusedEntry } from "../audit.js";
 import {
   InvalidArgumentError,
   PermissionDeniedError,
@@ -61,6 +61,38 @@ function cancelledError(caller: Caller, signed: boolean): { code: string; messag
 
 /** Cancels a trade: at once with nothing signed; else records the cancel, and has its transaction replaced by a no-op. */
 export function cancelTradeUseCase(deps: CancelDeps): CancelTradeUseCase {
+  return recordingRefusals(deps, "cancel", cancel(deps));
+}
+
+/** Re-prices a trade's pending transaction at its nonce, at replacement fees or at the `maxFeePerGasGwei` asked. */
+export function speedUpTradeUseCase(deps: CancelDeps): SpeedUpTradeUseCase {
+  return recordingRefusals(deps, "speed-up", speedUp(deps));
+}
+
+/**
+ * `run`, its refusals by authority (403, 404) or for a trade with nothing to replace (409) recorded
+ * in the audit log under an access file (replacement.refused) before they are answered; a malformed
+ * request is not (it is refused before anything else), nor anything without an access file.
+ */
+function recordingRefusals(deps: CancelDeps, what: "cancel" | "speed-up", run: CancelTradeUseCase): CancelTradeUseCase {
+  const audit = deps.audit;
+  if (audit === undefined) return run;
+  return async (id, body, context = {}) => {
+    try {
+      return await run(id, body, context);
+    } catch (error) {
+      const refusal =
+        error instanceof PermissionDeniedError ||
+        error instanceof TradeNotFoundError ||
+        error instanceof TradeNotReplaceableError;
+      if (refusal && deps.policy?.() !== undefined && typeof id === "string")
+        await audit.appendAudit(replacementRefusedEntry(callerOf(context), what, id.toLowerCase(), error));
+      throw error;
+    }
+  };
+}
+
+function cancel(deps: CancelDeps): CancelTradeUseCase {
   return async (id, body, context = {}) => {
     const caller = callerOf(context);
     const tradeId = parseId(id);
@@ -98,8 +130,7 @@ export function cancelTradeUseCase(deps: CancelDeps): CancelTradeUseCase {
   };
 }
 
-/** Re-prices a trade's pending transaction at its nonce, at replacement fees or at the `maxFeePerGasGwei` asked. */
-export function speedUpTradeUseCase(deps: CancelDeps): SpeedUpTradeUseCase {
+function speedUp(deps: CancelDeps): SpeedUpTradeUseCase {
   return async (id, body, context = {}) => {
     const caller = callerOf(context);
     const tradeId = parseId(id);

@@ -14,6 +14,7 @@ import {
   type Replacement,
   type Spending,
   TradeCancelledError,
+  TradeExpiredError,
   TradeNotFoundError,
   TradeNotReplaceableError,
   type TradeOnChain,
@@ -288,6 +289,43 @@ describe("cancelling and speeding up a trade", function () {
     const view = await useCases.cancelTrade(id, undefined, callerFor(admin));
     expect(view.cancel?.requestedBy).to.equal("ops");
     expect(replacer.calls).to.have.length(1);
+  });
+
+  it("records a refused cancel or speed-up under an access file (who, which trade, why), never a malformed one", async function () {
+    const trader = accessKey("desk-eu", ["trader"]);
+    const viewer = accessKey("auditor", ["viewer"], { sees: ["*"] });
+    const { journal, useCases } = setup(policyOf([trader, viewer]));
+    const { id } = await signedTrade(journal, callerFor(trader).scope, "desk-eu");
+    await rejection(useCases.cancelTrade(id, undefined, callerFor(viewer)));
+    await rejection(useCases.speedUpTrade(id, undefined, callerFor(viewer)));
+    await rejection(useCases.cancelTrade("not-an-id", undefined, callerFor(viewer)));
+    const refused = (await journal.auditPage({ limit: 10, action: "replacement.refused" })).records;
+    expect(refused.map((r) => [r.actor, r.subject, r.details.what, r.details.code])).to.deep.equal([
+      ["auditor", id, "cancel", "permission_denied"],
+      ["auditor", id, "speed-up", "permission_denied"],
+    ]);
+  });
+
+  it("ends a trade cancelled, not expired, when its own call sees the cancel's no-op mined: the caller is told", async function () {
+    const { journal, trade, useCases } = setup();
+    let mined!: () => void;
+    const noopMined = new Promise<void>((resolve) => (mined = resolve));
+    trade.settle = async () => {
+      await noopMined;
+      throw new TradeExpiredError(1, 0);
+    };
+    const run = useCases.buy(REQUEST, SENDER);
+    run.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const [signed] = (await journal.page({ visible: { names: [], ids: [SENDER.scope] }, limit: 5 })).trades;
+    expect(signed!.status).to.be.oneOf(["signed", "submitted"]);
+    await useCases.cancelTrade(signed!.id, undefined, SENDER);
+    mined();
+    const error = await rejection(run);
+    expect(error).to.be.instanceOf(TradeCancelledError);
+    expect((error as Error).message).to.match(/cancelled by sender-scope/);
+    const after = (await journal.get(signed!.id))!;
+    expect([after.status, after.error?.code]).to.deep.equal(["cancelled", "trade_cancelled"]);
   });
 
   it("speeds a trade up at the fee asked, refusing a malformed one and a trade being cancelled", async function () {
