@@ -14,9 +14,9 @@
  * - a cancel recorded, the service restarted and its no-op gone from the node: still cancelled;
  * - gRPC CancelTrade and SpeedUpTrade with a real client (@grpc/grpc-js).
  *
- * RESUBMIT_AFTER_MS is 10 minutes here (default 60 s): the monitor's own re-pricing of a pending
- * transaction would race the fees these tests assert; the monitor's re-pricing is tested in
- * test/adapters/chain/lifecycle/.
+ * RESUBMIT_AFTER_MS is 10 minutes here (default 30 s): the monitor's own re-pricing of a pending
+ * transaction would race the fees these tests assert; the two tests about that race restart the
+ * service with it at 1 s, and with TRADE_LIFETIME_S at 10 s for the race with the deadline's no-op.
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -120,8 +120,9 @@ describe("cancel and speed-up on a real chain (anvil, mining paused)", function 
     return { status: response.status, text, body: JSON.parse(text) as JsonBody, headers: response.headers };
   }
 
-  async function start(): Promise<void> {
-    service = await startService({ env, log: pino({ level: "info" }, logs) });
+  async function start(more: Record<string, string> = {}): Promise<void> {
+    service = await startService({ env: { ...env, ...more }, log: pino({ level: "info" }, logs) });
+    client?.close();
     client = grpcClient(service.apiUrl);
   }
 
@@ -378,5 +379,60 @@ describe("cancel and speed-up on a real chain (anvil, mining paused)", function 
     expect((final.response as JsonBody).cancel.outcome).to.equal("done");
     const after = await grpcCall(client, "SpeedUpTrade", { id }, KEYS.desk);
     expect(after.error?.code, after.error?.message).to.equal(grpc.status.FAILED_PRECONDITION);
+  });
+
+  it("races the monitor's own re-pricing: the no-op outbids its latest bid, and its re-pricing of the no-op stays a no-op", async function () {
+    await service.close();
+    await start({ RESUBMIT_AFTER_MS: "1000" });
+    try {
+      await pause();
+      const before = await balances();
+      const { id } = await pendingSell();
+      await waitFor("the monitor's re-pricing", async () => (await trade(id)).body.transactions.length >= 2, 30_000);
+      const cancelled = await act("cancel", id, KEYS.desk);
+      expect(cancelled.status, cancelled.text).to.equal(202);
+      const sent = cancelled.body.transactions as JsonBody[];
+      const [last, noop] = [sent.at(-2), sent.at(-1)];
+      expect(noop.noop).to.equal(true);
+      expect(BigInt(noop.maxFeePerGas)).to.be.greaterThan((BigInt(last.maxFeePerGas) * 11n) / 10n);
+      // The monitor re-prices the pending no-op in its turn: a no-op again, at the same nonce.
+      const count = sent.length;
+      await waitFor("the no-op re-priced", async () => (await trade(id)).body.transactions.length > count, 30_000);
+      const later = (await trade(id)).body.transactions as JsonBody[];
+      expect(later.slice(count - 1).every((t) => t.noop)).to.equal(true);
+      await resume();
+      await waitFor("the trade cancelled", async () => (await trade(id)).body.status === "cancelled", 60_000);
+      expect(await balances()).to.deep.equal(before);
+    } finally {
+      await service.close();
+      await start();
+    }
+  });
+
+  it("races the deadline's no-op: a cancel asked once it is pending signs nothing more, and the trade ends cancelled", async function () {
+    await service.close();
+    await start({ TRADE_LIFETIME_S: "10" });
+    try {
+      await pause();
+      const before = await balances();
+      const { id } = await pendingSell();
+      await waitFor(
+        "the deadline's no-op",
+        async () => (await trade(id)).body.transactions.some((t: JsonBody) => t.noop),
+        40_000,
+      );
+      const pending = (await trade(id)).body.transactions as JsonBody[];
+      const cancelled = await act("cancel", id, KEYS.desk);
+      expect(cancelled.status, cancelled.text).to.equal(202);
+      expect(cancelled.body.transactions).to.have.length(pending.length);
+      expect(cancelled.body.cancel).to.deep.include({ outcome: "pending", noopHash: pending.at(-1).hash });
+      await resume();
+      await waitFor("the trade cancelled", async () => (await trade(id)).body.status === "cancelled", 60_000);
+      expect((await trade(id)).body.cancel.outcome).to.equal("done");
+      expect(await balances()).to.deep.equal(before);
+    } finally {
+      await service.close();
+      await start();
+    }
   });
 });
