@@ -156,3 +156,41 @@ export function walletResumedEntry(caller: Caller, pause: WalletPause): AuditEnt
     details: { pausedSince: pause.since.toISOString(), nonce: pause.nonce, hash: pause.hash },
   };
 }
+
+/**
+ * `trade.cancel_requested` / `trade.sped_up`: the sender or an admin asked to cancel the trade, or
+ * to re-price its transaction; `details` say what was done: the trade's nonce, the transaction it
+ * replaced and the replacement's hash (null when nothing was signed: cancelled at once with nothing
+ * signed, or left to the lifecycle monitor), and its fees in wei.
+ */
+export function replacementEntry(
+  caller: Caller,
+  action: "trade.cancel_requested" | "trade.sped_up",
+  tradeId: string,
+  details: {
+    status: string;
+    nonce: number | null;
+    previousHash: string | null;
+    hash: string | null;
+    maxFeePerGas: string | null;
+    maxPriorityFeePerGas: string | null;
+    outcome: string;
+  },
+): AuditEntry {
+  return { actor: actorOf(caller), action, subject: tradeId, details: { ...details } };
+}
+
+/** `replacement.refused`: a cancel or a speed-up refused (not a malformed request); its subject the id asked. */
+export function replacementRefusedEntry(
+  caller: Caller,
+  what: "cancel" | "speed-up",
+  subject: string,
+  error: unknown,
+): AuditEntry {
+  return {
+    actor: actorOf(caller),
+    action: "replacement.refused",
+    subject,
+    details: { what, ...refusalDetails(error) },
+  };
+}

@@ -14,6 +14,8 @@ export type DomainErrorCode =
   | "idempotency_in_flight"
   | "trade_pending"
   | "trade_expired"
+  | "trade_cancelled"
+  | "trade_not_replaceable"
   | "trade_dropped"
   | "trade_not_found"
   | "fees_too_high"
@@ -400,5 +402,38 @@ export class ApprovalConflictError extends DomainError {
         "it takes no other decision (the same approver repeating its own decision gets the same answer)",
     );
     this.name = "ApprovalConflictError";
+  }
+}
+
+/**
+ * The trade was cancelled by its sender or an admin: nothing was signed, or the no-op at its nonce
+ * was mined in place of its transaction. Nothing was paid (HTTP 409).
+ */
+export class TradeCancelledError extends DomainError {
+  readonly code = "trade_cancelled";
+  constructor(message = "the trade was cancelled: nothing was paid") {
+    super(message);
+    this.name = "TradeCancelledError";
+  }
+}
+
+/**
+ * A cancel or a speed-up asked of a trade that has nothing to replace: it is final (confirmed,
+ * failed, expired, rejected, cancelled), already mined, or (a speed-up) being cancelled or freed
+ * by a no-op. The message names its state (HTTP 409).
+ */
+export class TradeNotReplaceableError extends DomainError {
+  readonly code = "trade_not_replaceable";
+  constructor(
+    readonly tradeId: string,
+    readonly status: string,
+    what: "cancel" | "speed-up",
+    why?: string,
+  ) {
+    super(
+      `id: trade ${tradeId} is ${status.replace("_", " ")}${why === undefined ? "" : ` (${why})`}: ` +
+        `there is nothing to ${what === "cancel" ? "cancel" : "speed up"}`,
+    );
+    this.name = "TradeNotReplaceableError";
   }
 }

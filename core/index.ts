@@ -25,6 +25,8 @@ export {
   deliveryRetriedEntry,
   outsideTransactionEntry,
   walletResumedEntry,
+  replacementEntry,
+  replacementRefusedEntry,
 } from "./audit.js";
 export {
   holdingRules,
@@ -67,10 +69,14 @@ export type {
   TradeOnChain,
   TradePort,
   TradeResolution,
+  TradeReplacer,
+  Replacement,
+  ReplaceTarget,
 } from "./ports/trade.port.js";
 export type {
   TradeJournal,
   TradeRecord,
+  TradeCancel,
   NewTrade,
   SignedTradeTx,
   Spending,
@@ -198,13 +204,16 @@ export {
   type TradeJournalling,
 } from "./use-cases/trade.use-case.js";
 export { settle } from "./use-cases/settlement.js";
+export { noopCancelledError } from "./use-cases/cancel-errors.js";
 export {
   tradeStatusUseCase,
   tradeView,
+  cancelOutcome,
   TRADE_ID,
   type TradeStatusUseCase,
   type TradeView,
   type BroadcastView,
+  type CancelView,
 } from "./use-cases/trade-status.use-case.js";
 export {
   listTradesUseCase,
@@ -239,6 +248,13 @@ export {
   type ResumeWalletUseCase,
   type WalletResumeView,
 } from "./use-cases/wallet-resume.use-case.js";
+export {
+  cancelTradeUseCase,
+  speedUpTradeUseCase,
+  parseGwei,
+  type CancelTradeUseCase,
+  type SpeedUpTradeUseCase,
+} from "./use-cases/trade-cancel.use-case.js";
 export {
   listAuditUseCase,
   DEFAULT_AUDIT_PAGE,

@@ -27,7 +27,10 @@
  *   signed, its room in the limits kept, waiting for its approvers;
  * - `approved`: approved as many times as its rules ask, and being run from "price and prove"
  *   (nothing signed yet: signed, it is `signed`);
- * - `rejected`: an approver rejected it; final, nothing paid.
+ * - `rejected`: an approver rejected it; final, nothing paid;
+ * - `cancelled`: its sender (or an admin) cancelled it (core/use-cases/trade-cancel.use-case.ts):
+ *   at once when nothing of it was signed, else once the no-op at its nonce was mined with the
+ *   required confirmations; final, nothing paid, its room in the limits given back.
  */
 export const TRADE_STATUSES = [
   "accepted",
@@ -40,6 +43,7 @@ export const TRADE_STATUSES = [
   "pending_approval",
   "approved",
   "rejected",
+  "cancelled",
 ] as const;
 
 export type TradeStatus = (typeof TRADE_STATUSES)[number];
@@ -51,12 +55,18 @@ export const INITIAL_STATUS = "accepted" satisfies TradeStatus;
  * The request has its answer. Only the chain's word moves a trade on from here (CHAIN_VERDICTS: a
  * reorg, a receipt, a revert, the no-op at its nonce), or its being signed again (`markSigned`).
  */
-export const FINAL_STATUSES = ["confirmed", "failed", "expired", "rejected"] as const satisfies readonly TradeStatus[];
+export const FINAL_STATUSES = [
+  "confirmed",
+  "failed",
+  "expired",
+  "rejected",
+  "cancelled",
+] as const satisfies readonly TradeStatus[];
 
 /**
  * The states of a trade that may pay or has paid: what a spending limit counts (core/access). A
  * held trade keeps its room while it waits, and an approved one while it runs. A failed, expired
- * or rejected trade paid nothing and gives its room back; so does one forgotten (deleted).
+ * rejected or cancelled trade paid nothing and gives its room back; so does one forgotten (deleted).
  */
 export const SPENDING_STATUSES = [
   "accepted",
@@ -83,7 +93,8 @@ export type TradeOperation =
   | "markHeld"
   | "markApproved"
   | "markRejected"
-  | "expireApproval";
+  | "expireApproval"
+  | "markCancelled";
 
 /** The operations that record what the chain says of a trade's transactions. */
 export const CHAIN_VERDICTS = [
@@ -92,6 +103,7 @@ export const CHAIN_VERDICTS = [
   "markConfirmed",
   "markFailed",
   "markExpired",
+  "markCancelled",
 ] as const satisfies readonly TradeOperation[];
 
 /**
@@ -159,7 +171,8 @@ export const TRADE_TRANSITIONS = {
     to: "signed",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved"],
     ignored: [],
-    refused: ["pending_approval", "rejected"],
+    // A cancelled trade is never signed again: its sender was told nothing is paid.
+    refused: ["pending_approval", "rejected", "cancelled"],
     // A failed or expired trade is signed again only over its own first signature; one that never
     // had a transaction (an approved trade failed as interrupted while its run went on) stays
     // failed: its client was told nothing was paid, and its room was given back.
@@ -169,27 +182,27 @@ export const TRADE_TRANSITIONS = {
   markSubmitted: transition({
     to: "submitted",
     applies: ["signed"],
-    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
   }),
   // A reorg took its block away: only a mined trade has a block to lose.
   markReorged: transition({
     to: "submitted",
     applies: ["mined", "confirmed"],
-    ignored: ["accepted", "signed", "submitted", "failed", "expired", ...AWAITING, "rejected"],
+    ignored: ["accepted", "signed", "submitted", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
   }),
   // A receipt is the chain's word, whatever was recorded before (a trade failed for a nonce found
   // taken, then found mined after all, is corrected). A trade never signed has no receipt.
   markMined: transition({
     to: "mined",
-    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "cancelled"],
     ignored: [],
     refused: [...AWAITING, "rejected"],
   }),
   markConfirmed: transition({
     to: "confirmed",
-    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "cancelled"],
     ignored: [],
     refused: [...AWAITING, "rejected"],
   }),
@@ -198,13 +211,14 @@ export const TRADE_TRANSITIONS = {
   markFailed: transition({
     to: "failed",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "approved"],
-    ignored: ["expired"],
+    ignored: ["expired", "cancelled"],
     refused: ["pending_approval", "rejected"],
   }),
   markExpired: transition({
     to: "expired",
     applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired"],
-    ignored: [],
+    // A cancelled trade's no-op took its nonce: it stays cancelled.
+    ignored: ["cancelled"],
     refused: [...AWAITING, "rejected"],
   }),
   // Refused before anything was signed: forgotten, so a retry with its key runs afresh. Never a
@@ -213,7 +227,8 @@ export const TRADE_TRANSITIONS = {
   discard: transition({
     to: null,
     applies: ["accepted", "failed", "expired"],
-    ignored: [],
+    // A trade cancelled before it was signed keeps its record: its run, refused, passes over it.
+    ignored: ["cancelled"],
     refused: ["signed", "submitted", "mined", "confirmed", ...AWAITING, "rejected"],
     whenSigned: "refused",
   }),
@@ -222,7 +237,7 @@ export const TRADE_TRANSITIONS = {
   releaseSlot: transition({
     to: INITIAL_STATUS,
     applies: ["signed"],
-    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
+    ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
   }),
   // Accepted and never signed by a process that is gone (or left so too long): forgotten. A held
@@ -230,7 +245,7 @@ export const TRADE_TRANSITIONS = {
   forgetUnsigned: transition({
     to: null,
     applies: ["accepted"],
-    ignored: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
+    ignored: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
     whenSigned: "ignored",
   }),
@@ -239,7 +254,7 @@ export const TRADE_TRANSITIONS = {
     to: "pending_approval",
     applies: ["accepted"],
     ignored: [],
-    refused: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected"],
+    refused: ["signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     whenSigned: "refused",
   }),
   // An approval given: recorded on a held trade, which is approved once it has as many as its
@@ -248,22 +263,66 @@ export const TRADE_TRANSITIONS = {
     to: "approved",
     applies: ["pending_approval"],
     ignored: [],
-    refused: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+    refused: [
+      "accepted",
+      "signed",
+      "submitted",
+      "mined",
+      "confirmed",
+      "failed",
+      "expired",
+      "approved",
+      "rejected",
+      "cancelled",
+    ],
   }),
   // Rejected by an approver: final, nothing paid, its room given back.
   markRejected: transition({
     to: "rejected",
     applies: ["pending_approval"],
     ignored: [],
-    refused: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+    refused: [
+      "accepted",
+      "signed",
+      "submitted",
+      "mined",
+      "confirmed",
+      "failed",
+      "expired",
+      "approved",
+      "rejected",
+      "cancelled",
+    ],
   }),
   // Not approved within its rule's expiresAfter: expired (approval_expired), its room given back. A
   // sweep: it passes over every trade not held.
   expireApproval: transition({
     to: "expired",
     applies: ["pending_approval"],
-    ignored: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", "approved", "rejected"],
+    ignored: [
+      "accepted",
+      "signed",
+      "submitted",
+      "mined",
+      "confirmed",
+      "failed",
+      "expired",
+      "approved",
+      "rejected",
+      "cancelled",
+    ],
     refused: [],
+  }),
+  // Cancelled by its sender or an admin (trade-cancel.use-case.ts): at once when nothing of it is
+  // signed (accepted, held or approved: a run still on its way is then refused at markSigned, so
+  // nothing of it is broadcast); with a transaction, only on the chain's word, the no-op at its
+  // nonce mined with the required confirmations (from wherever the chain's earlier word left it,
+  // as markExpired). A rejected trade stays rejected; a cancelled one, cancelled.
+  markCancelled: transition({
+    to: "cancelled",
+    applies: ["accepted", "signed", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING],
+    ignored: ["cancelled"],
+    refused: ["rejected"],
   }),
 } satisfies { readonly [O in TradeOperation]: TradeTransition };
 

@@ -8,7 +8,16 @@
  */
 import type { JsonRpcApiProvider, Wallet } from "ethers";
 
-import type { NonceLedger, NonceStore, StableCoin, TradeJournal, TradeKind, WatchJournal } from "../../core/index.js";
+import {
+  type NonceLedger,
+  type NonceStore,
+  type StableCoin,
+  type TradeJournal,
+  type TradeKind,
+  type TradeReplacer,
+  UnknownWalletError,
+  type WatchJournal,
+} from "../../core/index.js";
 import { BlockTimes, BlockWatcher, FeeOracle, Receipts, headsOf, measureBlockTime, tradeFees } from "./blocks/index.js";
 import { WalletMonitor, type LifecycleLog } from "./lifecycle/index.js";
 import { DEFAULT_FEED_POLICY, FeedGuard } from "./price/index.js";
@@ -104,6 +113,8 @@ export interface Lifecycle {
    * the journal's pauses and alarms first), stopped with the monitors.
    */
   watch: WalletWatch | undefined;
+  /** A cancel's or a speed-up's replacement at a trade's nonce, by its wallet's monitor (lifecycle/replace-now.ts). */
+  replacer: TradeReplacer;
 }
 
 const SILENT: LifecycleLog = { warn() {}, info() {} };
@@ -270,5 +281,16 @@ function lifecycleOf(
       }),
     monitors: () => monitors,
     watch,
+    replacer: {
+      cancel: (target) => monitorOf(monitors, target.wallet).cancel(target),
+      speedUp: (target, maxFeePerGas) => monitorOf(monitors, target.wallet).speedUp(target, maxFeePerGas),
+    },
   };
+}
+
+/** The monitor of `wallet`, which replaces its trades' transactions (a cancel, a speed-up). */
+function monitorOf(monitors: WalletMonitor[], wallet: string): WalletMonitor {
+  const monitor = monitors.find((candidate) => candidate.wallet.toLowerCase() === wallet.toLowerCase());
+  if (monitor === undefined) throw new UnknownWalletError(wallet);
+  return monitor;
 }

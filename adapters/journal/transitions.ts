@@ -61,3 +61,12 @@ export function decide(
   if (verdict === "refused") throw new TradeTransitionError(operation, id, trade);
   return verdict === "applies";
 }
+
+/**
+ * Why a journal refuses to sign a trade again once a cancel was asked of it (TradeJournal.markSigned):
+ * its run, signed again past a nonce someone else's transaction took (the cancel's no-op, from
+ * another instance), must not pay it after all; its no-op, or its own first transaction, decides.
+ */
+export function cancelAsked(id: string): Error {
+  return new Error(`trade ${id} has a cancel asked of it: it is never signed again`);
+}

@@ -39,10 +39,29 @@ export function webhookEventType(
     case "pending_approval":
     case "approved":
     case "rejected":
+    case "cancelled":
       return `trade.${after.status}`;
     default:
       return undefined;
   }
+}
+
+/** The states in which a cancel asked of a trade came too late: its own transaction took the nonce, or it ended otherwise. */
+export const CANCEL_TOO_LATE: readonly TradeStatus[] = ["confirmed", "failed", "expired"];
+
+/**
+ * The second event a change makes, after webhookEventType's: `trade.cancel_failed` when a trade a
+ * cancel was asked of ends other than cancelled (its own transaction mined and confirmed, or
+ * reverted, first). The SQL journals' triggers ask the same (sqlite/webhooks.ts, postgres/webhooks.ts).
+ */
+export function cancelEventType(
+  before: { status: TradeStatus },
+  after: { status: TradeStatus; cancel?: unknown },
+): WebhookEventType | undefined {
+  if (after.cancel == null || before.status === after.status) return undefined;
+  return CANCEL_TOO_LATE.includes(after.status) && !CANCEL_TOO_LATE.includes(before.status)
+    ? "trade.cancel_failed"
+    : undefined;
 }
 
 /** The trade of an event as the SQL triggers write it: times in ms since the epoch, fees as decimal text. */
@@ -72,6 +91,8 @@ export interface TradeSnapshot {
   error: TradeRecord["error"];
   /** Absent from the snapshots written before the approvals (PostgreSQL's migration 15, SQLite's 14); null on a trade never held. */
   approval?: TradeRecord["approval"];
+  /** Absent from the snapshots written before the cancels (PostgreSQL's migration 17, SQLite's 16); null without one. */
+  cancel?: TradeRecord["cancel"];
   createdAt: number | string;
   updatedAt: number | string;
 }
@@ -103,6 +124,7 @@ export function snapshotToRecord(s: TradeSnapshot): TradeRecord {
     receipt: s.receipt,
     error: s.error,
     ...(s.approval != null && { approval: s.approval }),
+    ...(s.cancel != null && { cancel: s.cancel }),
     createdAt: new Date(Number(s.createdAt)),
     updatedAt: new Date(Number(s.updatedAt)),
   };

@@ -62,6 +62,9 @@ const LIFECYCLE_EVENTS: Array<[prefix: string, event: string]> = [
   ["filled a nonce gap", "gap_filled"],
   ["reorg:", "reorg"],
   ["nonce used by a transaction this service did not sign", "nonce_lost"],
+  ["cancel: replaced a transaction with a no-op", "cancel_noop"],
+  ["speed-up: replaced a transaction with higher fees", "sped_up"],
+  ["trade cancelled", "cancelled"],
 ];
 
 export class ServiceMetrics {

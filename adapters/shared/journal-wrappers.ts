@@ -84,6 +84,8 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
     markFailed: (id, error, audit) => around("markFailed", () => port.markFailed(id, error, audit)),
     markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
+    requestCancel: (id, cancel) => around("requestCancel", () => port.requestCancel(id, cancel)),
+    markCancelled: (id, error, cancel) => around("markCancelled", () => port.markCancelled(id, error, cancel)),
     discard: (id, audit) => around("discard", () => port.discard(id, audit)),
     forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),
     get: (id) => around("get", () => port.get(id)),

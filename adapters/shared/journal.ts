@@ -41,6 +41,7 @@ import type {
   TradeSummaryQuery,
   TradeApproval,
   TransactionReceipt,
+  TradeCancel,
   OutsideTransaction,
   WatchEvent,
   WatchJournal,
@@ -116,6 +117,12 @@ export abstract class Journal
   }
   markExpired(id: string, error: { code: string; message: string }) {
     return this.ports.trades.markExpired(id, error);
+  }
+  requestCancel(id: string, cancel: TradeCancel) {
+    return this.ports.trades.requestCancel(id, cancel);
+  }
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel) {
+    return this.ports.trades.markCancelled(id, error, cancel);
   }
   discard(id: string, audit?: AuditEntry) {
     return this.ports.trades.discard(id, audit);

@@ -36,6 +36,7 @@ export function wireUseCases(
     audit: journal.ports.audit,
     approvals: journal,
     watch: journal,
+    replacer: adapter.lifecycle.replacer,
     ...(policy && { policy }),
   });
   // A resume is in force here at once (the other instances read it at their next reading).

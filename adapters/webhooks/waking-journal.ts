@@ -15,6 +15,7 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markConfirmed",
   "markFailed",
   "markExpired",
+  "markCancelled",
   "recordBroadcast",
   "retryWebhookDelivery",
   "recordOutsideTransaction",

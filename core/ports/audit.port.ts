@@ -45,6 +45,12 @@ export const AUDIT_ACTIONS = [
   "trade.approved",
   "trade.rejected",
   "trade.approval_expired",
+  // A cancel or a speed-up asked of a trade by its sender or an admin, with the replacement's hash.
+  "trade.cancel_requested",
+  "trade.sped_up",
+  // A cancel or a speed-up refused by authority (a trade the key does not see, or did not send) or
+  // because the trade has nothing to replace; with the code.
+  "replacement.refused",
   // A decision on a held trade refused: no approver role, the requester's own trade, a trade the
   // key does not see (or none), a trade already decided; with the code and the rule.
   "approval.refused",

@@ -47,6 +47,17 @@ export interface TradeApproval {
   approvedAt: string | null;
 }
 
+/**
+ * A cancel asked of a trade (POST /api/v1/trades/{id}/cancel): who asked (the key's name in the
+ * access file, or its id without one) and when (RFC 3339). Kept with the trade from the request
+ * on, so that a restart still sees it through: its outcome and its no-op are read from the trade
+ * (tradeView, trade-status.use-case.ts).
+ */
+export interface TradeCancel {
+  requestedBy: string;
+  requestedAt: string;
+}
+
 export interface TradeRecord {
   id: string;
   /** Who sent it: a hash of the api key, never the key. Idempotency keys are scoped by it. */
@@ -73,6 +84,8 @@ export interface TradeRecord {
   error: { code: string; message: string } | null;
   /** What its approval needs and has, once an approval rule held it (ApprovalJournal.hold); absent or null otherwise. */
   approval?: TradeApproval | null;
+  /** The cancel asked of it, once one was; absent or null otherwise. */
+  cancel?: TradeCancel | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -229,6 +242,21 @@ export interface TradeJournal {
   markFailed(id: string, error: { code: string; message: string }, audit?: AuditEntry): Promise<void>;
   /** → `expired`, with the error saying why; its no-op took the nonce. */
   markExpired(id: string, error: { code: string; message: string }): Promise<void>;
+  /**
+   * Records a cancel asked of a trade `signed` or `submitted` that has none yet, before any no-op
+   * is signed for it; a trade in any other state, or with a cancel already, is left as it is.
+   * @returns the trade as it is after (with the first cancel asked, when one was), or undefined
+   *   when the journal does not know it
+   */
+  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined>;
+  /**
+   * → `cancelled` with the error saying why (TRADE_TRANSITIONS.markCancelled). Without `cancel`: the
+   * chain's word, its no-op mined with the required confirmations. With `cancel` (asked now): only a
+   * trade without a signed transaction (one signed meanwhile is left as it is), and `cancel` is
+   * recorded with it unless it has one already.
+   * @returns whether the trade is cancelled after it
+   */
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean>;
   /**
    * Deletes a trade refused before anything was signed, so a retry with its key runs afresh. With
    * `audit`, the refusal is recorded in the same transaction, only when the trade is deleted.

@@ -111,3 +111,46 @@ export interface TradePort {
    */
   blockTimeMs(): number | undefined;
 }
+
+/** A trade's open nonce, as a cancel or a speed-up asks the chain to replace what it broadcast there. */
+export interface ReplaceTarget {
+  tradeId: string;
+  wallet: string;
+  nonce: number;
+}
+
+/**
+ * What a cancel or a speed-up did on the chain:
+ * - `replaced`: a new transaction at the trade's nonce (the no-op, or the call re-priced) was signed,
+ *   recorded in the ledger, then broadcast; `hash` is its hash;
+ * - `deferred`: nothing was signed now (the trade's send is still on its way, or the fee cap leaves
+ *   no room yet); for a cancel, the lifecycle monitor signs the no-op as soon as it may;
+ * - `taken`: the nonce is used on chain already (the trade's own transaction, most likely): nothing
+ *   was signed, and the monitor records what took it;
+ * - `unchanged` (a speed-up): the fees leave no room for a higher bid; nothing was signed.
+ */
+export type Replacement =
+  | { state: "replaced"; hash: string; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }
+  | { state: "deferred"; reason: string }
+  | { state: "taken" }
+  | { state: "unchanged"; reason: string };
+
+/**
+ * Replaces what a trade broadcast at its nonce (the lifecycle monitor of its wallet does it, one
+ * action at a time with its own looks): never at another nonce, always recorded before it is
+ * broadcast, and never while the trade's own send is still on its way.
+ */
+export interface TradeReplacer {
+  /**
+   * Replaces the trade's pending transaction with a no-op (a 0-value transfer to the wallet itself)
+   * at fees the nodes take in its place (at least +10 % on both fees, the market's when higher),
+   * never above the fee cap.
+   */
+  cancel(target: ReplaceTarget): Promise<Replacement>;
+  /**
+   * Re-prices the trade's pending transaction (the same call, replacement fees), or, with
+   * `maxFeePerGas`, at that maximum fee.
+   * @throws InvalidArgumentError naming `maxFeePerGasGwei` and the cap, or the least a replacement needs
+   */
+  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement>;
+}

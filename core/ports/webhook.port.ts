@@ -16,6 +16,9 @@ export const WEBHOOK_EVENT_TYPES = [
   "trade.pending_approval",
   "trade.approved",
   "trade.rejected",
+  // A trade cancelled (nothing paid), and a cancel too late (the trade's own transaction took its nonce).
+  "trade.cancelled",
+  "trade.cancel_failed",
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

@@ -15,7 +15,13 @@ import { listAuditUseCase, type ListAuditUseCase } from "./audit.use-case.js";
 import type { TradeJournal } from "../ports/journal.port.js";
 import type { PricePort } from "../ports/price.port.js";
 import type { QuotePort, QuoteStore } from "../ports/quote.port.js";
-import type { TradePort } from "../ports/trade.port.js";
+import type { TradePort, TradeReplacer } from "../ports/trade.port.js";
+import {
+  cancelTradeUseCase,
+  speedUpTradeUseCase,
+  type CancelTradeUseCase,
+  type SpeedUpTradeUseCase,
+} from "./trade-cancel.use-case.js";
 import { assertTradeConfig, type TradeConfig } from "../validation/trade-request.js";
 import { priceUseCase, type PriceUseCase } from "./price.use-case.js";
 import { DEFAULT_QUOTE_TTL_MS, quoteUseCase, type QuoteUseCase } from "./quote.use-case.js";
@@ -64,6 +70,10 @@ export interface UseCases {
   rejectTrade: DecideTradeUseCase;
   /** Ends a paused exchange wallet's pause, for an admin key. */
   resumeWallet: ResumeWalletUseCase;
+  /** Cancels a trade, for the key that sent it or an admin (a no-op at its nonce once signed). */
+  cancelTrade: CancelTradeUseCase;
+  /** Re-prices a trade's pending transaction, for the key that sent it or an admin. */
+  speedUpTrade: SpeedUpTradeUseCase;
 }
 
 export interface UseCaseDeps {
@@ -102,6 +112,8 @@ export interface UseCaseDeps {
   approvals?: ApprovalJournal;
   /** What the watch keeps in the journal (the wallets paused); without it no wallet is ever paused. */
   watch?: WatchJournal;
+  /** Replaces a trade's transaction at its nonce (the wallets' monitors); without it, or a journal, cancels are refused. */
+  replacer?: TradeReplacer;
 }
 
 /**
@@ -127,6 +139,7 @@ export function createUseCases({
     audit,
     approvals,
     watch,
+    replacer,
   } = quoting;
   const journalling = journal
     ? { journal, inFlightWaitMs, ...(quotes && { quotes }), ...(audit && { audit }), ...(approvals && { approvals }) }
@@ -135,19 +148,22 @@ export function createUseCases({
   // A sell's first count reads the price through its checks, as the price route does: a rate that
   // is not a positive number would count it at nothing, or less.
   const access = policy === undefined ? undefined : { policy, price: { getPrice: prices, current: prices.now } };
+  const status = journal
+    ? tradeStatusUseCase(journal, trade, policy)
+    : async () => {
+        throw new InvalidArgumentError(
+          "transactionHash",
+          "trades cannot be looked up: this service runs without a trade journal",
+        );
+      };
+  const replacing =
+    journal && replacer ? { journal, replacer, status, ...(policy && { policy }), ...(audit && { audit }) } : undefined;
   return {
     sell: tradeUseCase("sell", trade, config, journalling, access),
     buy: tradeUseCase("buy", trade, config, journalling, access),
     remittance: tradeUseCase("remittance", trade, config, journalling, access),
     price: prices,
-    trade: journal
-      ? tradeStatusUseCase(journal, trade, policy)
-      : async () => {
-          throw new InvalidArgumentError(
-            "transactionHash",
-            "trades cannot be looked up: this service runs without a trade journal",
-          );
-        },
+    trade: status,
     trades: journal ? listTradesUseCase(journal, config.stableCoins, policy) : withoutJournal,
     tradeSummary: journal ? tradeSummaryUseCase(journal, config.stableCoins, policy) : withoutJournal,
     quote:
@@ -165,6 +181,8 @@ export function createUseCases({
       : withoutWebhooks,
     audit: audit ? listAuditUseCase(audit, policy) : withoutAudit,
     resumeWallet: watch ? resumeWalletUseCase(watch, wallets, policy) : withoutWatch,
+    cancelTrade: replacing ? cancelTradeUseCase(replacing) : withoutReplacer,
+    speedUpTrade: replacing ? speedUpTradeUseCase(replacing) : withoutReplacer,
     ...approvalUseCases({ journalling, approvals, policy, runner: { trade, config, ...(access && { access }) } }),
   };
 }
@@ -198,6 +216,13 @@ async function withoutApprovals(): Promise<never> {
   throw new InvalidArgumentError(
     "approvals",
     "held trades are kept in the trade journal, which this service runs without",
+  );
+}
+
+async function withoutReplacer(): Promise<never> {
+  throw new InvalidArgumentError(
+    "id",
+    "trades cannot be cancelled or sped up: this service runs without a trade journal",
   );
 }
 

@@ -1,6 +1,7 @@
 import { TradeDroppedError, TradeExpiredError, TradeRevertedError } from "../errors.js";
 import type { TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { TradePort, TradeResolution } from "../ports/trade.port.js";
+import { noopCancelledError } from "./cancel-errors.js";
 
 /**
  * Asks the chain about a journalled trade's transactions (never sending anything) and records
@@ -36,7 +37,10 @@ export async function settle(
       break;
     }
     case "expired":
-      if (record.status !== "expired") {
+      // A no-op took the nonce: the cancel's, when one was asked of it, else the deadline's.
+      if (record.cancel != null) {
+        if (record.status !== "cancelled") await journal.markCancelled(record.id, noopCancelledError(record));
+      } else if (record.status !== "expired") {
         const error = new TradeExpiredError(record.deadline ?? 0, record.nonce);
         await journal.markExpired(record.id, { code: error.code, message: error.message });
       }

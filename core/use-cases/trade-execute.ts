@@ -3,7 +3,14 @@
  * (or an approved one, core/use-cases/trade-approved.ts) proven, reserved, signed and journalled,
  * sent and settled.
  */
-import { ChainUnavailableError, DomainError, TradeExpiredError, TradePendingError } from "../errors.js";
+import {
+  ChainUnavailableError,
+  DomainError,
+  TradeCancelledError,
+  TradeExpiredError,
+  TradePendingError,
+} from "../errors.js";
+import { noopCancelledError } from "./cancel-errors.js";
 import type { ApprovalJournal } from "../ports/approval.port.js";
 import type { AuditEntry, AuditLog } from "../ports/audit.port.js";
 import type { SignedTradeTx, Spending, TradeJournal } from "../ports/journal.port.js";
@@ -80,12 +87,22 @@ export async function execute(
       // An approved trade is never forgotten: `unsigned` records its failure.
       if (unsigned !== undefined) await unsigned(error);
       else await forget(journal, id, releaseQuote, refused?.(error));
+      // Cancelled by its sender or an admin while it ran: refused when it was to be journalled signed.
+      const now = await journal.get(id).catch(() => undefined);
+      if (now?.status === "cancelled") throw new TradeCancelledError(now.error?.message);
       throw error;
     }
     // Not mined in time: its lifecycle goes on in the background (re-sent, re-priced, or
     // replaced by a no-op at its deadline); a retry with the same key gets the outcome.
     if (error instanceof TradePendingError) throw error;
     if (error instanceof TradeExpiredError) {
+      // A no-op took its nonce: the cancel's, when one was asked of it, else the deadline's.
+      const now = await journal.get(id).catch(() => undefined);
+      if (now?.cancel != null) {
+        const cancelled = noopCancelledError(now);
+        await journal.markCancelled(id, cancelled).catch(() => {});
+        throw new TradeCancelledError(cancelled.message);
+      }
       await journal.markExpired(id, { code: error.code, message: error.message }).catch(() => {});
       throw error;
     }

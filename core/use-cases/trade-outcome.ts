@@ -70,7 +70,11 @@ export function held(record: TradeRecord): TradeHeldError {
 }
 
 function recorded(record: TradeRecord | undefined): DomainError | undefined {
-  const ended = record?.status === "failed" || record?.status === "expired" || record?.status === "rejected";
+  const ended =
+    record?.status === "failed" ||
+    record?.status === "expired" ||
+    record?.status === "rejected" ||
+    record?.status === "cancelled";
   if (!ended || !record?.error) return undefined;
   return new RecordedTradeError(record.error.code as DomainError["code"], record.error.message);
 }

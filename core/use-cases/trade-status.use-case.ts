@@ -46,6 +46,40 @@ export interface TradeView {
    * has, by whom, and when it expires. Absent on every other trade.
    */
   approval?: TradeApproval;
+  /**
+   * Only on a trade a cancel was asked of (POST /api/v1/trades/{id}/cancel): who asked, when, its
+   * outcome so far and the no-op at the trade's nonce. Absent on every other trade.
+   */
+  cancel?: CancelView;
+}
+
+/**
+ * A cancel's record and its outcome so far: `pending` while the trade's nonce is open; `done` once
+ * the trade is cancelled (nothing paid); `too_late` once the trade's own transaction took its
+ * nonce (mined, confirmed, or reverted) or the trade ended otherwise before the no-op did.
+ */
+export interface CancelView {
+  requestedBy: string;
+  requestedAt: string;
+  outcome: "pending" | "done" | "too_late";
+  /** The latest no-op broadcast at the trade's nonce; null while none is. */
+  noopHash: string | null;
+}
+
+/** The outcome so far of a cancel asked of `record` (it is read from the trade's state: it survives a restart). */
+export function cancelOutcome(record: Pick<TradeRecord, "status">): CancelView["outcome"] {
+  switch (record.status) {
+    case "cancelled":
+      return "done";
+    case "mined":
+    case "confirmed":
+    case "failed":
+    case "expired":
+    case "rejected":
+      return "too_late";
+    default:
+      return "pending";
+  }
 }
 
 /** The access policy in force, for what a caller may read (absent: every key reads its own trades). */
@@ -127,5 +161,13 @@ export function tradeView(record: TradeRecord, confirmations: number | null): Tr
     createdAt: record.createdAt.toISOString(),
     updatedAt: record.updatedAt.toISOString(),
     ...(record.approval != null && { approval: record.approval }),
+    ...(record.cancel != null && {
+      cancel: {
+        requestedBy: record.cancel.requestedBy,
+        requestedAt: record.cancel.requestedAt,
+        outcome: cancelOutcome(record),
+        noopHash: record.broadcasts.filter((b) => b.noop).at(-1)?.hash ?? null,
+      },
+    }),
   };
 }

@@ -8,6 +8,7 @@ import { expect } from "chai";
 import {
   CHAIN_VERDICTS,
   FINAL_STATUSES,
+  SPENDING_STATUSES,
   TRADE_STATUSES,
   TRADE_TRANSITIONS,
   TradeTransitionError,
@@ -30,21 +31,23 @@ const [A, I, R] = ["applies", "ignored", "refused"] as const satisfies readonly 
  * held for (or given, or refused) its approval, has none.
  */
 const EXPECTED: Record<TradeOperation, readonly TradeVerdict[]> = {
-  // accepted, signed, submitted, mined, confirmed, failed, expired, pending_approval, approved, rejected
-  markSigned: [A, A, A, A, A, A, A, R, A, R],
-  markSubmitted: [I, A, I, I, I, I, I, I, I, I],
-  markReorged: [I, I, I, A, A, I, I, I, I, I],
-  markMined: [A, A, A, A, A, A, A, R, R, R],
-  markConfirmed: [A, A, A, A, A, A, A, R, R, R],
-  markFailed: [A, A, A, A, A, A, I, R, A, R],
-  markExpired: [A, A, A, A, A, A, A, R, R, R],
-  discard: [A, R, R, R, R, R, R, R, R, R],
-  releaseSlot: [I, A, I, I, I, I, I, I, I, I],
-  forgetUnsigned: [A, I, I, I, I, I, I, I, I, I],
-  markHeld: [A, R, R, R, R, R, R, R, R, R],
-  markApproved: [R, R, R, R, R, R, R, A, R, R],
-  markRejected: [R, R, R, R, R, R, R, A, R, R],
-  expireApproval: [I, I, I, I, I, I, I, A, I, I],
+  // accepted, signed, submitted, mined, confirmed, failed, expired, pending_approval, approved, rejected, cancelled
+  markSigned: [A, A, A, A, A, A, A, R, A, R, R],
+  markSubmitted: [I, A, I, I, I, I, I, I, I, I, I],
+  markReorged: [I, I, I, A, A, I, I, I, I, I, I],
+  markMined: [A, A, A, A, A, A, A, R, R, R, A],
+  markConfirmed: [A, A, A, A, A, A, A, R, R, R, A],
+  markFailed: [A, A, A, A, A, A, I, R, A, R, I],
+  markExpired: [A, A, A, A, A, A, A, R, R, R, I],
+  discard: [A, R, R, R, R, R, R, R, R, R, R],
+  releaseSlot: [I, A, I, I, I, I, I, I, I, I, I],
+  forgetUnsigned: [A, I, I, I, I, I, I, I, I, I, I],
+  markHeld: [A, R, R, R, R, R, R, R, R, R, R],
+  markApproved: [R, R, R, R, R, R, R, A, R, R, R],
+  markRejected: [R, R, R, R, R, R, R, A, R, R, R],
+  expireApproval: [I, I, I, I, I, I, I, A, I, I, I],
+  // Cancelled by its sender or an admin: at once with nothing signed; signed, on the chain's word (its no-op mined).
+  markCancelled: [A, A, A, A, A, A, A, A, A, R, I],
 };
 
 /** The states a trade is in with nothing signed, as every journal keeps them. */
@@ -108,11 +111,11 @@ describe("the trade model", function () {
     for (const status of ["pending_approval", "rejected"] as const)
       expect(tradeVerdict("markSigned", { status, txHash: null }), status).to.equal("refused");
     expect(tradeVerdict("markSigned", { status: "approved", txHash: null })).to.equal("applies");
-    // Only an approver's decision, or the expiry, moves a held trade on.
+    // Only an approver's decision, the expiry, or its sender's (or an admin's) cancel moves a held trade on.
     const leaving = OPERATIONS.filter(
       (operation) => tradeVerdict(operation, { status: "pending_approval", txHash: null }) === "applies",
     );
-    expect(leaving.sort()).to.deep.equal(["expireApproval", "markApproved", "markRejected"]);
+    expect(leaving.sort()).to.deep.equal(["expireApproval", "markApproved", "markCancelled", "markRejected"]);
   });
 
   it("signs a failed or expired trade again only over its own first signature, never one that had none", function () {
@@ -125,6 +128,25 @@ describe("the trade model", function () {
     expect(new TradeTransitionError("markSigned", "t-3", { status: "failed", txHash: null }).message).to.equal(
       "trade t-3 is failed without a signed transaction: markSigned does not apply",
     );
+  });
+
+  it("cancels a trade with nothing signed at once, and never signs or fails a cancelled one", function () {
+    for (const status of ["accepted", "pending_approval", "approved"] as const)
+      expect(tradeVerdict("markCancelled", { status, txHash: null }), status).to.equal("applies");
+    expect(FINAL_STATUSES).to.include("cancelled");
+    // Its no-op took the nonce (or nothing was signed): that is its outcome, as an expired trade's.
+    for (const operation of ["markSigned", "markHeld", "markApproved", "markRejected"] as const)
+      expect(tradeVerdict(operation, { status: "cancelled", txHash: null }), operation).to.equal("refused");
+    for (const operation of ["markFailed", "markExpired", "markSubmitted", "markReorged"] as const)
+      expect(tradeVerdict(operation, { status: "cancelled", txHash: SIGNED }), operation).to.equal("ignored");
+    // The original mined after all (a reorg took the no-op's block): the chain's word wins.
+    expect(tradeVerdict("markConfirmed", { status: "cancelled", txHash: SIGNED })).to.equal("applies");
+    // A rejected trade stays rejected.
+    expect(tradeVerdict("markCancelled", { status: "rejected", txHash: null })).to.equal("refused");
+  });
+
+  it("does not count a cancelled trade against the spending limits: its room is given back", function () {
+    expect(SPENDING_STATUSES as readonly string[]).to.not.include("cancelled");
   });
 
   it("gives a refusal that names the trade, where it stands and the operation", function () {

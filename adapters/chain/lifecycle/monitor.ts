@@ -26,12 +26,13 @@
  * broadcast, and each look starts again from the ledger and the chain, so a crash at any point
  * leaves nothing the next look cannot finish.
  */
-import { TradeDroppedError, type NonceSlot } from "../../../core/index.js";
+import { type NonceSlot, type Replacement, TradeDroppedError } from "../../../core/index.js";
 import { marketFees, noopFees, type ChainState, type Outcome } from "../blocks/index.js";
 import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../rpc/index.js";
 import { lookUpOwn, sendFiller } from "../send/index.js";
 import type { WalletMonitorOptions } from "./options.js";
 import { replace, reprice, type ReplaceContext } from "./replace.js";
+import { cancelNow, cancelPending, type ReplaceTarget, speedUpNow, Turns } from "./replace-now.js";
 import { settle } from "./settle.js";
 
 /**
@@ -62,6 +63,8 @@ export class WalletMonitor {
   readonly #resent = new Map<number, number>();
   /** What the monitor's steps (replace.ts, settle.ts) are given of it. */
   readonly #context: ReplaceContext;
+  /** The looks, cancels and speed-ups, one at a time. */
+  readonly #turns = new Turns();
 
   constructor(options: WalletMonitorOptions) {
     this.#opts = options;
@@ -109,8 +112,25 @@ export class WalletMonitor {
     this.#timer.unref();
   }
 
-  /** One look at every open nonce of the wallet (exposed for tests; `start()` runs it periodically). */
-  async look(): Promise<void> {
+  /**
+   * One look at every open nonce of the wallet (exposed for tests; `start()` runs it periodically),
+   * in turn with the cancels and speed-ups (replace-now.ts): none interleaves with a look.
+   */
+  look(): Promise<void> {
+    return this.#turns.run(() => this.#look());
+  }
+
+  /** A cancel's no-op at the trade's nonce (replace-now.ts), in turn with the looks. */
+  cancel(target: ReplaceTarget): Promise<Replacement> {
+    return this.#turns.run(() => cancelNow(this.#context, target));
+  }
+
+  /** A speed-up of the trade's transaction at its nonce (replace-now.ts), in turn with the looks. */
+  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement> {
+    return this.#turns.run(() => speedUpNow(this.#context, target, maxFeePerGas));
+  }
+
+  async #look(): Promise<void> {
     const { journal, settings, holder, provider } = this.#opts;
     const slots = await journal.openSlots(this.#wallet);
     const pending = slots.filter((slot) => slot.state === "pending");
@@ -248,6 +268,8 @@ export class WalletMonitor {
 
     // By the later of the chain's clock and this machine's, as the deadline was set: a chain that
     // stopped making blocks must not keep a trade alive that would execute late once they resume.
+    // A cancel asked of its trade with no no-op at its nonce yet: the cancel's (replace-now.ts).
+    if (await cancelPending(this.#context, slot, last, market)) return;
     const now = Math.max(state.head.timestamp, Math.floor(Date.now() / 1000));
     if (slot.deadline !== null && !last.noop && now >= slot.deadline) {
       // Its call can no longer succeed: free the nonce, so the wallet's later transactions go on.

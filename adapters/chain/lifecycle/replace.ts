@@ -48,7 +48,22 @@ export async function reprice(
   await replace(context, slot, last, fees, last.noop, message);
 }
 
-/** Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced, or a no-op. */
+/**
+ * Fees for the no-op of a cancel (trade-cancel.use-case.ts) in place of `last`: as noopFees (the
+ * market's, and never less than bumped(last), so that nodes take it in its place), but never above
+ * the cap; null when the cap leaves no room for it. (The monitor re-prices it later as its own
+ * no-ops, reprice: after the trade's deadline, a no-op may outbid the cap.)
+ */
+export function cancelFees(last: Fees, market: Fees, cap: bigint): Fees | null {
+  const fees = noopFees(last, market, cap);
+  return fees.maxFeePerGas > cap ? null : fees;
+}
+
+/**
+ * Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced,
+ * or a no-op. Returns its hash: recorded, whether or not a node took it (a later look re-sends or
+ * re-prices it).
+ */
 export async function replace(
   context: MonitorContext,
   slot: NonceSlot,
@@ -56,7 +71,7 @@ export async function replace(
   fees: Fees,
   noop: boolean,
   message: string,
-): Promise<void> {
+): Promise<string> {
   const { signer, chainId, journal, provider, log } = context.opts;
   const call = noop ? { to: context.wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
   const { rawTx, txHash } = await signEip1559With(signer, { ...call, ...fees, chainId, nonce: slot.nonce });
@@ -74,10 +89,11 @@ export async function replace(
     await provider.send("eth_sendRawTransaction", [rawTx]);
     log.warn(details, message);
   } catch (error) {
-    if (isAlreadyKnown(error)) return;
+    if (isAlreadyKnown(error)) return txHash;
     // Recorded, so it is re-sent or re-priced at a later look.
     log.warn({ ...details, err: error }, `${message}: the node refused it for now`);
   }
+  return txHash;
 }
 
 /** The call a signed transaction makes, to sign it again with other fees. */

@@ -1,9 +1,9 @@
 /**
  * What a nonce's mined transaction means, recorded by the lifecycle monitor (monitor.ts): the
  * slot is mined, and its trade failed (reverted), mined, confirmed (enough blocks on top), or
- * expired (its no-op was mined, confirmed).
+ * expired (its no-op was mined, confirmed), or cancelled (the no-op of a cancel asked of it).
  */
-import { TradeExpiredError, TradeRevertedError, type NonceSlot } from "../../../core/index.js";
+import { noopCancelledError, TradeExpiredError, TradeRevertedError, type NonceSlot } from "../../../core/index.js";
 import { toWeb3Receipt, type Outcome } from "../blocks/index.js";
 import type { MonitorContext } from "./options.js";
 
@@ -20,6 +20,16 @@ export async function settle(context: MonitorContext, slot: NonceSlot, found: Ou
   const confirmed = found.confirmations >= settings.confirmations;
   if (found.noop) {
     if (!confirmed) return;
+    // The no-op of a cancel asked of the trade (trade-cancel.use-case.ts): cancelled, nothing paid.
+    const record = await journal.get(slot.tradeId);
+    if (record?.cancel != null) {
+      log.warn(
+        { tradeId: slot.tradeId, wallet: context.wallet, nonce: slot.nonce, hash: receipt.transactionHash },
+        "trade cancelled: its cancel's no-op was mined; nothing was paid",
+      );
+      await journal.markCancelled(slot.tradeId, noopCancelledError(record));
+      return;
+    }
     const error = new TradeExpiredError(slot.deadline ?? 0, slot.nonce);
     log.warn(
       { tradeId: slot.tradeId, wallet: context.wallet, nonce: slot.nonce, hash: receipt.transactionHash },

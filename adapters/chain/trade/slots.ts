@@ -21,7 +21,8 @@ export function nonceLookup(journal: TradeJournal & NonceLedger, wallet: string,
     if (slot.state === "lost") return { error: new TradeDroppedError(wallet, nonce) };
     if (slot.tradeId !== null) {
       const record = await journal.get(slot.tradeId);
-      if ((record?.status === "failed" || record?.status === "expired") && record.error) {
+      const ended = record?.status === "failed" || record?.status === "expired" || record?.status === "cancelled";
+      if (ended && record?.error) {
         return { error: new RecordedTradeError(record.error.code as DomainError["code"], record.error.message) };
       }
     }

@@ -10,7 +10,7 @@ import {
   type Reservation,
   type TradeRecord,
 } from "../../../core/index.js";
-import { webhookEventType } from "../webhook-events.js";
+import { cancelEventType, webhookEventType } from "../webhook-events.js";
 import { MemoryAudit } from "./audit.js";
 import { MemoryEvents } from "./webhooks.js";
 
@@ -64,6 +64,8 @@ export class MemoryStore {
     // The outbox's event, in the same step as the change (see webhooks.ts).
     const type = webhookEventType(before, stored, this.tradeSlot(stored)?.broadcasts.length ?? 0);
     if (type !== undefined) this.events.emit(this.record(stored), type);
+    const cancelFailed = cancelEventType(before, stored);
+    if (cancelFailed !== undefined) this.events.emit(this.record(stored), cancelFailed);
   }
 
   tradeSlot(stored: StoredTrade): StoredSlot | undefined {

@@ -16,6 +16,7 @@ import type {
   TradePage,
   TradePageQuery,
   TradePosition,
+  TradeCancel,
   TradeRecord,
   TradeSummaryQuery,
   TradeTotals,
@@ -31,6 +32,7 @@ import {
   tradeAmounts,
   tradeVerdict,
 } from "../../../core/index.js";
+import { cancelAsked } from "../transitions.js";
 import { MemorySpending } from "./spending.js";
 import { copyReserves, type MemoryStore, type StoredTrade, slotKey, UNSIGNED } from "./store.js";
 
@@ -106,6 +108,7 @@ export class MemoryTrades implements TradeJournal {
     const store = this.#store;
     const stored = store.trade(id);
     if (!this.#applies("markSigned", stored)) return;
+    if (stored.cancel != null) throw cancelAsked(id);
     const wallet = tx.wallet.toLowerCase();
     const key = slotKey(wallet, tx.nonce);
     const existing = store.slots.get(key);
@@ -189,6 +192,27 @@ export class MemoryTrades implements TradeJournal {
         status: TRADE_TRANSITIONS.markExpired.to,
         error: { code: error.code, message: error.message },
       });
+  }
+
+  async requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    const stored = this.#store.trades.get(id);
+    if (stored === undefined) return undefined;
+    if (stored.cancel == null && (stored.status === "signed" || stored.status === "submitted"))
+      stored.cancel = { ...cancel };
+    return this.#store.record(stored);
+  }
+
+  async markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    const stored = this.#store.trade(id);
+    // Asked now: only with nothing signed (a trade signed meanwhile is cancelled by its no-op).
+    if (cancel !== undefined && stored.txHash !== null) return stored.status === "cancelled";
+    if (this.#applies("markCancelled", stored))
+      this.#store.update(stored, {
+        status: TRADE_TRANSITIONS.markCancelled.to,
+        error: { code: error.code, message: error.message },
+        cancel: stored.cancel ?? (cancel === undefined ? null : { ...cancel }),
+      });
+    return stored.status === "cancelled";
   }
 
   async discard(id: string, audit?: AuditEntry): Promise<void> {

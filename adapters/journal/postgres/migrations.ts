@@ -6,6 +6,7 @@ import type pg from "pg";
 
 import type { TransactionReceipt } from "../../../core/index.js";
 import { APPROVALS_MIGRATION } from "./approvals.js";
+import { CANCELS_MIGRATION } from "./cancels.js";
 import { AUDIT_MIGRATION } from "./audit.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
@@ -157,6 +158,8 @@ export const MIGRATIONS = [
   // 16: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
   // outside transactions, the paused wallets and the alarms.
   WATCH_MIGRATION,
+  // 17: the cancels (cancels.ts): the cancelled state, each trade's cancel, and their webhook events.
+  CANCELS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

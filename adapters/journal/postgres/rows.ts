@@ -11,6 +11,7 @@ import type {
   SlotPurpose,
   SlotState,
   TradeApproval,
+  TradeCancel,
   TradeRecord,
   TransactionReceipt,
   Visibility,
@@ -18,7 +19,7 @@ import type {
 import { tradeAmounts } from "../../../core/index.js";
 
 export const COLUMNS =
-  "id, scope, key_name, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, approval, created_at, updated_at";
+  "id, scope, key_name, idempotency_key, request_hash, kind, request, status, wallet, nonce, tx_hash, raw_tx, deadline, receipt, error, approval, cancel, created_at, updated_at";
 export const BROADCAST_COLUMNS =
   "b.hash, b.wallet, b.nonce, b.raw_tx, b.max_fee_per_gas::text AS max_fee_per_gas, b.max_priority_fee_per_gas::text AS max_priority_fee_per_gas, b.noop, b.sent_at";
 
@@ -40,6 +41,8 @@ export interface Row {
   error: TradeRecord["error"];
   /** json, parsed; null on a trade never held (and absent from a row read before migration 15's columns). */
   approval?: TradeApproval | null;
+  /** json, parsed; null without a cancel asked (and absent from a row read before migration 17's column). */
+  cancel?: TradeCancel | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -110,6 +113,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
     receipt: row.receipt,
     error: row.error,
     ...(row.approval != null && { approval: row.approval }),
+    ...(row.cancel != null && { cancel: row.cancel }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

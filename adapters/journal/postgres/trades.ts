@@ -21,6 +21,7 @@ import {
   type TradeOperation,
   type TradePage,
   type TradePageQuery,
+  type TradeCancel,
   type TradeRecord,
   type TradeStatus,
   type TradeSummaryQuery,
@@ -39,6 +40,7 @@ import {
   visibleWhere,
 } from "./rows.js";
 import { appendAudit, auditAppendCall } from "./audit.js";
+import { cancelAsked, markCancelled, requestCancel } from "./cancels.js";
 import { admitSpend, insertCounted, spendingUse } from "./spending.js";
 import { transaction } from "./store.js";
 import { encodeReserves } from "../reservations.js";
@@ -181,10 +183,12 @@ export class PostgresTrades implements TradeJournal {
   async markSigned(id: string, tx: SignedTradeTx): Promise<void> {
     const wallet = tx.wallet.toLowerCase();
     await transaction(this.#pool, async (client) => {
-      const { rows } = await client.query<StateRow>("SELECT status, tx_hash FROM trades WHERE id = $1 FOR UPDATE", [
-        id,
-      ]);
+      const { rows } = await client.query<StateRow & { cancelling: boolean }>(
+        "SELECT status, tx_hash, cancel IS NOT NULL AS cancelling FROM trades WHERE id = $1 FOR UPDATE",
+        [id],
+      );
       if (!decide("markSigned", id, stateOf(rows[0]))) return;
+      if (rows[0]!.cancelling) throw cancelAsked(id);
       // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
       await client.query(
         "DELETE FROM broadcasts b USING nonce_slots s WHERE s.trade_id = $1 AND b.wallet = s.wallet AND b.nonce = s.nonce",
@@ -249,6 +253,14 @@ export class PostgresTrades implements TradeJournal {
 
   async markExpired(id: string, error: { code: string; message: string }): Promise<void> {
     await this.#ended(id, "markExpired", error);
+  }
+
+  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    return requestCancel(this.#pool, id, cancel, (trade) => this.get(trade));
+  }
+
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    return markCancelled(this.#pool, id, error, cancel);
   }
 
   async discard(id: string, audit?: AuditEntry): Promise<void> {

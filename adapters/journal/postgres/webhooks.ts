@@ -20,7 +20,10 @@ import type {
   WebhookScopes,
   WebhookOutcome,
 } from "../../../core/index.js";
-import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import { CANCEL_TOO_LATE, ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+
+/** The states in which a cancel came too late, as SQL text. */
+const CANCEL_TOO_LATE_SQL = CANCEL_TOO_LATE.map((status) => `'${status}'`).join(", ");
 import { auditAppendCall } from "./audit.js";
 
 const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
@@ -30,7 +33,7 @@ const MS = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)`;
  * scope) finds a row; the same rule as webhookEventType (webhook-events.ts). With `approvals`
  * (migration 15), the approvals' events too, and the trade's approval and key name in the snapshot.
  */
-const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, approvals = false) =>
+const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, approvals = false, cancels = false) =>
   `${create} FUNCTION trades_webhook_event() RETURNS trigger LANGUAGE plpgsql AS $fn$
    DECLARE
      event_type TEXT;
@@ -53,8 +56,27 @@ const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, 
      ELSIF NEW.status IN ('pending_approval', 'approved', 'rejected') THEN
        event_type := 'trade.' || NEW.status;`
            : ""
+       }${
+         cancels
+           ? `
+     ELSIF NEW.status = 'cancelled' THEN
+       event_type := 'trade.cancelled';`
+           : ""
        }
+     END IF;${
+       cancels
+         ? `
+     IF event_type IS NOT NULL THEN
+       PERFORM trades_webhook_insert(NEW, event_type);
      END IF;
+     IF NEW.cancel IS NOT NULL AND NEW.status <> OLD.status AND NEW.status IN (${CANCEL_TOO_LATE_SQL})
+        AND OLD.status NOT IN (${CANCEL_TOO_LATE_SQL}) THEN
+       PERFORM trades_webhook_insert(NEW, 'trade.cancel_failed');
+     END IF;
+     RETURN NULL;
+   END
+   $fn$;`
+         : `
      IF event_type IS NULL THEN RETURN NULL; END IF;
      INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
      VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), NEW.scope, NEW.id, event_type,
@@ -70,7 +92,38 @@ const eventFunction = (create: "CREATE" | "CREATE OR REPLACE", written: string, 
        NEW.updated_at, NEW.updated_at, NEW.updated_at);
      RETURN NULL;
    END
+   $fn$;`
+     }`;
+
+/**
+ * Migration 17's event: one row of webhook_events for the trade `t` as it is after the change, of
+ * type `event_type`, with the cancel in its snapshot (the trigger's function may write two).
+ */
+const CANCELS_INSERT_FUNCTION = `CREATE FUNCTION trades_webhook_insert(t trades, event_type TEXT) RETURNS void LANGUAGE plpgsql AS $fn$
+   BEGIN
+     INSERT INTO webhook_events (id, scope, trade_id, type, trade, created_at, next_attempt_at, window_start)
+     VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), t.scope, t.id, event_type,
+       json_build_object('id', t.id, 'scope', t.scope, 'idempotencyKey', t.idempotency_key,
+         'requestHash', t.request_hash, 'kind', t.kind, 'request', t.request, 'status', t.status,
+         'wallet', t.wallet, 'nonce', t.nonce, 'deadline', t.deadline, 'txHash', t.tx_hash,
+         'broadcasts', (SELECT coalesce(json_agg(json_build_object('hash', b.hash, 'rawTx', b.raw_tx,
+             'maxFeePerGas', b.max_fee_per_gas::text, 'maxPriorityFeePerGas', b.max_priority_fee_per_gas::text,
+             'noop', b.noop, 'sentAt', ${MS("b.sent_at")}) ORDER BY b.seq), '[]'::json)
+           FROM broadcasts b JOIN nonce_slots s ON s.wallet = b.wallet AND s.nonce = b.nonce WHERE s.trade_id = t.id),
+         'receipt', t.receipt, 'error', t.error, 'approval', t.approval, 'keyName', t.key_name, 'cancel', t.cancel,
+         'createdAt', ${MS("t.created_at")}, 'updatedAt', ${MS("t.updated_at")}),
+       t.updated_at, t.updated_at, t.updated_at);
+   END
    $fn$;`;
+
+/** Migration 17 (cancels.ts): trade.cancelled and trade.cancel_failed, the cancel in each snapshot. */
+export const CANCELS_EVENT_FUNCTIONS = `${CANCELS_INSERT_FUNCTION}
+   ${eventFunction(
+     "CREATE OR REPLACE",
+     "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > clock_timestamp()",
+     true,
+     true,
+   )}`;
 
 /** The outbox's tables, and the trigger: the same rule as webhookEventType (webhook-events.ts). */
 export const WEBHOOKS_MIGRATION = `CREATE TABLE webhook_scopes (scope TEXT PRIMARY KEY);

@@ -7,6 +7,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { TransactionReceipt } from "../../../core/index.js";
 import { APPROVALS_MIGRATION } from "./approvals.js";
 import { AUDIT_MIGRATION } from "./audit.js";
+import { CANCELS_MIGRATION } from "./cancels.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
 import { WATCH_MIGRATION } from "./watch.js";
@@ -158,6 +159,8 @@ export const MIGRATIONS = [
   // 15: the watch (watch.ts): webhook events about a wallet or the swap, with no trade; the
   // outside transactions, the paused wallets and the alarms.
   WATCH_MIGRATION,
+  // 16: the cancels (cancels.ts): the cancelled state, each trade's cancel, and their webhook events.
+  CANCELS_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -11,6 +11,7 @@ import type {
   SlotPurpose,
   SlotState,
   TradeApproval,
+  TradeCancel,
   TradeRecord,
   TradeStatus,
   TransactionReceipt,
@@ -38,6 +39,7 @@ export function toRecord(row: Row, broadcasts: Broadcast[]): TradeRecord {
     receipt: row.receipt === null ? null : (JSON.parse(row.receipt as string) as TransactionReceipt),
     error: row.error === null ? null : (JSON.parse(row.error as string) as TradeRecord["error"]),
     ...(typeof row.approval === "string" && { approval: JSON.parse(row.approval) as TradeApproval }),
+    ...(typeof row.cancel === "string" && { cancel: JSON.parse(row.cancel) as TradeCancel }),
     createdAt: new Date(Number(row.created_at)),
     updatedAt: new Date(Number(row.updated_at)),
   };

@@ -15,19 +15,21 @@ import type {
   TradeJournal,
   TradePage,
   TradePageQuery,
+  TradeCancel,
   TradeRecord,
   TradeSummaryQuery,
   TradeTotals,
   TransactionReceipt,
 } from "../../../core/index.js";
 import { forgottenEntry, gasUsdOf, INITIAL_STATUS, type TradeOperation } from "../../../core/index.js";
-import { applies, decide, statusAfter } from "../transitions.js";
+import { applies, cancelAsked, decide, statusAfter } from "../transitions.js";
 import { addToGroups, historyWhere, pageWhere, sortedGroups } from "./history.js";
 import { amountColumns, type Row, toBroadcast, toRecord, tradeState } from "./rows.js";
 import { SqliteSpending } from "./spending.js";
 import { encodeReserves } from "../reservations.js";
 import type { SqliteStore } from "./store.js";
 import type { SqliteAudit } from "./audit.js";
+import { SqliteCancels } from "./cancels.js";
 
 /**
  * The summary reads its rows in batches of this many, in the history's order (its index), and
@@ -79,7 +81,7 @@ function statements(db: DatabaseSync) {
     discard: db.prepare(`DELETE FROM trades WHERE id = ? AND ${applies("discard")}`),
     forgetUnsigned: db.prepare(`DELETE FROM trades WHERE ${applies("forgetUnsigned")} AND updated_at < ? RETURNING id`),
     // A trade's slot is found through the trade's (wallet, nonce): the slots' primary key.
-    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash FROM trades WHERE id = ?"),
+    tradeNonce: db.prepare("SELECT lower(wallet) AS wallet, nonce, status, tx_hash, cancel FROM trades WHERE id = ?"),
     dropSlotBroadcasts: db.prepare(
       "DELETE FROM broadcasts WHERE wallet = ? AND nonce = ? AND EXISTS (SELECT 1 FROM nonce_slots WHERE wallet = ? AND nonce = ? AND trade_id = ?)",
     ),
@@ -118,12 +120,14 @@ export class SqliteTrades implements TradeJournal {
 
   readonly #spending: SqliteSpending;
   readonly #audit: SqliteAudit;
+  readonly #cancels: SqliteCancels;
 
   constructor(store: SqliteStore, audit: SqliteAudit) {
     this.#store = store;
     this.#audit = audit;
     this.#sql = { ...store.sql, ...statements(store.db) };
     this.#spending = new SqliteSpending(store.db);
+    this.#cancels = new SqliteCancels(store);
   }
 
   /**
@@ -203,6 +207,7 @@ export class SqliteTrades implements TradeJournal {
       const before = this.#sql.tradeNonce.get(id);
       if (before === undefined) throw new Error(`trade ${id} is not in the journal`);
       if (!decide("markSigned", id, tradeState(before))) return;
+      if (before.cancel !== null) throw cancelAsked(id);
       const holder = this.#sql.slot.get(wallet, tx.nonce);
       if (holder && holder.trade_id !== id) throw new Error(`nonce ${tx.nonce} of ${wallet} already has a slot`);
       this.#sql.signed.run(tx.wallet, tx.nonce, tx.txHash, tx.deadline, tx.nativeUsd?.toString() ?? null, now, id);
@@ -261,6 +266,14 @@ export class SqliteTrades implements TradeJournal {
 
   markExpired(id: string, error: { code: string; message: string }): Promise<void> {
     return this.#ended(id, "markExpired", error);
+  }
+
+  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+    return this.#cancels.request(id, cancel, (trade) => this.get(trade));
+  }
+
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+    return this.#cancels.cancelled(id, error, cancel);
   }
 
   discard(id: string, audit?: AuditEntry): Promise<void> {

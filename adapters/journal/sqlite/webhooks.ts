@@ -19,7 +19,10 @@ import type {
   WebhookScopes,
   WebhookOutcome,
 } from "../../../core/index.js";
-import { ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+import { CANCEL_TOO_LATE, ORPHANED_EVENT_ERROR, snapshotToRecord, type TradeSnapshot } from "../webhook-events.js";
+
+/** The states in which a cancel came too late, as SQL text. */
+const CANCEL_TOO_LATE_SQL = CANCEL_TOO_LATE.map((status) => `'${status}'`).join(", ");
 import type { SqliteAudit } from "./audit.js";
 
 /** The trade's broadcasts (its nonce slot's), oldest first. */
@@ -34,6 +37,7 @@ const TRADE_BROADCASTS = `SELECT b.* FROM broadcasts b JOIN nonce_slots s ON s.w
 const eventTrigger = (
   written: string,
   approvals = false,
+  cancels = false,
 ) => `CREATE TRIGGER trades_webhook_event AFTER UPDATE OF status, tx_hash ON trades
    WHEN EXISTS (${written})
    BEGIN
@@ -46,7 +50,7 @@ const eventTrigger = (
              'maxFeePerGas', x.max_fee_per_gas, 'maxPriorityFeePerGas', x.max_priority_fee_per_gas,
              'noop', x.noop, 'sentAt', x.sent_at))
            FROM (${TRADE_BROADCASTS} ORDER BY b.sent_at, b.rowid) AS x)),
-         'receipt', json(NEW.receipt), 'error', json(NEW.error),${approvals ? " 'approval', json(NEW.approval), 'keyName', NEW.key_name," : ""}
+         'receipt', json(NEW.receipt), 'error', json(NEW.error),${approvals ? " 'approval', json(NEW.approval), 'keyName', NEW.key_name," : ""}${cancels ? " 'cancel', json(NEW.cancel)," : ""}
          'createdAt', NEW.created_at, 'updatedAt', NEW.updated_at),
        NEW.updated_at, NEW.updated_at, NEW.updated_at
      FROM (SELECT CASE
@@ -59,9 +63,16 @@ const eventTrigger = (
            approvals
              ? "\n         WHEN NEW.status IN ('pending_approval', 'approved', 'rejected') THEN 'trade.' || NEW.status"
              : ""
-         }
-       END AS type) AS e
-     WHERE e.type IS NOT NULL;
+         }${cancels ? "\n         WHEN NEW.status = 'cancelled' THEN 'trade.cancelled'" : ""}
+       END AS type${
+         cancels
+           ? `, 0 AS n
+       UNION ALL SELECT CASE WHEN NEW.cancel IS NOT NULL AND NEW.status <> OLD.status
+           AND NEW.status IN (${CANCEL_TOO_LATE_SQL}) AND OLD.status NOT IN (${CANCEL_TOO_LATE_SQL})
+         THEN 'trade.cancel_failed' END, 1`
+           : ""
+       }) AS e
+     WHERE e.type IS NOT NULL${cancels ? " ORDER BY e.n" : ""};
    END;`;
 
 /**
@@ -115,6 +126,13 @@ export const WEBHOOK_REGISTRATIONS_MIGRATION = `CREATE TABLE webhook_registratio
 /** The webhook trigger of migration 14 (approvals.ts): the approvals' events, the trade's approval in each snapshot. */
 export const APPROVALS_EVENT_TRIGGER = eventTrigger(
   "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
+  true,
+);
+
+/** The webhook trigger of migration 16 (cancels.ts): trade.cancelled, trade.cancel_failed, and the cancel in each snapshot. */
+export const CANCELS_EVENT_TRIGGER = eventTrigger(
+  "SELECT 1 FROM webhook_registrations WHERE scope = NEW.scope AND expires_at > unixepoch('subsec') * 1000",
+  true,
   true,
 );
 

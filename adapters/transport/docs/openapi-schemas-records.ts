@@ -95,6 +95,8 @@ export const RECORD_SCHEMAS = {
           "trade.pending_approval",
           "trade.approved",
           "trade.rejected",
+          "trade.cancelled",
+          "trade.cancel_failed",
           ...WATCH_EVENT_ENUM,
         ],
       },
@@ -159,6 +161,7 @@ export const RECORD_SCHEMAS = {
           "pending_approval",
           "approved",
           "rejected",
+          "cancelled",
         ],
       },
       apiKeyName: {
@@ -202,6 +205,7 @@ export const RECORD_SCHEMAS = {
       createdAt: { type: "string", format: "date-time" },
       updatedAt: { type: "string", format: "date-time" },
       approval: ref("TradeApproval"),
+      cancel: ref("TradeCancel"),
     },
     required: [
       "id",

@@ -7,6 +7,7 @@
  */
 
 import { APPROVAL_PATHS, APPROVAL_SCHEMAS } from "./openapi-paths-approvals.js";
+import { CANCEL_PATHS, CANCEL_SCHEMAS } from "./openapi-paths-cancels.js";
 import { AUDIT_PATHS, AUDIT_SCHEMAS } from "./openapi-paths-audit.js";
 import { PROBE_PATHS } from "./openapi-paths-probes.js";
 import { TRADE_PATHS } from "./openapi-paths-trades.js";
@@ -36,7 +37,15 @@ export const OPENAPI_DOCUMENT = {
     { name: "Probes" },
   ],
   webhooks: WEBHOOKS,
-  paths: { ...TRADE_PATHS, ...APPROVAL_PATHS, ...WEBHOOK_PATHS, ...AUDIT_PATHS, ...WALLET_PATHS, ...PROBE_PATHS },
+  paths: {
+    ...TRADE_PATHS,
+    ...APPROVAL_PATHS,
+    ...CANCEL_PATHS,
+    ...WEBHOOK_PATHS,
+    ...AUDIT_PATHS,
+    ...WALLET_PATHS,
+    ...PROBE_PATHS,
+  },
   components: {
     securitySchemes: {
       api_key: { type: "apiKey", in: "header", name: "api_key", description: "One of the service's API_KEYS." },
@@ -59,7 +68,14 @@ export const OPENAPI_DOCUMENT = {
         schema: { type: "string", pattern: "^q_[0-9a-f]{32}$" },
       },
     },
-    schemas: { ...CALL_SCHEMAS, ...RECORD_SCHEMAS, ...AUDIT_SCHEMAS, ...APPROVAL_SCHEMAS, ...WALLET_SCHEMAS },
+    schemas: {
+      ...CALL_SCHEMAS,
+      ...RECORD_SCHEMAS,
+      ...AUDIT_SCHEMAS,
+      ...APPROVAL_SCHEMAS,
+      ...CANCEL_SCHEMAS,
+      ...WALLET_SCHEMAS,
+    },
   },
 } as const;
 

@@ -6,7 +6,13 @@
  */
 import { Code } from "@connectrpc/connect";
 
-import { type DecideTradeUseCase, TradeHeldError, type TradeUseCase, type UseCases } from "../../../core/index.js";
+import {
+  type CancelTradeUseCase,
+  type DecideTradeUseCase,
+  TradeHeldError,
+  type TradeUseCase,
+  type UseCases,
+} from "../../../core/index.js";
 import { OPENAPI_JSON } from "../docs/index.js";
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -26,6 +32,8 @@ import { auditRoute } from "./audit-route.js";
 const TRADES_PREFIX = "/api/v1/trades/";
 /** POST /api/v1/trades/{id}/approve and /reject: an approver's decision on a held trade. */
 const DECISIONS = ["/approve", "/reject"] as const;
+/** POST /api/v1/trades/{id}/cancel and /speed-up: the sender's (or an admin's) replacement of a trade's transaction. */
+const REPLACEMENTS = ["/cancel", "/speed-up"] as const;
 /** POST /api/v1/webhooks/deliveries/{id}/retry. */
 const DELIVERIES_PREFIX = "/api/v1/webhooks/deliveries/";
 const RETRY_SUFFIX = "/retry";
@@ -124,14 +132,9 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     }),
   };
 
-  const decisions = new Map(
-    DECISIONS.map((suffix) => [
-      suffix,
-      decisionRoute(suffix === "/approve" ? useCases.approveTrade : useCases.rejectTrade),
-    ]),
-  );
+  const actions = tradeActions(useCases);
   const paramRoute = (path: string): { route: Route; param: string } | undefined => {
-    for (const [suffix, route] of decisions)
+    for (const [suffix, route] of actions)
       if (path.startsWith(TRADES_PREFIX) && path.endsWith(suffix) && path.length > TRADES_PREFIX.length + suffix.length)
         return { route, param: path.slice(TRADES_PREFIX.length, -suffix.length) };
     if (
@@ -157,11 +160,25 @@ export function routeTable(useCases: UseCases, checkReadiness: () => Promise<Rea
     if (own !== undefined) return own;
     const route = paramRoute(path)?.route;
     if (route === retryDelivery) return `${DELIVERIES_PREFIX}{id}${RETRY_SUFFIX}`;
-    for (const [suffix, decision] of decisions) if (route === decision) return `${TRADES_PREFIX}{id}${suffix}`;
+    for (const [suffix, action] of actions) if (route === action) return `${TRADES_PREFIX}{id}${suffix}`;
     if (route === resumeWallet) return `${WALLETS_PREFIX}{address}${RESUME_SUFFIX}`;
     return route !== undefined ? `${TRADES_PREFIX}{transactionHash}` : "other";
   };
   return { routes, paramRoute, label };
+}
+
+/** The routes of POST /api/v1/trades/{id}/<action>, by their suffix: the decisions, the cancel and the speed-up. */
+function tradeActions(useCases: UseCases): ReadonlyMap<string, Route> {
+  return new Map([
+    ...DECISIONS.map(
+      (suffix) =>
+        [suffix, decisionRoute(suffix === "/approve" ? useCases.approveTrade : useCases.rejectTrade)] as const,
+    ),
+    ...REPLACEMENTS.map(
+      (suffix) =>
+        [suffix, replacementRoute(suffix === "/cancel" ? useCases.cancelTrade : useCases.speedUpTrade)] as const,
+    ),
+  ]);
 }
 
 /** POST of a trade (sell, buy, remittance): the body, with the Idempotency-Key and the Quote-Id headers. */
@@ -193,6 +210,23 @@ function decisionRoute(decide: DecideTradeUseCase): Route {
     authenticated: true,
     jsonBody: "optional",
     handle: async (_req, body, key, id) => ({ status: 200, body: await decide(id, body, callerOf(key)) }),
+  };
+}
+
+/**
+ * POST /api/v1/trades/{id}/cancel | speed-up, with an optional body (none, {}, or a speed-up's
+ * {"maxFeePerGasGwei"}): 202, the trade as GET shows it, at once; its outcome follows on the chain.
+ */
+function replacementRoute(replace: CancelTradeUseCase): Route {
+  return {
+    method: "POST",
+    authenticated: true,
+    jsonBody: "optional",
+    handle: async (_req, body, key, id) => ({
+      status: 202,
+      body: await replace(id, body, callerOf(key)),
+      headers: { location: `${TRADES_PREFIX}${id.toLowerCase()}` },
+    }),
   };
 }
 

@@ -70,6 +70,10 @@ export const DOMAIN_TO_CONNECT_CODE: Readonly<Record<DomainErrorCode, Code>> = {
   wallet_paused: Code.Unavailable,
   // A resume asked for a wallet that is not paused (HTTP 409).
   wallet_not_paused: Code.FailedPrecondition,
+  // Cancelled by its sender or an admin: nothing paid (HTTP 409).
+  trade_cancelled: Code.FailedPrecondition,
+  // A cancel or a speed-up of a trade with nothing to replace: final, mined, or being cancelled (HTTP 409).
+  trade_not_replaceable: Code.FailedPrecondition,
 };
 
 /**
@@ -85,6 +89,8 @@ export const DOMAIN_HTTP_STATUS: Readonly<Partial<Record<DomainErrorCode, number
   wallet_not_paused: 409,
   approval_expired: 410,
   trade_rejected: 409,
+  trade_cancelled: 409,
+  trade_not_replaceable: 409,
 };
 
 /** The message a client sees for a bug; the error itself is only logged. */

@@ -126,6 +126,16 @@ export function tradeMessage(trade: TradeView): TradeMessage {
     updatedAt: trade.updatedAt,
     ...(trade.apiKeyName === null ? {} : { apiKeyName: trade.apiKeyName }),
     ...(trade.approval === undefined ? {} : { approval: approvalMessage(trade.approval) }),
+    ...(trade.cancel === undefined
+      ? {}
+      : {
+          cancel: {
+            requestedBy: trade.cancel.requestedBy,
+            requestedAt: trade.cancel.requestedAt,
+            outcome: trade.cancel.outcome,
+            ...(trade.cancel.noopHash === null ? {} : { noopHash: trade.cancel.noopHash }),
+          },
+        }),
   });
 }
 

@@ -2,6 +2,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 
 import type { Caller, PriceRecord as PriceRecordView, UseCases } from "../../../core/index.js";
 import type {
+  CancelTradeRequest,
   DecideTradeRequest,
   GetPriceRequest,
   GetTradeRequest,
@@ -13,6 +14,7 @@ import type {
   PriceRecord,
   QuoteRequest,
   QuoteResponse,
+  SpeedUpTradeRequest,
   TokenService,
   Trade,
   TradeRequest,
@@ -54,6 +56,8 @@ export type TokenCalls = {
   listApprovals(request: ListApprovalsRequest, context: CallContext): Promise<ListTradesResponse>;
   approveTrade(request: DecideTradeRequest, context: CallContext): Promise<Trade>;
   rejectTrade(request: DecideTradeRequest, context: CallContext): Promise<Trade>;
+  cancelTrade(request: CancelTradeRequest, context: CallContext): Promise<Trade>;
+  speedUpTrade(request: SpeedUpTradeRequest, context: CallContext): Promise<Trade>;
 };
 
 /**
@@ -102,6 +106,15 @@ export function tokenCalls(useCases: UseCases): TokenCalls {
       tradeMessage(await useCases.approveTrade(request.id, decisionBody(request), context)),
     rejectTrade: async (request, context) =>
       tradeMessage(await useCases.rejectTrade(request.id, decisionBody(request), context)),
+    cancelTrade: async (request, context) => tradeMessage(await useCases.cancelTrade(request.id, undefined, context)),
+    speedUpTrade: async (request, context) =>
+      tradeMessage(
+        await useCases.speedUpTrade(
+          request.id,
+          request.maxFeePerGasGwei === undefined ? undefined : { maxFeePerGasGwei: request.maxFeePerGasGwei },
+          context,
+        ),
+      ),
   };
 }
 
@@ -174,6 +187,14 @@ export class TokenServiceImpl implements ServiceImpl<typeof TokenService> {
 
   rejectTrade(request: DecideTradeRequest, context?: HandlerContext): Promise<Trade> {
     return this.#calls.rejectTrade(request, callContext(context));
+  }
+
+  cancelTrade(request: CancelTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return this.#calls.cancelTrade(request, callContext(context));
+  }
+
+  speedUpTrade(request: SpeedUpTradeRequest, context?: HandlerContext): Promise<Trade> {
+    return this.#calls.speedUpTrade(request, callContext(context));
   }
 }
 

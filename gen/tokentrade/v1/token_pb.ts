@@ -16,7 +16,57 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tokentrade/v1/token.proto.
  */
 export const file_tokentrade_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiNwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkSCgoCaWQYAiABKAki7gQKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAkSGQoMYXBpX2tleV9uYW1lGA8gASgJSAeIAQESMwoIYXBwcm92YWwYECABKAsyHC50b2tlbnRyYWRlLnYxLlRyYWRlQXBwcm92YWxICIgBAUIJCgdfd2FsbGV0QggKBl9ub25jZUILCglfZGVhZGxpbmVCEwoRX3RyYW5zYWN0aW9uX2hhc2hCEAoOX2NvbmZpcm1hdGlvbnNCCgoIX3JlY2VpcHRCCAoGX2Vycm9yQg8KDV9hcGlfa2V5X25hbWVCCwoJX2FwcHJvdmFsIrICCg1UcmFkZUFwcHJvdmFsEg0KBXJ1bGVzGAEgAygJEhAKCHJlcXVpcmVkGAIgASgNEg8KB2hlbGRfYXQYAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCRIyCglhcHByb3ZhbHMYBSADKAsyHy50b2tlbnRyYWRlLnYxLkFwcHJvdmFsRGVjaXNpb24SNwoJcmVqZWN0aW9uGAYgASgLMh8udG9rZW50cmFkZS52MS5BcHByb3ZhbERlY2lzaW9uSACIAQESGAoLYXBwcm92ZWRfYXQYByABKAlIAYgBARIsCgVxdW90ZRgIIAEoCzIYLnRva2VudHJhZGUudjEuSGVsZFF1b3RlSAKIAQFCDAoKX3JlamVjdGlvbkIOCgxfYXBwcm92ZWRfYXRCCAoGX3F1b3RlIkoKEEFwcHJvdmFsRGVjaXNpb24SCgoCYnkYASABKAkSCgoCYXQYAiABKAkSEwoGcmVhc29uGAMgASgJSACIAQFCCQoHX3JlYXNvbiJCCglIZWxkUXVvdGUSEAoIcXVvdGVfaWQYASABKAkSDwoHbWluX291dBgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJIkUKFExpc3RBcHByb3ZhbHNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiQAoSRGVjaWRlVHJhZGVSZXF1ZXN0EgoKAmlkGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24iegoQVHJhZGVUcmFuc2FjdGlvbhIMCgRoYXNoGAEgASgJEhcKD21heF9mZWVfcGVyX2dhcxgCIAEoCRIgChhtYXhfcHJpb3JpdHlfZmVlX3Blcl9nYXMYAyABKAkSDAoEbm9vcBgEIAEoCBIPCgdzZW50X2F0GAUgASgJIisKClRyYWRlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm4KEUxpc3RUcmFkZXNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRIMCgRraW5kGAIgASgJEg0KBXNpbmNlGAMgASgJEg0KBXVudGlsGAQgASgJEg0KBWxpbWl0GAUgASgNEg4KBmN1cnNvchgGIAEoCSJkChJMaXN0VHJhZGVzUmVzcG9uc2USJAoGdHJhZGVzGAEgAygLMhQudG9rZW50cmFkZS52MS5UcmFkZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI2ChZHZXRUcmFkZVN1bW1hcnlSZXF1ZXN0Eg0KBXNpbmNlGAEgASgJEg0KBXVudGlsGAIgASgJInwKDFRyYWRlU3VtbWFyeRISCgVzaW5jZRgBIAEoCUgAiAEBEhIKBXVudGlsGAIgASgJSAGIAQESMAoGZ3JvdXBzGAMgAygLMiAudG9rZW50cmFkZS52MS5UcmFkZVN1bW1hcnlHcm91cEIICgZfc2luY2VCCAoGX3VudGlsIoADChFUcmFkZVN1bW1hcnlHcm91cBIMCgRraW5kGAEgASgJEhMKC3VzZF9hZGRyZXNzGAIgASgJEhoKDXN0YWJsZV9zeW1ib2wYAyABKAlIAIgBARINCgVjb3VudBgEIAEoBBIQCghleGVjdXRlZBgFIAEoBBIoCglhbW91bnRfaW4YBiABKAsyFS50b2tlbnRyYWRlLnYxLkFtb3VudBIpCgphbW91bnRfb3V0GAcgASgLMhUudG9rZW50cmFkZS52MS5BbW91bnQSDwoHZ2FzX3dlaRgIIAEoCRIUCgdnYXNfdXNkGAkgASgJSAGIAQESQAoIc3RhdHVzZXMYCiADKAsyLi50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeUdyb3VwLlN0YXR1c2VzRW50cnkaLwoNU3RhdHVzZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAQ6AjgBQhAKDl9zdGFibGVfc3ltYm9sQgoKCF9nYXNfdXNkIjoKBkFtb3VudBISCgV2YWx1ZRgBIAEoCUgAiAEBEhIKCmJhc2VfdW5pdHMYAiABKAlCCAoGX3ZhbHVlIsMBCgxRdW90ZVJlcXVlc3QSDAoEa2luZBgBIAEoCRIZCgx1c2VyX2FkZHJlc3MYAiABKAlIAIgBARIYCgtkZXN0aW5hdGFyeRgDIAEoCUgBiAEBEg4KBmFtb3VudBgEIAEoCRITCgt1c2RfYWRkcmVzcxgFIAEoCRIZCgxzbGlwcGFnZV9icHMYBiABKA1IAogBAUIPCg1fdXNlcl9hZGRyZXNzQg4KDF9kZXN0aW5hdGFyeUIPCg1fc2xpcHBhZ2VfYnBzIjAKC1F1b3RlQW1vdW50Eg0KBXZhbHVlGAEgASgJEhIKCmJhc2VfdW5pdHMYAiABKAkiPwoKUXVvdGVQcmljZRILCgN1c2QYASABKAkSEAoIcm91bmRfaWQYAiABKAkSEgoKdXBkYXRlZF9hdBgDIAEoCSI/CghRdW90ZUdhcxINCgV1bml0cxgBIAEoCRIRCgllc3RpbWF0ZWQYAiABKAgSEQoJcHJpY2Vfd2VpGAMgASgJIjgKD1F1b3RlTmV0d29ya0ZlZRILCgN3ZWkYASABKAkSEAoDdXNkGAIgASgJSACIAQFCBgoEX3VzZCKUAQoKUXVvdGVJc3N1ZRIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSNwoHZGV0YWlscxgDIAMoCzImLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZS5EZXRhaWxzRW50cnkaLgoMRGV0YWlsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AMKDVF1b3RlUmVzcG9uc2USEAoIcXVvdGVfaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoCRIMCgRraW5kGAMgASgJEhQKDHVzZXJfYWRkcmVzcxgEIAEoCRIYCgtkZXN0aW5hdGFyeRgFIAEoCUgAiAEBEhMKC3VzZF9hZGRyZXNzGAYgASgJEhQKDHNsaXBwYWdlX2JwcxgHIAEoDRItCglhbW91bnRfaW4YCCABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EjAKDGV4cGVjdGVkX291dBgJIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKwoHbWluX291dBgKIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKAoFcHJpY2UYCyABKAsyGS50b2tlbnRyYWRlLnYxLlF1b3RlUHJpY2USJAoDZ2FzGAwgASgLMhcudG9rZW50cmFkZS52MS5RdW90ZUdhcxIzCgtuZXR3b3JrX2ZlZRgNIAEoCzIeLnRva2VudHJhZGUudjEuUXVvdGVOZXR3b3JrRmVlEikKBmlzc3VlcxgOIAMoCzIZLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZUIOCgxfZGVzdGluYXRhcnkyzQYKDFRva2VuU2VydmljZRJGCgRTZWxsEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJFCgNCdXkSGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkwKClJlbWl0dGFuY2USGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkYKCEdldFByaWNlEh4udG9rZW50cmFkZS52MS5HZXRQcmljZVJlcXVlc3QaGi50b2tlbnRyYWRlLnYxLlByaWNlUmVjb3JkEkAKCEdldFRyYWRlEh4udG9rZW50cmFkZS52MS5HZXRUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlEkIKBVF1b3RlEhsudG9rZW50cmFkZS52MS5RdW90ZVJlcXVlc3QaHC50b2tlbnRyYWRlLnYxLlF1b3RlUmVzcG9uc2USUQoKTGlzdFRyYWRlcxIgLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1JlcXVlc3QaIS50b2tlbnRyYWRlLnYxLkxpc3RUcmFkZXNSZXNwb25zZRJVCg9HZXRUcmFkZVN1bW1hcnkSJS50b2tlbnRyYWRlLnYxLkdldFRyYWRlU3VtbWFyeVJlcXVlc3QaGy50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeRJXCg1MaXN0QXBwcm92YWxzEiMudG9rZW50cmFkZS52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1Jlc3BvbnNlEkcKDEFwcHJvdmVUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJGCgtSZWplY3RUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZWIGcHJvdG8z");
+  fileDesc("Chl0b2tlbnRyYWRlL3YxL3Rva2VuLnByb3RvEg10b2tlbnRyYWRlLnYxIiAKEkNhbmNlbFRyYWRlUmVxdWVzdBIKCgJpZBgBIAEoCSJdChNTcGVlZFVwVHJhZGVSZXF1ZXN0EgoKAmlkGAEgASgJEiEKFG1heF9mZWVfcGVyX2dhc19nd2VpGAIgASgJSACIAQFCFwoVX21heF9mZWVfcGVyX2dhc19nd2VpIl4KDFRyYWRlUmVxdWVzdBIUCgx1c2VyX2FkZHJlc3MYASABKAkSEwoLZGVzdGluYXRhcnkYAiABKAkSDgoGYW1vdW50GAMgASgJEhMKC3VzZF9hZGRyZXNzGAQgASgJIugCChJUcmFuc2FjdGlvblJlY2VpcHQSEgoKYmxvY2tfaGFzaBgBIAEoCRIUCgxibG9ja19udW1iZXIYAiABKAQSHQoQY29udHJhY3RfYWRkcmVzcxgDIAEoCUgAiAEBEhsKE2N1bXVsYXRpdmVfZ2FzX3VzZWQYBCABKAQSGwoTZWZmZWN0aXZlX2dhc19wcmljZRgFIAEoBBIMCgRmcm9tGAYgASgJEhAKCGdhc191c2VkGAcgASgEEhIKCmxvZ3NfYmxvb20YCCABKAkSDgoGc3RhdHVzGAkgASgIEgoKAnRvGAogASgJEhgKEHRyYW5zYWN0aW9uX2hhc2gYCyABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYDCABKA0SDAoEdHlwZRgNIAEoCRInCgZldmVudHMYDiADKAsyFy50b2tlbnRyYWRlLnYxLkV2ZW50TG9nQhMKEV9jb250cmFjdF9hZGRyZXNzIusCCghFdmVudExvZxIPCgdhZGRyZXNzGAEgASgJEhIKCmJsb2NrX2hhc2gYAiABKAkSFAoMYmxvY2tfbnVtYmVyGAMgASgEEhEKCWxvZ19pbmRleBgEIAEoDRIPCgdyZW1vdmVkGAUgASgIEhgKEHRyYW5zYWN0aW9uX2hhc2gYBiABKAkSGQoRdHJhbnNhY3Rpb25faW5kZXgYByABKA0SCgoCaWQYCCABKAkSQAoNcmV0dXJuX3ZhbHVlcxgJIAMoCzIpLnRva2VudHJhZGUudjEuRXZlbnRMb2cuUmV0dXJuVmFsdWVzRW50cnkSFgoJc2lnbmF0dXJlGAogASgJSACIAQESIgoDcmF3GAsgASgLMhUudG9rZW50cmFkZS52MS5SYXdMb2caMwoRUmV0dXJuVmFsdWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIMCgpfc2lnbmF0dXJlIiYKBlJhd0xvZxIMCgRkYXRhGAEgASgJEg4KBnRvcGljcxgCIAMoCSIRCg9HZXRQcmljZVJlcXVlc3Qi7gIKC1ByaWNlUmVjb3JkEhcKD2NyeXB0b19jdXJyZW5jeRgBIAEoCRJTChZyYXRlX2Zvcl9jYXNoX2N1cnJlbmN5GAIgAygLMjMudG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlRm9yQ2FzaEN1cnJlbmN5RW50cnkSbQokcmF0ZV93aXRoX2Rpc2NvdW50X2Zvcl9jYXNoX2N1cnJlbmN5GAMgAygLMj8udG9rZW50cmFkZS52MS5QcmljZVJlY29yZC5SYXRlV2l0aERpc2NvdW50Rm9yQ2FzaEN1cnJlbmN5RW50cnkaOgoYUmF0ZUZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaRgokUmF0ZVdpdGhEaXNjb3VudEZvckNhc2hDdXJyZW5jeUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiNwoPR2V0VHJhZGVSZXF1ZXN0EhgKEHRyYW5zYWN0aW9uX2hhc2gYASABKAkSCgoCaWQYAiABKAkiqgUKBVRyYWRlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEiwKB3JlcXVlc3QYBCABKAsyGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBITCgZ3YWxsZXQYBSABKAlIAIgBARISCgVub25jZRgGIAEoBEgBiAEBEhUKCGRlYWRsaW5lGAcgASgDSAKIAQESHQoQdHJhbnNhY3Rpb25faGFzaBgIIAEoCUgDiAEBEjUKDHRyYW5zYWN0aW9ucxgJIAMoCzIfLnRva2VudHJhZGUudjEuVHJhZGVUcmFuc2FjdGlvbhIaCg1jb25maXJtYXRpb25zGAogASgESASIAQESNwoHcmVjZWlwdBgLIAEoCzIhLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0SAWIAQESLQoFZXJyb3IYDCABKAsyGS50b2tlbnRyYWRlLnYxLlRyYWRlRXJyb3JIBogBARISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnVwZGF0ZWRfYXQYDiABKAkSGQoMYXBpX2tleV9uYW1lGA8gASgJSAeIAQESMwoIYXBwcm92YWwYECABKAsyHC50b2tlbnRyYWRlLnYxLlRyYWRlQXBwcm92YWxICIgBARIvCgZjYW5jZWwYESABKAsyGi50b2tlbnRyYWRlLnYxLlRyYWRlQ2FuY2VsSAmIAQFCCQoHX3dhbGxldEIICgZfbm9uY2VCCwoJX2RlYWRsaW5lQhMKEV90cmFuc2FjdGlvbl9oYXNoQhAKDl9jb25maXJtYXRpb25zQgoKCF9yZWNlaXB0QggKBl9lcnJvckIPCg1fYXBpX2tleV9uYW1lQgsKCV9hcHByb3ZhbEIJCgdfY2FuY2VsInAKC1RyYWRlQ2FuY2VsEhQKDHJlcXVlc3RlZF9ieRgBIAEoCRIUCgxyZXF1ZXN0ZWRfYXQYAiABKAkSDwoHb3V0Y29tZRgDIAEoCRIWCglub29wX2hhc2gYBCABKAlIAIgBAUIMCgpfbm9vcF9oYXNoIrICCg1UcmFkZUFwcHJvdmFsEg0KBXJ1bGVzGAEgAygJEhAKCHJlcXVpcmVkGAIgASgNEg8KB2hlbGRfYXQYAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCRIyCglhcHByb3ZhbHMYBSADKAsyHy50b2tlbnRyYWRlLnYxLkFwcHJvdmFsRGVjaXNpb24SNwoJcmVqZWN0aW9uGAYgASgLMh8udG9rZW50cmFkZS52MS5BcHByb3ZhbERlY2lzaW9uSACIAQESGAoLYXBwcm92ZWRfYXQYByABKAlIAYgBARIsCgVxdW90ZRgIIAEoCzIYLnRva2VudHJhZGUudjEuSGVsZFF1b3RlSAKIAQFCDAoKX3JlamVjdGlvbkIOCgxfYXBwcm92ZWRfYXRCCAoGX3F1b3RlIkoKEEFwcHJvdmFsRGVjaXNpb24SCgoCYnkYASABKAkSCgoCYXQYAiABKAkSEwoGcmVhc29uGAMgASgJSACIAQFCCQoHX3JlYXNvbiJCCglIZWxkUXVvdGUSEAoIcXVvdGVfaWQYASABKAkSDwoHbWluX291dBgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJIkUKFExpc3RBcHByb3ZhbHNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRINCgVsaW1pdBgCIAEoDRIOCgZjdXJzb3IYAyABKAkiQAoSRGVjaWRlVHJhZGVSZXF1ZXN0EgoKAmlkGAEgASgJEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24iegoQVHJhZGVUcmFuc2FjdGlvbhIMCgRoYXNoGAEgASgJEhcKD21heF9mZWVfcGVyX2dhcxgCIAEoCRIgChhtYXhfcHJpb3JpdHlfZmVlX3Blcl9nYXMYAyABKAkSDAoEbm9vcBgEIAEoCBIPCgdzZW50X2F0GAUgASgJIisKClRyYWRlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIm4KEUxpc3RUcmFkZXNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRIMCgRraW5kGAIgASgJEg0KBXNpbmNlGAMgASgJEg0KBXVudGlsGAQgASgJEg0KBWxpbWl0GAUgASgNEg4KBmN1cnNvchgGIAEoCSJkChJMaXN0VHJhZGVzUmVzcG9uc2USJAoGdHJhZGVzGAEgAygLMhQudG9rZW50cmFkZS52MS5UcmFkZRIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciI2ChZHZXRUcmFkZVN1bW1hcnlSZXF1ZXN0Eg0KBXNpbmNlGAEgASgJEg0KBXVudGlsGAIgASgJInwKDFRyYWRlU3VtbWFyeRISCgVzaW5jZRgBIAEoCUgAiAEBEhIKBXVudGlsGAIgASgJSAGIAQESMAoGZ3JvdXBzGAMgAygLMiAudG9rZW50cmFkZS52MS5UcmFkZVN1bW1hcnlHcm91cEIICgZfc2luY2VCCAoGX3VudGlsIoADChFUcmFkZVN1bW1hcnlHcm91cBIMCgRraW5kGAEgASgJEhMKC3VzZF9hZGRyZXNzGAIgASgJEhoKDXN0YWJsZV9zeW1ib2wYAyABKAlIAIgBARINCgVjb3VudBgEIAEoBBIQCghleGVjdXRlZBgFIAEoBBIoCglhbW91bnRfaW4YBiABKAsyFS50b2tlbnRyYWRlLnYxLkFtb3VudBIpCgphbW91bnRfb3V0GAcgASgLMhUudG9rZW50cmFkZS52MS5BbW91bnQSDwoHZ2FzX3dlaRgIIAEoCRIUCgdnYXNfdXNkGAkgASgJSAGIAQESQAoIc3RhdHVzZXMYCiADKAsyLi50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeUdyb3VwLlN0YXR1c2VzRW50cnkaLwoNU3RhdHVzZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAQ6AjgBQhAKDl9zdGFibGVfc3ltYm9sQgoKCF9nYXNfdXNkIjoKBkFtb3VudBISCgV2YWx1ZRgBIAEoCUgAiAEBEhIKCmJhc2VfdW5pdHMYAiABKAlCCAoGX3ZhbHVlIsMBCgxRdW90ZVJlcXVlc3QSDAoEa2luZBgBIAEoCRIZCgx1c2VyX2FkZHJlc3MYAiABKAlIAIgBARIYCgtkZXN0aW5hdGFyeRgDIAEoCUgBiAEBEg4KBmFtb3VudBgEIAEoCRITCgt1c2RfYWRkcmVzcxgFIAEoCRIZCgxzbGlwcGFnZV9icHMYBiABKA1IAogBAUIPCg1fdXNlcl9hZGRyZXNzQg4KDF9kZXN0aW5hdGFyeUIPCg1fc2xpcHBhZ2VfYnBzIjAKC1F1b3RlQW1vdW50Eg0KBXZhbHVlGAEgASgJEhIKCmJhc2VfdW5pdHMYAiABKAkiPwoKUXVvdGVQcmljZRILCgN1c2QYASABKAkSEAoIcm91bmRfaWQYAiABKAkSEgoKdXBkYXRlZF9hdBgDIAEoCSI/CghRdW90ZUdhcxINCgV1bml0cxgBIAEoCRIRCgllc3RpbWF0ZWQYAiABKAgSEQoJcHJpY2Vfd2VpGAMgASgJIjgKD1F1b3RlTmV0d29ya0ZlZRILCgN3ZWkYASABKAkSEAoDdXNkGAIgASgJSACIAQFCBgoEX3VzZCKUAQoKUXVvdGVJc3N1ZRIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSNwoHZGV0YWlscxgDIAMoCzImLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZS5EZXRhaWxzRW50cnkaLgoMRGV0YWlsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AMKDVF1b3RlUmVzcG9uc2USEAoIcXVvdGVfaWQYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoCRIMCgRraW5kGAMgASgJEhQKDHVzZXJfYWRkcmVzcxgEIAEoCRIYCgtkZXN0aW5hdGFyeRgFIAEoCUgAiAEBEhMKC3VzZF9hZGRyZXNzGAYgASgJEhQKDHNsaXBwYWdlX2JwcxgHIAEoDRItCglhbW91bnRfaW4YCCABKAsyGi50b2tlbnRyYWRlLnYxLlF1b3RlQW1vdW50EjAKDGV4cGVjdGVkX291dBgJIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKwoHbWluX291dBgKIAEoCzIaLnRva2VudHJhZGUudjEuUXVvdGVBbW91bnQSKAoFcHJpY2UYCyABKAsyGS50b2tlbnRyYWRlLnYxLlF1b3RlUHJpY2USJAoDZ2FzGAwgASgLMhcudG9rZW50cmFkZS52MS5RdW90ZUdhcxIzCgtuZXR3b3JrX2ZlZRgNIAEoCzIeLnRva2VudHJhZGUudjEuUXVvdGVOZXR3b3JrRmVlEikKBmlzc3VlcxgOIAMoCzIZLnRva2VudHJhZGUudjEuUXVvdGVJc3N1ZUIOCgxfZGVzdGluYXRhcnky3wcKDFRva2VuU2VydmljZRJGCgRTZWxsEhsudG9rZW50cmFkZS52MS5UcmFkZVJlcXVlc3QaIS50b2tlbnRyYWRlLnYxLlRyYW5zYWN0aW9uUmVjZWlwdBJFCgNCdXkSGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkwKClJlbWl0dGFuY2USGy50b2tlbnRyYWRlLnYxLlRyYWRlUmVxdWVzdBohLnRva2VudHJhZGUudjEuVHJhbnNhY3Rpb25SZWNlaXB0EkYKCEdldFByaWNlEh4udG9rZW50cmFkZS52MS5HZXRQcmljZVJlcXVlc3QaGi50b2tlbnRyYWRlLnYxLlByaWNlUmVjb3JkEkAKCEdldFRyYWRlEh4udG9rZW50cmFkZS52MS5HZXRUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlEkIKBVF1b3RlEhsudG9rZW50cmFkZS52MS5RdW90ZVJlcXVlc3QaHC50b2tlbnRyYWRlLnYxLlF1b3RlUmVzcG9uc2USUQoKTGlzdFRyYWRlcxIgLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1JlcXVlc3QaIS50b2tlbnRyYWRlLnYxLkxpc3RUcmFkZXNSZXNwb25zZRJVCg9HZXRUcmFkZVN1bW1hcnkSJS50b2tlbnRyYWRlLnYxLkdldFRyYWRlU3VtbWFyeVJlcXVlc3QaGy50b2tlbnRyYWRlLnYxLlRyYWRlU3VtbWFyeRJXCg1MaXN0QXBwcm92YWxzEiMudG9rZW50cmFkZS52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLnRva2VudHJhZGUudjEuTGlzdFRyYWRlc1Jlc3BvbnNlEkcKDEFwcHJvdmVUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJGCgtSZWplY3RUcmFkZRIhLnRva2VudHJhZGUudjEuRGVjaWRlVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJGCgtDYW5jZWxUcmFkZRIhLnRva2VudHJhZGUudjEuQ2FuY2VsVHJhZGVSZXF1ZXN0GhQudG9rZW50cmFkZS52MS5UcmFkZRJICgxTcGVlZFVwVHJhZGUSIi50b2tlbnRyYWRlLnYxLlNwZWVkVXBUcmFkZVJlcXVlc3QaFC50b2tlbnRyYWRlLnYxLlRyYWRlYgZwcm90bzM");
+
+/**
+ * CancelTrade's request.
+ *
+ * @generated from message tokentrade.v1.CancelTradeRequest
+ */
+export type CancelTradeRequest = Message<"tokentrade.v1.CancelTradeRequest"> & {
+  /**
+   * The trade's id (a UUID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message tokentrade.v1.CancelTradeRequest.
+ * Use `create(CancelTradeRequestSchema)` to create a new message.
+ */
+export const CancelTradeRequestSchema: GenMessage<CancelTradeRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 0);
+
+/**
+ * SpeedUpTrade's request.
+ *
+ * @generated from message tokentrade.v1.SpeedUpTradeRequest
+ */
+export type SpeedUpTradeRequest = Message<"tokentrade.v1.SpeedUpTradeRequest"> & {
+  /**
+   * The trade's id (a UUID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The replacement's maxFeePerGas in gwei, decimal text with at most 9 decimals ("2.5"); unset:
+   * replacement fees.
+   *
+   * @generated from field: optional string max_fee_per_gas_gwei = 2;
+   */
+  maxFeePerGasGwei?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.SpeedUpTradeRequest.
+ * Use `create(SpeedUpTradeRequestSchema)` to create a new message.
+ */
+export const SpeedUpTradeRequestSchema: GenMessage<SpeedUpTradeRequest> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 1);
 
 /**
  * The body of Sell, Buy and Remittance (SPEC 2.1). All four fields are required.
@@ -58,7 +108,7 @@ export type TradeRequest = Message<"tokentrade.v1.TradeRequest"> & {
  * Use `create(TradeRequestSchema)` to create a new message.
  */
 export const TradeRequestSchema: GenMessage<TradeRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 0);
+  messageDesc(file_tokentrade_v1_token, 2);
 
 /**
  * The mined transaction (SPEC 2.2), field for field.
@@ -154,7 +204,7 @@ export type TransactionReceipt = Message<"tokentrade.v1.TransactionReceipt"> & {
  * Use `create(TransactionReceiptSchema)` to create a new message.
  */
 export const TransactionReceiptSchema: GenMessage<TransactionReceipt> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 1);
+  messageDesc(file_tokentrade_v1_token, 3);
 
 /**
  * One event log (SPEC 2.3).
@@ -231,7 +281,7 @@ export type EventLog = Message<"tokentrade.v1.EventLog"> & {
  * Use `create(EventLogSchema)` to create a new message.
  */
 export const EventLogSchema: GenMessage<EventLog> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 2);
+  messageDesc(file_tokentrade_v1_token, 4);
 
 /**
  * The undecoded log.
@@ -255,7 +305,7 @@ export type RawLog = Message<"tokentrade.v1.RawLog"> & {
  * Use `create(RawLogSchema)` to create a new message.
  */
 export const RawLogSchema: GenMessage<RawLog> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 3);
+  messageDesc(file_tokentrade_v1_token, 5);
 
 /**
  * GetPrice takes no parameters.
@@ -270,7 +320,7 @@ export type GetPriceRequest = Message<"tokentrade.v1.GetPriceRequest"> & {
  * Use `create(GetPriceRequestSchema)` to create a new message.
  */
 export const GetPriceRequestSchema: GenMessage<GetPriceRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 4);
+  messageDesc(file_tokentrade_v1_token, 6);
 
 /**
  * The token's rates (SPEC 2.4).
@@ -305,7 +355,7 @@ export type PriceRecord = Message<"tokentrade.v1.PriceRecord"> & {
  * Use `create(PriceRecordSchema)` to create a new message.
  */
 export const PriceRecordSchema: GenMessage<PriceRecord> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 5);
+  messageDesc(file_tokentrade_v1_token, 7);
 
 /**
  * GetTrade's request: one of the two (a held trade has no transaction yet: its id, as a Sell,
@@ -334,7 +384,7 @@ export type GetTradeRequest = Message<"tokentrade.v1.GetTradeRequest"> & {
  * Use `create(GetTradeRequestSchema)` to create a new message.
  */
 export const GetTradeRequestSchema: GenMessage<GetTradeRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 6);
+  messageDesc(file_tokentrade_v1_token, 8);
 
 /**
  * A trade as the service's journal knows it (the JSON GET /api/v1/trades/{transactionHash}).
@@ -358,7 +408,8 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
 
   /**
    * accepted, signed, submitted, mined, confirmed, failed or expired; with approval rules,
-   * pending_approval (held, nothing signed), approved (about to be signed) or rejected.
+   * pending_approval (held, nothing signed), approved (about to be signed) or rejected; cancelled
+   * (CancelTrade: nothing paid).
    *
    * @generated from field: string status = 3;
    */
@@ -452,6 +503,13 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
    * @generated from field: optional tokentrade.v1.TradeApproval approval = 16;
    */
   approval?: TradeApproval | undefined;
+
+  /**
+   * Only on a trade a cancel was asked of: who asked, when, and how it stands.
+   *
+   * @generated from field: optional tokentrade.v1.TradeCancel cancel = 17;
+   */
+  cancel?: TradeCancel | undefined;
 };
 
 /**
@@ -459,7 +517,50 @@ export type Trade = Message<"tokentrade.v1.Trade"> & {
  * Use `create(TradeSchema)` to create a new message.
  */
 export const TradeSchema: GenMessage<Trade> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 7);
+  messageDesc(file_tokentrade_v1_token, 9);
+
+/**
+ * A cancel asked of a trade (CancelTrade).
+ *
+ * @generated from message tokentrade.v1.TradeCancel
+ */
+export type TradeCancel = Message<"tokentrade.v1.TradeCancel"> & {
+  /**
+   * The key's name in the access file (its id without one) that asked.
+   *
+   * @generated from field: string requested_by = 1;
+   */
+  requestedBy: string;
+
+  /**
+   * When (RFC 3339).
+   *
+   * @generated from field: string requested_at = 2;
+   */
+  requestedAt: string;
+
+  /**
+   * pending (the trade's nonce is open), done (cancelled, nothing paid), or too_late (its own
+   * transaction took the nonce first, or it ended otherwise).
+   *
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+
+  /**
+   * The latest no-op at the trade's nonce; unset while none is.
+   *
+   * @generated from field: optional string noop_hash = 4;
+   */
+  noopHash?: string | undefined;
+};
+
+/**
+ * Describes the message tokentrade.v1.TradeCancel.
+ * Use `create(TradeCancelSchema)` to create a new message.
+ */
+export const TradeCancelSchema: GenMessage<TradeCancel> = /*@__PURE__*/
+  messageDesc(file_tokentrade_v1_token, 10);
 
 /**
  * What a held trade's approval needs and has (ACCESS_FILE approvals).
@@ -527,7 +628,7 @@ export type TradeApproval = Message<"tokentrade.v1.TradeApproval"> & {
  * Use `create(TradeApprovalSchema)` to create a new message.
  */
 export const TradeApprovalSchema: GenMessage<TradeApproval> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 8);
+  messageDesc(file_tokentrade_v1_token, 11);
 
 /**
  * One approver's decision.
@@ -562,7 +663,7 @@ export type ApprovalDecision = Message<"tokentrade.v1.ApprovalDecision"> & {
  * Use `create(ApprovalDecisionSchema)` to create a new message.
  */
 export const ApprovalDecisionSchema: GenMessage<ApprovalDecision> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 9);
+  messageDesc(file_tokentrade_v1_token, 12);
 
 /**
  * A quote's terms, as a held trade that named it keeps them.
@@ -595,7 +696,7 @@ export type HeldQuote = Message<"tokentrade.v1.HeldQuote"> & {
  * Use `create(HeldQuoteSchema)` to create a new message.
  */
 export const HeldQuoteSchema: GenMessage<HeldQuote> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 10);
+  messageDesc(file_tokentrade_v1_token, 13);
 
 /**
  * ListApprovals' request. Every field is optional; an empty string (or limit 0) means not given.
@@ -630,7 +731,7 @@ export type ListApprovalsRequest = Message<"tokentrade.v1.ListApprovalsRequest">
  * Use `create(ListApprovalsRequestSchema)` to create a new message.
  */
 export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 11);
+  messageDesc(file_tokentrade_v1_token, 14);
 
 /**
  * ApproveTrade's and RejectTrade's request.
@@ -658,7 +759,7 @@ export type DecideTradeRequest = Message<"tokentrade.v1.DecideTradeRequest"> & {
  * Use `create(DecideTradeRequestSchema)` to create a new message.
  */
 export const DecideTradeRequestSchema: GenMessage<DecideTradeRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 12);
+  messageDesc(file_tokentrade_v1_token, 15);
 
 /**
  * One transaction broadcast for a trade.
@@ -703,7 +804,7 @@ export type TradeTransaction = Message<"tokentrade.v1.TradeTransaction"> & {
  * Use `create(TradeTransactionSchema)` to create a new message.
  */
 export const TradeTransactionSchema: GenMessage<TradeTransaction> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 13);
+  messageDesc(file_tokentrade_v1_token, 16);
 
 /**
  * The error a trade failed or expired with (the same code and message the trade RPC answered).
@@ -727,7 +828,7 @@ export type TradeError = Message<"tokentrade.v1.TradeError"> & {
  * Use `create(TradeErrorSchema)` to create a new message.
  */
 export const TradeErrorSchema: GenMessage<TradeError> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 14);
+  messageDesc(file_tokentrade_v1_token, 17);
 
 /**
  * ListTrades' request. Every field is optional; an empty string (or limit 0) means not given.
@@ -784,7 +885,7 @@ export type ListTradesRequest = Message<"tokentrade.v1.ListTradesRequest"> & {
  * Use `create(ListTradesRequestSchema)` to create a new message.
  */
 export const ListTradesRequestSchema: GenMessage<ListTradesRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 15);
+  messageDesc(file_tokentrade_v1_token, 18);
 
 /**
  * One page of ListTrades.
@@ -812,7 +913,7 @@ export type ListTradesResponse = Message<"tokentrade.v1.ListTradesResponse"> & {
  * Use `create(ListTradesResponseSchema)` to create a new message.
  */
 export const ListTradesResponseSchema: GenMessage<ListTradesResponse> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 16);
+  messageDesc(file_tokentrade_v1_token, 19);
 
 /**
  * GetTradeSummary's request: the range of creation times, [since, until); either may be empty (open).
@@ -836,7 +937,7 @@ export type GetTradeSummaryRequest = Message<"tokentrade.v1.GetTradeSummaryReque
  * Use `create(GetTradeSummaryRequestSchema)` to create a new message.
  */
 export const GetTradeSummaryRequestSchema: GenMessage<GetTradeSummaryRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 17);
+  messageDesc(file_tokentrade_v1_token, 20);
 
 /**
  * The caller's totals over a range of time.
@@ -869,7 +970,7 @@ export type TradeSummary = Message<"tokentrade.v1.TradeSummary"> & {
  * Use `create(TradeSummarySchema)` to create a new message.
  */
 export const TradeSummarySchema: GenMessage<TradeSummary> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 18);
+  messageDesc(file_tokentrade_v1_token, 21);
 
 /**
  * The trades of one kind against one stable coin.
@@ -956,7 +1057,7 @@ export type TradeSummaryGroup = Message<"tokentrade.v1.TradeSummaryGroup"> & {
  * Use `create(TradeSummaryGroupSchema)` to create a new message.
  */
 export const TradeSummaryGroupSchema: GenMessage<TradeSummaryGroup> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 19);
+  messageDesc(file_tokentrade_v1_token, 22);
 
 /**
  * An exact amount.
@@ -984,7 +1085,7 @@ export type Amount = Message<"tokentrade.v1.Amount"> & {
  * Use `create(AmountSchema)` to create a new message.
  */
 export const AmountSchema: GenMessage<Amount> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 20);
+  messageDesc(file_tokentrade_v1_token, 23);
 
 /**
  * Quote's request. kind, amount and usd_address are required, as in a trade.
@@ -1040,7 +1141,7 @@ export type QuoteRequest = Message<"tokentrade.v1.QuoteRequest"> & {
  * Use `create(QuoteRequestSchema)` to create a new message.
  */
 export const QuoteRequestSchema: GenMessage<QuoteRequest> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 21);
+  messageDesc(file_tokentrade_v1_token, 24);
 
 /**
  * An amount as decimal text in whole units, and in base units (decimal text).
@@ -1064,7 +1165,7 @@ export type QuoteAmount = Message<"tokentrade.v1.QuoteAmount"> & {
  * Use `create(QuoteAmountSchema)` to create a new message.
  */
 export const QuoteAmountSchema: GenMessage<QuoteAmount> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 22);
+  messageDesc(file_tokentrade_v1_token, 25);
 
 /**
  * The token feed's round a quote is priced at.
@@ -1099,7 +1200,7 @@ export type QuotePrice = Message<"tokentrade.v1.QuotePrice"> & {
  * Use `create(QuotePriceSchema)` to create a new message.
  */
 export const QuotePriceSchema: GenMessage<QuotePrice> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 23);
+  messageDesc(file_tokentrade_v1_token, 26);
 
 /**
  * The gas of the quoted trade's call.
@@ -1134,7 +1235,7 @@ export type QuoteGas = Message<"tokentrade.v1.QuoteGas"> & {
  * Use `create(QuoteGasSchema)` to create a new message.
  */
 export const QuoteGasSchema: GenMessage<QuoteGas> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 24);
+  messageDesc(file_tokentrade_v1_token, 27);
 
 /**
  * The network fee of the quoted trade.
@@ -1165,7 +1266,7 @@ export type QuoteNetworkFee = Message<"tokentrade.v1.QuoteNetworkFee"> & {
  * Use `create(QuoteNetworkFeeSchema)` to create a new message.
  */
 export const QuoteNetworkFeeSchema: GenMessage<QuoteNetworkFee> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 25);
+  messageDesc(file_tokentrade_v1_token, 28);
 
 /**
  * Why a trade quoted now would be refused, with its numbers.
@@ -1201,7 +1302,7 @@ export type QuoteIssue = Message<"tokentrade.v1.QuoteIssue"> & {
  * Use `create(QuoteIssueSchema)` to create a new message.
  */
 export const QuoteIssueSchema: GenMessage<QuoteIssue> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 26);
+  messageDesc(file_tokentrade_v1_token, 29);
 
 /**
  * A quote (the JSON answer of POST /api/v1/token/quote).
@@ -1299,7 +1400,7 @@ export type QuoteResponse = Message<"tokentrade.v1.QuoteResponse"> & {
  * Use `create(QuoteResponseSchema)` to create a new message.
  */
 export const QuoteResponseSchema: GenMessage<QuoteResponse> = /*@__PURE__*/
-  messageDesc(file_tokentrade_v1_token, 27);
+  messageDesc(file_tokentrade_v1_token, 30);
 
 /**
  * TokenService trades one ERC-20 token against the DAI, USDT and USDC stable coins
@@ -1440,6 +1541,35 @@ export const TokenService: GenService<{
   rejectTrade: {
     methodKind: "unary";
     input: typeof DecideTradeRequestSchema;
+    output: typeof TradeSchema;
+  },
+  /**
+   * CancelTrade cancels a trade, for the key that sent it or an admin (JSON POST
+   * /api/v1/trades/{id}/cancel): one with nothing signed is cancelled at once; a signed one has its
+   * transaction replaced by a no-op at its nonce, and is cancelled once that no-op is mined (the
+   * trade's `cancel` says how it stands: pending, done, or too_late when its own transaction was
+   * mined first). Answered at once. A second cancel answers the same, signing nothing.
+   * NOT_FOUND for a trade the key does not see, PERMISSION_DENIED for one it did not send (but an
+   * admin's), FAILED_PRECONDITION (trade_not_replaceable) for one final or mined.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.CancelTrade
+   */
+  cancelTrade: {
+    methodKind: "unary";
+    input: typeof CancelTradeRequestSchema;
+    output: typeof TradeSchema;
+  },
+  /**
+   * SpeedUpTrade re-prices a signed trade's pending transaction at its nonce (replacement fees:
+   * 10 % more on both fees, the market's when higher), or at max_fee_per_gas_gwei, never above the
+   * fee cap (INVALID_ARGUMENT naming the cap, or the least a replacement needs). The same rules as
+   * CancelTrade; a trade the fees leave no room for is answered as it is.
+   *
+   * @generated from rpc tokentrade.v1.TokenService.SpeedUpTrade
+   */
+  speedUpTrade: {
+    methodKind: "unary";
+    input: typeof SpeedUpTradeRequestSchema;
     output: typeof TradeSchema;
   },
 }> = /*@__PURE__*/

@@ -94,7 +94,17 @@ const REACH: Record<TradeStatus, Array<(journal: Journal, id: string) => Promise
   pending_approval: [(journal, id) => hold(journal, id, next())],
   approved: [(journal, id) => hold(journal, id, next()), (journal, id) => decide(journal, id, "approve", next())],
   rejected: [(journal, id) => hold(journal, id, next()), (journal, id) => decide(journal, id, "reject", next())],
+  // Signed, a cancel asked, and its no-op mined (the chain's word).
+  cancelled: [sign, (journal, id) => requestCancel(journal, id), (journal, id) => cancelled(journal, id)],
 };
+
+async function requestCancel(journal: Journal, id: string): Promise<void> {
+  await journal.requestCancel(id, { requestedBy: "sender", requestedAt: new Date().toISOString() });
+}
+
+async function cancelled(journal: Journal, id: string, mark = next()): Promise<void> {
+  await journal.markCancelled(id, { code: "trade_cancelled", message: `mark ${mark}` });
+}
 
 /** Holds the trade under the rule `rule-<mark>`, for one approval, expiring `expiresInMs` from now. */
 async function hold(journal: Journal, id: string, mark: number, expiresInMs = 3_600_000): Promise<void> {
@@ -130,6 +140,22 @@ const CASES: Array<{
     status,
     steps: REACH[status].slice(1),
   })),
+  // Cancelled before anything was signed, at once (its sender's cancel of a held trade).
+  {
+    name: "cancelled, nothing signed",
+    status: "cancelled",
+    steps: [
+      (journal, id) => hold(journal, id, next()),
+      (journal, id) =>
+        journal
+          .markCancelled(
+            id,
+            { code: "trade_cancelled", message: "before" },
+            { requestedBy: "sender", requestedAt: new Date().toISOString() },
+          )
+          .then(() => {}),
+    ],
+  },
   // An approved trade refused before it was signed (the price moved past its minimum).
   {
     name: "failed once approved, nothing signed",
@@ -169,6 +195,8 @@ function run(journal: Journal, operation: TradeOperation, trade: TradeRecord, ma
       return decide(journal, trade.id, "reject", mark);
     case "expireApproval":
       return journal.expireApprovals(new Date(), new Date(0));
+    case "markCancelled":
+      return cancelled(journal, trade.id, mark);
   }
 }
 
@@ -187,6 +215,7 @@ function wrote(operation: TradeOperation, after: TradeRecord | undefined, mark: 
       return after.receipt?.blockNumber === mark;
     case "markFailed":
     case "markExpired":
+    case "markCancelled":
       return after.error?.message === `mark ${mark}`;
     case "releaseSlot":
       return after.txHash === null && after.nonce === null;
@@ -205,7 +234,18 @@ function wrote(operation: TradeOperation, after: TradeRecord | undefined, mark: 
 function own(trade: TradeRecord | undefined) {
   if (trade === undefined) return undefined;
   const { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt } = trade;
-  return { status, wallet, nonce, txHash, deadline, receipt, error, updatedAt, approval: trade.approval ?? null };
+  return {
+    status,
+    wallet,
+    nonce,
+    txHash,
+    deadline,
+    receipt,
+    error,
+    updatedAt,
+    approval: trade.approval ?? null,
+    cancel: trade.cancel ?? null,
+  };
 }
 
 export function describeTransitionContract(context: TransitionContractContext): void {
@@ -255,6 +295,71 @@ export function describeTransitionContract(context: TransitionContractContext): 
         const after = await journal.get(before.id);
         if (tradeVerdict("forgetUnsigned", before) === "applies") expect(after, `a trade ${name}`).to.equal(undefined);
         else expect(own(after), `a trade ${name}: kept as it was`).to.deep.equal(own(before));
+      }
+    });
+
+    it("requestCancel: records the first cancel asked of a signed or submitted trade, and no other", async function () {
+      const journal = context.journal();
+      const first = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
+      const second = { requestedBy: "admin", requestedAt: "2026-01-01T00:00:01.000Z" };
+      for (const status of ["signed", "submitted"] as const) {
+        const before = await trade(REACH[status]);
+        expect((await journal.requestCancel(before.id, first))?.cancel, status).to.deep.equal(first);
+        expect((await journal.requestCancel(before.id, second))?.cancel, `${status}, again`).to.deep.equal(first);
+        const after = (await journal.get(before.id))!;
+        expect([after.status, after.cancel], `${status}: kept`).to.deep.equal([status, first]);
+      }
+      // Nothing to cancel with a no-op: left as it was.
+      for (const status of ["accepted", "mined", "confirmed", "failed", "expired", "pending_approval"] as const) {
+        const before = await trade(REACH[status]);
+        expect((await journal.requestCancel(before.id, first))?.cancel ?? null, status).to.equal(null);
+        expect(own(await journal.get(before.id)), status).to.deep.equal(own(before));
+      }
+      expect(await journal.requestCancel("00000000-0000-4000-8000-000000000000", first)).to.equal(undefined);
+    });
+
+    it("markSigned: never signs again a trade a cancel was asked of, at its nonce or another", async function () {
+      const journal = context.journal();
+      for (const status of ["signed", "submitted"] as const) {
+        const before = await trade([...REACH[status], (journal, id) => requestCancel(journal, id)]);
+        for (const nonce of [before.nonce!, next()]) {
+          const refused = await journal.markSigned(before.id, { ...signedTx(nonce), txHash: hashOf(next()) }).then(
+            () => "signed",
+            (e: unknown) => e,
+          );
+          expect(refused, `${status}, nonce ${nonce}`).to.be.instanceOf(Error);
+          expect((refused as Error).message).to.match(/cancel asked of it/);
+        }
+        const after = await journal.get(before.id);
+        expect(own(after), status).to.deep.equal(own(before));
+        expect(
+          after!.broadcasts.map((b) => b.hash),
+          status,
+        ).to.deep.equal(before.broadcasts.map((b) => b.hash));
+      }
+    });
+
+    it("markCancelled with a cancel asked now: cancels only a trade with nothing signed, recording who asked", async function () {
+      const journal = context.journal();
+      const cancel = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
+      const error = { code: "trade_cancelled", message: "asked now" };
+      for (const steps of [REACH.accepted, REACH.pending_approval, REACH.approved]) {
+        const before = await trade(steps);
+        expect(await journal.markCancelled(before.id, error, cancel), before.status).to.equal(true);
+        const after = (await journal.get(before.id))!;
+        expect([after.status, after.cancel, after.error], before.status).to.deep.equal(["cancelled", cancel, error]);
+        // Never signed after: its run, still on its way, is refused.
+        const refused = await journal.markSigned(before.id, signedTx(next())).then(
+          () => "signed",
+          (e: unknown) => e,
+        );
+        expect(refused, before.status).to.be.instanceOf(Error);
+      }
+      // Signed meanwhile: left as it was (its no-op cancels it, on the chain's word).
+      for (const status of ["signed", "submitted"] as const) {
+        const before = await trade(REACH[status]);
+        expect(await journal.markCancelled(before.id, error, cancel), status).to.equal(false);
+        expect(own(await journal.get(before.id)), status).to.deep.equal(own(before));
       }
     });
 

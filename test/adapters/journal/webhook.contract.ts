@@ -95,6 +95,34 @@ export function describeWebhookContract(context: WebhookContractContext): void {
       expect(written[1]!.trade!.error).to.deep.equal({ code: "trade_expired", message: "expired" });
     });
 
+    it("tells a trade cancelled, and a cancel too late once the trade's own transaction is confirmed, with the cancel", async function () {
+      const cancel = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
+      const cancelled = await signedTrade(journal);
+      await journal.requestCancel(cancelled.id, cancel);
+      const noop = await replaceTrade(journal, cancelled, 2);
+      await journal.markCancelled(cancelled.id, { code: "trade_cancelled", message: "its no-op was mined" });
+      const late = await signedTrade(journal);
+      await journal.requestCancel(late.id, cancel);
+      await journal.markConfirmed(late.id, receiptFor(late.txHash));
+      // Without a cancel asked, a confirmed trade is only confirmed.
+      const plain = await signedTrade(journal);
+      await journal.markConfirmed(plain.id, receiptFor(plain.txHash));
+      const written = await events();
+      expect(written.map((e) => [e.tradeId, e.type])).to.deep.equal([
+        [cancelled.id, "trade.replaced"],
+        [cancelled.id, "trade.cancelled"],
+        [late.id, "trade.confirmed"],
+        [late.id, "trade.cancel_failed"],
+        [plain.id, "trade.confirmed"],
+      ]);
+      const view = (record: unknown) => JSON.parse(JSON.stringify(tradeView(record as never, null)));
+      expect(view(written[1]!.trade).cancel).to.deep.equal({ ...cancel, outcome: "done", noopHash: null });
+      expect(view(written[1]!.trade).status).to.equal("cancelled");
+      expect(view(written[3]!.trade).cancel).to.deep.include({ ...cancel, outcome: "too_late" });
+      expect(view(written[3]!.trade).status).to.equal("confirmed");
+      expect(noop).to.be.a("string");
+    });
+
     it("tells a trade held, approved (naming its approvers once it has them all) and another rejected, naming the approver", async function () {
       const held = async () => {
         const { record } = await journal.open({

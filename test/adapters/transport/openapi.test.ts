@@ -206,6 +206,8 @@ describe("the OpenAPI document", function () {
         "/api/v1/trades/{transactionHash}",
         "/api/v1/trades/{id}/approve",
         "/api/v1/trades/{id}/reject",
+        "/api/v1/trades/{id}/cancel",
+        "/api/v1/trades/{id}/speed-up",
         "/api/v1/webhooks/deliveries",
         "/api/v1/webhooks/deliveries/{id}/retry",
         "/api/v1/wallets/{address}/resume",

@@ -77,6 +77,8 @@ describe("error mapping", function () {
       chain_unavailable: Code.Unavailable,
       idempotency_mismatch: Code.FailedPrecondition,
       idempotency_in_flight: Code.Aborted,
+      trade_cancelled: Code.FailedPrecondition,
+      trade_not_replaceable: Code.FailedPrecondition,
       trade_pending: Code.DeadlineExceeded,
       trade_expired: Code.FailedPrecondition,
       trade_dropped: Code.FailedPrecondition,
