@@ -133,6 +133,7 @@ export {
   type WatchEvent,
   type WatchEventType,
   type WatchJournal,
+  type WatchedNonce,
 } from "./ports/watch.port.js";
 export {
   WEBHOOK_EVENT_TYPES,

@@ -236,6 +236,9 @@ function walletsOf(
   return wallets;
 }
 
+/** How long, at most, a stop waits for the wallet watch to write where it left each wallet. */
+const WATCH_STOP_MS = 5_000;
+
 /** The wallet watch on the assembly's parts, when the options ask for one. */
 function watchOf(
   options: AssemblyOptions,
@@ -248,6 +251,7 @@ function watchOf(
       ...watched,
       ...parts,
       provider: options.provider,
+      chainId: Number(options.chainId),
       typicalGas: SNAPSHOT_GAS_USED.sell,
       wallets: options.wallets.map((wallet) => toSigner(wallet).address),
       swap: options.swap,
@@ -270,7 +274,9 @@ function lifecycleOf(
       void measure().catch(() => {}); // else from the heads read later
     },
     async stop() {
-      watch?.stop();
+      // Where the watch left each wallet is written first, waiting at most WATCH_STOP_MS for the
+      // checks under way (behind is safe: the next start explains those nonces again).
+      await Promise.race([watch?.stop(), new Promise((resolve) => setTimeout(resolve, WATCH_STOP_MS).unref())]);
       await Promise.all(monitors.map((monitor) => monitor.stop()));
       watcher.stop();
     },

@@ -67,6 +67,8 @@ function aroundWatch(port: WatchJournal, around: Around): WatchJournal {
       around("unknownTransactions", () => port.unknownTransactions(wallet, hashes)),
     walletPauses: () => around("walletPauses", () => port.walletPauses()),
     resumeWallet: (wallet, audit) => around("resumeWallet", () => port.resumeWallet(wallet, audit)),
+    watchedNonce: (wallet, chainId) => around("watchedNonce", () => port.watchedNonce(wallet, chainId)),
+    saveWatchedNonce: (wallet, at, back) => around("saveWatchedNonce", () => port.saveWatchedNonce(wallet, at, back)),
   };
 }
 

@@ -45,6 +45,7 @@ import type {
   OutsideTransaction,
   WatchEvent,
   WatchJournal,
+  WatchedNonce,
   WebhookAttempt,
   WebhookDeliveryQuery,
   WebhookScopes,
@@ -280,6 +281,12 @@ export abstract class Journal
   }
   resumeWallet(wallet: string, audit: AuditEntry) {
     return this.ports.watch.resumeWallet(wallet, audit);
+  }
+  watchedNonce(wallet: string, chainId: number) {
+    return this.ports.watch.watchedNonce(wallet, chainId);
+  }
+  saveWatchedNonce(wallet: string, at: WatchedNonce, back?: boolean) {
+    return this.ports.watch.saveWatchedNonce(wallet, at, back);
   }
 }
 

@@ -65,6 +65,18 @@ export interface WalletPause {
   hash: string | null;
 }
 
+/**
+ * Where the watch left a wallet on one chain: its next nonce, every nonce below it explained (a
+ * slot of the journal's mined as it holds it, or an outside transaction recorded), as of a block.
+ * Kept across restarts, so that what the wallet did while no instance ran is looked at when one
+ * starts again.
+ */
+export interface WatchedNonce {
+  chainId: number;
+  nonce: number;
+  block: number;
+}
+
 /** The watch's part of the journal (memory, SQLite, PostgreSQL). */
 export interface WatchJournal {
   /**
@@ -94,4 +106,12 @@ export interface WatchJournal {
    * undefined (nothing written) when the wallet was not paused.
    */
   resumeWallet(wallet: string, audit: AuditEntry): Promise<WalletPause | undefined>;
+  /** Where the watch left `wallet` (lower case) on chain `chainId`, or undefined when it never read it there. */
+  watchedNonce(wallet: string, chainId: number): Promise<WatchedNonce | undefined>;
+  /**
+   * Keeps where the watch left `wallet` on `at.chainId`: only forward (an instance whose reading is
+   * behind another's never takes it back), unless `back` (the chain's nonce is below what was
+   * kept: a chain started again under the same id).
+   */
+  saveWatchedNonce(wallet: string, at: WatchedNonce, back?: boolean): Promise<void>;
 }

@@ -81,6 +81,8 @@ export interface WalletWatchOptions {
   /** A trade's typical gas (a sell's in the gas snapshot): what tradesLeft counts in. */
   typicalGas: bigint;
   journal: WatchJournal & Pick<NonceLedger, "slot">;
+  /** The chain's id (where the watch left each wallet is kept per chain). */
+  chainId: number;
   /** The exchange wallets' addresses. */
   wallets: readonly string[];
   swap: string;

@@ -14,7 +14,10 @@
  *   first, at most SCAN_BLOCKS), and recorded, with its hash when found.
  * Each wallet's next nonce as of a block is kept: the blocks whose receipts were all read move it
  * on by the wallet's transactions in them, so a nonce read is needed only after a block was missed.
- * What the wallet did before the watch first read its nonce (at start) is not looked at.
+ * The journal keeps it too (WatchedNonce, at most every SAVE_EVERY_MS and when the watch stops), so
+ * that the first reading after a start explains the nonces the wallet used while no instance ran,
+ * as any other reading does. Only before the first reading ever on a chain (the deploy's own
+ * transactions, the funding) is what the wallet did not looked at.
  */
 import type { JsonRpcApiProvider } from "ethers";
 
@@ -32,9 +35,17 @@ import type { OutsideTxPolicy, WatchLog, WatchObserver } from "./options.js";
 /** How many blocks back a nonce used outside is looked for, from the latest. */
 const SCAN_BLOCKS = 32;
 
+/**
+ * How often, at most, a wallet's explained nonce is written to the journal while it moves. One
+ * behind is safe: a start explains again, by the journal's slots, nonces already explained.
+ */
+const SAVE_EVERY_MS = 10_000;
+
 export interface OutsideContext {
   provider: JsonRpcApiProvider;
   journal: WatchJournal & Pick<NonceLedger, "slot">;
+  /** The chain's id: where the watch left a wallet is kept per chain. */
+  chainId: number;
   /** Lower-case addresses. */
   wallets: readonly string[];
   policy: OutsideTxPolicy;
@@ -65,6 +76,8 @@ export class OutsideDetector {
   readonly #known = new Map<string, { nonce: number; block: number }>();
   /** The checks under way, one after the other. */
   #queue: Promise<void> = Promise.resolve();
+  /** Per wallet: the nonce last written to the journal, and when. */
+  readonly #saved = new Map<string, { nonce: number; at: number }>();
 
   constructor(context: OutsideContext) {
     this.#c = context;
@@ -114,6 +127,28 @@ export class OutsideDetector {
         });
         if (!madeOut) this.#forget(wallet, was);
       });
+    for (const wallet of fromWallets.keys()) this.#then(() => this.#save(wallet, false));
+  }
+
+  /** Writes what is known of each wallet now, once the checks under way are done (the watch stops). */
+  flush(): Promise<void> {
+    for (const wallet of this.#c.wallets) this.#then(() => this.#save(wallet, true));
+    return this.#queue;
+  }
+
+  /**
+   * Writes `wallet`'s known nonce to the journal when it moved since the last write: at most every
+   * SAVE_EVERY_MS, unless `now`. What it writes is explained: the checks queued before it are done.
+   */
+  async #save(wallet: string, now: boolean, back = false): Promise<void> {
+    const known = this.#known.get(wallet);
+    if (known === undefined) return;
+    const saved = this.#saved.get(wallet);
+    if (!back && saved !== undefined && saved.nonce === known.nonce) return;
+    const at = Date.now();
+    if (!now && !back && saved !== undefined && at - saved.at < SAVE_EVERY_MS) return;
+    await this.#c.journal.saveWatchedNonce(wallet, { chainId: this.#c.chainId, ...known }, back);
+    this.#saved.set(wallet, { nonce: known.nonce, at });
   }
 
   /** Takes the wallet's known nonce back to `was` (what it was before a block), or to unknown before its first read. */
@@ -128,18 +163,35 @@ export class OutsideDetector {
     this.#then(async () => {
       for (const [wallet, nonce] of nonces) {
         const known = this.#known.get(wallet);
-        if (known === undefined || nonce <= known.nonce) {
-          // The first read (what the wallet did before is not looked at), or nothing new.
-          this.#known.set(wallet, {
-            nonce: Math.max(nonce, known?.nonce ?? 0),
-            block: Math.max(block, known?.block ?? 0),
-          });
+        if (known === undefined) {
+          await this.#firstReading(wallet, nonce, block);
+          continue;
+        }
+        if (nonce <= known.nonce) {
+          // Nothing new.
+          this.#known.set(wallet, { nonce: known.nonce, block: Math.max(block, known.block) });
           continue;
         }
         await this.#explain(wallet, known.nonce, nonce, known.block);
         this.#known.set(wallet, { nonce, block });
+        await this.#save(wallet, false);
       }
     });
+  }
+
+  /**
+   * This process's first reading of `wallet`: the nonces it used since the journal last knew it
+   * (while no instance watched) are explained as any others; with nothing known on this chain,
+   * what it did before is not looked at. A nonce below what the journal knew is a chain started
+   * again under the same id: it is known from here, as a first reading.
+   */
+  async #firstReading(wallet: string, nonce: number, block: number): Promise<void> {
+    const left = await this.#c.journal.watchedNonce(wallet, this.#c.chainId);
+    if (left !== undefined && nonce > left.nonce) await this.#explain(wallet, left.nonce, nonce, left.block);
+    const current = this.#known.get(wallet);
+    // A block read meanwhile may have moved it on already.
+    if (current === undefined || current.nonce < nonce) this.#known.set(wallet, { nonce, block });
+    await this.#save(wallet, true, left !== undefined && nonce < left.nonce);
   }
 
   #then(work: () => Promise<void>): void {

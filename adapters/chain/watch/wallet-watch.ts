@@ -91,6 +91,7 @@ export class WalletWatch {
     this.#outside = new OutsideDetector({
       provider: options.provider,
       journal: options.journal,
+      chainId: options.chainId,
       wallets,
       policy: options.settings.policy,
       log: options.log,
@@ -130,9 +131,11 @@ export class WalletWatch {
     this.#schedule(0);
   }
 
-  stop(): void {
+  /** Stops reading; where each wallet was left is written to the journal (resolves once it is). */
+  stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    return this.#outside.flush();
   }
 
   /** Settles once the matching asked for so far is done (tests). */

@@ -3,7 +3,14 @@
  * recorded, the wallets paused and the alarms raised, each change written with its event and its
  * audit record in the same synchronous step (which is what a transaction is in memory).
  */
-import type { AuditEntry, OutsideTransaction, WalletPause, WatchEvent, WatchJournal } from "../../../core/index.js";
+import type {
+  AuditEntry,
+  OutsideTransaction,
+  WalletPause,
+  WatchEvent,
+  WatchJournal,
+  WatchedNonce,
+} from "../../../core/index.js";
 import type { MemoryStore } from "./store.js";
 
 export class MemoryWatch implements WatchJournal {
@@ -12,6 +19,8 @@ export class MemoryWatch implements WatchJournal {
   readonly #outside = new Map<string, OutsideTransaction>();
   readonly #pauses = new Map<string, WalletPause>();
   readonly #alarms = new Set<string>();
+  /** By wallet and chain id. */
+  readonly #watched = new Map<string, WatchedNonce>();
 
   constructor(store: MemoryStore) {
     this.#store = store;
@@ -65,5 +74,16 @@ export class MemoryWatch implements WatchJournal {
     this.#pauses.delete(lower);
     this.#store.audit.appendNow(audit);
     return { ...pause };
+  }
+
+  async watchedNonce(wallet: string, chainId: number): Promise<WatchedNonce | undefined> {
+    const kept = this.#watched.get(`${wallet.toLowerCase()}:${chainId}`);
+    return kept === undefined ? undefined : { ...kept };
+  }
+
+  async saveWatchedNonce(wallet: string, at: WatchedNonce, back = false): Promise<void> {
+    const key = `${wallet.toLowerCase()}:${at.chainId}`;
+    const kept = this.#watched.get(key);
+    if (kept === undefined || back || at.nonce > kept.nonce) this.#watched.set(key, { ...at });
   }
 }

@@ -13,7 +13,7 @@ import { SPEND_ADMIT_MIGRATION } from "./spend-admit.js";
 import { SPEND_LOCKS_MIGRATION } from "./spend-locks.js";
 import { SPEND_PAID_MIGRATION } from "./spend-paid.js";
 import { SPENDING_MIGRATION } from "./spending.js";
-import { WATCH_MIGRATION } from "./watch.js";
+import { WATCHED_NONCES_MIGRATION, WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 /**
  * Plain SQL, applied in order once each; `schema_version` holds the versions applied. Append, never edit.
@@ -160,6 +160,8 @@ export const MIGRATIONS = [
   WATCH_MIGRATION,
   // 17: the cancels (cancels.ts): the cancelled state, each trade's cancel, and their webhook events.
   CANCELS_MIGRATION,
+  // 18: where the watch left each wallet (watch.ts), for a start to look at what it did meanwhile.
+  WATCHED_NONCES_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

@@ -7,7 +7,14 @@
  */
 import type pg from "pg";
 
-import type { AuditEntry, OutsideTransaction, WalletPause, WatchEvent, WatchJournal } from "../../../core/index.js";
+import type {
+  AuditEntry,
+  OutsideTransaction,
+  WalletPause,
+  WatchEvent,
+  WatchJournal,
+  WatchedNonce,
+} from "../../../core/index.js";
 import { appendAudit } from "./audit.js";
 import { transaction } from "./store.js";
 
@@ -40,6 +47,19 @@ export const WATCH_MIGRATION = `ALTER TABLE webhook_events ALTER COLUMN trade_id
      name TEXT PRIMARY KEY,
      raised BOOLEAN NOT NULL,
      updated_at TIMESTAMPTZ NOT NULL
+   );`;
+
+/**
+ * Migration 18: where the watch left each wallet on each chain (WatchedNonce), so that a start
+ * looks at the nonces the wallet used while no instance ran.
+ */
+export const WATCHED_NONCES_MIGRATION = `CREATE TABLE watched_nonces (
+     wallet TEXT NOT NULL,                    -- lower case
+     chain_id BIGINT NOT NULL,
+     nonce BIGINT NOT NULL,                   -- the next nonce: every one below it explained
+     block_number BIGINT NOT NULL,            -- as of this block
+     updated_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+     PRIMARY KEY (wallet, chain_id)
    );`;
 
 /** One event per watcher scope a live registration holds; its values from `$1`: type, subject, data, at. */
@@ -134,6 +154,26 @@ export class PostgresWatch implements WatchJournal {
       await appendAudit(client, audit);
       return pauseOf(rows[0]);
     });
+  }
+
+  async watchedNonce(wallet: string, chainId: number): Promise<WatchedNonce | undefined> {
+    const { rows } = await this.#pool.query<{ nonce: string; block_number: string }>(
+      "SELECT nonce, block_number FROM watched_nonces WHERE wallet = $1 AND chain_id = $2",
+      [wallet.toLowerCase(), chainId],
+    );
+    const row = rows[0];
+    return row === undefined ? undefined : { chainId, nonce: Number(row.nonce), block: Number(row.block_number) };
+  }
+
+  async saveWatchedNonce(wallet: string, at: WatchedNonce, back = false): Promise<void> {
+    // Forward only, unless back: two instances reading the same wallet never take it back.
+    await this.#pool.query(
+      `INSERT INTO watched_nonces (wallet, chain_id, nonce, block_number) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (wallet, chain_id) DO UPDATE SET nonce = excluded.nonce, block_number = excluded.block_number,
+         updated_at = clock_timestamp()
+       WHERE excluded.nonce > watched_nonces.nonce OR $5`,
+      [wallet.toLowerCase(), at.chainId, at.nonce, at.block, back],
+    );
   }
 }
 

@@ -10,7 +10,7 @@ import { AUDIT_MIGRATION } from "./audit.js";
 import { CANCELS_MIGRATION } from "./cancels.js";
 import { amountColumns } from "./rows.js";
 import { SPEND_PAYOUT_MIGRATION, SPENDING_MIGRATION } from "./spending.js";
-import { WATCH_MIGRATION } from "./watch.js";
+import { WATCHED_NONCES_MIGRATION, WATCH_MIGRATION } from "./watch.js";
 import { WEBHOOK_REGISTRATIONS_MIGRATION, WEBHOOK_RETENTION_MIGRATION, WEBHOOKS_MIGRATION } from "./webhooks.js";
 
 /** Plain SQL, applied in order once each; `schema_version` holds how many were applied. Append, never edit. */
@@ -161,6 +161,8 @@ export const MIGRATIONS = [
   WATCH_MIGRATION,
   // 16: the cancels (cancels.ts): the cancelled state, each trade's cancel, and their webhook events.
   CANCELS_MIGRATION,
+  // 17: where the watch left each wallet (watch.ts), for a start to look at what it did meanwhile.
+  WATCHED_NONCES_MIGRATION,
 ];
 
 /** The migration that added the amount columns: the receipts already kept are read into them once. */

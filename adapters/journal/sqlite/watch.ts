@@ -6,7 +6,14 @@
  */
 import type { StatementSync } from "node:sqlite";
 
-import type { AuditEntry, OutsideTransaction, WalletPause, WatchEvent, WatchJournal } from "../../../core/index.js";
+import type {
+  AuditEntry,
+  OutsideTransaction,
+  WalletPause,
+  WatchEvent,
+  WatchJournal,
+  WatchedNonce,
+} from "../../../core/index.js";
 import type { SqliteAudit } from "./audit.js";
 import type { Row } from "./rows.js";
 import type { SqliteStore } from "./store.js";
@@ -73,6 +80,19 @@ export const WATCH_MIGRATION = `DROP TRIGGER trades_webhook_event;
      updated_at INTEGER NOT NULL
    ) WITHOUT ROWID;`;
 
+/**
+ * Migration 17: where the watch left each wallet on each chain (WatchedNonce), so that a start
+ * looks at the nonces the wallet used while no instance ran.
+ */
+export const WATCHED_NONCES_MIGRATION = `CREATE TABLE watched_nonces (
+     wallet TEXT NOT NULL,                    -- lower case
+     chain_id INTEGER NOT NULL,
+     nonce INTEGER NOT NULL,                  -- the next nonce: every one below it explained
+     block_number INTEGER NOT NULL,           -- as of this block
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (wallet, chain_id)
+   ) WITHOUT ROWID;`;
+
 function statements(store: SqliteStore) {
   const { db } = store;
   return {
@@ -94,6 +114,14 @@ function statements(store: SqliteStore) {
     alarmOf: db.prepare("SELECT raised FROM watch_alarms WHERE name = ?"),
     alarms: db.prepare("SELECT name FROM watch_alarms WHERE raised = 1 ORDER BY name"),
     known: db.prepare("SELECT 1 FROM broadcasts WHERE hash = ? AND wallet = ?"),
+    watched: db.prepare("SELECT nonce, block_number FROM watched_nonces WHERE wallet = ? AND chain_id = ?"),
+    // Forward only, unless the last parameter (back) is 1.
+    saveWatched: db.prepare(
+      `INSERT INTO watched_nonces (wallet, chain_id, nonce, block_number, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (wallet, chain_id) DO UPDATE SET nonce = excluded.nonce, block_number = excluded.block_number,
+         updated_at = excluded.updated_at
+       WHERE excluded.nonce > watched_nonces.nonce OR ? = 1`,
+    ),
     // One event per watcher scope a live registration holds.
     event: db.prepare(
       `INSERT INTO webhook_events (id, scope, trade_id, type, trade, subject, data, created_at, next_attempt_at, window_start)
@@ -173,6 +201,17 @@ export class SqliteWatch implements WatchJournal {
       this.#audit.appendIn(audit);
       return pauseOf(row);
     }, true);
+  }
+
+  async watchedNonce(wallet: string, chainId: number): Promise<WatchedNonce | undefined> {
+    const row = this.#statements.watched.get(wallet.toLowerCase(), chainId);
+    return row === undefined ? undefined : { chainId, nonce: Number(row.nonce), block: Number(row.block_number) };
+  }
+
+  saveWatchedNonce(wallet: string, at: WatchedNonce, back = false): Promise<void> {
+    return this.#store.write(() => {
+      this.#statements.saveWatched.run(wallet.toLowerCase(), at.chainId, at.nonce, at.block, Date.now(), back ? 1 : 0);
+    });
   }
 
   #emit(insert: StatementSync, event: WatchEvent): void {

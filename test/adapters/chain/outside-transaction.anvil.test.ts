@@ -42,6 +42,8 @@ interface Setup {
   outside(nonce?: number): Promise<{ hash: string; nonce: number }>;
   nonce(tag?: string): Promise<number>;
   metric(name: string): Promise<number>;
+  /** Stops the service, runs `meanwhile`, and starts it again on the same data (journal) and chain. */
+  restart(meanwhile?: () => Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,24 +76,25 @@ async function setUp(env: Record<string, string> = {}): Promise<Setup> {
   );
   const { API_KEYS: _none, ...base } = anvilServiceEnv(anvil, dir, KEYS.desk, EXCHANGE.privateKey);
   const logs = new LogSink();
-  const service = await startService({
-    env: {
-      ...base,
-      ACCESS_FILE: join(dir, "access.json"),
-      WEBHOOKS_FILE: join(dir, "webhooks.json"),
-      WEBHOOK_ALLOW_INSECURE: "true",
-      WEBHOOK_ALLOW_PRIVATE: "true",
-      METRICS_PORT: String(await freePort()),
-      DATA_DIR: join(dir, "data"),
-      ...env,
-    },
-    log: pino({ level: "info" }, logs),
-  });
+  const serviceEnv = {
+    ...base,
+    ACCESS_FILE: join(dir, "access.json"),
+    WEBHOOKS_FILE: join(dir, "webhooks.json"),
+    WEBHOOK_ALLOW_INSECURE: "true",
+    WEBHOOK_ALLOW_PRIVATE: "true",
+    METRICS_PORT: String(await freePort()),
+    DATA_DIR: join(dir, "data"),
+    ...env,
+  };
+  const start = () => startService({ env: serviceEnv, log: pino({ level: "info" }, logs) });
+  let service = await start();
   const chain = new JsonRpcProvider(anvil.url, undefined, { cacheTimeout: -1 });
   const key = new Wallet(EXCHANGE.privateKey, chain);
   return {
     anvil,
-    service,
+    get service() {
+      return service;
+    },
     admin,
     trader,
     logs,
@@ -111,6 +114,11 @@ async function setUp(env: Record<string, string> = {}): Promise<Setup> {
       const text = await (await fetch(service.metricsUrl!)).text();
       const line = text.split("\n").find((l) => l.startsWith(name));
       return line === undefined ? 0 : Number(line.split(" ").at(-1));
+    },
+    async restart(meanwhile) {
+      await service.close();
+      await meanwhile?.();
+      service = await start();
     },
     async close() {
       chain.destroy();
@@ -218,6 +226,36 @@ describe("a transaction signed with the wallet's key outside the service (anvil,
     ]);
     // Alert only: the wallet still trades.
     expect((await s.sell()).status).to.equal(200);
+  });
+
+  it("finds, at the next start, a transaction signed while no instance ran; its own trades and the first start raise nothing", async function () {
+    setup = await setUp();
+    const s = setup;
+    const outsideEvents = () => s.admin.received.filter((e) => e.type === "wallet.outside_transaction");
+    // The first start on this chain does not look at what the wallet did before (the deploy's funding).
+    expect((await s.sell()).status).to.equal(200);
+    // A restart after its own trades: each nonce since is one of the journal's slots.
+    await s.restart();
+    expect((await s.sell()).status).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // two blocks: the watch reads the wallet
+
+    // Stopped: a transfer signed with the key, mined while nothing watched.
+    let leaked: { hash: string; nonce: number } | undefined;
+    await s.restart(async () => {
+      leaked = await s.outside();
+      await minedIn(s, leaked.hash);
+    });
+    const seen = await detected(s, leaked!.hash);
+    expect(seen.line).to.include({ level: 50, nonce: leaked!.nonce, to: CUSTOMER.toLowerCase(), seen: "nonce" });
+    await s.admin.until(() => outsideEvents().length === 1);
+    expect(outsideEvents()[0]!.data.transaction).to.deep.include({ hash: leaked!.hash, nonce: leaked!.nonce });
+    expect(await s.metric("token_service_wallet_outside_transactions_total")).to.equal(1);
+    // Its own trades, before and after the restarts, raised nothing.
+    expect(s.logs.records().filter((r) => String(r.msg).startsWith("outside transaction"))).to.have.length(1);
+    const audit = await getJson(`${s.service.apiUrl}/api/v1/audit?action=wallet.outside_transaction`, {
+      apiKey: KEYS.ops,
+    });
+    expect(audit.body.records.map((r: { details: { hash: string } }) => r.details.hash)).to.deep.equal([leaked!.hash]);
   });
 
   it("with OUTSIDE_TX_POLICY=pause, signs no further trade from the wallet until an admin resumes it", async function () {

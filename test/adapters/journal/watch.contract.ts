@@ -148,5 +148,24 @@ export function describeWatchContract(context: WatchContractContext): void {
         await journal.unknownTransactions("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc", [trade.txHash]),
       ).to.deep.equal([trade.txHash]);
     });
+
+    it("keeps where the watch left each wallet per chain: forward only, back only when asked, seen by another instance", async function () {
+      expect(await journal.watchedNonce(WALLET, 31337)).to.equal(undefined);
+      await journal.saveWatchedNonce(WALLET.toUpperCase().replace("0X", "0x"), { chainId: 31337, nonce: 5, block: 40 });
+      expect(await journal.watchedNonce(WALLET, 31337)).to.deep.equal({ chainId: 31337, nonce: 5, block: 40 });
+      // An instance whose reading is behind never takes it back.
+      await journal.saveWatchedNonce(WALLET, { chainId: 31337, nonce: 4, block: 41 });
+      expect(await journal.watchedNonce(WALLET, 31337)).to.deep.equal({ chainId: 31337, nonce: 5, block: 40 });
+      await journal.saveWatchedNonce(WALLET, { chainId: 31337, nonce: 9, block: 52 });
+      // Another chain, another wallet: apart.
+      await journal.saveWatchedNonce(WALLET, { chainId: 1, nonce: 2, block: 7 });
+      expect(await journal.watchedNonce("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc", 31337)).to.equal(undefined);
+      expect(await journal.watchedNonce(WALLET, 1)).to.deep.equal({ chainId: 1, nonce: 2, block: 7 });
+      // A chain started again under the same id: back, when asked.
+      await journal.saveWatchedNonce(WALLET, { chainId: 31337, nonce: 1, block: 3 }, true);
+      expect(await journal.watchedNonce(WALLET, 31337)).to.deep.equal({ chainId: 31337, nonce: 1, block: 3 });
+      const peer = await context.peer();
+      expect(await peer.watchedNonce(WALLET, 31337)).to.deep.equal({ chainId: 31337, nonce: 1, block: 3 });
+    });
   });
 }
