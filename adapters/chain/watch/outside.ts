@@ -35,6 +35,9 @@ import type { OutsideTxPolicy, WatchLog, WatchObserver } from "./options.js";
 /** How many blocks back a nonce used outside is looked for, from the latest. */
 const SCAN_BLOCKS = 32;
 
+/** How many blocks of each wallet's known nonce are kept, to go back to across a reorg. */
+const HISTORY_BLOCKS = 64;
+
 /**
  * How often, at most, a wallet's explained nonce is written to the journal while it moves. One
  * behind is safe: a start explains again, by the journal's slots, nonces already explained.
@@ -76,6 +79,8 @@ export class OutsideDetector {
   readonly #known = new Map<string, { nonce: number; block: number }>();
   /** The checks under way, one after the other. */
   #queue: Promise<void> = Promise.resolve();
+  /** Per wallet: what was known as of each of the last HISTORY_BLOCKS blocks counted, oldest first. */
+  readonly #history = new Map<string, Array<{ nonce: number; block: number }>>();
   /** Per wallet: the nonce last written to the journal, and when. */
   readonly #saved = new Map<string, { nonce: number; at: number }>();
 
@@ -111,10 +116,14 @@ export class OutsideDetector {
       return strangers.length === 0 ? [] : [{ wallet, strangers, was: this.#known.get(wallet) }];
     });
     for (const wallet of this.#c.wallets) {
+      // A block at a height already counted replaces what was read there (a reorg): what was
+      // known as of the block below it stands, and the wallet's transactions in the blocks replaced
+      // are counted again only as the new ones hold them.
+      if ((this.#known.get(wallet)?.block ?? -1) >= block.number) this.#rewind(wallet, block.number - 1);
       const known = this.#known.get(wallet);
       // Only the block right after the one known: a skipped block leaves the nonce to be read.
       if (known !== undefined && known.block === block.number - 1)
-        this.#known.set(wallet, { nonce: known.nonce + (fromWallets.get(wallet)?.length ?? 0), block: block.number });
+        this.#set(wallet, { nonce: known.nonce + (fromWallets.get(wallet)?.length ?? 0), block: block.number });
     }
     for (const { wallet, strangers, was } of checks)
       this.#then(async () => {
@@ -151,11 +160,42 @@ export class OutsideDetector {
     this.#saved.set(wallet, { nonce: known.nonce, at });
   }
 
+  /** What is known of `wallet` now, kept in its history too. */
+  #set(wallet: string, known: { nonce: number; block: number }): void {
+    this.#known.set(wallet, known);
+    const history = this.#history.get(wallet) ?? [];
+    while (history.length > 0 && history.at(-1)!.block >= known.block) history.pop();
+    history.push(known);
+    if (history.length > HISTORY_BLOCKS) history.shift();
+    this.#history.set(wallet, history);
+  }
+
+  /**
+   * Takes what is known of `wallet` back to what it was as of block `block`; with nothing kept
+   * that far back (a reorg deeper than the history), to unknown: the next reading explains the
+   * nonces since by the journal's slots (#firstReading).
+   */
+  #rewind(wallet: string, block: number): void {
+    const history = this.#history.get(wallet) ?? [];
+    while (history.length > 0 && history.at(-1)!.block > block) history.pop();
+    const kept = history.at(-1);
+    if (kept === undefined) this.#known.delete(wallet);
+    else this.#known.set(wallet, kept);
+  }
+
+  /** What is known of `wallet` set back to `was`, and its history with it. */
+  #rewindTo(wallet: string, was: { nonce: number; block: number }): void {
+    this.#rewind(wallet, was.block);
+    this.#set(wallet, was);
+  }
+
   /** Takes the wallet's known nonce back to `was` (what it was before a block), or to unknown before its first read. */
   #forget(wallet: string, was: { nonce: number; block: number } | undefined): void {
     const now = this.#known.get(wallet);
-    if (was === undefined) this.#known.delete(wallet);
-    else if (now === undefined || now.nonce >= was.nonce) this.#known.set(wallet, was);
+    if (was === undefined) {
+      this.#known.delete(wallet);
+      this.#history.delete(wallet);
+    } else if (now === undefined || now.nonce >= was.nonce) this.#rewindTo(wallet, was);
   }
 
   /** The wallets' next nonces, read as of `block`. */
@@ -169,11 +209,11 @@ export class OutsideDetector {
         }
         if (nonce <= known.nonce) {
           // Nothing new.
-          this.#known.set(wallet, { nonce: known.nonce, block: Math.max(block, known.block) });
+          this.#set(wallet, { nonce: known.nonce, block: Math.max(block, known.block) });
           continue;
         }
         await this.#explain(wallet, known.nonce, nonce, known.block);
-        this.#known.set(wallet, { nonce, block });
+        this.#set(wallet, { nonce, block });
         await this.#save(wallet, false);
       }
     });
@@ -190,7 +230,7 @@ export class OutsideDetector {
     if (left !== undefined && nonce > left.nonce) await this.#explain(wallet, left.nonce, nonce, left.block);
     const current = this.#known.get(wallet);
     // A block read meanwhile may have moved it on already.
-    if (current === undefined || current.nonce < nonce) this.#known.set(wallet, { nonce, block });
+    if (current === undefined || current.nonce < nonce) this.#set(wallet, { nonce, block });
     await this.#save(wallet, true, left !== undefined && nonce < left.nonce);
   }
 
