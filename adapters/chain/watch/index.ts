@@ -19,4 +19,5 @@ export {
   type WatchThresholdSettings,
   type WatchThresholds,
 } from "./options.js";
+export { OutsideDetector, type OutsideContext } from "./outside.js";
 export { WalletWatch, type WatchState } from "./wallet-watch.js";

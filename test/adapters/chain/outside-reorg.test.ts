@@ -9,7 +9,7 @@ import { expect } from "chai";
 import type { JsonRpcApiProvider } from "ethers";
 
 import type { RpcReceipt } from "../../../adapters/chain/blocks/index.js";
-import { OutsideDetector, type OutsideContext } from "../../../adapters/chain/watch/outside.js";
+import { OutsideDetector, type OutsideContext } from "../../../adapters/chain/watch/index.js";
 import type { OutsideTransaction, WatchedNonce } from "../../../core/index.js";
 
 const WALLET = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8";
