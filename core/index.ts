@@ -90,6 +90,7 @@ export {
   CHAIN_VERDICTS,
   TRADE_TRANSITIONS,
   tradeVerdict,
+  tradeStatusAfter,
   TradeTransitionError,
   type TradeStatus,
   type TradeOperation,
@@ -205,7 +206,7 @@ export {
   type TradeJournalling,
 } from "./use-cases/trade.use-case.js";
 export { settle } from "./use-cases/settlement.js";
-export { noopCancelledError } from "./use-cases/cancel-errors.js";
+export { noopCancelledError, unsentCancelledError } from "./use-cases/cancel-errors.js";
 export {
   tradeStatusUseCase,
   tradeView,

@@ -130,6 +130,11 @@ export interface TradeTransition {
    * of them without a transaction it is refused.
    */
   readonly onlySigned?: readonly TradeStatus[];
+  /**
+   * Present when it leaves a trade a cancel was asked of (TradeRecord.cancel) in another status
+   * than `to`: that status.
+   */
+  readonly whenCancelAsked?: TradeStatus;
 }
 
 /** A compile error naming the statuses a transition leaves out, so that a new state is placed in every operation. */
@@ -233,9 +238,12 @@ export const TRADE_TRANSITIONS = {
     whenSigned: "refused",
   }),
   // Its slot's only transaction can never be mined: back to accepted, in the same write as the
-  // slot, so it is never signed without a transaction. Once a node took it, the chain decides.
+  // slot, so it is never signed without a transaction. Once a node took it, the chain decides. A
+  // trade a cancel was asked of while its send was on its way is cancelled instead (it is never
+  // signed again: given back, its run would forget it, and a retry with its key would pay it).
   releaseSlot: transition({
     to: INITIAL_STATUS,
+    whenCancelAsked: "cancelled",
     applies: ["signed"],
     ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
@@ -325,6 +333,15 @@ export const TRADE_TRANSITIONS = {
     refused: ["rejected"],
   }),
 } satisfies { readonly [O in TradeOperation]: TradeTransition };
+
+/** The status `operation` leaves a trade it applies to in: `to`, or `whenCancelAsked` for a trade a cancel was asked of. */
+export function tradeStatusAfter(
+  operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">,
+  trade: { cancel?: unknown },
+): TradeStatus {
+  const rule: TradeTransition = TRADE_TRANSITIONS[operation];
+  return (trade.cancel != null ? rule.whenCancelAsked : undefined) ?? (rule.to as TradeStatus);
+}
 
 /** What `operation` does to a trade in its present state. */
 export function tradeVerdict(

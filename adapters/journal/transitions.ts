@@ -8,6 +8,7 @@
 import {
   TRADE_TRANSITIONS,
   TradeTransitionError,
+  tradeStatusAfter,
   tradeVerdict,
   type TradeOperation,
   type TradeStatus,
@@ -39,9 +40,15 @@ export function statusIn(column: string, statuses: readonly TradeStatus[]): stri
   return `${column} IN (${statuses.map((status) => `'${status}'`).join(", ")})`;
 }
 
-/** The status `operation` leaves a trade in, as an SQL literal. */
-export function statusAfter(operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">): string {
-  return `'${TRADE_TRANSITIONS[operation].to}'`;
+/**
+ * The status `operation` leaves a trade in, as an SQL literal; with `cancelAsked`, a trade a cancel
+ * was asked of (TradeTransition.whenCancelAsked).
+ */
+export function statusAfter(
+  operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">,
+  cancelAsked?: "cancelAsked",
+): string {
+  return `'${tradeStatusAfter(operation, { cancel: cancelAsked === undefined ? null : true })}'`;
 }
 
 /**

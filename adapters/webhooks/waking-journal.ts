@@ -16,6 +16,8 @@ const WRITES: ReadonlySet<JournalOperation> = new Set<JournalOperation>([
   "markFailed",
   "markExpired",
   "markCancelled",
+  // A trade a cancel was asked of, its send refused: cancelled (TRADE_TRANSITIONS.releaseSlot).
+  "releaseSlot",
   "recordBroadcast",
   "retryWebhookDelivery",
   "recordOutsideTransaction",

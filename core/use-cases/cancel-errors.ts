@@ -9,3 +9,17 @@ export function noopCancelledError(record: Pick<TradeRecord, "cancel">): { code:
     message: `cancelled by ${by}: the no-op at its nonce was mined in its place; nothing was paid`,
   };
 }
+
+/**
+ * The error of a trade a cancel was asked of while its send was on its way, whose transaction was
+ * then refused and known nowhere (TRADE_TRANSITIONS.releaseSlot): nothing of it can be mined.
+ */
+export function unsentCancelledError(cancel: { requestedBy: string } | null | undefined): {
+  code: string;
+  message: string;
+} {
+  return {
+    code: "trade_cancelled",
+    message: `cancelled by ${cancel?.requestedBy ?? "its sender"} before its transaction was broadcast; nothing was paid`,
+  };
+}

@@ -13,7 +13,7 @@ import {
 import { noopCancelledError } from "./cancel-errors.js";
 import type { ApprovalJournal } from "../ports/approval.port.js";
 import type { AuditEntry, AuditLog } from "../ports/audit.port.js";
-import type { SignedTradeTx, Spending, TradeJournal } from "../ports/journal.port.js";
+import type { SignedTradeTx, Spending, TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { QuoteStore } from "../ports/quote.port.js";
 import type { ReservedTrade, SentTrade, TradePort } from "../ports/trade.port.js";
 import type { TradeOrder, TransactionReceipt } from "../types.js";
@@ -76,10 +76,10 @@ export async function execute(
     return receipt;
   } catch (error) {
     // Signed, then given back (its transaction was never sent, or refused and known nowhere:
-    // the journal took the trade back to accepted): nothing of it can be mined, so it is
-    // forgotten like a trade refused before signing, never answered "pending" on a dead hash.
-    if (signed !== undefined && (await journal.get(id).catch(() => undefined))?.status === "accepted")
-      signed = undefined;
+    // the journal took the trade back to accepted, or cancelled it, when a cancel was asked of it
+    // meanwhile): nothing of it can be mined, so it is forgotten like a trade refused before
+    // signing (a cancelled one is kept, and answered so), never answered "pending" on a dead hash.
+    if (signed !== undefined && givenBack(await journal.get(id).catch(() => undefined))) signed = undefined;
     if (signed === undefined) {
       // Nothing was signed, so nothing can be mined: forget the attempt, so its key works again
       // (and its quote, if it named one, can be used). A decision of the service's, recorded with
@@ -115,6 +115,11 @@ export async function execute(
     // out. The lifecycle monitor finds out, and sends the journalled bytes again if it did not.
     throw new TradePendingError(signed.txHash);
   }
+}
+
+/** A trade whose only transaction the journal gave back (TRADE_TRANSITIONS.releaseSlot): nothing of it can be mined. */
+function givenBack(record: TradeRecord | undefined): boolean {
+  return record?.txHash === null && (record.status === "accepted" || record.status === "cancelled");
 }
 
 /** A trade the journal accepted: its order, its record's id, and what it counts against the limits. */

@@ -204,6 +204,39 @@ describe("cancelling and speeding up a trade", function () {
     });
   });
 
+  it("ends cancelled a trade cancelled while its send was on its way, when the send is refused: never forgotten, never paid by a retry", async function () {
+    const { journal, trade, replacer, useCases } = setup();
+    await journal.registerWebhookScopes("me", [SENDER.scope], 60_000);
+    // The monitor defers a cancel while the trade's own send is on its way; the queue then finds
+    // the send refused and known nowhere, and releases its slot (send-queue.ts).
+    replacer.answer = { state: "deferred", reason: "its own send is on its way" };
+    const refused = new Error("the node refused it");
+    let cancelled: Awaited<ReturnType<typeof useCases.cancelTrade>> | undefined;
+    trade.send = async (signed) => {
+      trade.calls.push("send");
+      const [record] = (await journal.page({ visible: { names: [], ids: [SENDER.scope] }, limit: 5 })).trades;
+      cancelled = await useCases.cancelTrade(record!.id, undefined, SENDER);
+      await journal.releaseSlot(signed.tx.wallet, signed.tx.nonce, signed.tx.txHash);
+      throw refused;
+    };
+    const run = useCases.buy(REQUEST, { ...SENDER, idempotencyKey: "k-in-flight" });
+    expect(await rejection(run)).to.be.instanceOf(TradeCancelledError);
+    expect(cancelled!.cancel).to.deep.include({ requestedBy: SENDER.scope, outcome: "pending" });
+    const [record] = (await journal.page({ visible: { names: [], ids: [SENDER.scope] }, limit: 5 })).trades;
+    expect(record).to.deep.include({ status: "cancelled", txHash: null });
+    expect(record!.error?.code).to.equal("trade_cancelled");
+    // A keyed retry answers the cancel (409), never a second run.
+    trade.send = StepTradePort.prototype.send.bind(trade);
+    expect(await rejection(useCases.buy(REQUEST, { ...SENDER, idempotencyKey: "k-in-flight" }))).to.deep.include({
+      code: "trade_cancelled",
+    });
+    expect(trade.calls.filter((call) => call === "send")).to.have.length(1);
+    const view = await useCases.trade(record!.id, SENDER, "id");
+    expect(view.cancel).to.deep.include({ outcome: "done", noopHash: null });
+    const events = (await journal.listWebhookDeliveries({ scopes: [SENDER.scope], limit: 10 })).deliveries;
+    expect(events.map((e) => e.type)).to.include("trade.cancelled");
+  });
+
   it("records a signed trade's cancel first, then has its transaction replaced by a no-op, once", async function () {
     const { journal, replacer, useCases } = setup();
     const { id, txHash } = await signedTrade(journal);

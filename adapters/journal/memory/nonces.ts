@@ -13,8 +13,9 @@ import {
   type SlotPurpose,
   type SlotReservation,
   type SlotState,
-  TRADE_TRANSITIONS,
+  tradeStatusAfter,
   tradeVerdict,
+  unsentCancelledError,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { copyReserves, type MemoryStore, type StoredSlot, slotKey, UNSIGNED } from "./store.js";
@@ -149,9 +150,14 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       store.slots.delete(key);
       store.hashes.delete(hash.toLowerCase());
       const trade = slot.tradeId === null ? undefined : store.trades.get(slot.tradeId);
-      // No longer signed, if the trade model says so (core/trade-states.ts): never signed without a transaction.
+      // No longer signed, if the trade model says so (core/trade-states.ts): never signed without a
+      // transaction; cancelled, with a cancel asked of it.
       if (trade !== undefined && tradeVerdict("releaseSlot", trade) === "applies" && trade.nonce === nonce)
-        Object.assign(trade, { ...UNSIGNED, status: TRADE_TRANSITIONS.releaseSlot.to, updatedAt: new Date() });
+        store.update(trade, {
+          ...UNSIGNED,
+          status: tradeStatusAfter("releaseSlot", trade),
+          ...(trade.cancel != null && { error: unsentCancelledError(trade.cancel) }),
+        });
       return true;
     }
     return false;

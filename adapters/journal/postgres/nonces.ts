@@ -10,21 +10,24 @@
  */
 import type pg from "pg";
 
-import type {
-  Broadcast,
-  MinedTx,
-  NonceLedger,
-  NonceSlot,
-  NonceStore,
-  NoncesConsumed,
-  Reservation,
-  SlotPurpose,
-  SlotReservation,
-  SlotState,
+import {
+  type Broadcast,
+  type MinedTx,
+  type NonceLedger,
+  type NonceSlot,
+  type NonceStore,
+  type NoncesConsumed,
+  type Reservation,
+  type SlotPurpose,
+  type SlotReservation,
+  type SlotState,
+  type TradeCancel,
+  tradeStatusAfter,
+  unsentCancelledError,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
-import { applies, statusAfter } from "../transitions.js";
+import { applies } from "../transitions.js";
 import { BROADCAST_COLUMNS, type BroadcastRow, insertBroadcast, type SlotRow, toBroadcast, toSlot } from "./rows.js";
 import { type PostgresPools, transaction } from "./store.js";
 
@@ -227,14 +230,26 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
       await client.query("DELETE FROM broadcasts WHERE hash = $1", [rows[0]!.hash]);
       // Its trade is no longer signed, in the same transaction, where the trade model says so
       // (NonceLedger.releaseSlot; ../transitions.ts).
+      // A trade a cancel was asked of is cancelled instead, with the error saying so.
       const tradeId = released.rows[0]?.trade_id;
-      if (tradeId)
-        await client.query(
-          `UPDATE trades SET status = ${statusAfter("releaseSlot")}, wallet = NULL, nonce = NULL, tx_hash = NULL,
-           raw_tx = NULL, deadline = NULL, updated_at = clock_timestamp()
-           WHERE id = $1 AND ${applies("releaseSlot")} AND lower(wallet) = $2 AND nonce = $3`,
-          [tradeId, lower, nonce],
-        );
+      if (!tradeId) return true;
+      const { rows: asked } = await client.query<{ cancel: TradeCancel | null }>(
+        "SELECT cancel FROM trades WHERE id = $1 FOR UPDATE",
+        [tradeId],
+      );
+      const cancel = asked[0]?.cancel ?? null;
+      await client.query(
+        `UPDATE trades SET status = $4, error = coalesce($5::json, error), wallet = NULL, nonce = NULL, tx_hash = NULL,
+         raw_tx = NULL, deadline = NULL, updated_at = clock_timestamp()
+         WHERE id = $1 AND ${applies("releaseSlot")} AND lower(wallet) = $2 AND nonce = $3`,
+        [
+          tradeId,
+          lower,
+          nonce,
+          tradeStatusAfter("releaseSlot", { cancel }),
+          cancel === null ? null : JSON.stringify(unsentCancelledError(cancel)),
+        ],
+      );
       return true;
     });
   }

@@ -4,17 +4,19 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 
-import type {
-  Broadcast,
-  MinedTx,
-  NonceLedger,
-  NonceSlot,
-  NonceStore,
-  NoncesConsumed,
-  Reservation,
-  SlotPurpose,
-  SlotReservation,
-  SlotState,
+import {
+  type Broadcast,
+  type MinedTx,
+  type NonceLedger,
+  type NonceSlot,
+  type NonceStore,
+  type NoncesConsumed,
+  type Reservation,
+  type SlotPurpose,
+  type SlotReservation,
+  type SlotState,
+  type TradeCancel,
+  unsentCancelledError,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
@@ -50,11 +52,17 @@ function statements(db: DatabaseSync) {
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
     // A trade whose only transaction can never be mined is no longer signed, where the trade model
-    // says so (NonceLedger.releaseSlot; ../transitions.ts).
+    // says so (NonceLedger.releaseSlot; ../transitions.ts); one a cancel was asked of is cancelled.
     unsignTrade: db.prepare(
       `UPDATE trades SET status = ${statusAfter("releaseSlot")}, wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL,
-       deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND lower(wallet) = ? AND nonce = ?`,
+       deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND cancel IS NULL AND lower(wallet) = ? AND nonce = ?`,
     ),
+    cancelUnsent: db.prepare(
+      `UPDATE trades SET status = ${statusAfter("releaseSlot", "cancelAsked")}, error = ?, wallet = NULL, nonce = NULL,
+       tx_hash = NULL, raw_tx = NULL, deadline = NULL, updated_at = ?
+       WHERE id = ? AND ${applies("releaseSlot")} AND cancel IS NOT NULL AND lower(wallet) = ? AND nonce = ?`,
+    ),
+    cancelOf: db.prepare("SELECT cancel FROM trades WHERE id = ?"),
     highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
     // Two index ranges of nonce_slots_reserving: the pending slots, and those mined after a block.
     reservations: db.prepare(
@@ -195,7 +203,13 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       if (slot === undefined) return false;
       if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return false;
       this.#sql.releaseBroadcast.run(h, lower, nonce);
-      if (typeof slot.trade_id === "string") this.#sql.unsignTrade.run(Date.now(), slot.trade_id, lower, nonce);
+      if (typeof slot.trade_id === "string") {
+        const cancel = this.#sql.cancelOf.get(slot.trade_id)?.cancel;
+        if (typeof cancel === "string") {
+          const error = unsentCancelledError(JSON.parse(cancel) as TradeCancel);
+          this.#sql.cancelUnsent.run(JSON.stringify(error), Date.now(), slot.trade_id, lower, nonce);
+        } else this.#sql.unsignTrade.run(Date.now(), slot.trade_id, lower, nonce);
+      }
       return true;
     });
   }

@@ -339,6 +339,33 @@ export function describeTransitionContract(context: TransitionContractContext): 
       }
     });
 
+    it("releaseSlot: a trade a cancel was asked of while its send was on its way is cancelled, not given back", async function () {
+      // Its only transaction can never be mined, and it is never signed again: given back to
+      // accepted, it would be forgotten by its run (a keyed retry would then pay it).
+      const journal = context.journal();
+      const before = await trade([...REACH.signed, (journal, id) => requestCancel(journal, id)]);
+      const asked = (await journal.get(before.id))!.cancel;
+      expect(await journal.releaseSlot(WALLET, before.nonce!, before.txHash!)).to.equal(true);
+      const after = (await journal.get(before.id))!;
+      expect(after).to.deep.include({ status: "cancelled", wallet: null, nonce: null, txHash: null, broadcasts: [] });
+      expect(after.cancel).to.deep.equal(asked);
+      expect(after.error?.code).to.equal("trade_cancelled");
+      expect(after.error?.message).to.match(
+        /cancelled by sender before its transaction was broadcast; nothing was paid/,
+      );
+      // Final: neither signed again, nor forgotten, nor failed over.
+      expect(
+        await journal.markSigned(before.id, signedTx(next())).then(
+          () => "signed",
+          (e: unknown) => e,
+        ),
+      ).to.be.instanceOf(Error);
+      await journal.discard(before.id);
+      await journal.forgetUnsigned(0);
+      await journal.markFailed(before.id, { code: "transaction_refused", message: "refused" });
+      expect(own(await journal.get(before.id))).to.deep.equal(own(after));
+    });
+
     it("markCancelled with a cancel asked now: cancels only a trade with nothing signed, recording who asked", async function () {
       const journal = context.journal();
       const cancel = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
