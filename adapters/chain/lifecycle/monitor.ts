@@ -120,22 +120,36 @@ export class WalletMonitor {
     return this.#turns.run(() => this.#look());
   }
 
-  /** A cancel's no-op at the trade's nonce (replace-now.ts), in turn with the looks. */
+  /**
+   * A cancel's no-op at the trade's nonce (replace-now.ts), in turn with the looks, by the holder
+   * of the wallet's lease only: another instance's monitor sends the recorded cancel at its look.
+   */
   cancel(target: ReplaceTarget): Promise<Replacement> {
-    return this.#turns.run(() => cancelNow(this.#context, target));
+    return this.#turns.run(async () =>
+      (await this.#lead())
+        ? cancelNow(this.#context, target)
+        : {
+            state: "deferred",
+            reason: "another instance watches the wallet: its monitor sends the no-op at its next look",
+          },
+    );
   }
 
-  /** A speed-up of the trade's transaction at its nonce (replace-now.ts), in turn with the looks. */
+  /** A speed-up of the trade's transaction at its nonce (replace-now.ts), in turn with the looks, by the lease's holder only. */
   speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement> {
-    return this.#turns.run(() => speedUpNow(this.#context, target, maxFeePerGas));
+    return this.#turns.run(async () =>
+      (await this.#lead())
+        ? speedUpNow(this.#context, target, maxFeePerGas)
+        : {
+            state: "unchanged",
+            reason: "another instance watches the wallet; ask again once it holds the wallet's lease",
+          },
+    );
   }
 
-  async #look(): Promise<void> {
-    const { journal, settings, holder, provider } = this.#opts;
-    const slots = await journal.openSlots(this.#wallet);
-    const pending = slots.filter((slot) => slot.state === "pending");
-    this.#oldestPending = pending[0] && { nonce: pending[0].nonce, since: pending[0].createdAt };
-    if (slots.length === 0) return;
+  /** Whether this instance holds the wallet's lease (taken or renewed now), as a look asks it. */
+  async #lead(): Promise<boolean> {
+    const { journal, settings, holder } = this.#opts;
     const leader = await journal.acquireLease(this.#lease, holder, settings.leaseMs);
     if (leader !== this.#leader) {
       this.#opts.log.info(
@@ -144,7 +158,16 @@ export class WalletMonitor {
       );
       this.#leader = leader;
     }
-    if (!leader) return;
+    return leader;
+  }
+
+  async #look(): Promise<void> {
+    const { journal, provider } = this.#opts;
+    const slots = await journal.openSlots(this.#wallet);
+    const pending = slots.filter((slot) => slot.state === "pending");
+    this.#oldestPending = pending[0] && { nonce: pending[0].nonce, since: pending[0].createdAt };
+    if (slots.length === 0) return;
+    if (!(await this.#lead())) return;
 
     const mined = slots.filter((slot) => slot.state === "mined");
     if (pending.length === 0) {
@@ -266,10 +289,10 @@ export class WalletMonitor {
     this.#unexplained.delete(slot.nonce);
     const market = marketFees(state);
 
-    // By the later of the chain's clock and this machine's, as the deadline was set: a chain that
-    // stopped making blocks must not keep a trade alive that would execute late once they resume.
     // A cancel asked of its trade with no no-op at its nonce yet: the cancel's (replace-now.ts).
     if (await cancelPending(this.#context, slot, last, market)) return;
+    // By the later of the chain's clock and this machine's, as the deadline was set: a chain that
+    // stopped making blocks must not keep a trade alive that would execute late once they resume.
     const now = Math.max(state.head.timestamp, Math.floor(Date.now() / 1000));
     if (slot.deadline !== null && !last.noop && now >= slot.deadline) {
       // Its call can no longer succeed: free the nonce, so the wallet's later transactions go on.
@@ -307,11 +330,18 @@ export class WalletMonitor {
         }
         // It can never be mined at its fees now: re-priced at once.
       }
-      await reprice(this.#context, slot, last, market, "re-priced a transaction the node refused for its fees");
+      await reprice(this.#context, slot, last, market, "re-priced a transaction the node refused for its fees", now);
       return;
     }
     if (age >= settings.resubmitAfterMs * 2 ** (slot.broadcasts.length - 1)) {
-      await reprice(this.#context, slot, last, market, "replaced a transaction not mined in time, with higher fees");
+      await reprice(
+        this.#context,
+        slot,
+        last,
+        market,
+        "replaced a transaction not mined in time, with higher fees",
+        now,
+      );
     }
   }
 

@@ -9,6 +9,7 @@ import {
   type Broadcast,
   ChainUnavailableError,
   InvalidArgumentError,
+  minTimeLeftMs,
   type NonceSlot,
   type Replacement,
 } from "../../../core/index.js";
@@ -78,10 +79,25 @@ export async function speedUpNow(
       `must be at least ${gwei(least.maxFeePerGas)} gwei: a replacement needs 10 % more than the pending transaction's ${gwei(last.maxFeePerGas)} gwei`,
     );
   if (last.noop) return { state: "unchanged", reason: "a no-op is freeing its nonce" };
+  // Read in its turn: a cancel asked since the request read the trade wins (its no-op is next).
+  if ((await context.opts.journal.get(target.tradeId))?.cancel != null)
+    return { state: "unchanged", reason: "a cancel was asked of it" };
   const chain = await chainAt(context, slot).catch((error: unknown) => {
-    throw new ChainUnavailableError(`the node did not answer: nothing was signed (${String(error)})`);
+    context.opts.log.warn(
+      { tradeId: target.tradeId, wallet: context.wallet, err: error },
+      "speed-up: the node did not answer",
+    );
+    throw new ChainUnavailableError("the node did not answer: nothing was signed; ask again");
   });
   if (chain.taken) return { state: "taken" };
+  // Its call reverts once mined after its deadline (by the later of the chain's clock and this
+  // machine's, as the monitor judges it): a replacement needs time left to be mined before it.
+  const now = Math.max(chain.state.head.timestamp, Math.floor(Date.now() / 1000));
+  if (slot.deadline !== null && (slot.deadline - now) * 1000 < minTimeLeftMs(undefined))
+    return {
+      state: "unchanged",
+      reason: `its deadline (${new Date(slot.deadline * 1000).toISOString()}) is too near for a replacement to be mined before it; at the deadline the monitor frees its nonce with a no-op`,
+    };
   const market = marketFees(chain.state);
   const fees =
     maxFeePerGas === undefined

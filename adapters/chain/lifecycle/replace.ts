@@ -17,16 +17,26 @@ export interface ReplaceContext extends MonitorContext {
   readonly capped: Set<string>;
 }
 
-/** Replaces the slot's last broadcast with higher fees, unless the fee cap leaves no room for a higher bid (logged once). */
+/**
+ * Replaces the slot's last broadcast with higher fees, unless the fee cap leaves no room for a
+ * higher bid (logged once). A no-op may outbid the cap only once its trade's deadline passed (`now`,
+ * unix seconds), to free the nonce: before it, it is a cancel's, and stays within the cap
+ * (cancelFees); a no-op of a slot without a deadline (a gap's filler) frees a nonce, as noopFees.
+ */
 export async function reprice(
   context: ReplaceContext,
   slot: NonceSlot,
   last: Broadcast,
   market: Fees,
   message: string,
+  now: number,
 ): Promise<void> {
   const cap = context.opts.settings.feeCap;
-  const fees = last.noop ? noopFees(last, market, cap) : replacementFees(last, market, cap);
+  const fees = !last.noop
+    ? replacementFees(last, market, cap)
+    : slot.deadline !== null && now < slot.deadline
+      ? cancelFees(last, market, cap)
+      : noopFees(last, market, cap);
   if (fees === null) {
     const key = `${slot.nonce}:${slot.broadcasts.length}`;
     if (!context.capped.has(key)) {

@@ -51,7 +51,11 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     return started;
   }
 
-  function monitorOn(url: string, sends?: { sentAt(nonce: number): number | null | undefined }): WalletMonitor {
+  function monitorOn(
+    url: string,
+    sends?: { sentAt(nonce: number): number | null | undefined },
+    overrides: { settings?: Partial<LifecycleSettings>; fees?: FeeOracle } = {},
+  ): WalletMonitor {
     const provider = new RpcProvider([url], { chainId: 31337n, batchStallMs: 0 });
     providers.push(provider);
     return new WalletMonitor({
@@ -59,9 +63,9 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
       chainId: 31337n,
       provider,
       journal,
-      fees: quietMarket,
+      fees: overrides.fees ?? quietMarket,
       receipts: new Receipts({ provider, confirmations: 1, timeoutMs: 1000, journalAfterMs: 0 }),
-      settings: SETTINGS,
+      settings: { ...SETTINGS, ...overrides.settings },
       log: { warn() {}, info() {} },
       holder: "test",
       ...(sends === undefined ? {} : { sends }),
@@ -69,7 +73,10 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   }
 
   /** A trade signed at `nonce` (a call to the swap), journalled as the trade use case does. */
-  async function signedTrade(nonce: number): Promise<{ id: string; hash: string }> {
+  async function signedTrade(
+    nonce: number,
+    deadline = Math.floor(Date.now() / 1000) + 3600,
+  ): Promise<{ id: string; hash: string }> {
     const { record } = await journal.open({
       scope: "s",
       idempotencyKey: null,
@@ -92,7 +99,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
       txHash,
       rawTx,
       ...FEES,
-      deadline: Math.floor(Date.now() / 1000) + 3600,
+      deadline,
     });
     return { id: record.id, hash: txHash };
   }
@@ -197,5 +204,74 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect(done).to.deep.include({ state: "replaced", maxFeePerGas: 30n * GWEI });
     const [sent] = chain.calls("eth_sendRawTransaction").map((call) => Transaction.from(call.params[0] as string));
     expect([sent!.nonce, sent!.data, sent!.maxFeePerGas]).to.deep.equal([7, "0x1234", 30n * GWEI]);
+  });
+  it("signs no speed-up once the trade's deadline is too near for it to be mined before: it would revert", async function () {
+    const chain = await node();
+    chain.pendingNonce = 8;
+    chain.latestNonce = 7;
+    const { id } = await signedTrade(7, Math.floor(Date.now() / 1000) + 2);
+    const done = await monitorOn(chain.url).speedUp({ tradeId: id, nonce: 7 });
+    expect(done.state).to.equal("unchanged");
+    expect((done as { reason: string }).reason).to.match(/deadline/);
+    expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
+    expect((await journal.slot(wallet.address, 7))!.broadcasts).to.have.length(1);
+  });
+
+  it("re-prices a cancel's no-op before the trade's deadline, never above the fee cap", async function () {
+    const chain = await node();
+    chain.pendingNonce = 8;
+    chain.latestNonce = 7;
+    chain.onSend = () => ({ accept: true }); // the node holds each replacement: not mined, so re-priced
+    // A market above the cap: each re-pricing would bid 10 % more than the last.
+    const dear = {
+      read: async () => ({
+        baseFee: 40n * GWEI,
+        priorityFee: GWEI,
+        head: { number: 16, hash: `0x${"aa".repeat(32)}`, timestamp: Math.floor(Date.now() / 1000) },
+      }),
+    } as unknown as FeeOracle;
+    const { id } = await signedTrade(7);
+    await ask(id);
+    const monitor = monitorOn(chain.url, undefined, { settings: { resubmitAfterMs: 1 }, fees: dear });
+    expect((await monitor.cancel({ tradeId: id, nonce: 7 })).state).to.equal("replaced");
+    for (let look = 0; look < 4; look++) {
+      await new Promise((resolve) => setTimeout(resolve, SETTINGS.minAgeMs + 20));
+      await monitor.look();
+    }
+    const broadcasts = (await journal.slot(wallet.address, 7))!.broadcasts;
+    expect(broadcasts.slice(1).every((b) => b.noop)).to.equal(true);
+    expect(broadcasts.map((b) => b.maxFeePerGas).filter((fee) => fee > SETTINGS.feeCap)).to.deep.equal([]);
+    const sent = chain.calls("eth_sendRawTransaction").map((call) => Transaction.from(call.params[0] as string));
+    expect(sent.filter((tx) => tx.maxFeePerGas! > SETTINGS.feeCap)).to.deep.equal([]);
+  });
+
+  it("signs nothing while another instance holds the wallet's lease: its monitor sends the recorded cancel", async function () {
+    const chain = await node();
+    chain.pendingNonce = 8;
+    chain.latestNonce = 7;
+    const { id } = await signedTrade(7);
+    expect(await journal.acquireLease(`monitor:${wallet.address.toLowerCase()}`, "another instance", 60_000)).to.equal(
+      true,
+    );
+    await ask(id);
+    const monitor = monitorOn(chain.url);
+    const cancelled = await monitor.cancel({ tradeId: id, nonce: 7 });
+    expect(cancelled.state).to.equal("deferred");
+    expect((cancelled as { reason: string }).reason).to.match(/another instance/);
+    expect((await monitor.speedUp({ tradeId: id, nonce: 7 })).state).to.equal("unchanged");
+    expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
+    expect((await journal.slot(wallet.address, 7))!.broadcasts).to.have.length(1);
+  });
+
+  it("signs no speed-up of a trade a cancel was asked of meanwhile (read in its turn)", async function () {
+    const chain = await node();
+    chain.pendingNonce = 8;
+    chain.latestNonce = 7;
+    const { id } = await signedTrade(7);
+    await ask(id);
+    const done = await monitorOn(chain.url).speedUp({ tradeId: id, nonce: 7 });
+    expect(done.state).to.equal("unchanged");
+    expect((done as { reason: string }).reason).to.match(/cancel/);
+    expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
   });
 });
