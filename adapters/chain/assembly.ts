@@ -8,15 +8,14 @@
  */
 import type { JsonRpcApiProvider, Wallet } from "ethers";
 
-import {
-  type NonceLedger,
-  type NonceStore,
-  type StableCoin,
-  type TradeJournal,
-  type TradeKind,
-  type TradeReplacer,
-  UnknownWalletError,
-  type WatchJournal,
+import type {
+  NonceLedger,
+  NonceStore,
+  StableCoin,
+  TradeJournal,
+  TradeKind,
+  TradeReplacer,
+  WatchJournal,
 } from "../../core/index.js";
 import { BlockTimes, BlockWatcher, FeeOracle, Receipts, headsOf, measureBlockTime, tradeFees } from "./blocks/index.js";
 import { WalletMonitor, type LifecycleLog } from "./lifecycle/index.js";
@@ -288,15 +287,23 @@ function lifecycleOf(
     monitors: () => monitors,
     watch,
     replacer: {
-      cancel: (target) => monitorOf(monitors, target.wallet).cancel(target),
-      speedUp: (target, maxFeePerGas) => monitorOf(monitors, target.wallet).speedUp(target, maxFeePerGas),
+      // A wallet this instance does not sign for (removed from its configuration): the cancel is
+      // recorded already, and the instance that signs for it sends its no-op at its next look.
+      cancel: async (target) =>
+        monitorOf(monitors, target.wallet)?.cancel(target) ?? { state: "deferred", reason: notHere(target.wallet) },
+      speedUp: async (target, maxFeePerGas) =>
+        monitorOf(monitors, target.wallet)?.speedUp(target, maxFeePerGas) ?? {
+          state: "unchanged",
+          reason: notHere(target.wallet),
+        },
     },
   };
 }
 
 /** The monitor of `wallet`, which replaces its trades' transactions (a cancel, a speed-up). */
-function monitorOf(monitors: WalletMonitor[], wallet: string): WalletMonitor {
-  const monitor = monitors.find((candidate) => candidate.wallet.toLowerCase() === wallet.toLowerCase());
-  if (monitor === undefined) throw new UnknownWalletError(wallet);
-  return monitor;
+function monitorOf(monitors: WalletMonitor[], wallet: string): WalletMonitor | undefined {
+  return monitors.find((candidate) => candidate.wallet.toLowerCase() === wallet.toLowerCase());
 }
+
+const notHere = (wallet: string) =>
+  `this instance does not sign for wallet ${wallet}: only an instance that does replaces its transactions`;
