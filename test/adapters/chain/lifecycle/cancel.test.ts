@@ -104,6 +104,14 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     return { id: record.id, hash: txHash };
   }
 
+  /** A node holding the wallet's transaction at nonce 7, unmined. */
+  async function pendingAt7(): Promise<FakeRpcNode> {
+    const chain = await node();
+    chain.pendingNonce = 8;
+    chain.latestNonce = 7;
+    return chain;
+  }
+
   const ask = (id: string) => journal.requestCancel(id, { requestedBy: "desk", requestedAt: new Date().toISOString() });
 
   beforeEach(function () {
@@ -116,9 +124,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("replaces the trade's transaction with a no-op at its own nonce, 10 % more on both fees, within the cap", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id, hash } = await signedTrade(7);
     await ask(id);
     const done = await monitorOn(chain.url).cancel({ tradeId: id, nonce: 7 });
@@ -136,9 +142,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("signs nothing while the trade's send is on its way; the look after it is answered sends the cancel's no-op", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id } = await signedTrade(7);
     await ask(id);
     let sentAt: number | null = null; // the send queue's request has not come back
@@ -183,9 +187,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("speeds up at the fee asked, refusing one above the cap or below the replacement's minimum before asking the node", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id } = await signedTrade(7);
     const monitor = monitorOn(chain.url);
     for (const [fee, message] of [
@@ -206,9 +208,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect([sent!.nonce, sent!.data, sent!.maxFeePerGas]).to.deep.equal([7, "0x1234", 30n * GWEI]);
   });
   it("signs no speed-up once the trade's deadline is too near for it to be mined before: it would revert", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id } = await signedTrade(7, Math.floor(Date.now() / 1000) + 2);
     const done = await monitorOn(chain.url).speedUp({ tradeId: id, nonce: 7 });
     expect(done.state).to.equal("unchanged");
@@ -218,9 +218,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("re-prices a cancel's no-op before the trade's deadline, never above the fee cap", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     chain.onSend = () => ({ accept: true }); // the node holds each replacement: not mined, so re-priced
     // A market above the cap: each re-pricing would bid 10 % more than the last.
     const dear = {
@@ -246,9 +244,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("signs nothing while another instance holds the wallet's lease: its monitor sends the recorded cancel", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id } = await signedTrade(7);
     expect(await journal.acquireLease(`monitor:${wallet.address.toLowerCase()}`, "another instance", 60_000)).to.equal(
       true,
@@ -264,9 +260,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   });
 
   it("signs no speed-up of a trade a cancel was asked of meanwhile (read in its turn)", async function () {
-    const chain = await node();
-    chain.pendingNonce = 8;
-    chain.latestNonce = 7;
+    const chain = await pendingAt7();
     const { id } = await signedTrade(7);
     await ask(id);
     const done = await monitorOn(chain.url).speedUp({ tradeId: id, nonce: 7 });
