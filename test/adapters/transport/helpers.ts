@@ -29,6 +29,7 @@ import {
   type TradeKind,
   type TradeOnChain,
   type TradeOrder,
+  type TradeReplacer,
   type TradeResolution,
   type TransactionReceipt,
 } from "../../../core/index.js";
@@ -261,6 +262,8 @@ export async function startTestServer(
     grpcFastPath?: boolean;
     /** A trade journal (idempotency, and quotes when it keeps them), as the service has one. */
     journal?: Journal;
+    /** The wallets' monitors, for cancel and speed-up (with a journal). */
+    replacer?: TradeReplacer;
     /** QUOTE_TTL_MS. Default: the service's. */
     quoteTtlMs?: number;
     /** Serve HTTPS (and h2 by ALPN) with this certificate. */
@@ -298,6 +301,7 @@ export async function startTestServer(
         price,
         config: CONFIG,
         ...(options.journal ? { journal: metrics.meteredJournal(options.journal) } : {}),
+        ...(options.replacer ? { replacer: options.replacer } : {}),
         ...(quotes ? { quote: trade, quotes, wallets: [WALLET] } : {}),
         ...(options.quoteTtlMs !== undefined ? { quoteTtlMs: options.quoteTtlMs } : {}),
       }),
