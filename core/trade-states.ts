@@ -156,6 +156,20 @@ function transition<
   return rule;
 }
 
+/** Every state but `pending_approval`: where an approver's decision does not apply. */
+const NOT_HELD = [
+  "accepted",
+  "signed",
+  "submitted",
+  "mined",
+  "confirmed",
+  "failed",
+  "expired",
+  "approved",
+  "rejected",
+  "cancelled",
+] as const satisfies readonly TradeStatus[];
+
 /** The states a trade is in while held for, or given, its approval: nothing of it is signed. */
 const AWAITING = ["pending_approval", "approved"] as const satisfies readonly TradeStatus[];
 
@@ -271,54 +285,21 @@ export const TRADE_TRANSITIONS = {
     to: "approved",
     applies: ["pending_approval"],
     ignored: [],
-    refused: [
-      "accepted",
-      "signed",
-      "submitted",
-      "mined",
-      "confirmed",
-      "failed",
-      "expired",
-      "approved",
-      "rejected",
-      "cancelled",
-    ],
+    refused: NOT_HELD,
   }),
   // Rejected by an approver: final, nothing paid, its room given back.
   markRejected: transition({
     to: "rejected",
     applies: ["pending_approval"],
     ignored: [],
-    refused: [
-      "accepted",
-      "signed",
-      "submitted",
-      "mined",
-      "confirmed",
-      "failed",
-      "expired",
-      "approved",
-      "rejected",
-      "cancelled",
-    ],
+    refused: NOT_HELD,
   }),
   // Not approved within its rule's expiresAfter: expired (approval_expired), its room given back. A
   // sweep: it passes over every trade not held.
   expireApproval: transition({
     to: "expired",
     applies: ["pending_approval"],
-    ignored: [
-      "accepted",
-      "signed",
-      "submitted",
-      "mined",
-      "confirmed",
-      "failed",
-      "expired",
-      "approved",
-      "rejected",
-      "cancelled",
-    ],
+    ignored: NOT_HELD,
     refused: [],
   }),
   // Cancelled by its sender or an admin (trade-cancel.use-case.ts): at once when nothing of it is
