@@ -163,7 +163,9 @@ describe("CancelTrade and SpeedUpTrade over Connect and gRPC-Web", function () {
         const held = await heldTrade();
         const refused = await codeOf(client.speedUpTrade({ id: held }, withKey));
         expect(refused).to.deep.include({ code: Code.FailedPrecondition });
-        expect((refused as { message: string }).message).to.match(/is pending approval \(nothing of it is signed yet\)/);
+        expect((refused as { message: string }).message).to.match(
+          /is pending approval \(nothing of it is signed yet\)/,
+        );
         expect(await codeOf(client.cancelTrade({ id: pending.id }))).to.deep.include({ code: Code.Unauthenticated });
         expect(replacer.calls).to.have.length(calls);
       });
