@@ -157,10 +157,13 @@ async function signWithRetries(
   const budgetMs = budget.ms;
   const until = budget.from + budgetMs;
   let pause = 10;
-  let last = "no answer";
+  // Every reason seen, in order: the last attempt cut short by the budget's own timeout still
+  // says what KMS answered before it (ThrottlingException, …).
+  const seen = new Set<string>();
+  const reasons = () => (seen.size === 0 ? "no answer" : [...seen].join(", "));
   for (let attempt = 1; ; attempt++) {
     const left = until - Date.now();
-    if (left <= 0) throw unavailable(`${last}; no signature within ${budgetMs} ms`);
+    if (left <= 0) throw unavailable(`${reasons()}; no signature within ${budgetMs} ms`);
     try {
       const answer = await client.send(
         new SignCommand({ KeyId: keyId, Message: digest, MessageType: "DIGEST", SigningAlgorithm: "ECDSA_SHA_256" }),
@@ -170,13 +173,13 @@ async function signWithRetries(
       return answer.Signature;
     } catch (error) {
       const name = nameOf(error);
-      last = name;
+      seen.add(name);
       if (!retried(error)) {
         if (error instanceof Error && error.name === "ChainUnavailableError") throw error;
         throw unavailable(name);
       }
       const wait = Math.min(pause * (0.5 + Math.random()), until - Date.now());
-      if (wait <= 0) throw unavailable(`${name}, ${attempt} attempt(s) within ${budgetMs} ms`);
+      if (wait <= 0) throw unavailable(`${reasons()}, ${attempt} attempt(s) within ${budgetMs} ms`);
       await sleep(wait);
       pause = Math.min(pause * 2, 500);
     }
