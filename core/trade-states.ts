@@ -157,18 +157,9 @@ function transition<
 }
 
 /** Every state but `pending_approval`: where an approver's decision does not apply. */
-const NOT_HELD = [
-  "accepted",
-  "signed",
-  "submitted",
-  "mined",
-  "confirmed",
-  "failed",
-  "expired",
-  "approved",
-  "rejected",
-  "cancelled",
-] as const satisfies readonly TradeStatus[];
+const NOT_HELD = TRADE_STATUSES.filter(
+  (status): status is Exclude<TradeStatus, "pending_approval"> => status !== "pending_approval",
+);
 
 /** The states a trade is in while held for, or given, its approval: nothing of it is signed. */
 const AWAITING = ["pending_approval", "approved"] as const satisfies readonly TradeStatus[];

@@ -8,7 +8,6 @@
 import {
   TRADE_TRANSITIONS,
   TradeTransitionError,
-  tradeStatusAfter,
   tradeVerdict,
   type TradeOperation,
   type TradeStatus,
@@ -40,15 +39,9 @@ export function statusIn(column: string, statuses: readonly TradeStatus[]): stri
   return `${column} IN (${statuses.map((status) => `'${status}'`).join(", ")})`;
 }
 
-/**
- * The status `operation` leaves a trade in, as an SQL literal; with `cancelAsked`, a trade a cancel
- * was asked of (TradeTransition.whenCancelAsked).
- */
-export function statusAfter(
-  operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">,
-  cancelAsked?: "cancelAsked",
-): string {
-  return `'${tradeStatusAfter(operation, { cancel: cancelAsked === undefined ? null : true })}'`;
+/** The status `operation` leaves a trade in, as an SQL literal. */
+export function statusAfter(operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">): string {
+  return `'${TRADE_TRANSITIONS[operation].to}'`;
 }
 
 /**

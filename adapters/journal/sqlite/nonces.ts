@@ -16,11 +16,12 @@ import {
   type SlotReservation,
   type SlotState,
   type TradeCancel,
+  tradeStatusAfter,
   unsentCancelledError,
 } from "../../../core/index.js";
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
-import { applies, statusAfter } from "../transitions.js";
+import { applies } from "../transitions.js";
 import { toBroadcast, toSlot } from "./rows.js";
 import type { SqliteStore } from "./store.js";
 
@@ -52,15 +53,11 @@ function statements(db: DatabaseSync) {
        AND EXISTS (SELECT 1 FROM broadcasts WHERE wallet = ? AND nonce = ? AND hash = ?)`,
     ),
     // A trade whose only transaction can never be mined is no longer signed, where the trade model
-    // says so (NonceLedger.releaseSlot; ../transitions.ts); one a cancel was asked of is cancelled.
+    // says so (NonceLedger.releaseSlot; ../transitions.ts): accepted again, or cancelled with its
+    // error when a cancel was asked of it (the status and error as PostgreSQL's, parameters).
     unsignTrade: db.prepare(
-      `UPDATE trades SET status = ${statusAfter("releaseSlot")}, wallet = NULL, nonce = NULL, tx_hash = NULL, raw_tx = NULL,
-       deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND cancel IS NULL AND lower(wallet) = ? AND nonce = ?`,
-    ),
-    cancelUnsent: db.prepare(
-      `UPDATE trades SET status = ${statusAfter("releaseSlot", "cancelAsked")}, error = ?, wallet = NULL, nonce = NULL,
-       tx_hash = NULL, raw_tx = NULL, deadline = NULL, updated_at = ?
-       WHERE id = ? AND ${applies("releaseSlot")} AND cancel IS NOT NULL AND lower(wallet) = ? AND nonce = ?`,
+      `UPDATE trades SET status = ?, error = coalesce(?, error), wallet = NULL, nonce = NULL, tx_hash = NULL,
+       raw_tx = NULL, deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND lower(wallet) = ? AND nonce = ?`,
     ),
     cancelOf: db.prepare("SELECT cancel FROM trades WHERE id = ?"),
     highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
@@ -204,11 +201,16 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return false;
       this.#sql.releaseBroadcast.run(h, lower, nonce);
       if (typeof slot.trade_id === "string") {
-        const cancel = this.#sql.cancelOf.get(slot.trade_id)?.cancel;
-        if (typeof cancel === "string") {
-          const error = unsentCancelledError(JSON.parse(cancel) as TradeCancel);
-          this.#sql.cancelUnsent.run(JSON.stringify(error), Date.now(), slot.trade_id, lower, nonce);
-        } else this.#sql.unsignTrade.run(Date.now(), slot.trade_id, lower, nonce);
+        const stored = this.#sql.cancelOf.get(slot.trade_id)?.cancel;
+        const cancel = typeof stored === "string" ? (JSON.parse(stored) as TradeCancel) : null;
+        this.#sql.unsignTrade.run(
+          tradeStatusAfter("releaseSlot", { cancel }),
+          cancel === null ? null : JSON.stringify(unsentCancelledError(cancel)),
+          Date.now(),
+          slot.trade_id,
+          lower,
+          nonce,
+        );
       }
       return true;
     });

@@ -7,7 +7,6 @@
 import { createHash } from "node:crypto";
 
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 
 import { MemoryJournal } from "../../../adapters/journal/index.js";
@@ -19,7 +18,16 @@ import {
   type TradeReplacer,
 } from "../../../core/index.js";
 import { TokenService } from "../../../gen/tokentrade/v1/token_pb.js";
-import { API_KEY, CUSTOMER, DAI, OTHER_KEY, startTestServer, type TestServer, WALLET } from "./helpers.js";
+import {
+  API_KEY,
+  CUSTOMER,
+  DAI,
+  HTTP1_TRANSPORTS,
+  OTHER_KEY,
+  startTestServer,
+  type TestServer,
+  WALLET,
+} from "./helpers.js";
 
 /** The scope the service gives API_KEY (api-key.ts): the first 16 bytes of its SHA-256, hex. */
 const SCOPE = createHash("sha256").update(API_KEY).digest("hex").slice(0, 32);
@@ -58,8 +66,8 @@ describe("CancelTrade and SpeedUpTrade over Connect and gRPC-Web", function () {
     await t.close();
   });
 
-  /** A trade of API_KEY's, held for an approval: nothing signed. */
-  async function heldTrade(): Promise<string> {
+  /** A buy of API_KEY's, accepted. */
+  async function openTrade() {
     const { record } = await journal.open({
       scope: SCOPE,
       idempotencyKey: null,
@@ -67,6 +75,12 @@ describe("CancelTrade and SpeedUpTrade over Connect and gRPC-Web", function () {
       kind: "buy",
       request: REQUEST,
     });
+    return record;
+  }
+
+  /** A trade of API_KEY's, held for an approval: nothing signed. */
+  async function heldTrade(): Promise<string> {
+    const record = await openTrade();
     const rule = { name: "big", aboveUsd: 0n, approvers: 1, expiresAfterMs: 3_600_000, expiresAfter: "1h" };
     const approval = newApproval([rule], Date.now());
     await journal.hold(record.id, approval, heldEntry({ id: SCOPE }, record.id, approval));
@@ -75,13 +89,7 @@ describe("CancelTrade and SpeedUpTrade over Connect and gRPC-Web", function () {
 
   /** A trade of API_KEY's, signed and submitted at a nonce of its own. */
   async function pendingTrade(): Promise<{ id: string; nonce: number }> {
-    const { record } = await journal.open({
-      scope: SCOPE,
-      idempotencyKey: null,
-      requestHash: "h",
-      kind: "buy",
-      request: REQUEST,
-    });
+    const record = await openTrade();
     nonce += 1;
     await journal.markSigned(record.id, {
       wallet: WALLET,
@@ -106,14 +114,7 @@ describe("CancelTrade and SpeedUpTrade over Connect and gRPC-Web", function () {
     );
   }
 
-  for (const [name, transport] of [
-    ["Connect", (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1" })],
-    [
-      "Connect with JSON",
-      (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
-    ],
-    ["gRPC-Web", (baseUrl: string) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
-  ] as const) {
+  for (const [name, transport] of HTTP1_TRANSPORTS) {
     describe(`over ${name}`, function () {
       const withKey = { headers: { api_key: API_KEY } };
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 
 import * as grpc from "@grpc/grpc-js";
 import { ConnectError } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as protoLoader from "@grpc/proto-loader";
 import { pino, type Logger } from "pino";
 
@@ -529,3 +530,13 @@ export async function failure(promise: Promise<unknown>): Promise<ConnectError> 
   }
   throw new Error("expected the call to fail");
 }
+
+/** The browser-friendly transports over HTTP/1.1, by name: Connect (binary, JSON) and gRPC-Web. */
+export const HTTP1_TRANSPORTS = [
+  ["Connect", (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1" })],
+  [
+    "Connect with JSON",
+    (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
+  ],
+  ["gRPC-Web", (baseUrl: string) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
+] as const;

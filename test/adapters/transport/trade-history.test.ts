@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 
 import { Code, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { expect } from "chai";
 
 import { MemoryJournal } from "../../../adapters/journal/index.js";
@@ -16,6 +15,7 @@ import {
   grpcCall,
   grpcClient,
   OTHER_KEY,
+  HTTP1_TRANSPORTS,
   startTestServer,
   USDT,
   WALLET,
@@ -314,14 +314,7 @@ describe("the trade history (GET /api/v1/trades, /api/v1/trades/summary, ListTra
     });
   });
 
-  for (const [name, transport] of [
-    ["Connect", (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1" })],
-    [
-      "Connect with JSON",
-      (baseUrl: string) => createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false }),
-    ],
-    ["gRPC-Web", (baseUrl: string) => createGrpcWebTransport({ baseUrl, httpVersion: "1.1" })],
-  ] as const) {
+  for (const [name, transport] of HTTP1_TRANSPORTS) {
     describe(`over ${name}`, function () {
       it("lists, pages, sums and refuses as gRPC does", async function () {
         const client = createClient(TokenService, transport(t.url));
