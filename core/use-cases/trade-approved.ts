@@ -64,7 +64,11 @@ export async function runApproved(runner: ApprovedRunner, record: TradeRecord): 
     // Its signature refused because the upkeep failed it meanwhile (approval_interrupted, or
     // another instance's sweep): that outcome stands, and is not written over.
     if (error instanceof TradeTransitionError) return;
-    if ((await journal.get(record.id).catch(() => undefined))?.status !== "approved") return;
+    // Approved still; or accepted with no transaction, its only one refused and known nowhere, so
+    // given back by the ledger (TRADE_TRANSITIONS.releaseSlot): failed too, never left to be
+    // forgotten as an unsigned trade of a process that is gone.
+    const now = await journal.get(record.id).catch(() => undefined);
+    if (now?.status !== "approved" && !(now?.status === "accepted" && now.txHash === null)) return;
     const recorded =
       error instanceof DomainError
         ? { code: error.code, message: error.message }

@@ -80,6 +80,28 @@ describe("approvals in the core", function () {
     expect(trade.calls.slice(0, 3)).to.deep.equal(["prove", "reserve", "sign"]);
   });
 
+  it("fails an approved trade whose only transaction the node refused and its slot was given back: never left accepted, never forgotten", async function () {
+    const { journal, trade, useCases } = setup();
+    const held = await rejection(useCases.buy(request({ amount: "150" }), as(callerFor(DESK))));
+    const { tradeId } = held as TradeHeldError;
+    // The send queue finds the send refused and known nowhere, and releases its slot (send-queue.ts).
+    trade.send = async (signed) => {
+      trade.calls.push("send");
+      await journal.releaseSlot(signed.tx.wallet, signed.tx.nonce, signed.tx.txHash);
+      throw new Error("the node refused it");
+    };
+    await useCases.approveTrade(tradeId, { reason: "ok" }, as(callerFor(RISK)));
+    for (let i = 0; i < 100 && (await journal.get(tradeId))?.status === "approved"; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    const record = await journal.get(tradeId);
+    expect(record, "kept").to.not.equal(undefined);
+    expect(record).to.deep.include({ status: "failed", txHash: null });
+    expect(await journal.forgetUnsigned(0)).to.equal(0);
+    expect((await journal.get(tradeId))?.status).to.equal("failed");
+    expect(trade.calls.filter((call) => call === "send")).to.have.length(1);
+  });
+
   it("holds only what counts more than the threshold, of the rule's keys (or every key's without keys)", function () {
     const { keys: _, ...anyKey } = rule({ name: "any", aboveUsd: 1000n * USD });
     const everyKey = { ...policyOf([DESK, RISK]), approvals: [rule(), anyKey] };
