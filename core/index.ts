@@ -71,6 +71,7 @@ export type {
   TradeResolution,
   TradeReplacer,
   Replacement,
+  ReplacementAudit,
   ReplaceTarget,
 } from "./ports/trade.port.js";
 export type {

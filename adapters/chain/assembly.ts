@@ -291,8 +291,8 @@ function lifecycleOf(
       // recorded already, and the instance that signs for it sends its no-op at its next look.
       cancel: async (target) =>
         monitorOf(monitors, target.wallet)?.cancel(target) ?? { state: "deferred", reason: notHere(target.wallet) },
-      speedUp: async (target, maxFeePerGas) =>
-        monitorOf(monitors, target.wallet)?.speedUp(target, maxFeePerGas) ?? {
+      speedUp: async (target, maxFeePerGas, audit) =>
+        monitorOf(monitors, target.wallet)?.speedUp(target, maxFeePerGas, audit) ?? {
           state: "unchanged",
           reason: notHere(target.wallet),
         },

@@ -86,8 +86,9 @@ function aroundTrades(port: TradeJournal, around: Around): TradeJournal {
     markConfirmed: (id, receipt) => around("markConfirmed", () => port.markConfirmed(id, receipt)),
     markFailed: (id, error, audit) => around("markFailed", () => port.markFailed(id, error, audit)),
     markExpired: (id, error) => around("markExpired", () => port.markExpired(id, error)),
-    requestCancel: (id, cancel) => around("requestCancel", () => port.requestCancel(id, cancel)),
-    markCancelled: (id, error, cancel) => around("markCancelled", () => port.markCancelled(id, error, cancel)),
+    requestCancel: (id, cancel, audit) => around("requestCancel", () => port.requestCancel(id, cancel, audit)),
+    markCancelled: (id, error, cancel, audit) =>
+      around("markCancelled", () => port.markCancelled(id, error, cancel, audit)),
     discard: (id, audit) => around("discard", () => port.discard(id, audit)),
     forgetUnsigned: (staleAfterMs) => around("forgetUnsigned", () => port.forgetUnsigned(staleAfterMs)),
     get: (id) => around("get", () => port.get(id)),
@@ -109,8 +110,8 @@ function aroundNonces(port: NoncePort, around: Around): NoncePort {
     },
     recordSlot: (slot, first) => around("recordSlot", () => port.recordSlot(slot, first)),
     reservations: (minedAfter) => around("reservations", () => port.reservations(minedAfter)),
-    recordBroadcast: (wallet, nonce, broadcast) =>
-      around("recordBroadcast", () => port.recordBroadcast(wallet, nonce, broadcast)),
+    recordBroadcast: (wallet, nonce, broadcast, replaces, audit) =>
+      around("recordBroadcast", () => port.recordBroadcast(wallet, nonce, broadcast, replaces, audit)),
     slot: (wallet, nonce) => around("slot", () => port.slot(wallet, nonce)),
     highestNonce: (wallet) => around("highestNonce", () => port.highestNonce(wallet)),
     openSlots: (wallet) => around("openSlots", () => port.openSlots(wallet)),

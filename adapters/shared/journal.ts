@@ -119,11 +119,11 @@ export abstract class Journal
   markExpired(id: string, error: { code: string; message: string }) {
     return this.ports.trades.markExpired(id, error);
   }
-  requestCancel(id: string, cancel: TradeCancel) {
-    return this.ports.trades.requestCancel(id, cancel);
+  requestCancel(id: string, cancel: TradeCancel, audit?: AuditEntry) {
+    return this.ports.trades.requestCancel(id, cancel, audit);
   }
-  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel) {
-    return this.ports.trades.markCancelled(id, error, cancel);
+  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel, audit?: AuditEntry) {
+    return this.ports.trades.markCancelled(id, error, cancel, audit);
   }
   discard(id: string, audit?: AuditEntry) {
     return this.ports.trades.discard(id, audit);
@@ -168,8 +168,8 @@ export abstract class Journal
   reservations(minedAfter: number) {
     return this.ports.nonces.reservations(minedAfter);
   }
-  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast) {
-    return this.ports.nonces.recordBroadcast(wallet, nonce, broadcast);
+  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast, replaces: string, audit?: AuditEntry) {
+    return this.ports.nonces.recordBroadcast(wallet, nonce, broadcast, replaces, audit);
   }
   slot(wallet: string, nonce: number) {
     return this.ports.nonces.slot(wallet, nonce);

@@ -245,18 +245,25 @@ export interface TradeJournal {
   /**
    * Records a cancel asked of a trade `signed` or `submitted` that has none yet, before any no-op
    * is signed for it; a trade in any other state, or with a cancel already, is left as it is.
+   * With `audit`, its record is appended in the same write, only when this cancel is recorded.
    * @returns the trade as it is after (with the first cancel asked, when one was), or undefined
    *   when the journal does not know it
    */
-  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined>;
+  requestCancel(id: string, cancel: TradeCancel, audit?: AuditEntry): Promise<TradeRecord | undefined>;
   /**
    * → `cancelled` with the error saying why (TRADE_TRANSITIONS.markCancelled). Without `cancel`: the
    * chain's word, its no-op mined with the required confirmations. With `cancel` (asked now): only a
    * trade without a signed transaction (one signed meanwhile is left as it is), and `cancel` is
-   * recorded with it unless it has one already.
+   * recorded with it unless it has one already. With `audit`, its record is appended in the same
+   * write, only when the trade is cancelled by it.
    * @returns whether the trade is cancelled after it
    */
-  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean>;
+  markCancelled(
+    id: string,
+    error: { code: string; message: string },
+    cancel?: TradeCancel,
+    audit?: AuditEntry,
+  ): Promise<boolean>;
   /**
    * Deletes a trade refused before anything was signed, so a retry with its key runs afresh. With
    * `audit`, the refusal is recorded in the same transaction, only when the trade is deleted.

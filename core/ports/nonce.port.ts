@@ -3,6 +3,7 @@
  * sent at each one until it is final (NonceLedger). The journals implement both, in the same
  * storage as the trades, so that a trade and its transactions are written together.
  */
+import type { AuditEntry } from "./audit.port.js";
 
 /** How many nonces a `withNonce` send used (from its nonce on), or null to resync from the chain. */
 export type NoncesConsumed<T> = (result: T) => number | null;
@@ -124,8 +125,22 @@ export interface NonceLedger {
    * slot that is lost, released or mined at or before `minedAfter` holds nothing back.
    */
   reservations(minedAfter: number): Promise<SlotReservation[]>;
-  /** Records another broadcast at an open slot's nonce (a replacement or a no-op), durable before it is broadcast. */
-  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void>;
+  /**
+   * Records another broadcast at a slot's nonce (a replacement or a no-op), durable before it is
+   * broadcast, in place of `replaces`: the hash of the slot's last broadcast, as its signer read
+   * the slot. Checked and appended as one write: refused (false, nothing recorded) when the slot is
+   * gone, no longer `pending`, or its last broadcast is another (released and used by another
+   * trade, or replaced meanwhile), so that no transaction is ever recorded in a slot it was not
+   * signed for. The signer then broadcasts nothing. With `audit` (a speed-up asked by a key), its
+   * record is appended in the same write, only when the broadcast is recorded.
+   */
+  recordBroadcast(
+    wallet: string,
+    nonce: number,
+    broadcast: Broadcast,
+    replaces: string,
+    audit?: AuditEntry,
+  ): Promise<boolean>;
   /** The slot of a wallet's nonce, in any state. */
   slot(wallet: string, nonce: number): Promise<NonceSlot | undefined>;
   /**

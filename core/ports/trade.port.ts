@@ -1,3 +1,4 @@
+import type { AuditEntry } from "./audit.port.js";
 import type { TradeOrder, TransactionReceipt } from "../types.js";
 import type { SignedTradeTx } from "./journal.port.js";
 import type { Broadcast } from "./nonce.port.js";
@@ -135,6 +136,9 @@ export type Replacement =
   | { state: "taken" }
   | { state: "unchanged"; reason: string };
 
+/** The audit record of a replacement, once its hash and fees are known (core/audit.ts builds it). */
+export type ReplacementAudit = (replaced: Extract<Replacement, { state: "replaced" }>) => AuditEntry;
+
 /**
  * Replaces what a trade broadcast at its nonce (the lifecycle monitor of its wallet does it, one
  * action at a time with its own looks): never at another nonce, always recorded before it is
@@ -150,7 +154,9 @@ export interface TradeReplacer {
   /**
    * Re-prices the trade's pending transaction (the same call, replacement fees), or, with
    * `maxFeePerGas`, at that maximum fee.
+   * `audit` gives the record of the replacement, appended with it in the ledger's write
+   * (NonceLedger.recordBroadcast) when it is signed.
    * @throws InvalidArgumentError naming `maxFeePerGasGwei` and the cap, or the least a replacement needs
    */
-  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement>;
+  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint, audit?: ReplacementAudit): Promise<Replacement>;
 }

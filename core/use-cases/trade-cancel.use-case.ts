@@ -25,7 +25,7 @@ import {
   TradeNotFoundError,
   TradeNotReplaceableError,
 } from "../errors.js";
-import type { AuditLog } from "../ports/audit.port.js";
+import type { AuditEntry, AuditLog } from "../ports/audit.port.js";
 import type { TradeCancel, TradeJournal, TradeRecord } from "../ports/journal.port.js";
 import type { Replacement, TradeReplacer } from "../ports/trade.port.js";
 import type { TradeContext } from "./trade-context.js";
@@ -102,30 +102,29 @@ function cancel(deps: CancelDeps): CancelTradeUseCase {
     // Asked before: the same outcome, nothing signed again (the monitor re-prices its no-op).
     if (record.cancel != null) return deps.status(record.id, context, "id");
     if ((UNSIGNED as readonly string[]).includes(record.status) && record.txHash === null) {
-      if (await deps.journal.markCancelled(record.id, cancelledError(caller, false), cancel)) {
-        await recordIt(deps, caller, "trade.cancel_requested", record, { state: "cancelled" });
+      const entry = entryOf(deps, caller, "trade.cancel_requested", record, { state: "cancelled" });
+      if (await deps.journal.markCancelled(record.id, cancelledError(caller, false), cancel, entry))
         return deps.status(record.id, context, "id");
-      }
       // Signed meanwhile: cancelled as a signed trade is.
       record = (await deps.journal.get(record.id)) ?? record;
     }
     if (record.status !== "signed" && record.status !== "submitted") throw notReplaceable(record, "cancel");
-    const requested = await deps.journal.requestCancel(record.id, cancel);
+    // Recorded with the cancel, in its write: the no-op that follows is the trade's (cancel.noopHash).
+    const entry = entryOf(deps, caller, "trade.cancel_requested", record, { state: "pending" });
+    const requested = await deps.journal.requestCancel(record.id, cancel, entry);
     if (requested === undefined) throw new TradeNotFoundError(tradeId, "id");
     // Another request's cancel was first, or the trade moved on meanwhile: answered as it is.
     if (requested.cancel?.requestedAt !== cancel.requestedAt || requested.cancel.requestedBy !== cancel.requestedBy) {
       if (requested.cancel != null) return deps.status(record.id, context, "id");
       // Given back meanwhile (its only transaction could never be mined): cancelled at once, if still unsigned.
       if (requested.status === "accepted" && requested.txHash === null) {
-        if (await deps.journal.markCancelled(record.id, cancelledError(caller, false), cancel)) {
-          await recordIt(deps, caller, "trade.cancel_requested", requested, { state: "cancelled" });
+        const given = entryOf(deps, caller, "trade.cancel_requested", requested, { state: "cancelled" });
+        if (await deps.journal.markCancelled(record.id, cancelledError(caller, false), cancel, given))
           return deps.status(record.id, context, "id");
-        }
       }
       throw notReplaceable(requested, "cancel");
     }
-    const done = await deps.replacer.cancel(targetOf(requested));
-    await recordIt(deps, caller, "trade.cancel_requested", requested, done);
+    await deps.replacer.cancel(targetOf(requested));
     return deps.status(record.id, context, "id");
   };
 }
@@ -146,8 +145,13 @@ function speedUp(deps: CancelDeps): SpeedUpTradeUseCase {
         "speed-up",
         "its deadline passed: a no-op is freeing its nonce",
       );
-    const done = await deps.replacer.speedUp(targetOf(record), maxFeePerGas);
-    await recordIt(deps, caller, "trade.sped_up", record, done);
+    // A replacement's record is appended with it, in the ledger's write; nothing replaced, alone.
+    const audit =
+      deps.audit === undefined
+        ? undefined
+        : (replaced: Replacement) => entryOf(deps, caller, "trade.sped_up", record, replaced)!;
+    const done = await deps.replacer.speedUp(targetOf(record), maxFeePerGas, audit);
+    if (done.state !== "replaced" && audit !== undefined) await deps.audit!.appendAudit(audit(done));
     return deps.status(record.id, context, "id");
   };
 }
@@ -228,30 +232,27 @@ function targetOf(record: TradeRecord): { tradeId: string; wallet: string; nonce
   return { tradeId: record.id, wallet: record.wallet!, nonce: record.nonce! };
 }
 
-/** The audit record of a cancel or a speed-up, when the service keeps an audit log (appended alone, after it). */
-async function recordIt(
+/**
+ * The audit record of a cancel or a speed-up, when the service keeps an audit log: handed to the
+ * journal write that makes the change (markCancelled, requestCancel, the replacement's
+ * recordBroadcast), so that both or neither are written.
+ */
+function entryOf(
   deps: CancelDeps,
   caller: Caller,
   action: "trade.cancel_requested" | "trade.sped_up",
   record: TradeRecord,
-  done: Replacement | { state: "cancelled" },
-): Promise<void> {
-  if (deps.audit === undefined) return;
+  done: Replacement | { state: "cancelled" | "pending" },
+): AuditEntry | undefined {
+  if (deps.audit === undefined) return undefined;
   const replaced = done.state === "replaced" ? done : undefined;
-  await deps.audit.appendAudit(
-    replacementEntry(caller, action, record.id, {
-      status: record.status,
-      nonce: record.nonce,
-      previousHash: record.txHash,
-      hash: replaced?.hash ?? null,
-      maxFeePerGas: replaced?.maxFeePerGas.toString() ?? null,
-      maxPriorityFeePerGas: replaced?.maxPriorityFeePerGas.toString() ?? null,
-      outcome:
-        done.state === "replaced" || done.state === "cancelled"
-          ? done.state
-          : "reason" in done
-            ? `${done.state}: ${done.reason}`
-            : done.state,
-    }),
-  );
+  return replacementEntry(caller, action, record.id, {
+    status: record.status,
+    nonce: record.nonce,
+    previousHash: record.txHash,
+    hash: replaced?.hash ?? null,
+    maxFeePerGas: replaced?.maxFeePerGas.toString() ?? null,
+    maxPriorityFeePerGas: replaced?.maxPriorityFeePerGas.toString() ?? null,
+    outcome: "reason" in done ? `${done.state}: ${done.reason}` : done.state,
+  });
 }

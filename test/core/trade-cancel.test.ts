@@ -12,6 +12,7 @@ import {
   PermissionDeniedError,
   type ReplaceTarget,
   type Replacement,
+  type ReplacementAudit,
   type Spending,
   TradeCancelledError,
   TradeExpiredError,
@@ -50,20 +51,22 @@ class RecordingReplacer implements TradeReplacer {
     return this.answer ?? this.#replace(target, true, NOOP);
   }
 
-  async speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement> {
+  async speedUp(target: ReplaceTarget, maxFeePerGas?: bigint, audit?: ReplacementAudit): Promise<Replacement> {
     this.calls.push({ what: "speedUp", target, ...(maxFeePerGas !== undefined && { maxFeePerGas }) });
-    return this.answer ?? this.#replace(target, false, `0x${"cd".repeat(32)}`);
+    return this.answer ?? this.#replace(target, false, `0x${"cd".repeat(32)}`, audit);
   }
 
-  async #replace(target: ReplaceTarget, noop: boolean, hash: string): Promise<Replacement> {
+  async #replace(target: ReplaceTarget, noop: boolean, hash: string, audit?: ReplacementAudit): Promise<Replacement> {
     const fees = { maxFeePerGas: 30n, maxPriorityFeePerGas: 3n };
-    await this.journal.recordBroadcast(target.wallet, target.nonce, {
-      hash,
-      rawTx: "0x02",
-      ...fees,
-      noop,
-      sentAt: new Date(),
-    });
+    const last = (await this.journal.slot(target.wallet, target.nonce))!.broadcasts.at(-1)!.hash;
+    const recorded = await this.journal.recordBroadcast(
+      target.wallet,
+      target.nonce,
+      { hash, rawTx: "0x02", ...fees, noop, sentAt: new Date() },
+      last,
+      audit?.({ state: "replaced", hash, ...fees }),
+    );
+    if (!recorded) throw new Error("the ledger refused the replacement");
     return { state: "replaced", hash, ...fees };
   }
 }
@@ -251,7 +254,8 @@ describe("cancelling and speeding up a trade", function () {
     expect(replacer.calls).to.have.length(1);
     const [entry] = (await journal.auditPage({ limit: 10, action: "trade.cancel_requested" })).records;
     expect(entry).to.deep.include({ actor: SENDER.scope, action: "trade.cancel_requested", subject: id });
-    expect(entry!.details).to.deep.include({ nonce: 7, previousHash: txHash, hash: NOOP, outcome: "replaced" });
+    // Recorded with the cancel's own write, before anything is signed: its no-op is the trade's noopHash.
+    expect(entry!.details).to.deep.include({ nonce: 7, previousHash: txHash, hash: null, outcome: "pending" });
   });
 
   it("ends cancelled once the chain says the no-op took the nonce, with a trade.cancelled event", async function () {

@@ -68,14 +68,21 @@ export async function replaceTrade(
   bump: number,
 ): Promise<string> {
   const txHash = hash(trade.nonce * 1000 + bump);
-  await journal.recordBroadcast(trade.wallet, trade.nonce, {
-    hash: txHash,
-    rawTx: `0x02ff${bump}`,
-    maxFeePerGas: 4_000_000_000n * BigInt(bump),
-    maxPriorityFeePerGas: 2_000_000_000n,
-    noop: false,
-    sentAt: new Date(),
-  });
+  const last = (await journal.slot(trade.wallet, trade.nonce))!.broadcasts.at(-1)!.hash;
+  const recorded = await journal.recordBroadcast(
+    trade.wallet,
+    trade.nonce,
+    {
+      hash: txHash,
+      rawTx: `0x02ff${bump}`,
+      maxFeePerGas: 4_000_000_000n * BigInt(bump),
+      maxPriorityFeePerGas: 2_000_000_000n,
+      noop: false,
+      sentAt: new Date(),
+    },
+    last,
+  );
+  if (!recorded) throw new Error("the ledger refused the replacement");
   return txHash;
 }
 

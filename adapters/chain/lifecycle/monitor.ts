@@ -26,7 +26,7 @@
  * broadcast, and each look starts again from the ledger and the chain, so a crash at any point
  * leaves nothing the next look cannot finish.
  */
-import { type NonceSlot, type Replacement, TradeDroppedError } from "../../../core/index.js";
+import { type NonceSlot, type Replacement, type ReplacementAudit, TradeDroppedError } from "../../../core/index.js";
 import { marketFees, noopFees, type ChainState, type Outcome } from "../blocks/index.js";
 import { isAlreadyKnown, isNonceConflict, isUnderpriced } from "../rpc/index.js";
 import { lookUpOwn, sendFiller } from "../send/index.js";
@@ -135,16 +135,14 @@ export class WalletMonitor {
     );
   }
 
-  /** A speed-up of the trade's transaction at its nonce (replace-now.ts), in turn with the looks, by the lease's holder only. */
-  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint): Promise<Replacement> {
-    return this.#turns.run(async () =>
-      (await this.#lead())
-        ? speedUpNow(this.#context, target, maxFeePerGas)
-        : {
-            state: "unchanged",
-            reason: "another instance watches the wallet; ask again once it holds the wallet's lease",
-          },
-    );
+  /**
+   * A speed-up of the trade's transaction at its nonce (replace-now.ts), in turn with this
+   * instance's looks, whether or not it holds the wallet's lease: the answer is now, not at a look.
+   * Against the lease holder's looks, the ledger orders the replacements (recordBroadcast takes
+   * only the one in place of the slot's last broadcast; the other is not sent).
+   */
+  speedUp(target: ReplaceTarget, maxFeePerGas?: bigint, audit?: ReplacementAudit): Promise<Replacement> {
+    return this.#turns.run(() => speedUpNow(this.#context, target, maxFeePerGas, audit));
   }
 
   /** Whether this instance holds the wallet's lease (taken or renewed now), as a look asks it. */

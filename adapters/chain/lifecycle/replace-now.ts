@@ -12,6 +12,7 @@ import {
   minTimeLeftMs,
   type NonceSlot,
   type Replacement,
+  type ReplacementAudit,
 } from "../../../core/index.js";
 import { bumped, type ChainState, type Fees, gwei, marketFees, replacementFees } from "../blocks/index.js";
 import { cancelFees, replace, type ReplaceContext } from "./replace.js";
@@ -21,6 +22,9 @@ export interface ReplaceTarget {
   tradeId: string;
   nonce: number;
 }
+
+/** Why nothing was sent: the ledger refused a replacement of a slot that changed since it was read (replace.ts). */
+const CHANGED = "its nonce's transactions changed while the replacement was signed; nothing was sent";
 
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 const min = (a: bigint, b: bigint) => (a < b ? a : b);
@@ -49,6 +53,7 @@ export async function cancelNow(context: ReplaceContext, target: ReplaceTarget):
       reason: `the fee cap (${gwei(cap)} gwei) leaves no room for the 10 % more a replacement of ${gwei(last.maxFeePerGas)} gwei needs; the monitor sends the no-op once it can`,
     };
   const hash = await replace(context, slot, last, fees, true, "cancel: replaced a transaction with a no-op");
+  if (hash === null) return { state: "deferred", reason: CHANGED };
   return { state: "replaced", hash, ...fees };
 }
 
@@ -62,6 +67,7 @@ export async function speedUpNow(
   context: ReplaceContext,
   target: ReplaceTarget,
   maxFeePerGas?: bigint,
+  audit?: ReplacementAudit,
 ): Promise<Replacement> {
   const cap = context.opts.settings.feeCap;
   if (maxFeePerGas !== undefined && maxFeePerGas > cap)
@@ -111,7 +117,16 @@ export async function speedUpNow(
       state: "unchanged",
       reason: `the fee cap (${gwei(cap)} gwei) leaves no room for the 10 % more a replacement of ${gwei(last.maxFeePerGas)} gwei needs`,
     };
-  const hash = await replace(context, slot, last, fees, false, "speed-up: replaced a transaction with higher fees");
+  const hash = await replace(
+    context,
+    slot,
+    last,
+    fees,
+    false,
+    "speed-up: replaced a transaction with higher fees",
+    audit,
+  );
+  if (hash === null) return { state: "unchanged", reason: CHANGED };
   return { state: "replaced", hash, ...fees };
 }
 
@@ -126,6 +141,9 @@ async function replaceable(
     return { state: "deferred", reason: "the trade has no open slot at its nonce" };
   if (slot.state !== "pending") return { state: "taken" };
   // A send still on its way is the sender's alone: the monitor's look replaces it once answered.
+  // (Another instance's send on its way may be replaced: it is the same call at the same nonce,
+  // and if the node refuses that send, its slot is kept, with two broadcasts, and seen through. A
+  // slot released and used again since it was read here is the ledger's to refuse: replace.ts.)
   if (context.opts.sends?.sentAt(slot.nonce) === null)
     return { state: "deferred", reason: "its transaction is still being sent; the monitor replaces it once it is" };
   return { slot, last: slot.broadcasts.at(-1)! };
@@ -155,8 +173,7 @@ export async function cancelPending(
   if ((await context.opts.journal.get(slot.tradeId))?.cancel == null) return false;
   const fees = cancelFees(last, market, context.opts.settings.feeCap);
   if (fees === null) return false; // the deadline's no-op frees the nonce, and its trade is cancelled then
-  await replace(context, slot, last, fees, true, "cancel: replaced a transaction with a no-op");
-  return true;
+  return (await replace(context, slot, last, fees, true, "cancel: replaced a transaction with a no-op")) !== null;
 }
 
 /** One step at a time: each runs once every step asked before it has finished. */

@@ -5,7 +5,7 @@
  */
 import { Transaction } from "ethers";
 
-import type { Broadcast, NonceSlot } from "../../../core/index.js";
+import type { Broadcast, NonceSlot, ReplacementAudit } from "../../../core/index.js";
 import { gwei, noopFees, replacementFees, type Fees } from "../blocks/index.js";
 import { isAlreadyKnown } from "../rpc/index.js";
 import { FILLER_GAS as NOOP_GAS } from "../send/index.js";
@@ -72,7 +72,9 @@ export function cancelFees(last: Fees, market: Fees, cap: bigint): Fees | null {
 /**
  * Signs, records, then broadcasts a new transaction at the slot's nonce: the same call re-priced,
  * or a no-op. Returns its hash: recorded, whether or not a node took it (a later look re-sends or
- * re-prices it).
+ * re-prices it); or null when the ledger refused it because the slot is no longer as it was read
+ * (released and used by another trade, replaced or mined meanwhile): nothing is broadcast then.
+ * `audit` gives the record of an operator's replacement, appended in the ledger's write.
  */
 export async function replace(
   context: MonitorContext,
@@ -81,11 +83,20 @@ export async function replace(
   fees: Fees,
   noop: boolean,
   message: string,
-): Promise<string> {
+  audit?: ReplacementAudit,
+): Promise<string | null> {
   const { signer, chainId, journal, provider, log } = context.opts;
   const call = noop ? { to: context.wallet, data: "0x", gasLimit: NOOP_GAS, value: 0n } : decodeCall(last.rawTx);
   const { rawTx, txHash } = await signEip1559With(signer, { ...call, ...fees, chainId, nonce: slot.nonce });
-  await journal.recordBroadcast(context.wallet, slot.nonce, { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() });
+  const broadcast = { hash: txHash, rawTx, ...fees, noop, sentAt: new Date() };
+  const entry = audit?.({ state: "replaced", hash: txHash, ...fees });
+  if (!(await journal.recordBroadcast(context.wallet, slot.nonce, broadcast, last.hash, entry))) {
+    log.info(
+      { tradeId: slot.tradeId, wallet: context.wallet, nonce: slot.nonce, previousHash: last.hash },
+      `${message}: not sent, its nonce's slot changed since it was read`,
+    );
+    return null;
+  }
   const details = {
     tradeId: slot.tradeId,
     wallet: context.wallet,

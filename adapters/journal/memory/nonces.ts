@@ -3,6 +3,7 @@
  * the leases, leases.ts). A slot that carries a trade changes the trade with it (store.ts).
  */
 import {
+  type AuditEntry,
   type Broadcast,
   type MinedTx,
   type NonceLedger,
@@ -89,11 +90,19 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       });
   }
 
-  async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+  async recordBroadcast(
+    wallet: string,
+    nonce: number,
+    broadcast: Broadcast,
+    replaces: string,
+    audit?: AuditEntry,
+  ): Promise<boolean> {
     const store = this.#store;
     const key = slotKey(wallet, nonce);
     const slot = store.slots.get(key);
-    if (slot === undefined) throw new Error(`nonce ${nonce} of ${wallet.toLowerCase()} has no slot`);
+    if (slot?.state !== "pending" || slot.broadcasts.at(-1)!.hash.toLowerCase() !== replaces.toLowerCase())
+      return false;
+    if (audit !== undefined) store.audit.appendNow(audit); // first: a record it refuses changes nothing
     slot.broadcasts.push({ ...broadcast });
     slot.updatedAt = new Date();
     store.hashes.set(broadcast.hash.toLowerCase(), key);
@@ -101,6 +110,7 @@ export class MemoryNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       const stored = store.trades.get(slot.tradeId);
       if (stored) store.update(stored, { txHash: broadcast.hash, rawTx: broadcast.rawTx });
     }
+    return true;
   }
 
   async slot(wallet: string, nonce: number): Promise<NonceSlot | undefined> {

@@ -194,24 +194,33 @@ export class MemoryTrades implements TradeJournal {
       });
   }
 
-  async requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
+  async requestCancel(id: string, cancel: TradeCancel, audit?: AuditEntry): Promise<TradeRecord | undefined> {
     const stored = this.#store.trades.get(id);
     if (stored === undefined) return undefined;
-    if (stored.cancel == null && (stored.status === "signed" || stored.status === "submitted"))
+    if (stored.cancel == null && (stored.status === "signed" || stored.status === "submitted")) {
+      if (audit !== undefined) this.#store.audit.appendNow(audit);
       stored.cancel = { ...cancel };
+    }
     return this.#store.record(stored);
   }
 
-  async markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+  async markCancelled(
+    id: string,
+    error: { code: string; message: string },
+    cancel?: TradeCancel,
+    audit?: AuditEntry,
+  ): Promise<boolean> {
     const stored = this.#store.trade(id);
     // Asked now: only with nothing signed (a trade signed meanwhile is cancelled by its no-op).
     if (cancel !== undefined && stored.txHash !== null) return stored.status === "cancelled";
-    if (this.#applies("markCancelled", stored))
+    if (this.#applies("markCancelled", stored)) {
+      if (audit !== undefined) this.#store.audit.appendNow(audit);
       this.#store.update(stored, {
         status: TRADE_TRANSITIONS.markCancelled.to,
         error: { code: error.code, message: error.message },
         cancel: stored.cancel ?? (cancel === undefined ? null : { ...cancel }),
       });
+    }
     return stored.status === "cancelled";
   }
 

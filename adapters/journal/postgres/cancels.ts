@@ -7,8 +7,10 @@
  */
 import type pg from "pg";
 
-import type { TradeCancel, TradeRecord, TradeStatus } from "../../../core/index.js";
+import type { AuditEntry, TradeCancel, TradeRecord, TradeStatus } from "../../../core/index.js";
 import { applies, cancelAsked, decide, statusAfter } from "../transitions.js";
+import { appendAudit } from "./audit.js";
+import { transaction } from "./store.js";
 
 export { cancelAsked };
 import { CANCELS_EVENT_FUNCTIONS } from "./webhooks.js";
@@ -26,11 +28,16 @@ export async function requestCancel(
   id: string,
   cancel: TradeCancel,
   get: (id: string) => Promise<TradeRecord | undefined>,
+  audit?: AuditEntry,
 ): Promise<TradeRecord | undefined> {
-  await pool.query(
-    "UPDATE trades SET cancel = $2 WHERE id = $1 AND status IN ('signed', 'submitted') AND cancel IS NULL",
-    [id, JSON.stringify(cancel)],
-  );
+  const request =
+    "UPDATE trades SET cancel = $2 WHERE id = $1 AND status IN ('signed', 'submitted') AND cancel IS NULL";
+  const values = [id, JSON.stringify(cancel)];
+  if (audit === undefined) await pool.query(request, values);
+  else
+    await transaction(pool, async (client) => {
+      if ((await client.query(request, values)).rowCount !== 0) await appendAudit(client, audit);
+    });
   return get(id);
 }
 
@@ -40,17 +47,25 @@ export async function markCancelled(
   id: string,
   error: { code: string; message: string },
   cancel?: TradeCancel,
+  audit?: AuditEntry,
 ): Promise<boolean> {
-  const { rowCount } = await pool.query(
-    `UPDATE trades SET status = ${statusAfter("markCancelled")}, error = $2, cancel = coalesce(cancel, $3::json),
-     updated_at = clock_timestamp() WHERE id = $1 AND ${applies("markCancelled")} AND ($4 = false OR tx_hash IS NULL)`,
-    [
-      id,
-      JSON.stringify({ code: error.code, message: error.message }),
-      cancel === undefined ? null : JSON.stringify(cancel),
-      cancel !== undefined,
-    ],
-  );
+  const update = `UPDATE trades SET status = ${statusAfter("markCancelled")}, error = $2, cancel = coalesce(cancel, $3::json),
+     updated_at = clock_timestamp() WHERE id = $1 AND ${applies("markCancelled")} AND ($4 = false OR tx_hash IS NULL)`;
+  const values = [
+    id,
+    JSON.stringify({ code: error.code, message: error.message }),
+    cancel === undefined ? null : JSON.stringify(cancel),
+    cancel !== undefined,
+  ];
+  // With `audit`, its record appended in the same transaction when the trade is cancelled by it.
+  const rowCount =
+    audit === undefined
+      ? (await pool.query(update, values)).rowCount
+      : await transaction(pool, async (client) => {
+          const changed = (await client.query(update, values)).rowCount;
+          if (changed !== 0) await appendAudit(client, audit);
+          return changed;
+        });
   if (rowCount !== 0) return true;
   const { rows } = await pool.query<{ status: TradeStatus; tx_hash: string | null }>(
     "SELECT status, tx_hash FROM trades WHERE id = $1",

@@ -11,6 +11,7 @@
 import type pg from "pg";
 
 import {
+  type AuditEntry,
   type Broadcast,
   type MinedTx,
   type NonceLedger,
@@ -28,6 +29,7 @@ import {
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
 import { applies } from "../transitions.js";
+import { appendAudit } from "./audit.js";
 import { BROADCAST_COLUMNS, type BroadcastRow, insertBroadcast, type SlotRow, toBroadcast, toSlot } from "./rows.js";
 import { type PostgresPools, transaction } from "./store.js";
 
@@ -128,14 +130,28 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
     return rows.flatMap((row) => decodeReserves(row.reserves, row.wallet, Number(row.nonce)));
   }
 
-  async recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+  async recordBroadcast(
+    wallet: string,
+    nonce: number,
+    broadcast: Broadcast,
+    replaces: string,
+    audit?: AuditEntry,
+  ): Promise<boolean> {
     const lower = wallet.toLowerCase();
-    await transaction(this.#pool, async (client) => {
+    return transaction(this.#pool, async (client) => {
+      // The slot's row lock orders this with every other write to the slot (releaseSlot takes it
+      // first too); its last broadcast is read after it, in a statement of its own (a snapshot
+      // taken once the lock is held).
       const { rows } = await client.query<{ trade_id: string | null }>(
-        "SELECT trade_id FROM nonce_slots WHERE wallet = $1 AND nonce = $2 FOR UPDATE",
+        "SELECT trade_id FROM nonce_slots WHERE wallet = $1 AND nonce = $2 AND state = 'pending' FOR UPDATE",
         [lower, nonce],
       );
-      if (rows.length === 0) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
+      if (rows.length === 0) return false;
+      const last = await client.query<{ hash: string }>(
+        "SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 ORDER BY seq DESC LIMIT 1",
+        [lower, nonce],
+      );
+      if (last.rows[0]?.hash !== replaces.toLowerCase()) return false;
       await insertBroadcast(client, lower, nonce, broadcast);
       await client.query("UPDATE nonce_slots SET updated_at = clock_timestamp() WHERE wallet = $1 AND nonce = $2", [
         lower,
@@ -148,6 +164,8 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
           [tradeId, broadcast.hash, broadcast.rawTx],
         );
       }
+      if (audit !== undefined) await appendAudit(client, audit);
+      return true;
     });
   }
 
@@ -217,8 +235,15 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
   async releaseSlot(wallet: string, nonce: number, hash: string): Promise<boolean> {
     const lower = wallet.toLowerCase();
     return transaction(this.#pool, async (client) => {
+      // The slot's row first, as recordBroadcast takes it: a broadcast recorded meanwhile is counted
+      // here, never left behind without its slot.
+      const slot = await client.query("SELECT 1 FROM nonce_slots WHERE wallet = $1 AND nonce = $2 FOR UPDATE", [
+        lower,
+        nonce,
+      ]);
+      if (slot.rowCount !== 1) return false;
       const { rows } = await client.query<{ hash: string }>(
-        "SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2 FOR UPDATE",
+        "SELECT hash FROM broadcasts WHERE wallet = $1 AND nonce = $2",
         [lower, nonce],
       );
       if (rows.length !== 1 || rows[0]!.hash !== hash.toLowerCase()) return false;

@@ -255,12 +255,12 @@ export class PostgresTrades implements TradeJournal {
     await this.#ended(id, "markExpired", error);
   }
 
-  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
-    return requestCancel(this.#pool, id, cancel, (trade) => this.get(trade));
+  requestCancel(id: string, cancel: TradeCancel, audit?: AuditEntry): Promise<TradeRecord | undefined> {
+    return requestCancel(this.#pool, id, cancel, (trade) => this.get(trade), audit);
   }
 
-  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
-    return markCancelled(this.#pool, id, error, cancel);
+  markCancelled(...cancelled: Parameters<TradeJournal["markCancelled"]>): Promise<boolean> {
+    return markCancelled(this.#pool, ...cancelled);
   }
 
   async discard(id: string, audit?: AuditEntry): Promise<void> {

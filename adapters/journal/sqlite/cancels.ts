@@ -5,9 +5,10 @@
  * migration 14 did, its indexes and triggers made again (the spends' recount unchanged: a
  * cancelled trade is not a spending state).
  */
-import type { TradeCancel, TradeRecord } from "../../../core/index.js";
+import type { AuditEntry, TradeCancel, TradeRecord } from "../../../core/index.js";
 import { SPENDING_STATUSES_SQL } from "../spending.js";
 import { applies, decide, statusAfter } from "../transitions.js";
+import type { SqliteAudit } from "./audit.js";
 import { tradeState } from "./rows.js";
 import { spendsTriggers } from "./spending.js";
 import type { SqliteStore } from "./store.js";
@@ -69,10 +70,12 @@ export const CANCELS_MIGRATION = `DROP TRIGGER trades_webhook_event;
 /** The trades port's cancel writes (TradeJournal.requestCancel, markCancelled). */
 export class SqliteCancels {
   readonly #store: SqliteStore;
+  readonly #audit: SqliteAudit;
   readonly #sql;
 
-  constructor(store: SqliteStore) {
+  constructor(store: SqliteStore, audit: SqliteAudit) {
     this.#store = store;
+    this.#audit = audit;
     this.#sql = {
       // A cancel asked of a trade that may still be replaced at its nonce, recorded once.
       request: store.db.prepare(
@@ -86,28 +89,42 @@ export class SqliteCancels {
     };
   }
 
+  /** With `audit`, its record appended in the same write when the cancel is recorded. */
   async request(
     id: string,
     cancel: TradeCancel,
     get: (id: string) => Promise<TradeRecord | undefined>,
+    audit?: AuditEntry,
   ): Promise<TradeRecord | undefined> {
-    await this.#store.write(() => this.#sql.request.run(JSON.stringify(cancel), id));
+    await this.#store.write(() => {
+      const changed = Number(this.#sql.request.run(JSON.stringify(cancel), id).changes);
+      if (changed > 0 && audit !== undefined) this.#audit.appendIn(audit);
+    }, audit !== undefined);
     return get(id);
   }
 
-  cancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
+  /** With `audit`, its record appended in the same write when the trade is cancelled by it. */
+  cancelled(
+    id: string,
+    error: { code: string; message: string },
+    cancel?: TradeCancel,
+    audit?: AuditEntry,
+  ): Promise<boolean> {
     const json = JSON.stringify({ code: error.code, message: error.message });
     const asked = cancel === undefined ? null : JSON.stringify(cancel);
     return this.#store.write(() => {
       const changed = Number(
         this.#sql.cancelled.run(json, asked, Date.now(), id, cancel === undefined ? 0 : 1).changes,
       );
-      if (changed > 0) return true;
+      if (changed > 0) {
+        if (audit !== undefined) this.#audit.appendIn(audit);
+        return true;
+      }
       const row = this.#sql.status.get(id);
       // Asked now of a trade signed meanwhile: left as it is, its no-op cancels it.
       if (cancel !== undefined && row !== undefined && row.tx_hash !== null) return row.status === "cancelled";
       decide("markCancelled", id, row && tradeState(row));
       return row?.status === "cancelled";
-    });
+    }, audit !== undefined);
   }
 }

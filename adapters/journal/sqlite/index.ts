@@ -83,7 +83,7 @@ export class SqliteJournal extends Journal {
     const trades = new SqliteTrades(store, audit);
     this.ports = {
       trades,
-      nonces: new SqliteNonces(store),
+      nonces: new SqliteNonces(store, audit),
       leases: new SqliteLeases(store),
       quotes: new SqliteQuotes(store),
       webhooks: new SqliteOutbox(db, (run, atomic) => store.write(run, atomic), audit),

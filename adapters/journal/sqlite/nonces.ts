@@ -5,6 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 
 import {
+  type AuditEntry,
   type Broadcast,
   type MinedTx,
   type NonceLedger,
@@ -22,6 +23,7 @@ import {
 import { KeyedMutex, checkNonce, nextNonce } from "../../shared/keyed-mutex.js";
 import { decodeReserves, encodeReserves } from "../reservations.js";
 import { applies } from "../transitions.js";
+import type { SqliteAudit } from "./audit.js";
 import { toBroadcast, toSlot } from "./rows.js";
 import type { SqliteStore } from "./store.js";
 
@@ -79,8 +81,11 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
   readonly #sql: ReturnType<typeof statements> & SqliteStore["sql"];
   readonly #nonceLocks = new KeyedMutex();
 
-  constructor(store: SqliteStore) {
+  readonly #audit: SqliteAudit;
+
+  constructor(store: SqliteStore, audit: SqliteAudit) {
     this.#store = store;
+    this.#audit = audit;
     this.#sql = { ...store.sql, ...statements(store.db) };
   }
 
@@ -140,14 +145,24 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       .flatMap((row) => decodeReserves(row.reserves as string, row.wallet as string, Number(row.nonce)));
   }
 
-  recordBroadcast(wallet: string, nonce: number, broadcast: Broadcast): Promise<void> {
+  recordBroadcast(
+    wallet: string,
+    nonce: number,
+    broadcast: Broadcast,
+    replaces: string,
+    audit?: AuditEntry,
+  ): Promise<boolean> {
     return this.#store.write(() => {
       const lower = wallet.toLowerCase();
       const slot = this.#sql.slot.get(lower, nonce);
-      if (!slot) throw new Error(`nonce ${nonce} of ${lower} has no slot`);
+      if (slot?.state !== "pending") return false;
+      const last = this.#sql.slotBroadcasts.all(lower, nonce).at(-1)?.hash;
+      if (last !== replaces.toLowerCase()) return false;
       this.#insertBroadcast(lower, nonce, broadcast);
       if (typeof slot.trade_id === "string") this.#sql.setTradeTx.run(broadcast.hash, Date.now(), slot.trade_id);
-    });
+      if (audit !== undefined) this.#audit.appendIn(audit);
+      return true;
+    }, audit !== undefined);
   }
 
   async slot(wallet: string, nonce: number): Promise<NonceSlot | undefined> {

@@ -127,7 +127,7 @@ export class SqliteTrades implements TradeJournal {
     this.#audit = audit;
     this.#sql = { ...store.sql, ...statements(store.db) };
     this.#spending = new SqliteSpending(store.db);
-    this.#cancels = new SqliteCancels(store);
+    this.#cancels = new SqliteCancels(store, audit);
   }
 
   /**
@@ -268,12 +268,12 @@ export class SqliteTrades implements TradeJournal {
     return this.#ended(id, "markExpired", error);
   }
 
-  requestCancel(id: string, cancel: TradeCancel): Promise<TradeRecord | undefined> {
-    return this.#cancels.request(id, cancel, (trade) => this.get(trade));
+  requestCancel(id: string, cancel: TradeCancel, audit?: AuditEntry): Promise<TradeRecord | undefined> {
+    return this.#cancels.request(id, cancel, (trade) => this.get(trade), audit);
   }
 
-  markCancelled(id: string, error: { code: string; message: string }, cancel?: TradeCancel): Promise<boolean> {
-    return this.#cancels.cancelled(id, error, cancel);
+  markCancelled(...cancelled: Parameters<TradeJournal["markCancelled"]>): Promise<boolean> {
+    return this.#cancels.cancelled(...cancelled);
   }
 
   discard(id: string, audit?: AuditEntry): Promise<void> {

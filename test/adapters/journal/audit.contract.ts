@@ -195,6 +195,66 @@ export function describeAuditContract({ journal: current, peer }: AuditContractC
       expect((await all(journal)).map((r) => [r.action, r.subject])).to.deep.equal([["delivery.retried", claimed!.id]]);
     });
 
+    it("records a cancel and a replacement with the write that makes it, and nothing for one that changes nothing; a record that cannot be written takes its change with it", async function () {
+      const journal = current();
+      const cancel = { requestedBy: "desk", requestedAt: new Date().toISOString() };
+      const cancelled = (action: AuditEntry["action"], subject: string, n = 1): AuditEntry => ({
+        actor: "desk",
+        action,
+        subject,
+        details: { n },
+      });
+      // A trade with nothing signed, cancelled at once.
+      const { record } = await journal.open(newTrade());
+      const err = { code: "trade_cancelled", message: "cancelled by desk before anything was signed" };
+      expect(
+        await journal.markCancelled(record.id, err, cancel, cancelled("trade.cancel_requested", record.id)),
+      ).to.equal(true);
+      await journal.markCancelled(record.id, err, cancel, cancelled("trade.cancel_requested", record.id, 2));
+      // A signed trade: the cancel asked, recorded once.
+      const signed = await signedTrade(journal, "key-id-1");
+      const bad = { ...cancelled("trade.cancel_requested", signed.id), details: { n: 0.1 } };
+      expect(String(await journal.requestCancel(signed.id, cancel, bad).catch((e) => e))).to.match(
+        /not a safe integer/,
+      );
+      expect((await journal.get(signed.id))!.cancel ?? null, "the cancel of the refused write").to.equal(null);
+      await journal.requestCancel(signed.id, cancel, cancelled("trade.cancel_requested", signed.id));
+      await journal.requestCancel(signed.id, cancel, cancelled("trade.cancel_requested", signed.id, 2));
+      // A replacement, recorded with its broadcast; a stale one records neither.
+      const replacement = {
+        hash: `0x${"ee".repeat(32)}`,
+        rawTx: "0x02ee",
+        maxFeePerGas: 3_000_000_000n,
+        maxPriorityFeePerGas: 2_000_000_000n,
+        noop: false,
+        sentAt: new Date(),
+      };
+      const sped = cancelled("trade.sped_up", signed.id);
+      const refused = await journal
+        .recordBroadcast(signed.wallet, signed.nonce, replacement, signed.txHash, { ...sped, details: { n: 2 ** 60 } })
+        .catch((e) => e);
+      expect(String(refused)).to.match(/not a safe integer/);
+      expect((await journal.slot(signed.wallet, signed.nonce))!.broadcasts, "the refused write's").to.have.length(1);
+      expect(await journal.recordBroadcast(signed.wallet, signed.nonce, replacement, signed.txHash, sped)).to.equal(
+        true,
+      );
+      expect(
+        await journal.recordBroadcast(
+          signed.wallet,
+          signed.nonce,
+          { ...replacement, hash: `0x${"ef".repeat(32)}` },
+          signed.txHash,
+          sped,
+        ),
+      ).to.equal(false);
+      const records = (await all(journal)).filter((r) => r.action !== "trade.accepted");
+      expect(records.map((r) => [r.action, r.subject, r.details])).to.deep.equal([
+        ["trade.cancel_requested", record.id, { n: 1 }],
+        ["trade.cancel_requested", signed.id, { n: 1 }],
+        ["trade.sped_up", signed.id, { n: 1 }],
+      ]);
+    });
+
     it("takes the change back with a record that cannot be written (a number JSON would not keep exactly)", async function () {
       const journal = current();
       const bad = { ...accepted, details: { amount: 0.1 } };

@@ -492,8 +492,8 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         );
         const replacement = broadcast(41, { sentAt: new Date(Date.now() + 5) });
         const noop = broadcast(42, { noop: true, maxFeePerGas: 10n ** 30n, sentAt: new Date(Date.now() + 10) });
-        await journal.recordBroadcast(WALLET, 4, replacement);
-        await journal.recordBroadcast(WALLET.toLowerCase(), 4, noop);
+        expect(await journal.recordBroadcast(WALLET, 4, replacement, hashOf(4))).to.equal(true);
+        expect(await journal.recordBroadcast(WALLET.toLowerCase(), 4, noop, hashOf(41))).to.equal(true);
 
         const slots = await (await peer()).openSlots(WALLET);
         expect(slots.map((slot) => [slot.nonce, slot.purpose])).to.deep.equal([
@@ -535,12 +535,35 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
             (e: unknown) => e,
           );
         expect(twice).to.be.instanceOf(Error);
-        const orphan = await journal.recordBroadcast(WALLET, 3, broadcast(30)).then(
-          () => undefined,
-          (e: unknown) => e,
-        );
-        expect(orphan).to.be.instanceOf(Error);
+        expect(await journal.recordBroadcast(WALLET, 3, broadcast(30), hashOf(3)), "no slot").to.equal(false);
         expect((await journal.openSlots(WALLET)).map((slot) => slot.broadcasts.length)).to.deep.equal([1]);
+      });
+
+      it("records a broadcast only in place of the slot's last one, while nothing is mined there: a stale replacement is refused and changes nothing", async function () {
+        // A cancel or a speed-up read trade T's slot, then waited (the node, the journal). Meanwhile
+        // T's send was refused, its slot released, and trade U signed at the same nonce: T's
+        // re-signed call must not be recorded (and then broadcast) in U's slot.
+        const t = (await journal.open(trade({ idempotencyKey: "t" }))).record;
+        await journal.markSigned(t.id, signedTx(5));
+        expect(await journal.releaseSlot(WALLET, 5, hashOf(5))).to.equal(true);
+        expect(await journal.recordBroadcast(WALLET, 5, broadcast(51), hashOf(5)), "released").to.equal(false);
+        const u = (await journal.open(trade({ idempotencyKey: "u" }))).record;
+        await journal.markSigned(u.id, { ...signedTx(5), txHash: hashOf(500), rawTx: "0x02f500" });
+        expect(await journal.recordBroadcast(WALLET, 5, broadcast(51), hashOf(5)), "another trade's").to.equal(false);
+        const slot = (await (await peer()).slot(WALLET, 5))!;
+        expect(slot.tradeId).to.equal(u.id);
+        expect(slot.broadcasts.map((b) => b.hash)).to.deep.equal([hashOf(500)]);
+        expect((await journal.get(u.id))!.txHash).to.equal(hashOf(500));
+        expect(await journal.findByHash(hashOf(51))).to.equal(undefined);
+
+        // In place of an older broadcast than the last: refused too (another replacement won).
+        expect(await journal.recordBroadcast(WALLET, 5, broadcast(52), hashOf(500))).to.equal(true);
+        expect(await journal.recordBroadcast(WALLET, 5, broadcast(53), hashOf(500)), "not the last").to.equal(false);
+        // Once something is mined at the nonce, nothing replaces it.
+        await journal.markSlot(WALLET, 5, "mined", { hash: hashOf(52), blockNumber: 7, blockHash: hashOf(1007) });
+        expect(await journal.recordBroadcast(WALLET, 5, broadcast(54), hashOf(52)), "mined").to.equal(false);
+        expect((await journal.slot(WALLET, 5))!.broadcasts.map((b) => b.hash)).to.deep.equal([hashOf(500), hashOf(52)]);
+        expect((await journal.get(u.id))!.txHash).to.equal(hashOf(52));
       });
 
       it("marks slots mined, final, lost or pending again; only pending and mined ones are open", async function () {
@@ -574,7 +597,7 @@ export function describeJournalContract(name: string, factory: () => Promise<Jou
         const { record } = await journal.open(trade());
         await journal.markSigned(record.id, signedTx(5));
         await journal.recordSlot({ wallet: WALLET, nonce: 6, purpose: "approval", deadline: null }, broadcast(6));
-        await journal.recordBroadcast(WALLET, 6, broadcast(66));
+        await journal.recordBroadcast(WALLET, 6, broadcast(66), hashOf(6));
         expect(await journal.releaseSlot(WALLET, 5, hashOf(99))).to.equal(false); // another hash: kept
         expect(await journal.releaseSlot(WALLET, 6, hashOf(6))).to.equal(false); // two broadcasts: kept
         expect(await journal.releaseSlot(WALLET, 9, hashOf(9))).to.equal(false); // no slot

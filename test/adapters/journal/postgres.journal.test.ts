@@ -109,6 +109,57 @@ describe("on a real PostgreSQL server", function () {
       }
     });
 
+    it("never releases a slot while a broadcast is being recorded at it: the broadcast is counted, never left without its slot", async function () {
+      // releaseSlot and recordBroadcast both take the slot's row lock first. Here another session
+      // holds it, as recordBroadcast does between its check and its insert; releaseSlot waits for
+      // it, then counts the broadcast that session recorded, and keeps the slot.
+      const url = await server.newDatabase();
+      const journal = await openPostgresJournal(url);
+      const wallet = CUSTOMER;
+      const first = { hash: `0x${"01".repeat(32)}`, rawTx: "0x02f801", maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
+      const noop = { hash: `0x${"02".repeat(32)}`, rawTx: "0x02f802" };
+      const recorder = new pg.Client({ connectionString: url });
+      await recorder.connect();
+      try {
+        await journal.recordSlot(
+          { wallet, nonce: 3, purpose: "filler", deadline: null },
+          { ...first, noop: true, sentAt: new Date() },
+        );
+        await recorder.query("BEGIN");
+        await recorder.query("SELECT 1 FROM nonce_slots WHERE wallet = $1 AND nonce = 3 FOR UPDATE", [wallet]);
+        const released = journal.releaseSlot(wallet, 3, first.hash);
+        await waitFor(
+          "releaseSlot to wait for the slot's lock",
+          async () =>
+            (
+              await recorder.query(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+              )
+            ).rowCount! > 0,
+          10_000,
+          20,
+        );
+        await recorder.query(
+          `INSERT INTO broadcasts (hash, wallet, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, noop, sent_at)
+           VALUES ($1, $2, 3, $3, '3', '1', true, now())`,
+          [noop.hash, wallet, noop.rawTx],
+        );
+        await recorder.query("COMMIT");
+        expect(await released, "kept: two broadcasts").to.equal(false);
+        expect((await journal.slot(wallet, 3))?.broadcasts.map((b) => b.hash)).to.deep.equal([first.hash, noop.hash]);
+        expect(
+          await sql(
+            url,
+            "SELECT count(*)::int AS n FROM broadcasts b WHERE NOT EXISTS (SELECT 1 FROM nonce_slots s WHERE s.wallet = b.wallet AND s.nonce = b.nonce)",
+          ),
+          "no broadcast without its slot",
+        ).to.deep.equal([{ n: 0 }]);
+      } finally {
+        await recorder.end();
+        await journal.close();
+      }
+    });
+
     it("creates its schema once when several instances start at once", async function () {
       const url = await server.newDatabase();
       const journals = await Promise.all(

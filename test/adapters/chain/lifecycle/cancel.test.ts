@@ -76,6 +76,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   async function signedTrade(
     nonce: number,
     deadline = Math.floor(Date.now() / 1000) + 3600,
+    data = "0x1234",
   ): Promise<{ id: string; hash: string }> {
     const { record } = await journal.open({
       scope: "s",
@@ -86,7 +87,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     });
     const { rawTx, txHash } = await signEip1559With(signer, {
       to: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-      data: "0x1234",
+      data,
       gasLimit: 100_000n,
       value: 0n,
       ...FEES,
@@ -243,7 +244,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect(sent.filter((tx) => tx.maxFeePerGas! > SETTINGS.feeCap)).to.deep.equal([]);
   });
 
-  it("signs nothing while another instance holds the wallet's lease: its monitor sends the recorded cancel", async function () {
+  it("signs no cancel while another instance holds the wallet's lease: its monitor sends the recorded cancel", async function () {
     const chain = await pendingAt7();
     const { id } = await signedTrade(7);
     expect(await journal.acquireLease(`monitor:${wallet.address.toLowerCase()}`, "another instance", 60_000)).to.equal(
@@ -254,9 +255,42 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     const cancelled = await monitor.cancel({ tradeId: id, nonce: 7 });
     expect(cancelled.state).to.equal("deferred");
     expect((cancelled as { reason: string }).reason).to.match(/another instance/);
-    expect((await monitor.speedUp({ tradeId: id, nonce: 7 })).state).to.equal("unchanged");
     expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
     expect((await journal.slot(wallet.address, 7))!.broadcasts).to.have.length(1);
+  });
+
+  it("speeds up on an instance without the wallet's lease, the cap checked there too; the lease holder's replacement read before it is not sent", async function () {
+    const chain = await pendingAt7();
+    chain.onSend = () => ({ accept: true });
+    const { id, hash } = await signedTrade(7);
+    const leader = monitorOn(chain.url, undefined, { settings: { resubmitAfterMs: 1 } });
+    await leader.look(); // takes the wallet's lease
+    const other = monitorOn(chain.url);
+    const above = await other.speedUp({ tradeId: id, nonce: 7 }, SETTINGS.feeCap + 1n).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(above).to.be.instanceOf(InvalidArgumentError);
+    // The leader's look reads the slot, and the speed-up is recorded while it reads the fees.
+    const slow = {
+      read: async () => {
+        const done = await other.speedUp({ tradeId: id, nonce: 7 }, 10n * GWEI);
+        expect(done).to.deep.include({ state: "replaced", maxFeePerGas: 10n * GWEI });
+        return quietMarket.read();
+      },
+    } as unknown as FeeOracle;
+    await new Promise((resolve) => setTimeout(resolve, SETTINGS.minAgeMs + 20));
+    await monitorOn(chain.url, undefined, { settings: { resubmitAfterMs: 1 }, fees: slow }).look();
+    const broadcasts = (await journal.slot(wallet.address, 7))!.broadcasts;
+    expect(broadcasts.map((b) => [b.noop, b.maxFeePerGas])).to.deep.equal([
+      [false, FEES.maxFeePerGas],
+      [false, 10n * GWEI],
+    ]);
+    expect(broadcasts[0]!.hash).to.equal(hash);
+    // Nothing went out that the ledger does not hold (the look may re-send the first's own bytes).
+    const sent = chain.calls("eth_sendRawTransaction").map((call) => Transaction.from(call.params[0] as string).hash);
+    expect(sent.filter((h) => h === broadcasts[1]!.hash)).to.have.length(1);
+    expect(sent.filter((h) => !broadcasts.some((b) => b.hash === h))).to.deep.equal([]);
   });
 
   it("signs no speed-up of a trade a cancel was asked of meanwhile (read in its turn)", async function () {
@@ -267,5 +301,33 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect(done.state).to.equal("unchanged");
     expect((done as { reason: string }).reason).to.match(/cancel/);
     expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
+  });
+
+  it("records and sends nothing in another trade's slot: the trade's send was refused and its nonce used by the next trade while the cancel or speed-up waited for the node", async function () {
+    for (const what of ["cancel", "speedUp"] as const) {
+      journal = new MemoryJournal();
+      const chain = await pendingAt7();
+      const t = await signedTrade(7);
+      if (what === "cancel") await ask(t.id);
+      let next: { id: string; hash: string } | undefined;
+      // While this instance reads the fees, another instance's send of the trade is refused: its
+      // slot is released, and the next trade is signed at nonce 7.
+      const meanwhile = {
+        read: async () => {
+          expect(await journal.releaseSlot(wallet.address, 7, t.hash)).to.equal(true);
+          next = await signedTrade(7, undefined, "0x5678");
+          return quietMarket.read();
+        },
+      } as unknown as FeeOracle;
+      const monitor = monitorOn(chain.url, undefined, { fees: meanwhile });
+      const done = await monitor[what]({ tradeId: t.id, nonce: 7 });
+      expect(done.state, what).to.equal(what === "cancel" ? "deferred" : "unchanged");
+      expect((done as { reason: string }).reason).to.match(/changed/);
+      expect(chain.calls("eth_sendRawTransaction"), what).to.have.length(0);
+      const slot = (await journal.slot(wallet.address, 7))!;
+      expect([slot.tradeId, slot.broadcasts.map((b) => b.hash)]).to.deep.equal([next!.id, [next!.hash]]);
+      expect((await journal.get(next!.id))!.txHash).to.equal(next!.hash);
+      expect((await journal.get(t.id))!.status).to.equal(what === "cancel" ? "cancelled" : "accepted");
+    }
   });
 });
