@@ -147,7 +147,7 @@ export function assembleTrades(options: AssemblyOptions): { trade: ChainTradeAda
   const calls = new CallBatcher({ provider });
   watch = watchOf(options, { calls, watcher, times, fees, feeCap: settings.feeCap });
   const paused = (wallet: string) => watch?.pauses.refusal(wallet);
-  const wallets = walletsOf(options, { watcher, fees, receipts, settings, receiptTimeoutMs, paused });
+  const wallets = walletsOf(options, { watcher, fees, receipts, settings, receiptTimeoutMs, paused, times });
   const approvals = new Approvals({
     provider,
     swap: options.swap,
@@ -202,9 +202,10 @@ function walletsOf(
     settings: TradeSettings;
     receiptTimeoutMs: number;
     paused: (wallet: string) => Error | undefined;
+    times: BlockTimes;
   },
 ): Map<string, TradingWallet & { monitor: WalletMonitor }> {
-  const { watcher, fees, receipts, settings, receiptTimeoutMs, paused } = parts;
+  const { watcher, fees, receipts, settings, receiptTimeoutMs, paused, times } = parts;
   const wallets = new Map<string, TradingWallet & { monitor: WalletMonitor }>();
   for (const signer of options.wallets.map(toSigner)) {
     const queue = new SendQueue({
@@ -229,6 +230,7 @@ function walletsOf(
       log: options.log ?? SILENT,
       holder: options.instanceId ?? "this-instance",
       sends: queue,
+      blockTimeMs: () => times.blockTimeMs(),
     });
     wallets.set(signer.address.toLowerCase(), { signer, queue, monitor });
   }

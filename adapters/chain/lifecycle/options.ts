@@ -53,6 +53,11 @@ export interface WalletMonitorOptions {
    * do not answer before it counts as lost without them, in ms. Default 600,000 (ten minutes).
    */
   silentEndpointGraceMs?: number;
+  /**
+   * The chain's block time as measured (block-times.ts), in ms, or undefined before it is known: a
+   * speed-up needs two blocks before the trade's deadline (minTimeLeftMs), as a new trade does.
+   */
+  blockTimeMs?: () => number | undefined;
 }
 
 /** What the monitor's steps need of it: its options and its wallet's address. */

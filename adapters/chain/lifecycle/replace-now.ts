@@ -99,7 +99,7 @@ export async function speedUpNow(
   // Its call reverts once mined after its deadline (by the later of the chain's clock and this
   // machine's, as the monitor judges it): a replacement needs time left to be mined before it.
   const now = Math.max(chain.state.head.timestamp, Math.floor(Date.now() / 1000));
-  if (slot.deadline !== null && (slot.deadline - now) * 1000 < minTimeLeftMs(undefined))
+  if (slot.deadline !== null && (slot.deadline - now) * 1000 < minTimeLeftMs(context.opts.blockTimeMs?.()))
     return {
       state: "unchanged",
       reason: `its deadline (${new Date(slot.deadline * 1000).toISOString()}) is too near for a replacement to be mined before it; at the deadline the monitor frees its nonce with a no-op`,

@@ -54,7 +54,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   function monitorOn(
     url: string,
     sends?: { sentAt(nonce: number): number | null | undefined },
-    overrides: { settings?: Partial<LifecycleSettings>; fees?: FeeOracle } = {},
+    overrides: { settings?: Partial<LifecycleSettings>; fees?: FeeOracle; blockTimeMs?: number } = {},
   ): WalletMonitor {
     const provider = new RpcProvider([url], { chainId: 31337n, batchStallMs: 0 });
     providers.push(provider);
@@ -69,6 +69,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
       log: { warn() {}, info() {} },
       holder: "test",
       ...(sends === undefined ? {} : { sends }),
+      ...(overrides.blockTimeMs === undefined ? {} : { blockTimeMs: () => overrides.blockTimeMs }),
     });
   }
 
@@ -216,6 +217,19 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect((done as { reason: string }).reason).to.match(/deadline/);
     expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
     expect((await journal.slot(wallet.address, 7))!.broadcasts).to.have.length(1);
+  });
+
+  it("counts two of the chain's blocks in the time a speed-up needs before the deadline", async function () {
+    const chain = await pendingAt7();
+    // 8 s left: more than the 3 s floor, less than two 5-second blocks.
+    const { id } = await signedTrade(7, Math.floor(Date.now() / 1000) + 8);
+    const slow = await monitorOn(chain.url, undefined, { blockTimeMs: 5_000 }).speedUp({ tradeId: id, nonce: 7 });
+    expect(slow.state).to.equal("unchanged");
+    expect((slow as { reason: string }).reason).to.match(/deadline/);
+    expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
+    // At a 1-second block time, 8 s is time enough.
+    const fast = await monitorOn(chain.url, undefined, { blockTimeMs: 1_000 }).speedUp({ tradeId: id, nonce: 7 });
+    expect(fast.state).to.equal("replaced");
   });
 
   it("re-prices a cancel's no-op before the trade's deadline, never above the fee cap", async function () {
