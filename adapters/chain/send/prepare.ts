@@ -17,14 +17,18 @@ export interface SignContext {
  * Signs `items` with consecutive nonces from `first`, then lets them all journal themselves
  * at once (one group commit in the journal). A trade whose signing or journal write fails is
  * refused and takes no nonce: those journalled after a failed write come back in `again`, to be
- * signed with the next nonces (their records are rewritten before anything of theirs is sent).
+ * signed with the next nonces (their records are rewritten before anything of theirs is sent),
+ * once the ledger has released the slot each recorded. One whose slot the ledger keeps (another
+ * instance recorded a replacement there meanwhile, which may be out already) or cannot be asked
+ * about is `kept`: it stays at its nonce, never signed again elsewhere (its call could then be
+ * mined twice), for the lifecycle monitor to see through.
  */
 export async function prepare(
   context: SignContext,
   items: readonly Queued[],
   first: number,
   refuse: (item: Queued, error: unknown) => void,
-): Promise<{ ready: Signed[]; again: Queued[] }> {
+): Promise<{ ready: Signed[]; again: Queued[]; kept: Signed[] }> {
   const wallet = context.signer.address;
   const chunk = await signAll(context, items, first, refuse);
   const written = await Promise.allSettled(
@@ -33,21 +37,23 @@ export async function prepare(
     ),
   );
   const failed = written.findIndex((result) => result.status === "rejected");
-  if (failed < 0) return { ready: chunk, again: [] };
+  if (failed < 0) return { ready: chunk, again: [], kept: [] };
   // Every one whose journal write failed is refused (its caller has given it up); those journalled
   // after the first failure are signed again with the next nonces: the slots they recorded go first.
   const again: Queued[] = [];
-  for (const [i, { item, nonce, txHash }] of chunk.entries()) {
+  const kept: Signed[] = [];
+  for (const [i, signed] of chunk.entries()) {
     if (i < failed) continue;
     const result = written[i]!;
     if (result.status === "rejected") {
-      refuse(item, result.reason);
+      refuse(signed.item, result.reason);
       continue;
     }
-    await context.ledger.releaseSlot(wallet, nonce, txHash).catch(() => {});
-    again.push(item);
+    if (await context.ledger.releaseSlot(wallet, signed.nonce, signed.txHash).catch(() => false))
+      again.push(signed.item);
+    else kept.push(signed);
   }
-  return { ready: chunk.slice(0, failed), again };
+  return { ready: chunk.slice(0, failed), again, kept };
 }
 
 /**

@@ -186,9 +186,14 @@ export class SendQueue {
       wallet,
       chainNonce,
       async (first) => {
-        const { signed, answers } = await this.#signAndSend(round, first, settle);
+        const { signed, answers, kept } = await this.#signAndSend(round, first, settled, settle);
         const outcomes = await this.#verify(signed, answers);
-        return this.#conclude(wallet, signed, outcomes, settled, settle);
+        const concluded = await this.#conclude(wallet, signed, outcomes, settled, settle);
+        if (kept === undefined) return concluded;
+        // A nonce kept past a failed write: the next round resyncs past the ledger's highest
+        // slot, and the nonces left empty below the kept one are filled.
+        await this.#fillGaps(kept.nonce, kept.item.tx.fees);
+        return { ...concluded, clean: false };
       },
       (result) => (result.clean ? result.sent : null),
     );
@@ -201,8 +206,9 @@ export class SendQueue {
   async #signAndSend(
     round: Queued[],
     first: number,
+    settled: Set<Queued>,
     settle: Settle,
-  ): Promise<{ signed: Signed[]; answers: Outcome[] }> {
+  ): Promise<{ signed: Signed[]; answers: Outcome[]; kept?: Signed }> {
     const signed: Signed[] = [];
     // Sent in chunks while the rest is still being signed: a chunk goes out once the one
     // before it was answered, so the node sees the nonces in order, and the chain mines
@@ -261,13 +267,29 @@ export class SendQueue {
         for (const item of this.#queue.splice(0)) settle(item, { error: paused });
         break;
       }
-      const { ready, again } = await prepare(
+      const { ready, again, kept } = await prepare(
         this.#opts,
         pending.splice(0, SEND_CHUNK),
         first + signed.length,
         (item, error) => settle(item, { error }),
       );
       signed.push(...ready);
+      if (kept.length > 0) {
+        // Its slot holds more than this queue signed (another instance's replacement): it keeps
+        // its nonce and is answered as sent, nobody having seen it taken, for the monitor to see
+        // through. The nonces from here on are not this round's to count: what is left goes back
+        // to the queue, for a round that resyncs past the ledger's highest slot.
+        const now = Date.now();
+        for (const { item, nonce, txHash } of kept) {
+          this.#sends.set(nonce, now);
+          settle(item, { sent: { hash: txHash, nonce, receipt: null, known: false } });
+        }
+        const left = [...again, ...pending.splice(0)];
+        for (const item of left) settled.add(item);
+        this.#queue.unshift(...left);
+        sendChunk();
+        return { signed, answers: (await Promise.all(answers)).flat(), kept: kept.at(-1)! };
+      }
       pending.unshift(...again);
       sendChunk();
     }

@@ -194,6 +194,84 @@ describe("SendQueue", function () {
     expect(started).to.deep.equal([0, 1, 2, 3, 2, 3]);
   });
 
+  it("never signs a trade again at another nonce when its slot holds another instance's replacement: it keeps its nonce, and the gap below is filled", async function () {
+    node.onSend = () => ({ accept: true }); // a mempool: holds a nonce above a gap
+    const failure = new Error("journal unavailable");
+    const started: number[] = [];
+    let written2!: () => void;
+    const wrote2 = new Promise<void>((resolve) => (written2 = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let replacement: { hash: string; data: string } | undefined;
+    const results = Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        queue.send(
+          trade(i, async (tx) => {
+            started.push(i);
+            if (i > 0) await gate;
+            if (i === 1 && tx.nonce === 8) {
+              // Trade 1's write fails slowly; meanwhile another instance speeds trade 2 up at 9:
+              // recorded in place of its first transaction, and broadcast.
+              await wrote2;
+              const last = (await nonces.slot(wallet.address, 9))!.broadcasts.at(-1)!;
+              const signed = await wallet.signTransaction({
+                to: SWAP,
+                data: trade(2).data,
+                gasLimit: 150_000n,
+                maxFeePerGas: 10n * FEES.maxFeePerGas,
+                maxPriorityFeePerGas: 2n * FEES.maxPriorityFeePerGas,
+                chainId: 31337n,
+                nonce: 9,
+                type: 2,
+              });
+              const hash = keccak256(signed);
+              const recorded = await nonces.recordBroadcast(
+                wallet.address,
+                9,
+                {
+                  hash,
+                  rawTx: signed,
+                  ...FEES,
+                  maxFeePerGas: 10n * FEES.maxFeePerGas,
+                  noop: false,
+                  sentAt: new Date(),
+                },
+                last.hash,
+              );
+              expect(recorded).to.equal(true);
+              await provider.send("eth_sendRawTransaction", [signed]);
+              replacement = { hash, data: trade(2).data };
+              throw failure;
+            }
+          }),
+        ),
+      ),
+    );
+    // Trade 2's record is written (after `trade`'s own hook) once its hook returns: let it, then fail 1.
+    const recorded2 = setInterval(() => {
+      void nonces.slot(wallet.address, 9).then((slot) => slot !== undefined && written2());
+    }, 5);
+    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    release();
+    const settled = await results;
+    clearInterval(recorded2);
+    expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    // Trade 2's call went out once, as the other instance's replacement: never signed again here.
+    const twos = node.accepted.filter((tx) => tx.data === trade(2).data);
+    expect(twos.map((tx) => [tx.nonce, tx.hash])).to.deep.equal([[9, replacement!.hash]]);
+    expect((settled[2] as PromiseFulfilledResult<{ nonce: number; known: boolean }>).value).to.deep.include({
+      nonce: 9,
+      known: false,
+    });
+    expect((await nonces.slot(wallet.address, 9))!.broadcasts.map((b) => b.hash)).to.have.length(2);
+    // Trade 3 signed again past it, and nonce 8 filled, so that 9 can be mined.
+    const threes = node.accepted.filter((tx) => tx.data === trade(3).data);
+    expect(threes.map((tx) => tx.nonce)).to.deep.equal([10]);
+    const eight = node.accepted.filter((tx) => tx.nonce === 8);
+    expect(eight.map((tx) => [tx.to, tx.data, tx.value])).to.deep.equal([[wallet.address, "0x", 0n]]);
+  });
+
   it("lets trades that arrive while a round sends join it, under the same nonce lock", async function () {
     /** Counts the rounds: one nonce-lock hold each. */
     class CountingNonceStore extends MemoryJournal {
