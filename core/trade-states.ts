@@ -135,6 +135,11 @@ export interface TradeTransition {
    * than `to`: that status.
    */
   readonly whenCancelAsked?: TradeStatus;
+  /**
+   * Present when it leaves a trade its approvers approved (TradeRecord.approval), and no cancel
+   * was asked of, in another status than `to`: that status.
+   */
+  readonly whenApproved?: TradeStatus;
 }
 
 /** A compile error naming the statuses a transition leaves out, so that a new state is placed in every operation. */
@@ -245,10 +250,12 @@ export const TRADE_TRANSITIONS = {
   // Its slot's only transaction can never be mined: back to accepted, in the same write as the
   // slot, so it is never signed without a transaction. Once a node took it, the chain decides. A
   // trade a cancel was asked of while its send was on its way is cancelled instead (it is never
-  // signed again: given back, its run would forget it, and a retry with its key would pay it).
+  // signed again: given back, its run would forget it, and a retry with its key would pay it). An
+  // approved trade goes back to approved, which its run fails (accepted, it would be forgotten).
   releaseSlot: transition({
     to: INITIAL_STATUS,
     whenCancelAsked: "cancelled",
+    whenApproved: "approved",
     applies: ["signed"],
     ignored: ["accepted", "submitted", "mined", "confirmed", "failed", "expired", ...AWAITING, "rejected", "cancelled"],
     refused: [],
@@ -306,13 +313,20 @@ export const TRADE_TRANSITIONS = {
   }),
 } satisfies { readonly [O in TradeOperation]: TradeTransition };
 
-/** The status `operation` leaves a trade it applies to in: `to`, or `whenCancelAsked` for a trade a cancel was asked of. */
+/**
+ * The status `operation` leaves a trade it applies to in: `whenCancelAsked` for a trade a cancel
+ * was asked of, `whenApproved` for one its approvers approved, else `to`.
+ */
 export function tradeStatusAfter(
   operation: Exclude<TradeOperation, "discard" | "forgetUnsigned">,
-  trade: { cancel?: unknown },
+  trade: { cancel?: unknown; approval?: unknown },
 ): TradeStatus {
   const rule: TradeTransition = TRADE_TRANSITIONS[operation];
-  return (trade.cancel != null ? rule.whenCancelAsked : undefined) ?? (rule.to as TradeStatus);
+  return (
+    (trade.cancel != null ? rule.whenCancelAsked : undefined) ??
+    (trade.approval != null ? rule.whenApproved : undefined) ??
+    (rule.to as TradeStatus)
+  );
 }
 
 /** What `operation` does to a trade in its present state. */

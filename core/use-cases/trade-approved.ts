@@ -64,11 +64,10 @@ export async function runApproved(runner: ApprovedRunner, record: TradeRecord): 
     // Its signature refused because the upkeep failed it meanwhile (approval_interrupted, or
     // another instance's sweep): that outcome stands, and is not written over.
     if (error instanceof TradeTransitionError) return;
-    // Approved still; or accepted with no transaction, its only one refused and known nowhere, so
-    // given back by the ledger (TRADE_TRANSITIONS.releaseSlot): failed too, never left to be
-    // forgotten as an unsigned trade of a process that is gone.
-    const now = await journal.get(record.id).catch(() => undefined);
-    if (now?.status !== "approved" && !(now?.status === "accepted" && now.txHash === null)) return;
+    // Approved still, or again: its only transaction refused and known nowhere, the ledger gave it
+    // back to approved (TRADE_TRANSITIONS.releaseSlot), never to accepted, where it would be
+    // forgotten. A journal that cannot be written now leaves it approved, for the upkeep.
+    if ((await journal.get(record.id).catch(() => undefined))?.status !== "approved") return;
     const recorded =
       error instanceof DomainError
         ? { code: error.code, message: error.message }

@@ -119,7 +119,10 @@ export async function execute(
 
 /** A trade whose only transaction the journal gave back (TRADE_TRANSITIONS.releaseSlot): nothing of it can be mined. */
 function givenBack(record: TradeRecord | undefined): boolean {
-  return record?.txHash === null && (record.status === "accepted" || record.status === "cancelled");
+  return (
+    record?.txHash === null &&
+    (record.status === "accepted" || record.status === "approved" || record.status === "cancelled")
+  );
 }
 
 /** A trade the journal accepted: its order, its record's id, and what it counts against the limits. */

@@ -258,8 +258,8 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
       // A trade a cancel was asked of is cancelled instead, with the error saying so.
       const tradeId = released.rows[0]?.trade_id;
       if (!tradeId) return true;
-      const { rows: asked } = await client.query<{ cancel: TradeCancel | null }>(
-        "SELECT cancel FROM trades WHERE id = $1 FOR UPDATE",
+      const { rows: asked } = await client.query<{ cancel: TradeCancel | null; approved: boolean }>(
+        "SELECT cancel, approval IS NOT NULL AS approved FROM trades WHERE id = $1 FOR UPDATE",
         [tradeId],
       );
       const cancel = asked[0]?.cancel ?? null;
@@ -271,7 +271,7 @@ export class PostgresNonces implements NonceStore, Omit<NonceLedger, "acquireLea
           tradeId,
           lower,
           nonce,
-          tradeStatusAfter("releaseSlot", { cancel }),
+          tradeStatusAfter("releaseSlot", { cancel, approval: asked[0]?.approved ? true : null }),
           cancel === null ? null : JSON.stringify(unsentCancelledError(cancel)),
         ],
       );

@@ -61,7 +61,7 @@ function statements(db: DatabaseSync) {
       `UPDATE trades SET status = ?, error = coalesce(?, error), wallet = NULL, nonce = NULL, tx_hash = NULL,
        raw_tx = NULL, deadline = NULL, updated_at = ? WHERE id = ? AND ${applies("releaseSlot")} AND lower(wallet) = ? AND nonce = ?`,
     ),
-    cancelOf: db.prepare("SELECT cancel FROM trades WHERE id = ?"),
+    cancelOf: db.prepare("SELECT cancel, approval FROM trades WHERE id = ?"),
     highestNonce: db.prepare("SELECT max(nonce) AS nonce FROM nonce_slots WHERE wallet = ?"),
     // Two index ranges of nonce_slots_reserving: the pending slots, and those mined after a block.
     reservations: db.prepare(
@@ -216,10 +216,10 @@ export class SqliteNonces implements NonceStore, Omit<NonceLedger, "acquireLease
       if (Number(this.#sql.release.run(lower, nonce, lower, nonce, lower, nonce, h).changes) !== 1) return false;
       this.#sql.releaseBroadcast.run(h, lower, nonce);
       if (typeof slot.trade_id === "string") {
-        const stored = this.#sql.cancelOf.get(slot.trade_id)?.cancel;
-        const cancel = typeof stored === "string" ? (JSON.parse(stored) as TradeCancel) : null;
+        const row = this.#sql.cancelOf.get(slot.trade_id);
+        const cancel = typeof row?.cancel === "string" ? (JSON.parse(row.cancel) as TradeCancel) : null;
         this.#sql.unsignTrade.run(
-          tradeStatusAfter("releaseSlot", { cancel }),
+          tradeStatusAfter("releaseSlot", { cancel, approval: row?.approval }),
           cancel === null ? null : JSON.stringify(unsentCancelledError(cancel)),
           Date.now(),
           slot.trade_id,

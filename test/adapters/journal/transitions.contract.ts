@@ -366,6 +366,18 @@ export function describeTransitionContract(context: TransitionContractContext): 
       expect(own(await journal.get(before.id))).to.deep.equal(own(after));
     });
 
+    it("releaseSlot: an approved trade goes back to approved, never to accepted (where it would be forgotten)", async function () {
+      const journal = context.journal();
+      const before = await trade([...REACH.approved, sign]);
+      expect(before.status).to.equal("signed");
+      expect(await journal.releaseSlot(WALLET, before.nonce!, before.txHash!)).to.equal(true);
+      const after = (await journal.get(before.id))!;
+      expect(after).to.deep.include({ status: "approved", wallet: null, nonce: null, txHash: null, broadcasts: [] });
+      expect(after.approval).to.deep.equal(before.approval);
+      expect(await journal.forgetUnsigned(0)).to.equal(0);
+      expect((await journal.get(before.id))?.status).to.equal("approved");
+    });
+
     it("markCancelled with a cancel asked now: cancels only a trade with nothing signed, recording who asked", async function () {
       const journal = context.journal();
       const cancel = { requestedBy: "desk-eu", requestedAt: "2026-01-01T00:00:00.000Z" };
