@@ -189,12 +189,15 @@ export class PostgresTrades implements TradeJournal {
       );
       if (!decide("markSigned", id, stateOf(rows[0]))) return;
       if (rows[0]!.cancelling) throw cancelAsked(id);
-      // Signed again (the node refused the first nonce, so nothing of it was broadcast): the old slot goes.
-      await client.query(
-        "DELETE FROM broadcasts b USING nonce_slots s WHERE s.trade_id = $1 AND b.wallet = s.wallet AND b.nonce = s.nonce",
+      // Signed again (its first slot was released: nothing of it can be mined): whatever is left of
+      // the old slot goes. The slot's row first, as recordBroadcast and releaseSlot lock it, then
+      // its broadcasts in a statement of their own, which sees one recorded while it waited.
+      const old = await client.query<{ wallet: string; nonce: string }>(
+        "DELETE FROM nonce_slots WHERE trade_id = $1 RETURNING wallet, nonce",
         [id],
       );
-      await client.query("DELETE FROM nonce_slots WHERE trade_id = $1", [id]);
+      for (const slot of old.rows)
+        await client.query("DELETE FROM broadcasts WHERE wallet = $1 AND nonce = $2", [slot.wallet, slot.nonce]);
       await client.query(
         "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, reserves) VALUES ($1, $2, 'trade', $3, $4, 'pending', $5)",
         [wallet, tx.nonce, id, tx.deadline, encodeReserves(tx.reserves, tx.txHash)],
