@@ -54,7 +54,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
   function monitorOn(
     url: string,
     sends?: { sentAt(nonce: number): number | null | undefined },
-    overrides: { settings?: Partial<LifecycleSettings>; fees?: FeeOracle; blockTimeMs?: number } = {},
+    overrides: { settings?: Partial<LifecycleSettings>; fees?: FeeOracle; blockTimeMs?: number; holder?: string } = {},
   ): WalletMonitor {
     const provider = new RpcProvider([url], { chainId: 31337n, batchStallMs: 0 });
     providers.push(provider);
@@ -67,7 +67,7 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
       receipts: new Receipts({ provider, confirmations: 1, timeoutMs: 1000, journalAfterMs: 0 }),
       settings: { ...SETTINGS, ...overrides.settings },
       log: { warn() {}, info() {} },
-      holder: "test",
+      holder: overrides.holder ?? "test",
       ...(sends === undefined ? {} : { sends }),
       ...(overrides.blockTimeMs === undefined ? {} : { blockTimeMs: () => overrides.blockTimeMs }),
     });
@@ -271,6 +271,20 @@ describe("a cancel's no-op and a speed-up, by the wallet's monitor", function ()
     expect((cancelled as { reason: string }).reason).to.match(/another instance/);
     expect(chain.calls("eth_sendRawTransaction")).to.have.length(0);
     expect((await journal.slot(wallet.address, 7))!.broadcasts).to.have.length(1);
+    // The lease holder's next look sends the recorded cancel's no-op, once.
+    const leader = monitorOn(chain.url, undefined, { holder: "another instance" });
+    await new Promise((resolve) => setTimeout(resolve, SETTINGS.minAgeMs + 20));
+    await leader.look();
+    await leader.look();
+    const broadcasts = (await journal.slot(wallet.address, 7))!.broadcasts;
+    expect(broadcasts.map((b) => b.noop)).to.deep.equal([false, true]);
+    const [sent] = chain.calls("eth_sendRawTransaction").map((call) => Transaction.from(call.params[0] as string));
+    expect([sent!.nonce, sent!.to, sent!.value, sent!.hash]).to.deep.equal([
+      7,
+      wallet.address,
+      0n,
+      broadcasts[1]!.hash,
+    ]);
   });
 
   it("speeds up on an instance without the wallet's lease, the cap checked there too; the lease holder's replacement read before it is not sent", async function () {
