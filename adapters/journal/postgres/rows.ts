@@ -72,6 +72,20 @@ export interface SlotRow {
   updated_at: Date;
 }
 
+/**
+ * Deletes the slots a trade's record holds (signed again at another nonce), the slot's row first,
+ * as recordBroadcast and releaseSlot lock it, then its broadcasts in a statement of their own,
+ * which sees one recorded while it waited for that row: none is left without its slot.
+ */
+export async function dropSlotsOf(client: pg.PoolClient, tradeId: string): Promise<void> {
+  const old = await client.query<{ wallet: string; nonce: string }>(
+    "DELETE FROM nonce_slots WHERE trade_id = $1 RETURNING wallet, nonce",
+    [tradeId],
+  );
+  for (const { wallet, nonce } of old.rows)
+    await client.query("DELETE FROM broadcasts WHERE wallet = $1 AND nonce = $2", [wallet, nonce]);
+}
+
 export async function insertBroadcast(
   client: pg.PoolClient,
   wallet: string,

@@ -33,6 +33,7 @@ import {
   BROADCAST_COLUMNS,
   type BroadcastRow,
   COLUMNS,
+  dropSlotsOf,
   insertBroadcast,
   type Row,
   toBroadcast,
@@ -189,15 +190,8 @@ export class PostgresTrades implements TradeJournal {
       );
       if (!decide("markSigned", id, stateOf(rows[0]))) return;
       if (rows[0]!.cancelling) throw cancelAsked(id);
-      // Signed again (its first slot was released: nothing of it can be mined): whatever is left of
-      // the old slot goes. The slot's row first, as recordBroadcast and releaseSlot lock it, then
-      // its broadcasts in a statement of their own, which sees one recorded while it waited.
-      const old = await client.query<{ wallet: string; nonce: string }>(
-        "DELETE FROM nonce_slots WHERE trade_id = $1 RETURNING wallet, nonce",
-        [id],
-      );
-      for (const slot of old.rows)
-        await client.query("DELETE FROM broadcasts WHERE wallet = $1 AND nonce = $2", [slot.wallet, slot.nonce]);
+      // Signed again: what is left of its old slot goes (its first was released: nothing of it can be mined).
+      await dropSlotsOf(client, id);
       await client.query(
         "INSERT INTO nonce_slots (wallet, nonce, purpose, trade_id, deadline, state, reserves) VALUES ($1, $2, 'trade', $3, $4, 'pending', $5)",
         [wallet, tx.nonce, id, tx.deadline, encodeReserves(tx.reserves, tx.txHash)],
