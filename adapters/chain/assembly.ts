@@ -153,7 +153,7 @@ export function assembleTrades(options: AssemblyOptions): { trade: ChainTradeAda
     swap: options.swap,
     queueOf: (owner) => wallets.get(owner.toLowerCase())!.queue,
     record: (tx) => recordSlotOf(journal, tx, "approval"),
-    mined: (owner, sent) => receipts.wait(sent.hash, sent.receipt, nonceLookup(journal, owner, sent.nonce)),
+    mined: (owner, sent) => receipts.wait(sent.hash, sent.receipt, nonceLookup(journal, owner, sent.nonce, sent.hash)),
     fees: async () => tradeFees(await fees.read(), settings.feeCap),
   });
   const trade = new ChainTradeAdapter({

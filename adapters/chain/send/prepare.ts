@@ -49,11 +49,27 @@ export async function prepare(
       refuse(signed.item, result.reason);
       continue;
     }
-    if (await context.ledger.releaseSlot(wallet, signed.nonce, signed.txHash).catch(() => false))
-      again.push(signed.item);
+    if (await released(context.ledger, wallet, signed)) again.push(signed.item);
     else kept.push(signed);
   }
   return { ready: chunk.slice(0, failed), again, kept };
+}
+
+/**
+ * Whether the ledger released the slot `signed` recorded. Unanswered (the journal failing, as it
+ * is on this path), the slot says: gone, it was; there still, or not to be read, it is kept.
+ */
+async function released(ledger: NonceLedger, wallet: string, signed: Signed): Promise<boolean> {
+  try {
+    return await ledger.releaseSlot(wallet, signed.nonce, signed.txHash);
+  } catch {
+    return (
+      (await ledger
+        .slot(wallet, signed.nonce)
+        .then((slot) => slot === undefined)
+        .catch(() => false)) === true
+    );
+  }
 }
 
 /**

@@ -282,6 +282,8 @@ export class SendQueue {
         const now = Date.now();
         for (const { item, nonce, txHash } of kept) {
           this.#sends.set(nonce, now);
+          // Never signed at again by this queue, even should its slot be gone after all.
+          this.#floor = Math.max(this.#floor, nonce + 1);
           settle(item, { sent: { hash: txHash, nonce, receipt: null, known: false } });
         }
         const left = [...again, ...pending.splice(0)];

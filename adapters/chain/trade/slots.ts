@@ -13,11 +13,21 @@ import {
 } from "../../../core/index.js";
 import type { NonceLookup, Outcome } from "../blocks/index.js";
 
-/** What the ledger and the journal hold for a nonce now: its broadcasts, or the error its trade ended with. */
-export function nonceLookup(journal: TradeJournal & NonceLedger, wallet: string, nonce: number): NonceLookup {
+/**
+ * What the ledger and the journal hold for a trade's nonce now: its broadcasts, or the error its
+ * trade ended with. A slot there that holds none of the trade's own transactions (`hash`, the one
+ * its waiter was given) is another's (its own was released and the nonce used again): nothing.
+ */
+export function nonceLookup(
+  journal: TradeJournal & NonceLedger,
+  wallet: string,
+  nonce: number,
+  hash: string,
+): NonceLookup {
+  const own = hash.toLowerCase();
   return async () => {
     const slot = await journal.slot(wallet, nonce);
-    if (slot === undefined) return {};
+    if (slot === undefined || !slot.broadcasts.some((b) => b.hash.toLowerCase() === own)) return {};
     if (slot.state === "lost") return { error: new TradeDroppedError(wallet, nonce) };
     if (slot.tradeId !== null) {
       const record = await journal.get(slot.tradeId);

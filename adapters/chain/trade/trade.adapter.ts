@@ -288,7 +288,7 @@ export class ChainTradeAdapter implements TradePort {
     const { receipts, watcher, journal } = this.#parts;
     const owner = reserved.proven.wallet.signer.address;
     try {
-      const outcome = await receipts.wait(sent.hash, sent.receipt, nonceLookup(journal, owner, sent.nonce));
+      const outcome = await receipts.wait(sent.hash, sent.receipt, nonceLookup(journal, owner, sent.nonce, sent.hash));
       // A trade without a record of its own: its slot is marked mined at once, so that what it
       // held back stops counting once the chain shows it (allowances.ts); a journalled trade's
       // record does that (markConfirmed), and the monitor for what no call waited for.

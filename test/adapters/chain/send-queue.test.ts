@@ -272,6 +272,44 @@ describe("SendQueue", function () {
     expect(eight.map((tx) => [tx.to, tx.data, tx.value])).to.deep.equal([[wallet.address, "0x", 0n]]);
   });
 
+  it("signs a trade again past a failed write when its slot's release went through but its answer was lost", async function () {
+    const failure = new Error("journal unavailable");
+    const started: number[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const released = nonces.releaseSlot.bind(nonces);
+    nonces.releaseSlot = async (...args) => {
+      await released(...args);
+      throw new Error("connection terminated"); // committed; the answer lost
+    };
+    const results = Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        queue.send(
+          trade(i, async (tx) => {
+            started.push(i);
+            if (i > 0) await gate;
+            if (i === 1 && tx.nonce === 8) throw failure;
+          }),
+        ),
+      ),
+    );
+    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    release();
+    const settled = await results;
+    expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    // Its slot at 9 is gone: trade 2 is signed again, and each answer is a transaction the node took.
+    for (const i of [2, 3]) {
+      const sent = (settled[i] as PromiseFulfilledResult<{ hash: string; nonce: number; known: boolean }>).value;
+      expect(
+        node.accepted.map((tx) => tx.hash),
+        `trade ${i}`,
+      ).to.include(sent.hash);
+      expect((await nonces.slot(wallet.address, sent.nonce))!.broadcasts.map((b) => b.hash)).to.deep.equal([sent.hash]);
+    }
+    expect(node.accepted.filter((tx) => tx.data === trade(2).data)).to.have.length(1);
+  });
+
   it("lets trades that arrive while a round sends join it, under the same nonce lock", async function () {
     /** Counts the rounds: one nonce-lock hold each. */
     class CountingNonceStore extends MemoryJournal {
