@@ -63,11 +63,9 @@ async function released(ledger: NonceLedger, wallet: string, signed: Signed): Pr
   try {
     return await ledger.releaseSlot(wallet, signed.nonce, signed.txHash);
   } catch {
-    return (
-      (await ledger
-        .slot(wallet, signed.nonce)
-        .then((slot) => slot === undefined)
-        .catch(() => false)) === true
+    return ledger.slot(wallet, signed.nonce).then(
+      (slot) => slot === undefined,
+      () => false,
     );
   }
 }

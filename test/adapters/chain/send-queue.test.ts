@@ -62,6 +62,35 @@ describe("SendQueue", function () {
       () => null,
     );
 
+  /**
+   * Four trades: trade 0 goes out alone (the queue is idle), trades 1-3 arrive meanwhile and form
+   * one chunk, whose journal hooks (`hook`, before each trade's slot is recorded) run once all four
+   * have started; trade 1's write fails at nonce 8. Answers how each send settled.
+   */
+  async function chunkWithFailedWrite(
+    hook: (i: number, tx: SignedTradeTx) => Promise<void> = async () => {},
+  ): Promise<PromiseSettledResult<Awaited<ReturnType<SendQueue["send"]>>>[]> {
+    const started: number[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const results = Promise.allSettled(
+      Array.from({ length: 4 }, (_, i) =>
+        queue.send(
+          trade(i, async (tx) => {
+            started.push(i);
+            if (i > 0) await gate;
+            await hook(i, tx);
+            if (i === 1 && tx.nonce === 8) throw new Error("journal unavailable");
+          }),
+        ),
+      ),
+    );
+    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    release();
+    return results;
+  }
+
   /** A queue over the shared ledger, on `through` (default: the one endpoint), signing with `signer`. */
   const queueOn = (through: RpcProvider = provider, signer: TransactionSigner = toSigner(wallet)) =>
     new SendQueue({
@@ -196,65 +225,40 @@ describe("SendQueue", function () {
 
   it("never signs a trade again at another nonce when its slot holds another instance's replacement: it keeps its nonce, and the gap below is filled", async function () {
     node.onSend = () => ({ accept: true }); // a mempool: holds a nonce above a gap
-    const failure = new Error("journal unavailable");
-    const started: number[] = [];
     let written2!: () => void;
     const wrote2 = new Promise<void>((resolve) => (written2 = resolve));
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
     let replacement: { hash: string; data: string } | undefined;
-    const results = Promise.allSettled(
-      Array.from({ length: 4 }, (_, i) =>
-        queue.send(
-          trade(i, async (tx) => {
-            started.push(i);
-            if (i > 0) await gate;
-            if (i === 1 && tx.nonce === 8) {
-              // Trade 1's write fails slowly; meanwhile another instance speeds trade 2 up at 9:
-              // recorded in place of its first transaction, and broadcast.
-              await wrote2;
-              const last = (await nonces.slot(wallet.address, 9))!.broadcasts.at(-1)!;
-              const signed = await wallet.signTransaction({
-                to: SWAP,
-                data: trade(2).data,
-                gasLimit: 150_000n,
-                maxFeePerGas: 10n * FEES.maxFeePerGas,
-                maxPriorityFeePerGas: 2n * FEES.maxPriorityFeePerGas,
-                chainId: 31337n,
-                nonce: 9,
-                type: 2,
-              });
-              const hash = keccak256(signed);
-              const recorded = await nonces.recordBroadcast(
-                wallet.address,
-                9,
-                {
-                  hash,
-                  rawTx: signed,
-                  ...FEES,
-                  maxFeePerGas: 10n * FEES.maxFeePerGas,
-                  noop: false,
-                  sentAt: new Date(),
-                },
-                last.hash,
-              );
-              expect(recorded).to.equal(true);
-              await provider.send("eth_sendRawTransaction", [signed]);
-              replacement = { hash, data: trade(2).data };
-              throw failure;
-            }
-          }),
-        ),
-      ),
-    );
     // Trade 2's record is written (after `trade`'s own hook) once its hook returns: let it, then fail 1.
     const recorded2 = setInterval(() => {
       void nonces.slot(wallet.address, 9).then((slot) => slot !== undefined && written2());
     }, 5);
-    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    release();
-    const settled = await results;
+    const settled = await chunkWithFailedWrite(async (i, tx) => {
+      if (i !== 1 || tx.nonce !== 8) return;
+      // Trade 1's write fails slowly; meanwhile another instance speeds trade 2 up at 9:
+      // recorded in place of its first transaction, and broadcast.
+      await wrote2;
+      const last = (await nonces.slot(wallet.address, 9))!.broadcasts.at(-1)!;
+      const signed = await wallet.signTransaction({
+        to: SWAP,
+        data: trade(2).data,
+        gasLimit: 150_000n,
+        maxFeePerGas: 10n * FEES.maxFeePerGas,
+        maxPriorityFeePerGas: 2n * FEES.maxPriorityFeePerGas,
+        chainId: 31337n,
+        nonce: 9,
+        type: 2,
+      });
+      const hash = keccak256(signed);
+      const recorded = await nonces.recordBroadcast(
+        wallet.address,
+        9,
+        { hash, rawTx: signed, ...FEES, maxFeePerGas: 10n * FEES.maxFeePerGas, noop: false, sentAt: new Date() },
+        last.hash,
+      );
+      expect(recorded).to.equal(true);
+      await provider.send("eth_sendRawTransaction", [signed]);
+      replacement = { hash, data: trade(2).data };
+    });
     clearInterval(recorded2);
     expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
     // Trade 2's call went out once, as the other instance's replacement: never signed again here.
@@ -273,30 +277,12 @@ describe("SendQueue", function () {
   });
 
   it("signs a trade again past a failed write when its slot's release went through but its answer was lost", async function () {
-    const failure = new Error("journal unavailable");
-    const started: number[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
     const released = nonces.releaseSlot.bind(nonces);
     nonces.releaseSlot = async (...args) => {
       await released(...args);
       throw new Error("connection terminated"); // committed; the answer lost
     };
-    const results = Promise.allSettled(
-      Array.from({ length: 4 }, (_, i) =>
-        queue.send(
-          trade(i, async (tx) => {
-            started.push(i);
-            if (i > 0) await gate;
-            if (i === 1 && tx.nonce === 8) throw failure;
-          }),
-        ),
-      ),
-    );
-    for (let waited = 0; waited < 2000 && started.length < 4; waited += 5)
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    release();
-    const settled = await results;
+    const settled = await chunkWithFailedWrite();
     expect(settled.map((r) => r.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
     // Its slot at 9 is gone: trade 2 is signed again, and each answer is a transaction the node took.
     for (const i of [2, 3]) {
